@@ -1,0 +1,55 @@
+"""replyparse: raw chat-model output to structured assistant messages, whole or streaming.
+
+Driven by declarative JSON response templates (the inverse of chat templates). The public
+API is small and flat; everything else lives in subpackages.
+"""
+
+from __future__ import annotations
+
+from replyparse.errors import (
+    ContentParseError,
+    MissingFieldError,
+    ParserStateError,
+    ResponseParseError,
+    ResponseTemplateError,
+    TemplateError,
+    TemplateIssue,
+    TokenizerError,
+    ToolDefinitionError,
+    TransformError,
+    UnknownTemplateError,
+)
+from replyparse.events import Event, RegionChunkEvent, RegionCloseEvent, RegionOpenEvent
+from replyparse.parser import ParserPhase, ResponseParser, parse_response
+from replyparse.template import FieldSpec, ResponseTemplate, load_template
+from replyparse.tokens import get_response_parser, load_response_template, save_response_template
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "ContentParseError",
+    "Event",
+    "FieldSpec",
+    "MissingFieldError",
+    "ParserPhase",
+    "ParserStateError",
+    "RegionChunkEvent",
+    "RegionCloseEvent",
+    "RegionOpenEvent",
+    "ResponseParseError",
+    "ResponseParser",
+    "ResponseTemplate",
+    "ResponseTemplateError",
+    "TemplateError",
+    "TemplateIssue",
+    "TokenizerError",
+    "ToolDefinitionError",
+    "TransformError",
+    "UnknownTemplateError",
+    "__version__",
+    "get_response_parser",
+    "load_response_template",
+    "load_template",
+    "parse_response",
+    "save_response_template",
+]

@@ -1,0 +1,212 @@
+"""The scanner: find the next delimiter in a buffer, and how much text before it is safe.
+
+Theory of operation
+-------------------
+In every parser state some delimiters can end the current stretch of text: outside a region,
+the open delimiter of every explicit field and the end of the turn; inside a region, its close
+delimiter and the end of the turn. ``Scanner.scan(buffer, position, final)`` looks at
+``buffer[position:]`` for all of them at once and answers two things:
+
+* the delimiter match to act on now, if any (a ``DelimiterMatch``), and
+* ``safe_end``: the text in ``buffer[position:safe_end]`` belongs to no delimiter, whatever
+  text arrives later. The parser may emit it.
+
+Text that could still be the start of a delimiter is held back ("hold-back") until it becomes
+one or cannot. A literal is held while a suffix of the buffer is a proper prefix of it. A
+pattern is held while the ``regex`` module reports a partial match, or while a full match
+could still change with more text (``fullmatch(..., partial=True)`` succeeds on the rest of
+the buffer: a greedy ``\\s*`` at its end, a lookahead at the buffer's end, a longer
+alternative). With ``final=True`` (the end of generation) nothing more can arrive, so
+nothing is held.
+
+Tie-breaking, when several delimiters could match: the earliest start wins, then the longest
+match, then the lower ``priority`` (the parser gives opens priority over closes). Literal
+alternatives of one delimiter prefer the longest. These rules make the result independent of
+how the text was chunked: a match is acted on only when no text still to come can change it.
+
+This module knows nothing of fields, events or messages.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import regex
+
+__all__ = ["REGEX_FLAGS", "Delimiter", "DelimiterMatch", "Scanner"]
+
+#: The spec's regex semantics: unicode-aware, DOTALL on, MULTILINE off.
+REGEX_FLAGS = regex.DOTALL | regex.UNICODE
+
+
+class DelimiterMatch(NamedTuple):
+    """A delimiter found in the buffer: ``buffer[start:end]``, for scanner entry ``target``."""
+
+    start: int
+    end: int
+    target: int
+    groups: dict[str, str | None]
+
+
+_NO_GROUPS: dict[str, str | None] = {}
+
+
+@dataclass(frozen=True, eq=False)
+class Delimiter:
+    """A compiled open or close delimiter (or start anchor).
+
+    Attributes:
+        source: the template's value: a string or list of strings for literals, a regex
+            string for patterns.
+        literals: the literal alternatives, longest first; empty for a pattern.
+        pattern: the compiled regex, or None for literals.
+    """
+
+    source: str | tuple[str, ...]
+    literals: tuple[str, ...]
+    pattern: regex.Pattern[str] | None
+
+    @classmethod
+    def from_literals(cls, source: str | Sequence[str]) -> Delimiter:
+        """A literal delimiter; ``source`` is one string or a list of alternatives."""
+        alternatives = (source,) if isinstance(source, str) else tuple(source)
+        ordered = tuple(sorted(set(alternatives), key=lambda text: (-len(text), text)))
+        return cls(source if isinstance(source, str) else tuple(source), ordered, None)
+
+    @classmethod
+    def from_pattern(cls, source: str) -> Delimiter:
+        """A regex delimiter; raises ``regex.error`` when the pattern does not compile."""
+        return cls(source, (), regex.compile(source, REGEX_FLAGS))
+
+    @property
+    def is_pattern(self) -> bool:
+        """Whether this delimiter is a regex."""
+        return self.pattern is not None
+
+    @property
+    def group_names(self) -> frozenset[str]:
+        """The named groups a pattern defines (none for literals)."""
+        return frozenset(self.pattern.groupindex) if self.pattern is not None else frozenset()
+
+    @property
+    def longest(self) -> int | None:
+        """The longest text a literal delimiter can match; None for patterns."""
+        return len(self.literals[0]) if self.literals else None
+
+    def to_json(self) -> str | list[str]:
+        """The template value this delimiter was built from."""
+        return self.source if isinstance(self.source, str) else list(self.source)
+
+    def find(
+        self, buffer: str, position: int, final: bool
+    ) -> tuple[DelimiterMatch | None, int | None]:
+        """Find this delimiter in ``buffer[position:]``.
+
+        Returns:
+            ``(match, held)``: the earliest committable match (``target`` left 0), and the
+            start of the earliest text that may still become (or change) a match, or None.
+        """
+        if self.pattern is not None:
+            return self._find_pattern(self.pattern, buffer, position, final)
+        return self._find_literal(buffer, position, final)
+
+    def _find_literal(
+        self, buffer: str, position: int, final: bool
+    ) -> tuple[DelimiterMatch | None, int | None]:
+        best_start = -1
+        best_end = -1
+        for literal in self.literals:  # longest first: equal starts keep the longest
+            start = buffer.find(literal, position)
+            if start >= 0 and (best_start < 0 or start < best_start):
+                best_start, best_end = start, start + len(literal)
+        match = DelimiterMatch(best_start, best_end, 0, _NO_GROUPS) if best_start >= 0 else None
+        if final:
+            return match, None
+        held: int | None = None
+        length = len(buffer)
+        for literal in self.literals:
+            first = literal[0]
+            start = buffer.find(first, max(position, length - len(literal) + 1))
+            while start >= 0:
+                if literal.startswith(buffer[start:]):
+                    if held is None or start < held:
+                        held = start
+                    break
+                start = buffer.find(first, start + 1)
+        return match, held
+
+    @staticmethod
+    def _find_pattern(
+        pattern: regex.Pattern[str], buffer: str, position: int, final: bool
+    ) -> tuple[DelimiterMatch | None, int | None]:
+        search_from = position
+        while True:
+            found = pattern.search(buffer, search_from, partial=not final)
+            if found is None:
+                return None, None
+            start, end = found.span()
+            if found.partial:
+                return None, start
+            if not final and pattern.fullmatch(buffer, start, partial=True) is not None:
+                # The rest of the buffer could still grow into a different match here.
+                return None, start
+            if end > start:
+                return DelimiterMatch(start, end, 0, found.groupdict()), None
+            # An empty match delimits nothing; look further on.
+            if start >= len(buffer):
+                return None, None
+            search_from = start + 1
+
+
+class Scanner:
+    """Scans for several delimiters at once (one parser state).
+
+    Args:
+        entries: ``(delimiter, target, priority)``: ``target`` is what the parser gets back in
+            ``DelimiterMatch.target``; lower ``priority`` wins ties of equal start and length.
+    """
+
+    __slots__ = ("_entries",)
+
+    def __init__(self, entries: Sequence[tuple[Delimiter, int, int]]) -> None:
+        self._entries = tuple(entries)
+
+    @property
+    def targets(self) -> tuple[int, ...]:
+        """The targets this scanner reports, in entry order."""
+        return tuple(target for _, target, _ in self._entries)
+
+    def scan(
+        self, buffer: str, position: int, final: bool = False
+    ) -> tuple[int, DelimiterMatch | None]:
+        """Scan ``buffer[position:]``; return ``(safe_end, match)`` (see the module docstring).
+
+        When a match is returned, ``safe_end`` equals its start.
+        """
+        held = len(buffer)
+        best: DelimiterMatch | None = None
+        best_priority = 0
+        for delimiter, target, priority in self._entries:
+            match, partial_start = delimiter.find(buffer, position, final)
+            if partial_start is not None and partial_start < held:
+                held = partial_start
+            if match is None:
+                continue
+            if (
+                best is None
+                or match.start < best.start
+                or (
+                    match.start == best.start
+                    and (
+                        match.end > best.end
+                        or (match.end == best.end and priority < best_priority)
+                    )
+                )
+            ):
+                best = DelimiterMatch(match.start, match.end, target, match.groups)
+                best_priority = priority
+        if best is not None and best.start < held:
+            return best.start, best
+        return held, None

@@ -1,0 +1,579 @@
+"""Typing tool-call arguments through a JSON Schema.
+
+This module owns one question: given a value the model wrote and the JSON Schema it should
+follow, what is the value with its JSON types restored? Content parsers such as xml-inline and
+kv-lines give every value as a string, and models sometimes quote numbers even inside JSON, so
+``{"days": "3"}`` must become ``{"days": 3}`` when the schema says ``integer``. Unlike the
+reference implementation, which types only top-level strings, this walks the whole schema:
+nested ``properties`` / ``additionalProperties`` / ``patternProperties``, ``items`` /
+``prefixItems``, ``anyOf`` / ``oneOf`` / ``allOf``, type lists, ``enum`` / ``const`` and local
+``$ref`` s.
+
+It knows nothing of templates, parsers or wire formats; it reads tools only to find a call's
+``parameters`` (:func:`type_tool_call`).
+
+Invariants:
+
+- **Never guess.** A value is converted only when it does not already fit the schema and the
+  conversion is unambiguous (``"3"`` to ``3``, ``"true"`` to ``True``, JSON text to an object).
+  ``"yes"`` and ``"1"`` are not booleans; nothing is ever converted *to* a string. A value that
+  cannot be typed is left exactly as written.
+- **Valid values pass through untouched**, as the same object: containers are copied only along
+  the path of a change, so typing already-typed arguments costs no allocation.
+- **Total.** Neither function raises on any value or schema; a malformed schema part is ignored.
+- **Idempotent.** Coercing a coerced value changes nothing.
+"""
+
+from __future__ import annotations
+
+import ast
+import decimal
+import functools
+import json
+import math
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
+from urllib.parse import unquote
+
+from replyparse.tools import FunctionTool, Tool
+
+__all__ = ["coerce_to_schema", "type_tool_call"]
+
+
+class _Failed:
+    """The type of :data:`_FAILED`: a conversion that did not apply."""
+
+
+_FAILED: Final = _Failed()
+
+#: A number as a model writes it: JSON's grammar, plus a leading ``+``, leading zeros and
+#: ``3.`` / ``.5``, which are unambiguous. ASCII digits only: ``int()`` would also take other
+#: scripts' digits and ``_`` separators, which a JSON value never has.
+_NUMBER_TEXT = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+_INTEGER_TEXT = re.compile(r"[+-]?[0-9]+")
+#: Python refuses to convert longer digit strings (and they are no real tool argument).
+_MAX_INTEGER_DIGITS = 4000
+_NULL_WORDS = frozenset({"null", "None"})
+_BOOLEAN_WORDS = {"true": True, "false": False}
+
+
+def coerce_to_schema(value: Any, schema: Mapping[str, Any]) -> Any:
+    """Return ``value`` with its JSON types restored as ``schema`` describes.
+
+    ``Any`` because values and schemas are raw JSON. Conversions, applied only where the value
+    does not already fit:
+
+    - ``integer`` from ``"3"``, ``" 3 "``, ``"3.0"`` and ``3.0`` (integral values only);
+    - ``number`` from ``"1.50"`` (``1.5``; ``"2"`` gives the int ``2``);
+    - ``boolean`` from ``"true"`` / ``"false"`` in any case; ``null`` from ``"null"`` / ``"None"``;
+    - ``object`` / ``array`` from JSON text (or a Python literal when JSON fails), then
+      recursively through ``properties``, ``patternProperties``, ``additionalProperties``,
+      ``prefixItems`` and ``items``;
+    - ``enum`` / ``const``: a string not in the enum becomes the member it converts to
+      (``"3"`` with ``enum: [1, 2, 3]`` gives ``3``);
+    - ``anyOf`` / ``oneOf``: the value stays if it already fits a branch; otherwise the first
+      branch whose conversion fits is taken; otherwise the value stays as written;
+    - type lists (``["integer", "null"]``), OpenAPI's ``nullable: true``, ``allOf`` (each part
+      applied in turn) and ``$ref`` to ``#``, ``#/$defs/...``, ``#/definitions/...`` or any
+      local JSON pointer, resolved against ``schema``.
+
+    Strings under a ``string`` schema stay as written (even ``"3"``), and a non-string is never
+    turned into one. Keywords that do not decide a type (``minimum``, ``pattern``...) are not
+    checked.
+
+    Args:
+        value: the value as the model wrote it (JSON-compatible: dict, list, str, int, float,
+            bool, None).
+        schema: the JSON Schema it should follow; also the root for ``$ref`` resolution.
+
+    Returns:
+        The typed value. It is ``value`` itself when nothing changed; changed containers are
+        new objects, and the input is never mutated.
+
+    Example:
+        >>> schema = {"type": "object", "properties": {
+        ...     "days": {"type": "integer"},
+        ...     "stops": {"type": "array", "items": {"type": "number"}}}}
+        >>> coerce_to_schema({"days": "3", "stops": "[1, \\"2.5\\"]"}, schema)
+        {'days': 3, 'stops': [1, 2.5]}
+    """
+    root: object = schema  # callers outside mypy may pass anything: stay total
+    if not isinstance(root, Mapping):
+        return value
+    try:
+        return _Coercer(root).coerce(value, root, frozenset())
+    except RecursionError:
+        # Values (or ref chains) nested deeper than the interpreter allows: stay total.
+        return value
+
+
+def type_tool_call(value: Any, tools: Mapping[str, Tool]) -> Any:
+    """Type the arguments of a parsed tool call from its tool's ``parameters`` schema.
+
+    Recognized shapes: ``{"type": "function", "function": {"name": N, "arguments": A}}`` (also
+    without ``"type"``), and a list of those (the output of a ``transform_each`` field). When
+    ``N`` (or ``namespace.N`` if the call carries a ``namespace``) names a
+    :class:`~replyparse.tools.FunctionTool` in ``tools``, ``A`` is typed with
+    :func:`coerce_to_schema`; ``A`` may be a dict or JSON text of one, which is parsed and kept
+    as a dict. Anything else (unknown names, custom tools, other shapes, arguments that are
+    neither a dict nor JSON text of one) comes back unchanged.
+
+    Args:
+        value: a closed tool-call value from the parser.
+        tools: the tools by name, as built by :func:`~replyparse.tools.tools_by_name`.
+
+    Returns:
+        ``value`` itself when nothing changed, else a copy with typed ``arguments`` (the input
+        is never mutated).
+
+    Example:
+        >>> from replyparse.tools import normalize_tools, tools_by_name
+        >>> tools = tools_by_name(normalize_tools([{"name": "wait", "parameters": {
+        ...     "type": "object", "properties": {"seconds": {"type": "integer"}}}}]))
+        >>> type_tool_call({"function": {"name": "wait", "arguments": '{"seconds": "5"}'}}, tools)
+        {'function': {'name': 'wait', 'arguments': {'seconds': 5}}}
+    """
+    if isinstance(value, list):
+        typed_calls = [type_tool_call(call, tools) for call in value]
+        if all(typed is call for typed, call in zip(typed_calls, value, strict=True)):
+            return value
+        return typed_calls
+    if not isinstance(value, dict) or value.get("type", "function") != "function":
+        return value
+    function = value.get("function")
+    if not isinstance(function, dict) or "arguments" not in function:
+        return value
+    tool = _find_function_tool(function.get("name"), function.get("namespace"), tools)
+    if tool is None:
+        return value
+    arguments = function["arguments"]
+    if isinstance(arguments, str):
+        try:
+            parsed = json.loads(arguments)
+        except (ValueError, RecursionError):
+            return value
+        if not isinstance(parsed, dict):
+            return value
+        typed = coerce_to_schema(parsed, tool.parameters)
+    elif isinstance(arguments, dict):
+        typed = coerce_to_schema(arguments, tool.parameters)
+        if typed is arguments:
+            return value
+    else:
+        return value
+    return {**value, "function": {**function, "arguments": typed}}
+
+
+def _find_function_tool(
+    name: object, namespace: object, tools: Mapping[str, Tool]
+) -> FunctionTool | None:
+    if not isinstance(name, str):
+        return None
+    tool = tools.get(f"{namespace}.{name}") if isinstance(namespace, str) else None
+    if tool is None:
+        tool = tools.get(name)
+    return tool if isinstance(tool, FunctionTool) else None
+
+
+class _Coercer:
+    """One coercion run: the root schema (for ``$ref``) and its resolved references.
+
+    ``active_refs`` is the set of references entered since the walk last descended into the
+    value; meeting one again at the same depth is a reference cycle, which is not followed.
+    """
+
+    def __init__(self, root: Mapping[str, Any]) -> None:
+        self.root = root
+        self.resolved: dict[str, object] = {}
+
+    # --- coercion --------------------------------------------------------------------------
+
+    def coerce(self, value: Any, schema: object, active_refs: frozenset[str]) -> Any:
+        if not isinstance(schema, Mapping):
+            return value  # boolean schemas (true / false) and malformed parts decide no type
+        reference = schema.get("$ref")
+        if isinstance(reference, str) and reference not in active_refs:
+            target = self.resolve(reference)
+            if target is not None:
+                value = self.coerce(value, target, active_refs | {reference})
+        all_of = schema.get("allOf")
+        if isinstance(all_of, list):
+            for part in all_of:
+                value = self.coerce(value, part, active_refs)
+        value = self.coerce_type(value, schema)
+        if isinstance(value, dict):
+            value = self.coerce_object(value, schema)
+        elif isinstance(value, list):
+            value = self.coerce_array(value, schema)
+        value = self.coerce_enum(value, schema)
+        for keyword in ("anyOf", "oneOf"):
+            branches = schema.get(keyword)
+            if isinstance(branches, list) and branches:
+                value = self.choose_branch(value, branches, active_refs)
+        return value
+
+    def coerce_type(self, value: Any, schema: Mapping[str, Any]) -> Any:
+        declared = _declared_types(schema)
+        if declared is None or any(_has_type(value, name) for name in declared):
+            return value
+        for name in declared:
+            converted = _convert(value, name)
+            if converted is not _FAILED:
+                return converted
+        return value
+
+    def coerce_object(self, value: dict[str, Any], schema: Mapping[str, Any]) -> dict[str, Any]:
+        properties = _mapping_or_none(schema.get("properties"))
+        patterns = _mapping_or_none(schema.get("patternProperties"))
+        additional = schema.get("additionalProperties")
+        if properties is None and patterns is None and not isinstance(additional, Mapping):
+            return value
+        typed: dict[str, Any] | None = None
+        for key, item in value.items():
+            subschema = _property_schema(key, properties, patterns, additional)
+            if subschema is None:
+                continue
+            new_item = self.coerce(item, subschema, frozenset())
+            if new_item is not item:
+                if typed is None:
+                    typed = dict(value)
+                typed[key] = new_item
+        return value if typed is None else typed
+
+    def coerce_array(self, value: list[Any], schema: Mapping[str, Any]) -> list[Any]:
+        prefix, rest = _array_schemas(schema)
+        if not prefix and not isinstance(rest, Mapping):
+            return value
+        typed: list[Any] | None = None
+        for position, item in enumerate(value):
+            subschema = prefix[position] if position < len(prefix) else rest
+            if not isinstance(subschema, Mapping):
+                continue
+            new_item = self.coerce(item, subschema, frozenset())
+            if new_item is not item:
+                if typed is None:
+                    typed = list(value)
+                typed[position] = new_item
+        return value if typed is None else typed
+
+    def coerce_enum(self, value: Any, schema: Mapping[str, Any]) -> Any:
+        allowed = _allowed_values(schema)
+        if allowed is None or _is_allowed(value, allowed, schema):
+            return value
+        if not isinstance(value, str):
+            return value
+        for member in allowed:
+            member_type = _json_type(member)
+            if member_type is None or member_type == "string":
+                continue
+            converted = _convert(value, member_type)
+            if converted is not _FAILED and _json_equal(converted, member):
+                return member
+        if schema.get("nullable") is True and _convert(value, "null") is None:
+            return None
+        return value
+
+    def choose_branch(
+        self, value: Any, branches: Sequence[object], active_refs: frozenset[str]
+    ) -> Any:
+        if any(self.is_valid(value, branch, active_refs) for branch in branches):
+            return value
+        for branch in branches:
+            candidate = self.coerce(value, branch, active_refs)
+            if self.is_valid(candidate, branch, active_refs):
+                return candidate
+        return value
+
+    # --- structural validation (used to pick union branches) -------------------------------
+
+    def is_valid(self, value: Any, schema: object, active_refs: frozenset[str]) -> bool:
+        """Whether ``value`` fits ``schema`` in type and structure.
+
+        Deliberately permissive: it checks ``type``, ``enum``, ``const``, ``required``,
+        ``additionalProperties: false`` and the subschemas of properties, items and
+        combinators, and ignores every other keyword (``minimum``, ``pattern``...). ``oneOf``
+        is checked like ``anyOf``. So anything a full validator accepts, this accepts.
+        """
+        if schema is False:
+            return False
+        if not isinstance(schema, Mapping):
+            return True
+        reference = schema.get("$ref")
+        if isinstance(reference, str) and reference not in active_refs:
+            target = self.resolve(reference)
+            if target is not None and not self.is_valid(value, target, active_refs | {reference}):
+                return False
+        all_of = schema.get("allOf")
+        if isinstance(all_of, list) and not all(
+            self.is_valid(value, part, active_refs) for part in all_of
+        ):
+            return False
+        for keyword in ("anyOf", "oneOf"):
+            branches = schema.get(keyword)
+            if (
+                isinstance(branches, list)
+                and branches
+                and not any(self.is_valid(value, branch, active_refs) for branch in branches)
+            ):
+                return False
+        declared = _declared_types(schema)
+        if declared is not None and not any(_has_type(value, name) for name in declared):
+            return False
+        allowed = _allowed_values(schema)
+        if allowed is not None and not _is_allowed(value, allowed, schema):
+            return False
+        if isinstance(value, dict):
+            return self.is_valid_object(value, schema)
+        if isinstance(value, list):
+            return self.is_valid_array(value, schema)
+        return True
+
+    def is_valid_object(self, value: dict[str, Any], schema: Mapping[str, Any]) -> bool:
+        required = schema.get("required")
+        if isinstance(required, list) and any(key not in value for key in required):
+            return False
+        properties = _mapping_or_none(schema.get("properties"))
+        patterns = _mapping_or_none(schema.get("patternProperties"))
+        additional = schema.get("additionalProperties")
+        for key, item in value.items():
+            subschema = _property_schema(key, properties, patterns, additional)
+            if subschema is None:
+                continue
+            if not self.is_valid(item, subschema, frozenset()):
+                return False
+        return True
+
+    def is_valid_array(self, value: list[Any], schema: Mapping[str, Any]) -> bool:
+        prefix, rest = _array_schemas(schema)
+        for position, item in enumerate(value):
+            subschema = prefix[position] if position < len(prefix) else rest
+            if subschema is not None and not self.is_valid(item, subschema, frozenset()):
+                return False
+        return True
+
+    # --- references ------------------------------------------------------------------------
+
+    def resolve(self, reference: str) -> object | None:
+        """Resolve a local reference (``#`` or ``#/json/pointer``); None when it doesn't."""
+        if reference not in self.resolved:
+            self.resolved[reference] = _resolve_pointer(self.root, reference)
+        return self.resolved[reference]
+
+
+def _resolve_pointer(root: Mapping[str, Any], reference: str) -> object | None:
+    if not reference.startswith("#"):
+        return None  # remote and $id-based references are not fetched
+    pointer = unquote(reference[1:])
+    if not pointer:
+        return root
+    if not pointer.startswith("/"):
+        return None  # a plain-name anchor ("#foo"): not supported
+    node: object = root
+    for token in pointer[1:].split("/"):
+        part = token.replace("~1", "/").replace("~0", "~")
+        if isinstance(node, Mapping) and part in node:
+            node = node[part]
+        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+            node = node[int(part)]
+        else:
+            return None
+    return node
+
+
+# --- schema reading helpers ----------------------------------------------------------------
+
+
+def _declared_types(schema: Mapping[str, Any]) -> tuple[str, ...] | None:
+    """The ``type`` keyword as a tuple (plus ``null`` for OpenAPI ``nullable``), or None."""
+    declared = schema.get("type")
+    if isinstance(declared, str):
+        names: tuple[str, ...] = (declared,)
+    elif isinstance(declared, list) and declared:
+        names = tuple(name for name in declared if isinstance(name, str))
+    else:
+        return None
+    if schema.get("nullable") is True and "null" not in names:
+        names = (*names, "null")
+    return names
+
+
+def _allowed_values(schema: Mapping[str, Any]) -> list[Any] | None:
+    if "const" in schema:
+        return [schema["const"]]
+    allowed = schema.get("enum")
+    return allowed if isinstance(allowed, list) else None
+
+
+def _is_allowed(value: Any, allowed: Sequence[Any], schema: Mapping[str, Any]) -> bool:
+    if value is None and schema.get("nullable") is True:
+        return True  # OpenAPI-style nullable (what transformers' get_json_schema emits)
+    return any(_json_equal(value, member) for member in allowed)
+
+
+def _mapping_or_none(candidate: object) -> Mapping[str, Any] | None:
+    return candidate if isinstance(candidate, Mapping) else None
+
+
+def _property_schema(
+    key: str,
+    properties: Mapping[str, Any] | None,
+    patterns: Mapping[str, Any] | None,
+    additional: object,
+) -> object | None:
+    """The subschema that governs ``key``, or None when nothing constrains it."""
+    if properties is not None and key in properties:
+        governing: object = properties[key]
+        return governing
+    if patterns is not None:
+        for pattern, governing in patterns.items():
+            compiled = _compile_pattern(pattern)
+            if compiled is not None and compiled.search(key):
+                return governing
+    if isinstance(additional, Mapping) or additional is False:
+        return additional
+    return None
+
+
+@functools.lru_cache(maxsize=256)
+def _compile_pattern(pattern: str) -> re.Pattern[str] | None:
+    try:
+        return re.compile(pattern)
+    except (re.error, TypeError):
+        return None
+
+
+def _array_schemas(schema: Mapping[str, Any]) -> tuple[Sequence[object], object | None]:
+    """(schemas of the leading items, schema of every later item) of an array schema."""
+    items = schema.get("items")
+    if isinstance(items, list):  # draft 4-7 tuple form
+        return items, schema.get("additionalItems")
+    prefix = schema.get("prefixItems")
+    return (prefix if isinstance(prefix, list) else ()), items
+
+
+# --- values --------------------------------------------------------------------------------
+
+
+def _json_type(value: object) -> str | None:
+    """The JSON type name of a value, or None for non-JSON values."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, dict):
+        return "object"
+    if isinstance(value, list):
+        return "array"
+    return None
+
+
+def _has_type(value: object, name: str) -> bool:
+    """Whether ``value`` is of JSON type ``name``. An integral float is not an ``integer``."""
+    actual = _json_type(value)
+    return actual == name or (name == "number" and actual == "integer")
+
+
+def _json_equal(left: object, right: object) -> bool:
+    """Equality as JSON Schema's ``enum`` sees it: ``1 == 1.0`` but ``True != 1``."""
+    left_type, right_type = _json_type(left), _json_type(right)
+    numeric = ("integer", "number")
+    if left_type in numeric and right_type in numeric:
+        return left == right
+    if left_type != right_type:
+        return False
+    if isinstance(left, list) and isinstance(right, list):
+        return len(left) == len(right) and all(map(_json_equal, left, right))
+    if isinstance(left, dict) and isinstance(right, dict):
+        return left.keys() == right.keys() and all(
+            _json_equal(item, right[key]) for key, item in left.items()
+        )
+    return left == right
+
+
+def _convert(value: Any, name: str) -> Any:
+    """Convert ``value`` to JSON type ``name`` when that is unambiguous, else ``_FAILED``."""
+    if isinstance(value, float) and name == "integer":
+        return int(value) if math.isfinite(value) and value.is_integer() else _FAILED
+    if not isinstance(value, str):
+        return _FAILED
+    if name == "integer":
+        return _parse_integer(value)
+    if name == "number":
+        return _parse_number(value)
+    if name == "boolean":
+        return _BOOLEAN_WORDS.get(value.strip().lower(), _FAILED)
+    if name == "null":
+        return None if value.strip() in _NULL_WORDS else _FAILED
+    if name == "object":
+        return _parse_container(value, "{", dict)
+    if name == "array":
+        return _parse_container(value, "[", list)
+    return _FAILED  # "string" and unknown names: never convert to them
+
+
+def _parse_integer(text: str) -> Any:
+    stripped = text.strip()
+    if len(stripped) > _MAX_INTEGER_DIGITS:
+        return _FAILED
+    if _INTEGER_TEXT.fullmatch(stripped):
+        return int(stripped)
+    if not _NUMBER_TEXT.fullmatch(stripped):
+        return _FAILED
+    # Decimal, not float: "12345678901234567890.0" must not lose digits on the way to int.
+    number = decimal.Decimal(stripped)
+    if number.adjusted() > _MAX_INTEGER_DIGITS:
+        return _FAILED
+    integral = number.to_integral_value()
+    return int(integral) if integral == number else _FAILED
+
+
+def _parse_number(text: str) -> Any:
+    stripped = text.strip()
+    if len(stripped) > _MAX_INTEGER_DIGITS:
+        return _FAILED
+    if _INTEGER_TEXT.fullmatch(stripped):
+        return int(stripped)
+    if not _NUMBER_TEXT.fullmatch(stripped):
+        return _FAILED
+    number = float(stripped)
+    return number if math.isfinite(number) else _FAILED
+
+
+def _parse_container(text: str, opener: str, kind: type[Any]) -> Any:
+    stripped = text.strip()
+    if not stripped.startswith(opener):
+        return _FAILED
+    try:
+        parsed = json.loads(stripped)
+    except (ValueError, RecursionError):
+        # Models writing Python (single quotes, True/None) is common enough to accept, but
+        # only as a fallback: JSON text always means what JSON says.
+        try:
+            parsed = _json_compatible(ast.literal_eval(stripped))
+        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+            return _FAILED
+    return parsed if isinstance(parsed, kind) else _FAILED
+
+
+def _json_compatible(value: object) -> Any:
+    """A Python literal as JSON (tuples become lists); ValueError when it has no JSON form."""
+    if value is None or isinstance(value, (str, bool, int)):
+        return value
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise ValueError("non-finite float")
+        return value
+    if isinstance(value, (list, tuple)):
+        return [_json_compatible(item) for item in value]
+    if isinstance(value, dict):
+        if not all(isinstance(key, str) for key in value):
+            raise ValueError("non-string key")
+        return {key: _json_compatible(item) for key, item in value.items()}
+    raise ValueError(f"no JSON form for {type(value).__name__}")

@@ -1,0 +1,136 @@
+"""What every content parser is, and how its ``content_args`` are checked.
+
+A content parser turns the raw body of a region into a value. It is built once, at template
+load time, from its ``content_args``; building collects every problem as a ``TemplateIssue``
+instead of raising on the first. Parsing raises ``ContentError`` with a message and, where
+known, the position in the body; the parser module turns that into a ``ContentParseError``
+that names the field and the offset in the model's output.
+
+This module knows nothing of regions, events or streaming.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from replyparse.errors import TemplateIssue
+
+__all__ = [
+    "ArgsReader",
+    "ContentError",
+    "ContentParser",
+    "ContentParserFactory",
+]
+
+
+class ContentError(Exception):
+    """A body did not parse. ``position`` is an index into the body, when known."""
+
+    def __init__(self, message: str, position: int | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.position = position
+
+
+class ContentParser(Protocol):
+    """A compiled content parser.
+
+    Attributes:
+        name: the ``content`` name it was built from (``"json"``, ``"text"``...).
+        dirty: whether streamed chunks of its regions are raw, unparsed body text. Text-like
+            parsers stream clean chunks (``dirty: False``) that concatenate to the value.
+        strips: whether leading and trailing whitespace of the body is not part of the value;
+            clean chunks then hold whitespace back so that they concatenate exactly to it.
+    """
+
+    name: str
+    dirty: bool
+    strips: bool
+
+    def parse(self, body: str) -> Any:
+        """Parse a region body; raise ContentError when it does not fit."""
+        ...
+
+    def to_args(self) -> dict[str, Any]:
+        """The ``content_args`` this parser was built from (defaults omitted)."""
+        ...
+
+
+#: Builds a parser from its ``content_args``; problems go to the reader's issue list.
+ContentParserFactory = Callable[["ArgsReader"], "ContentParser | None"]
+
+
+@dataclass
+class ArgsReader:
+    """Reads and type-checks ``content_args``, collecting every problem.
+
+    Each ``get_*`` call marks a key as known; ``finish()`` reports the keys no getter asked for.
+    """
+
+    args: Mapping[str, Any]
+    path: tuple[str | int, ...]
+    parser_name: str
+    issues: list[TemplateIssue]
+    _known: set[str] = field(default_factory=set)
+
+    def _bad_type(self, key: str, expected: str, value: Any) -> None:
+        self.issues.append(
+            TemplateIssue(
+                "invalid_content_arg",
+                (*self.path, key),
+                f"content_args {key!r} of the {self.parser_name!r} content parser must be "
+                f"{expected}; got {value!r}.",
+                value,
+            )
+        )
+
+    def get_bool(self, key: str, default: bool) -> bool:
+        """A boolean argument."""
+        self._known.add(key)
+        value = self.args.get(key, default)
+        if not isinstance(value, bool):
+            self._bad_type(key, "a boolean", value)
+            return default
+        return value
+
+    def get_str(self, key: str, default: str | None, *, non_empty: bool = False) -> str | None:
+        """A string argument (``None`` when absent and no default)."""
+        self._known.add(key)
+        value = self.args.get(key, default)
+        if value is None:
+            return None
+        if not isinstance(value, str) or (non_empty and value == ""):
+            self._bad_type(key, "a non-empty string" if non_empty else "a string", value)
+            return default
+        return value
+
+    def get_raw(self, key: str) -> Any:
+        """An argument the caller checks itself."""
+        self._known.add(key)
+        return self.args.get(key)
+
+    def report(self, key: str, code: str, message: str, value: Any) -> None:
+        """Record a problem with one argument."""
+        self.issues.append(TemplateIssue(code, (*self.path, key), message, value))
+
+    def finish(self) -> bool:
+        """Report unknown keys; return True when no problem was found for this parser."""
+        import difflib
+
+        for key in self.args:
+            if key not in self._known:
+                close = difflib.get_close_matches(str(key), sorted(self._known), n=1)
+                hint = f" Did you mean {close[0]!r}?" if close else ""
+                allowed = sorted(self._known)
+                self.issues.append(
+                    TemplateIssue(
+                        "unknown_content_arg",
+                        (*self.path, key),
+                        f"unknown content_args key {key!r} for the {self.parser_name!r} content "
+                        f"parser; allowed: {allowed}.{hint}",
+                        key,
+                    )
+                )
+        return not any(issue.path[: len(self.path)] == self.path for issue in self.issues)

@@ -1,0 +1,215 @@
+"""The ``json`` content parser, with the dialect options models need.
+
+Strict JSON goes through the standard library's C decoder. Only when that fails and a dialect
+option is on (``unquoted_keys``, ``string_delims``) does a small recursive-descent reader take
+over; it accepts standard JSON plus exactly the configured deviations, nothing guessed.
+"""
+
+from __future__ import annotations
+
+import json as _json
+from dataclasses import dataclass
+from typing import Any
+
+from replyparse.content._base import ArgsReader, ContentError
+
+__all__ = ["JsonParser"]
+
+_DECODER = _json.JSONDecoder()
+_WHITESPACE = " \t\n\r"
+# Characters allowed in an unquoted key: JavaScript identifiers plus '-' and '.', which
+# models write in tool and parameter names.
+_KEY_STOP = frozenset(':,{}[]"\'' + _WHITESPACE)
+
+
+@dataclass(frozen=True)
+class JsonParser:
+    """``json``: the body as JSON.
+
+    Attributes:
+        unquoted_keys: accept object keys without quotes (``{city: "Paris"}``).
+        string_delims: pairs of (open, close) markers that wrap raw string values instead
+            of ``"..."``; the text between them is taken verbatim.
+        allow_non_json: when the body is not JSON, return it stripped instead of failing.
+    """
+
+    unquoted_keys: bool = False
+    string_delims: tuple[tuple[str, str], ...] = ()
+    allow_non_json: bool = False
+    name: str = "json"
+    dirty: bool = True
+    strips: bool = True
+
+    def parse(self, body: str) -> Any:
+        """Parse the body; see the class docstring for the dialect options."""
+        try:
+            return _json.loads(body)
+        except ValueError as strict_error:
+            error: ContentError = ContentError(
+                f"not valid JSON: {strict_error.msg}",  # type: ignore[attr-defined]
+                getattr(strict_error, "pos", None),
+            )
+        if self.unquoted_keys or self.string_delims:
+            try:
+                return _DialectReader(body, self).read_document()
+            except ContentError as dialect_error:
+                error = dialect_error
+        if self.allow_non_json:
+            return body.strip()
+        raise error
+
+    def to_args(self) -> dict[str, Any]:
+        """The content_args, defaults omitted."""
+        args: dict[str, Any] = {}
+        if self.unquoted_keys:
+            args["unquoted_keys"] = True
+        if self.string_delims:
+            args["string_delims"] = [list(pair) for pair in self.string_delims]
+        if self.allow_non_json:
+            args["allow_non_json"] = True
+        return args
+
+    @classmethod
+    def build(cls, reader: ArgsReader) -> JsonParser:
+        """Build from content_args, checking each one."""
+        unquoted_keys = reader.get_bool("unquoted_keys", False)
+        allow_non_json = reader.get_bool("allow_non_json", False)
+        raw_delims = reader.get_raw("string_delims")
+        delims: list[tuple[str, str]] = []
+        if raw_delims is not None:
+            if not isinstance(raw_delims, list):
+                reader.report(
+                    "string_delims",
+                    "invalid_content_arg",
+                    "content_args 'string_delims' of the 'json' content parser must be a list "
+                    f"of [open, close] string pairs; got {raw_delims!r}.",
+                    raw_delims,
+                )
+            else:
+                for index, pair in enumerate(raw_delims):
+                    if (
+                        isinstance(pair, (list, tuple))
+                        and len(pair) == 2
+                        and all(isinstance(part, str) and part for part in pair)
+                    ):
+                        delims.append((pair[0], pair[1]))
+                    else:
+                        reader.report(
+                            "string_delims",
+                            "invalid_content_arg",
+                            f"content_args 'string_delims'[{index}] of the 'json' content parser "
+                            f"must be a pair of non-empty strings [open, close]; got {pair!r}.",
+                            pair,
+                        )
+        # Longest open marker first, so that one marker that prefixes another never shadows it.
+        delims.sort(key=lambda pair: -len(pair[0]))
+        return cls(
+            unquoted_keys=unquoted_keys,
+            string_delims=tuple(delims),
+            allow_non_json=allow_non_json,
+        )
+
+
+class _DialectReader:
+    """Recursive descent over one body: standard JSON plus the parser's dialect options."""
+
+    def __init__(self, text: str, options: JsonParser) -> None:
+        self.text = text
+        self.options = options
+
+    def fail(self, message: str, position: int) -> ContentError:
+        found = self.text[position : position + 20]
+        return ContentError(f"{message} at char {position} (found {found!r})", position)
+
+    def skip_whitespace(self, position: int) -> int:
+        text = self.text
+        while position < len(text) and text[position] in _WHITESPACE:
+            position += 1
+        return position
+
+    def read_document(self) -> Any:
+        position = self.skip_whitespace(0)
+        value, position = self.read_value(position)
+        position = self.skip_whitespace(position)
+        if position != len(self.text):
+            raise self.fail("extra data after the JSON value", position)
+        return value
+
+    def read_delimited_string(self, position: int) -> tuple[str, int] | None:
+        for opener, closer in self.options.string_delims:
+            if self.text.startswith(opener, position):
+                start = position + len(opener)
+                end = self.text.find(closer, start)
+                if end < 0:
+                    raise self.fail(f"string opened with {opener!r} is never closed", position)
+                return self.text[start:end], end + len(closer)
+        return None
+
+    def read_value(self, position: int) -> tuple[Any, int]:
+        if position >= len(self.text):
+            raise self.fail("expected a value", position)
+        delimited = self.read_delimited_string(position)
+        if delimited is not None:
+            return delimited
+        char = self.text[position]
+        if char == "{":
+            return self.read_object(position + 1)
+        if char == "[":
+            return self.read_array(position + 1)
+        try:
+            return _DECODER.raw_decode(self.text, position)
+        except ValueError:
+            raise self.fail("expected a value", position) from None
+
+    def read_key(self, position: int) -> tuple[str, int]:
+        delimited = self.read_delimited_string(position)
+        if delimited is not None:
+            return delimited
+        if position < len(self.text) and self.text[position] == '"':
+            value, end = _DECODER.raw_decode(self.text, position)
+            return str(value), end
+        if self.options.unquoted_keys:
+            end = position
+            while end < len(self.text) and self.text[end] not in _KEY_STOP:
+                end += 1
+            if end > position:
+                return self.text[position:end], end
+        raise self.fail("expected an object key", position)
+
+    def read_object(self, position: int) -> tuple[dict[str, Any], int]:
+        result: dict[str, Any] = {}
+        position = self.skip_whitespace(position)
+        if position < len(self.text) and self.text[position] == "}":
+            return result, position + 1
+        while True:
+            position = self.skip_whitespace(position)
+            key, position = self.read_key(position)
+            position = self.skip_whitespace(position)
+            if position >= len(self.text) or self.text[position] != ":":
+                raise self.fail("expected ':' after an object key", position)
+            position = self.skip_whitespace(position + 1)
+            result[key], position = self.read_value(position)
+            position = self.skip_whitespace(position)
+            if position < len(self.text) and self.text[position] == ",":
+                position += 1
+                continue
+            if position < len(self.text) and self.text[position] == "}":
+                return result, position + 1
+            raise self.fail("expected ',' or '}' in an object", position)
+
+    def read_array(self, position: int) -> tuple[list[Any], int]:
+        result: list[Any] = []
+        position = self.skip_whitespace(position)
+        if position < len(self.text) and self.text[position] == "]":
+            return result, position + 1
+        while True:
+            position = self.skip_whitespace(position)
+            value, position = self.read_value(position)
+            result.append(value)
+            position = self.skip_whitespace(position)
+            if position < len(self.text) and self.text[position] == ",":
+                position += 1
+                continue
+            if position < len(self.text) and self.text[position] == "]":
+                return result, position + 1
+            raise self.fail("expected ',' or ']' in an array", position)

@@ -1,0 +1,124 @@
+"""The basic content parsers: ``text``, ``int``, ``float`` and ``bool``.
+
+All of them stream clean chunks; ``text`` keeps surrounding whitespace when ``strip`` is off,
+the others always strip before converting.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from replyparse.content._base import ArgsReader, ContentError
+
+__all__ = ["BoolParser", "FloatParser", "IntParser", "TextParser"]
+
+_TRUE = frozenset({"true"})
+_FALSE = frozenset({"false"})
+
+
+@dataclass(frozen=True)
+class TextParser:
+    """``text``: the body as a string, stripped unless ``strip`` is false."""
+
+    strip: bool = True
+    name: str = "text"
+    dirty: bool = False
+
+    @property
+    def strips(self) -> bool:
+        """Whether surrounding whitespace is dropped."""
+        return self.strip
+
+    def parse(self, body: str) -> str:
+        """Return the body, stripped if configured."""
+        return body.strip() if self.strip else body
+
+    def to_args(self) -> dict[str, Any]:
+        """The content_args, defaults omitted."""
+        return {} if self.strip else {"strip": False}
+
+    @classmethod
+    def build(cls, reader: ArgsReader) -> TextParser:
+        """Build from content_args."""
+        return cls(strip=reader.get_bool("strip", True))
+
+
+@dataclass(frozen=True)
+class IntParser:
+    """``int``: a whole number, surrounding whitespace ignored."""
+
+    name: str = "int"
+    dirty: bool = False
+    strips: bool = True
+
+    def parse(self, body: str) -> int:
+        """Convert to int."""
+        text = body.strip()
+        try:
+            return int(text)
+        except ValueError:
+            raise ContentError(f"expected an integer; got {text!r}") from None
+
+    def to_args(self) -> dict[str, Any]:
+        """No content_args."""
+        return {}
+
+    @classmethod
+    def build(cls, reader: ArgsReader) -> IntParser:
+        """Build (takes no content_args)."""
+        return cls()
+
+
+@dataclass(frozen=True)
+class FloatParser:
+    """``float``: a number, surrounding whitespace ignored."""
+
+    name: str = "float"
+    dirty: bool = False
+    strips: bool = True
+
+    def parse(self, body: str) -> float:
+        """Convert to float."""
+        text = body.strip()
+        try:
+            return float(text)
+        except ValueError:
+            raise ContentError(f"expected a number; got {text!r}") from None
+
+    def to_args(self) -> dict[str, Any]:
+        """No content_args."""
+        return {}
+
+    @classmethod
+    def build(cls, reader: ArgsReader) -> FloatParser:
+        """Build (takes no content_args)."""
+        return cls()
+
+
+@dataclass(frozen=True)
+class BoolParser:
+    """``bool``: ``true`` or ``false`` in any letter case, surrounding whitespace ignored."""
+
+    name: str = "bool"
+    dirty: bool = False
+    strips: bool = True
+
+    def parse(self, body: str) -> bool:
+        """Convert to bool."""
+        text = body.strip()
+        lowered = text.lower()
+        if lowered in _TRUE:
+            return True
+        if lowered in _FALSE:
+            return False
+        raise ContentError(f"expected 'true' or 'false'; got {text!r}")
+
+    def to_args(self) -> dict[str, Any]:
+        """No content_args."""
+        return {}
+
+    @classmethod
+    def build(cls, reader: ArgsReader) -> BoolParser:
+        """Build (takes no content_args)."""
+        return cls()

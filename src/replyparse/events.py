@@ -1,0 +1,48 @@
+"""The three event shapes a ResponseParser emits, exactly as the spec defines them.
+
+Events are plain dicts (users index ``event["type"]``); these TypedDicts only type them.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any, Literal, TypedDict, Union
+
+if sys.version_info >= (3, 11):
+    from typing import NotRequired
+else:  # pragma: no cover - Python 3.10
+    from typing_extensions import NotRequired
+
+__all__ = ["Event", "RegionChunkEvent", "RegionCloseEvent", "RegionOpenEvent"]
+
+
+class RegionOpenEvent(TypedDict):
+    """A region of ``field`` opened: its open delimiter matched (or the implicit field began).
+
+    ``groups`` is present only when the parser was created with ``include_groups=True``: the
+    named groups of the open delimiter's match (for example a tool name in the open tag).
+    """
+
+    type: Literal["region_open"]
+    field: str
+    groups: NotRequired[dict[str, str]]
+
+
+class RegionChunkEvent(TypedDict):
+    """Raw text of the open region. ``dirty`` is False when the text is already final."""
+
+    type: Literal["region_chunk"]
+    field: str
+    text: str
+    dirty: bool
+
+
+class RegionCloseEvent(TypedDict):
+    """The region closed; ``value`` is its parsed (and transformed) value."""
+
+    type: Literal["region_close"]
+    field: str
+    value: Any  # JSON boundary: whatever the content parser and transform produced
+
+
+Event = Union[RegionOpenEvent, RegionChunkEvent, RegionCloseEvent]

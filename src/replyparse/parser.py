@@ -1,0 +1,635 @@
+"""The streaming parser: the one place where parser state changes.
+
+``ResponseParser`` takes model text (a string at a time, any chunking) and returns events;
+``parse_response`` is the same machine fed once. The template decides everything else; the
+scanner (``_scanner``) finds delimiters, content parsers turn bodies into values, transforms
+reshape them.
+
+States: outside any explicit region (text goes to the implicit field, if the template has
+one), or inside one explicit region (its text is the region body). The end of the turn (the
+implicit field's close delimiter) ends the message in any state; text after it is kept in
+``trailing_text`` and never parsed.
+
+Invariants:
+* Streaming equals one-shot: any chunking gives the same message and, once adjacent chunks
+  are merged, the same events (the scanner only acts on matches more text cannot change).
+* Every character of the generation ends up in a field value, a delimiter, stripped
+  whitespace around a value, ``unclaimed_text`` (outside any region when the template has no
+  implicit field) or ``trailing_text`` (after the end of the turn).
+* Clean chunks (``dirty: False``) concatenate exactly to the region's closed value.
+* A feed costs time proportional to the new text (plus held-back delimiter prefixes), never
+  to everything fed so far.
+"""
+
+from __future__ import annotations
+
+import copy
+import enum
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, overload
+
+from replyparse._scanner import DelimiterMatch
+from replyparse.content import ContentError
+from replyparse.errors import (
+    ContentParseError,
+    MissingFieldError,
+    ParserStateError,
+    ResponseParseError,
+    TransformError,
+)
+from replyparse.events import Event
+from replyparse.template import FieldSpec, ResponseTemplate, load_template
+from replyparse.template._loader import END_OF_TURN, REGION_CLOSE
+from replyparse.transform import TransformPathError, apply_transform
+
+if TYPE_CHECKING:
+    from replyparse.tokens import TokenizerLike
+
+__all__ = ["ParserPhase", "ResponseParser", "parse_response"]
+
+#: Separator between two captures of a non-repeating string field (see README, "Divergences").
+CAPTURE_SEPARATOR = "\n\n"
+
+_PREFIX_REQUIRED = (
+    "`prefix` is required: pass the chat prompt that was sent to the model before generation, "
+    "because chat templates often pre-write part of the assistant message (an opening <think> "
+    "tag, a prefilled answer) that the parser must see to parse the output correctly. If the "
+    'generation already contains the whole message, pass prefix="" (or []) to opt out.'
+)
+
+
+class ParserPhase(enum.Enum):
+    """Where a ResponseParser is in its life."""
+
+    #: Accepting text.
+    STREAMING = "streaming"
+    #: The end of the turn was seen; further text is trailing and not parsed.
+    ENDED = "ended"
+    #: ``finalize()`` returned; the parser is spent.
+    FINISHED = "finished"
+    #: A ResponseParseError was raised; the parser is spent (see ``partial_message``).
+    FAILED = "failed"
+
+
+class _TextAccumulator:
+    """Collects a region body from many small pieces at O(1) amortized cost per piece.
+
+    Small pieces are joined into blocks every so often, so that a body held as thousands of
+    four-character feeds costs about its own size in memory, not a list entry per feed.
+    """
+
+    __slots__ = ("_blocks", "_pieces")
+
+    _BLOCK = 256
+
+    def __init__(self) -> None:
+        self._blocks: list[str] = []
+        self._pieces: list[str] = []
+
+    def append(self, text: str) -> None:
+        pieces = self._pieces
+        pieces.append(text)
+        if len(pieces) >= self._BLOCK:
+            self._blocks.append("".join(pieces))
+            pieces.clear()
+
+    def getvalue(self) -> str:
+        if self._pieces:
+            self._blocks.append("".join(self._pieces))
+            self._pieces.clear()
+        if len(self._blocks) > 1:
+            self._blocks[:] = ["".join(self._blocks)]
+        return self._blocks[0] if self._blocks else ""
+
+
+def _find_anchor_end(template: ResponseTemplate, prefix: str) -> int:
+    """Where the last start anchor in ``prefix`` ends; 0 when there is none."""
+    anchor = template.start_anchor
+    if anchor.pattern is not None:
+        end = 0
+        for match in anchor.pattern.finditer(prefix, overlapped=False):
+            if match.end() > match.start():
+                end = match.end()
+        return end
+    best_start, best_end = -1, 0
+    for literal in anchor.literals:
+        start = prefix.rfind(literal)
+        if start > best_start or (start == best_start and start + len(literal) > best_end):
+            best_start, best_end = start, start + len(literal)
+    return best_end if best_start >= 0 else 0
+
+
+class ResponseParser:
+    """A streaming parser for one generation.
+
+    Feed it the model's text as it arrives; it returns ``region_open``, ``region_chunk`` and
+    ``region_close`` events. ``finalize()`` closes what is open and returns the message.
+
+    Args:
+        template: a response template (dict, JSON text or a loaded ``ResponseTemplate``).
+            May be None when ``tokenizer`` carries one.
+        prefix: the prompt sent to the model (text, or token ids with ``tokenizer``); only
+            the part after the last start anchor is parsed. Required; ``""`` opts out.
+        tools: the request's tools (chat-completions or Responses dicts, or Python
+            functions); tool-call arguments are typed from their JSON Schemas at region close.
+        tokenizer: anything with ``decode(ids)``; needed when feeding or prefixing token ids.
+        include_groups: add the open delimiter's named groups to ``region_open`` events as
+            ``"groups"`` (an extension; off by default so events keep the spec's shape).
+
+    Attributes:
+        initial_events: the events produced by the prefix (replay them before any feed).
+        trailing_text: text after the end of the turn, never parsed.
+        unclaimed_text: ``(offset, text)`` of non-whitespace text outside every region, for
+            templates without an implicit field.
+
+    Example:
+        >>> parser = ResponseParser(
+        ...     {"start_anchor": "A:", "fields": {"content": {"close": "<end>"}}}, prefix="A:"
+        ... )
+        >>> [event["type"] for event in parser.feed("Hi")]
+        ['region_open', 'region_chunk']
+        >>> parser.finalize()[0]
+        {'content': 'Hi'}
+    """
+
+    def __init__(
+        self,
+        template: Mapping[str, Any] | ResponseTemplate | str | None,
+        prefix: str | Sequence[int] | None,
+        *,
+        tools: Iterable[Any] | None = None,
+        tokenizer: TokenizerLike | None = None,
+        include_groups: bool = False,
+    ) -> None:
+        if prefix is None:
+            raise ValueError(_PREFIX_REQUIRED)
+        if template is None:
+            from replyparse.tokens import template_from_tokenizer
+
+            template = template_from_tokenizer(tokenizer)
+        self.template: ResponseTemplate = load_template(template)
+        self._tool_typer: Callable[[Any], Any] | None = None
+        if tools is not None:
+            self._tool_typer = _make_tool_typer(tools)
+        self._include_groups = include_groups
+        self._tokenizer = tokenizer
+        self._decoder: Any = None
+
+        self.phase = ParserPhase.STREAMING
+        self.trailing_text = ""
+        self.unclaimed_text: list[tuple[int, str]] = []
+        self._buffer = ""
+        self._base = 0  # offset of _buffer[0] in the generation (negative inside the prefix)
+        # The open explicit region, if any; the implicit region is tracked separately.
+        self._field: FieldSpec | None = None
+        self._implicit_open = False
+        self._open_groups: dict[str, str | None] = {}
+        self._body = _TextAccumulator()
+        self._body_offset = 0
+        self._started = False  # a stripping clean field has seen non-whitespace
+        self._pending_whitespace = ""
+        self._captures: dict[str, list[Any]] = {}
+
+        prefix_text = self._decode_prefix(prefix)
+        prefix_text = prefix_text[_find_anchor_end(self.template, prefix_text) :]
+        self._base = -len(prefix_text)
+        self.initial_events: list[Event] = []
+        if prefix_text:
+            self.initial_events = self._run(prefix_text, final=False)
+
+    # -- public API -------------------------------------------------------------------------
+
+    def feed(self, text: str | Sequence[int]) -> list[Event]:
+        """Parse more model output.
+
+        Args:
+            text: the next piece of generated text, or token ids (with ``tokenizer``).
+
+        Returns:
+            The events this piece produced (often empty while a delimiter is held back).
+
+        Raises:
+            ResponseParseError: a region closed whose body does not fit its content parser or
+                transform. ``partial_message`` holds everything parsed before it.
+            ParserStateError: the parser already finished or failed.
+        """
+        self._check_usable("feed")
+        if not isinstance(text, str):
+            text = self._decode_ids(text)
+        if not text:
+            return []
+        if self.phase is ParserPhase.ENDED:
+            self.trailing_text += text
+            return []
+        return self._run(text, final=False)
+
+    def finalize(self) -> tuple[dict[str, Any], list[Event]]:
+        """End the generation: close any open region and return the message.
+
+        Returns:
+            ``(message, events)``: the parsed message and the last events.
+
+        Raises:
+            ResponseParseError: as for ``feed``; also ``MissingFieldError`` when a field with
+                ``optional: false`` never appeared.
+            ParserStateError: the parser already finished or failed.
+        """
+        self._check_usable("finalize")
+        events: list[Event] = []
+        if self._decoder is not None:
+            rest = self._decoder.flush()
+            if rest:
+                if self.phase is ParserPhase.ENDED:
+                    self.trailing_text += rest
+                else:
+                    events.extend(self._run(rest, final=False))
+        if self.phase is ParserPhase.STREAMING:
+            events.extend(self._run("", final=True))
+            self._guard(self._close_open_regions, events)
+        for field in self.template.field_list:
+            if not field.optional and field.name not in self._message_keys():
+                self._fail(
+                    MissingFieldError(
+                        f"the required field {field.name!r} (optional: false) never appeared",
+                        field=field.name,
+                        offset=self._base + len(self._buffer),
+                    )
+                )
+        message = self.message
+        self.phase = ParserPhase.FINISHED
+        return message, events
+
+    @property
+    def message(self) -> dict[str, Any]:
+        """The message built from every region closed so far (a fresh dict each time)."""
+        return self._build_message()
+
+    # -- the machine --------------------------------------------------------------------------
+
+    def _check_usable(self, action: str) -> None:
+        if self.phase is ParserPhase.FINISHED:
+            raise ParserStateError(f"cannot {action}(): this parser was already finalized")
+        if self.phase is ParserPhase.FAILED:
+            raise ParserStateError(
+                f"cannot {action}(): this parser failed earlier with a ResponseParseError; "
+                "its partial_message holds what was parsed"
+            )
+
+    def _fail(self, error: ResponseParseError) -> None:
+        self.phase = ParserPhase.FAILED
+        error.partial_message = self._build_message()
+        raise error
+
+    def _guard(self, action: Callable[[list[Event]], None], events: list[Event]) -> None:
+        try:
+            action(events)
+        except ResponseParseError as error:
+            self._fail(error)
+
+    def _run(self, text: str, final: bool) -> list[Event]:
+        events: list[Event] = []
+        buffer = self._buffer + text if self._buffer else text
+        try:
+            consumed = self._scan(buffer, final, events)
+        except ResponseParseError as error:
+            self._buffer = ""
+            self._fail(error)
+        self._buffer = buffer[consumed:]
+        self._base += consumed
+        return events
+
+    def _scan(self, buffer: str, final: bool, events: list[Event]) -> int:
+        """Act on every delimiter in ``buffer``; return how much of it was consumed."""
+        template = self.template
+        position = 0
+        while True:
+            field = self._field
+            scanner = (
+                template.outside_scanner
+                if field is None
+                else template.region_scanners[field.index]
+            )
+            safe_end, match = scanner.scan(buffer, position, final)
+            if safe_end > position:
+                self._take_text(buffer, position, safe_end, events)
+            if match is None:
+                return safe_end
+            position = match.end
+            if match.target == END_OF_TURN:
+                self._close_open_regions(events, match)
+                self.phase = ParserPhase.ENDED
+                self.trailing_text = buffer[match.end :]
+                return len(buffer)
+            if match.target == REGION_CLOSE:
+                assert field is not None
+                self._close_region(field, match.groups, match.start, events)
+                self._field = None
+            else:
+                if self._implicit_open:
+                    assert template.implicit_field is not None
+                    self._close_region(template.implicit_field, {}, match.start, events)
+                self._open_region(template.field_list[match.target], match, events)
+
+    def _take_text(self, buffer: str, start: int, end: int, events: list[Event]) -> None:
+        field = self._field
+        if field is None:
+            field = self.template.implicit_field
+            if field is None:
+                text = buffer[start:end]
+                if not text.isspace():
+                    self.unclaimed_text.append((self._base + start, text))
+                return
+            if not self._implicit_open:
+                parser = field.parser
+                if parser.strips and not parser.dirty:
+                    # A stripping clean field opens at its first non-whitespace character:
+                    # whitespace between regions is layout, not an empty capture.
+                    while start < end and buffer[start].isspace():
+                        start += 1
+                    if start == end:
+                        return
+                self._implicit_open = True
+                self._open_groups = {}
+                self._begin_body(self._base + start)
+                open_event: Event = {"type": "region_open", "field": field.name}
+                if self._include_groups:
+                    open_event["groups"] = {}
+                events.append(open_event)
+        self._append_body(field, buffer[start:end], events)
+
+    def _begin_body(self, offset: int) -> None:
+        self._body = _TextAccumulator()
+        self._body_offset = offset
+        self._started = False
+        self._pending_whitespace = ""
+
+    def _append_body(self, field: FieldSpec, text: str, events: list[Event]) -> None:
+        self._body.append(text)
+        parser = field.parser
+        if parser.dirty:
+            events.append({"type": "region_chunk", "field": field.name, "text": text, "dirty": True})
+            return
+        if not parser.strips:
+            events.append({"type": "region_chunk", "field": field.name, "text": text, "dirty": False})
+            return
+        if not self._started:
+            text = text.lstrip()
+            if not text:
+                return
+            self._started = True
+        kept = text.rstrip()
+        if kept:
+            events.append(
+                {
+                    "type": "region_chunk",
+                    "field": field.name,
+                    "text": self._pending_whitespace + kept if self._pending_whitespace else kept,
+                    "dirty": False,
+                }
+            )
+            self._pending_whitespace = text[len(kept) :]
+        else:
+            self._pending_whitespace += text
+
+    def _open_region(self, field: FieldSpec, match: DelimiterMatch, events: list[Event]) -> None:
+        self._field = field
+        self._open_groups = match.groups
+        self._begin_body(self._base + match.end)
+        event: Event = {"type": "region_open", "field": field.name}
+        if self._include_groups:
+            event["groups"] = {name: value for name, value in match.groups.items() if value is not None}
+        events.append(event)
+
+    def _close_open_regions(self, events: list[Event], match: DelimiterMatch | None = None) -> None:
+        end = self._base + (match.start if match is not None else len(self._buffer))
+        if self._field is not None:
+            self._close_region(self._field, {}, end - self._base, events)
+            self._field = None
+        elif self._implicit_open:
+            assert self.template.implicit_field is not None
+            groups = match.groups if match is not None else {}
+            self._close_region(self.template.implicit_field, groups, end - self._base, events)
+
+    def _close_region(
+        self,
+        field: FieldSpec,
+        close_groups: Mapping[str, str | None],
+        end: int,
+        events: list[Event],
+    ) -> None:
+        body = self._body.getvalue()
+        self._implicit_open = False if field.is_implicit else self._implicit_open
+        groups = {**self._open_groups, **close_groups} if close_groups else self._open_groups
+        value = self._parse_body(field, body, groups)
+        events.append({"type": "region_close", "field": field.name, "value": value})
+        self._captures.setdefault(field.name, []).append(value)
+        self._body = _TextAccumulator()
+
+    def _parse_body(self, field: FieldSpec, body: str, groups: Mapping[str, str | None]) -> Any:
+        try:
+            value = field.parser.parse(body)
+        except ContentError as error:
+            where = f" at char {error.position} of the body" if error.position is not None else ""
+            raise ContentParseError(
+                f"the {field.content!r} content parser rejected the region body{where}: "
+                f"{error.message}",
+                field=field.name,
+                raw=body,
+                offset=self._body_offset,
+            ) from None
+        if field.transform is not None:
+            try:
+                if field.transform_each:
+                    value = self._transform_each(field, value, groups, body)
+                else:
+                    value = apply_transform(field.transform, {**groups, "content": value})
+            except TransformPathError as error:
+                raise TransformError(
+                    str(error), field=field.name, raw=body, offset=self._body_offset
+                ) from None
+        if field.join is not None and not isinstance(value, str):
+            raise ContentParseError(
+                f"a 'join' field needs a string from each match; got {type(value).__name__} "
+                f"{value!r}",
+                field=field.name,
+                raw=body,
+                offset=self._body_offset,
+            )
+        if self._tool_typer is not None:
+            value = self._tool_typer(value)
+        return value
+
+    def _transform_each(
+        self, field: FieldSpec, value: Any, groups: Mapping[str, str | None], body: str
+    ) -> list[Any]:
+        if not isinstance(value, list):
+            raise TransformError(
+                f"'transform_each' needs the content to parse to a list; got "
+                f"{type(value).__name__}",
+                field=field.name,
+                raw=body,
+                offset=self._body_offset,
+            )
+        result = []
+        for index, element in enumerate(value):
+            if not isinstance(element, Mapping):
+                raise TransformError(
+                    f"'transform_each' needs a list of objects; element {index} is "
+                    f"{type(element).__name__} {element!r}",
+                    field=field.name,
+                    raw=body,
+                    offset=self._body_offset,
+                )
+            result.append(apply_transform(field.transform, {**groups, "content": element, **element}))
+        return result
+
+    # -- the message ------------------------------------------------------------------------
+
+    def _message_keys(self) -> set[str]:
+        return set(self._build_message())
+
+    def _build_message(self) -> dict[str, Any]:
+        message: dict[str, Any] = copy.deepcopy(dict(self.template.defaults))
+        for name, values in self._captures.items():
+            field = self.template.fields[name]
+            if field.repeats:
+                if field.join is not None:
+                    message[name] = field.join.join(values)
+                    continue
+                items: list[Any] = []
+                for value in values:
+                    if field.transform_each and isinstance(value, list):
+                        items.extend(value)
+                    else:
+                        items.append(value)
+                message[name] = items
+                continue
+            present = [value for value in values if value != "" and value is not None]
+            if not present:
+                continue
+            if len(present) == 1:
+                message[name] = present[0]
+            elif all(isinstance(value, str) for value in present):
+                separator = "" if not field.parser.strips else CAPTURE_SEPARATOR
+                message[name] = separator.join(present)
+            elif all(isinstance(value, list) for value in present):
+                message[name] = [item for value in present for item in value]
+            else:
+                message[name] = present
+        return message
+
+    # -- token ids -----------------------------------------------------------------------------
+
+    def _decode_prefix(self, prefix: str | Sequence[int]) -> str:
+        if isinstance(prefix, str):
+            return prefix
+        from replyparse.tokens import decode_ids
+
+        return decode_ids(self._tokenizer, prefix, what="prefix")
+
+    def _decode_ids(self, ids: Sequence[int]) -> str:
+        from replyparse.tokens import IncrementalDecoder
+
+        if self._decoder is None:
+            self._decoder = IncrementalDecoder(self._tokenizer)
+        text: str = self._decoder.feed(ids)
+        return text
+
+
+def _make_tool_typer(tools: Iterable[Any]) -> Callable[[Any], Any]:
+    from replyparse.coercion import type_tool_call
+    from replyparse.tools import normalize_tools, tools_by_name
+
+    by_name = tools_by_name(normalize_tools(tools))
+
+    def type_value(value: Any) -> Any:
+        return type_tool_call(value, by_name)
+
+    return type_value
+
+
+@overload
+def parse_response(
+    text: str | Sequence[int],
+    template: Mapping[str, Any] | ResponseTemplate | str | None = None,
+    *,
+    prefix: str | Sequence[int] | None,
+    tools: Iterable[Any] | None = None,
+    tokenizer: TokenizerLike | None = None,
+) -> dict[str, Any]: ...
+
+
+@overload
+def parse_response(
+    text: list[str] | list[list[int]],
+    template: Mapping[str, Any] | ResponseTemplate | str | None = None,
+    *,
+    prefix: Sequence[str] | Sequence[Sequence[int]] | None,
+    tools: Iterable[Any] | None = None,
+    tokenizer: TokenizerLike | None = None,
+) -> list[dict[str, Any]]: ...
+
+
+def parse_response(
+    text: Any,
+    template: Mapping[str, Any] | ResponseTemplate | str | None = None,
+    *,
+    prefix: Any,
+    tools: Iterable[Any] | None = None,
+    tokenizer: TokenizerLike | None = None,
+) -> dict[str, Any] | list[dict[str, Any]]:
+    """Parse a whole generation (or a batch of them) into message dicts.
+
+    Args:
+        text: the generated text; token ids with ``tokenizer``; or a list of either (a batch).
+        template: the response template; None to use the tokenizer's own.
+        prefix: the prompt (text or ids); for a batch, a list of the same length. Required;
+            ``""`` opts out.
+        tools: the request's tools, to type tool-call arguments from their schemas.
+        tokenizer: decodes token ids; anything with ``decode``.
+
+    Returns:
+        The message, or a list of messages for a batch.
+
+    Raises:
+        ResponseParseError: the output does not fit the template (``partial_message`` holds
+            what was parsed).
+        TemplateError: the template is malformed.
+        ValueError: ``prefix`` is missing or does not match the batch.
+
+    Example:
+        >>> template = {"start_anchor": "A:", "fields": {
+        ...     "reasoning_content": {"open": "<think>", "close": "</think>"},
+        ...     "content": {"close": "<end>"}}}
+        >>> parse_response("<think>hmm</think>Hi<end>", template, prefix="")
+        {'reasoning_content': 'hmm', 'content': 'Hi'}
+    """
+    if prefix is None:
+        raise ValueError(_PREFIX_REQUIRED)
+    if _is_batch(text):
+        if isinstance(prefix, (str, bytes)) or not isinstance(prefix, Sequence) or (
+            prefix and isinstance(prefix[0], int)
+        ):
+            raise ValueError(
+                "a batch of generations needs a list of prefixes, one per generation; "
+                f"got {type(prefix).__name__}"
+            )
+        if len(prefix) != len(text):
+            raise ValueError(
+                f"a batch of {len(text)} generations needs {len(text)} prefixes; got {len(prefix)}"
+            )
+        compiled = load_template(template) if template is not None else None
+        return [
+            parse_response(item, compiled, prefix=item_prefix, tools=tools, tokenizer=tokenizer)
+            for item, item_prefix in zip(text, prefix)
+        ]
+    parser = ResponseParser(template, prefix, tools=tools, tokenizer=tokenizer)
+    parser.feed(text)
+    message, _ = parser.finalize()
+    return message
+
+
+def _is_batch(text: Any) -> bool:
+    if isinstance(text, str) or not isinstance(text, Sequence):
+        return False
+    return bool(text) and not isinstance(text[0], int)

@@ -1,0 +1,33 @@
+"""The keys a response template may hold: one table, used by the loader and the docs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["FIELD_KEYS", "SUPPORTED_VERSIONS", "TOP_LEVEL_KEYS"]
+
+#: Top-level keys: name -> (type description, default or None when required/exclusive).
+TOP_LEVEL_KEYS: dict[str, tuple[str, Any]] = {
+    "defaults": ("dict: values always present in the message", {}),
+    "fields": ("non-empty dict: field name -> field", None),
+    "start_anchor": ("string or list of strings: where the last assistant turn starts", None),
+    "start_anchor_pattern": ("regex: where the last assistant turn starts", None),
+    "version": ("integer: template format version (only 1)", 1),
+}
+
+#: Field keys: name -> (type description, default).
+FIELD_KEYS: dict[str, tuple[str, Any]] = {
+    "open": ("string or list of strings: literal open delimiter", None),
+    "open_pattern": ("regex: open delimiter", None),
+    "close": ("string or list of strings: literal close delimiter", None),
+    "close_pattern": ("regex: close delimiter", None),
+    "content": ("content parser name", "text"),
+    "content_args": ("dict: arguments of the content parser", {}),
+    "repeats": ("bool: the field is a list, one entry per match", False),
+    "join": ("string: join a repeating field's matches into one string", None),
+    "optional": ("bool: false makes a missing field an error", True),
+    "transform": ("dict, list or placeholder string: reshapes the parsed value", None),
+    "transform_each": ("bool: apply transform to each element of a list value", False),
+}
+
+SUPPORTED_VERSIONS = (1,)
