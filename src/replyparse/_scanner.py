@@ -35,7 +35,7 @@ from typing import NamedTuple
 
 import regex
 
-__all__ = ["REGEX_FLAGS", "Delimiter", "DelimiterMatch", "Scanner"]
+__all__ = ["REGEX_FLAGS", "Delimiter", "DelimiterMatch", "Scanner", "is_context_sensitive"]
 
 #: The spec's regex semantics: unicode-aware, DOTALL on, MULTILINE off.
 REGEX_FLAGS = regex.DOTALL | regex.UNICODE
@@ -168,10 +168,44 @@ class Scanner:
             ``DelimiterMatch.target``; lower ``priority`` wins ties of equal start and length.
     """
 
-    __slots__ = ("_entries",)
+    __slots__ = ("_entries", "_first_chars", "_starts_cache")
 
     def __init__(self, entries: Sequence[tuple[Delimiter, int, int]]) -> None:
         self._entries = tuple(entries)
+        # The fast path: a piece of text none of whose characters can begin any delimiter
+        # needs no scan at all. Literal-only scanners know their first characters; pattern
+        # scanners learn, per character met, whether it can begin a match (a one-character
+        # partial match). Patterns that look behind or test boundaries at their start
+        # cannot be judged on one character, so they disable the fast path.
+        self._first_chars: frozenset[str] | None = None
+        self._starts_cache: dict[str, bool] | None = None
+        delimiters = [delimiter for delimiter, _, _ in self._entries]
+        if all(not delimiter.is_pattern for delimiter in delimiters):
+            self._first_chars = frozenset(
+                literal[0] for delimiter in delimiters for literal in delimiter.literals
+            )
+        elif not any(_context_sensitive_start(delimiter) for delimiter in delimiters):
+            self._starts_cache = {}
+
+    def can_skip(self, text: str) -> bool:
+        """Whether no character of ``text`` can begin a delimiter of this scanner."""
+        first_chars = self._first_chars
+        if first_chars is not None:
+            return all(char not in text for char in first_chars)
+        cache = self._starts_cache
+        if cache is None:
+            return False
+        for char in text:
+            starts = cache.get(char)
+            if starts is None:
+                starts = cache[char] = any(
+                    _can_start_with(delimiter, char) for delimiter, _, _ in self._entries
+                )
+                if len(cache) > 4096:  # bound the memory on very varied text
+                    cache.clear()
+            if starts:
+                return False
+        return True
 
     @property
     def targets(self) -> tuple[int, ...]:
@@ -179,17 +213,40 @@ class Scanner:
         return tuple(target for _, target, _ in self._entries)
 
     def scan(
-        self, buffer: str, position: int, final: bool = False
+        self,
+        buffer: str,
+        position: int,
+        final: bool = False,
+        memo: dict[int, tuple[int, DelimiterMatch | None, int | None]] | None = None,
     ) -> tuple[int, DelimiterMatch | None]:
         """Scan ``buffer[position:]``; return ``(safe_end, match)`` (see the module docstring).
 
         When a match is returned, ``safe_end`` equals its start.
+
+        ``memo`` (one dict per buffer, shared by every scanner used on it) remembers what each
+        delimiter's last search found, so that walking a long buffer region by region does
+        not search the same text again for delimiters that did not match: one-shot parsing
+        of a long output stays linear.
         """
         held = len(buffer)
         best: DelimiterMatch | None = None
         best_priority = 0
         for delimiter, target, priority in self._entries:
-            match, partial_start = delimiter.find(buffer, position, final)
+            if memo is None:
+                match, partial_start = delimiter.find(buffer, position, final)
+            else:
+                key = id(delimiter)
+                cached = memo.get(key)
+                if (
+                    cached is not None
+                    and cached[0] <= position
+                    and (cached[1] is None or cached[1].start >= position)
+                    and (cached[2] is None or cached[2] >= position)
+                ):
+                    match, partial_start = cached[1], cached[2]
+                else:
+                    match, partial_start = delimiter.find(buffer, position, final)
+                    memo[key] = (position, match, partial_start)
             if partial_start is not None and partial_start < held:
                 held = partial_start
             if match is None:
@@ -210,3 +267,24 @@ class Scanner:
         if best is not None and best.start < held:
             return best.start, best
         return held, None
+
+
+_CONTEXT_SENSITIVE = ("(?<", "\\b", "\\B", "^", "\\A", "\\G", "$", "\\Z")
+
+
+def is_context_sensitive(delimiter: Delimiter) -> bool:
+    """Whether a pattern may look at text before where its match starts (lookbehind, ``^``,
+    word boundaries...). Such patterns need the consumed text kept as context."""
+    if delimiter.pattern is None:
+        return False
+    source = delimiter.pattern.pattern
+    return any(marker in source for marker in _CONTEXT_SENSITIVE)
+
+
+_context_sensitive_start = is_context_sensitive
+
+
+def _can_start_with(delimiter: Delimiter, char: str) -> bool:
+    if delimiter.pattern is None:
+        return any(literal[0] == char for literal in delimiter.literals)
+    return delimiter.pattern.match(char, partial=True) is not None

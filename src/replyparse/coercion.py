@@ -300,9 +300,13 @@ class _Coercer:
         if not isinstance(schema, Mapping):
             return True
         reference = schema.get("$ref")
-        if isinstance(reference, str) and reference not in active_refs:
-            target = self.resolve(reference)
-            if target is not None and not self.is_valid(value, target, active_refs | {reference}):
+        if isinstance(reference, str):
+            # An unresolvable reference fits nothing: a full validator would reject the schema,
+            # and treating it as "anything" would block the other branches of a union. A cycle
+            # back to a reference entered at the same depth adds nothing either (the least
+            # fixed point: {"anyOf": [{"$ref": "#"}, X]} means X).
+            target = None if reference in active_refs else self.resolve(reference)
+            if target is None or not self.is_valid(value, target, active_refs | {reference}):
                 return False
         all_of = schema.get("allOf")
         if isinstance(all_of, list) and not all(

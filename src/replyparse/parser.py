@@ -179,6 +179,8 @@ class ResponseParser:
         self.trailing_text = ""
         self.unclaimed_text: list[tuple[int, str]] = []
         self._buffer = ""
+        self._context = ""
+        self._context_size = self.template.context_size
         self._base = 0  # offset of _buffer[0] in the generation (negative inside the prefix)
         # The open explicit region, if any; the implicit region is tracked separately.
         self._field: FieldSpec | None = None
@@ -288,20 +290,40 @@ class ResponseParser:
 
     def _run(self, text: str, final: bool) -> list[Event]:
         events: list[Event] = []
-        buffer = self._buffer + text if self._buffer else text
+        if not self._buffer and not final:
+            field = self._field
+            scanner = (
+                self.template.outside_scanner
+                if field is None
+                else self.template.region_scanners[field.index]
+            )
+            if scanner.can_skip(text):
+                # Fast path: nothing here can begin a delimiter, so all of it is region text.
+                self._take_text(text, 0, len(text), events)
+                self._base += len(text)
+                if self._context_size:
+                    self._context = (self._context + text)[-self._context_size :]
+                return events
+        # Consumed text is kept before the buffer as context for lookbehinds and "^", so
+        # that a pattern sees the same surroundings whatever the chunking.
+        context = self._context
+        buffer = context + self._buffer + text if (context or self._buffer) else text
+        self._base -= len(context)
         try:
-            consumed = self._scan(buffer, final, events)
+            consumed = self._scan(buffer, len(context), final, events)
         except ResponseParseError as error:
             self._buffer = ""
             self._fail(error)
         self._buffer = buffer[consumed:]
+        if self._context_size:
+            self._context = buffer[max(0, consumed - self._context_size) : consumed]
         self._base += consumed
         return events
 
-    def _scan(self, buffer: str, final: bool, events: list[Event]) -> int:
-        """Act on every delimiter in ``buffer``; return how much of it was consumed."""
+    def _scan(self, buffer: str, position: int, final: bool, events: list[Event]) -> int:
+        """Act on every delimiter in ``buffer[position:]``; return where consumption ended."""
         template = self.template
-        position = 0
+        memo: dict[int, Any] = {}
         while True:
             field = self._field
             scanner = (
@@ -309,7 +331,7 @@ class ResponseParser:
                 if field is None
                 else template.region_scanners[field.index]
             )
-            safe_end, match = scanner.scan(buffer, position, final)
+            safe_end, match = scanner.scan(buffer, position, final, memo)
             if safe_end > position:
                 self._take_text(buffer, position, safe_end, events)
             if match is None:

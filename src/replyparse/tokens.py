@@ -80,6 +80,8 @@ def decode_ids(tokenizer: TokenizerLike | None, ids: Sequence[Any], *, what: str
     Raises:
         TokenizerError: no tokenizer was given, or an id is not an integer.
     """
+    if len(ids) == 0:
+        return ""
     if tokenizer is None:
         raise TokenizerError(
             f"{what} was given as token ids, so a tokenizer is needed to decode it: pass "

@@ -18,7 +18,6 @@ list at once, one line each.
 from __future__ import annotations
 
 import ast
-import contextlib
 import difflib
 import enum
 import inspect
@@ -716,10 +715,7 @@ def _function_schema(func: Callable[..., Any]) -> tuple[dict[str, Any] | None, l
         signature = inspect.signature(func)
     except (TypeError, ValueError) as error:
         return None, [f"cannot read the signature of {name!r}: {error}."]
-    # Evaluating string annotations may raise anything; on failure keep the raw signature and
-    # report the unresolved hints per parameter below.
-    with contextlib.suppress(Exception):
-        signature = inspect.signature(func, eval_str=True)
+    signature = _resolve_string_annotations(func, signature)
 
     summary, argument_docs, returns_doc = _parse_google_docstring(inspect.getdoc(func) or "")
     properties: dict[str, Any] = {}
@@ -741,7 +737,8 @@ def _function_schema(func: Callable[..., Any]) -> tuple[dict[str, Any] | None, l
         if isinstance(parameter.annotation, str):
             problems.append(
                 f"parameter {parameter.name!r}: cannot resolve the type hint "
-                f"{parameter.annotation!r}."
+                f"{parameter.annotation!r} from the function's module. Names defined inside "
+                "another function are not visible there; move them to module level."
             )
             continue
         try:
@@ -783,6 +780,38 @@ def _function_schema(func: Callable[..., Any]) -> tuple[dict[str, Any] | None, l
                 return_schema["description"] = returns_doc
             function["return"] = return_schema
     return {"type": "function", "function": function}, []
+
+
+def _resolve_string_annotations(
+    func: Callable[..., Any], signature: inspect.Signature
+) -> inspect.Signature:
+    """Evaluate string annotations (``from __future__ import annotations``) one by one.
+
+    ``inspect.signature(eval_str=True)`` fails as a whole when one name is unresolvable (a class
+    local to a function, say); evaluating each hint separately keeps the others, and the
+    caller reports the ones left as strings.
+    """
+    namespace = getattr(inspect.unwrap(func), "__globals__", {})
+
+    def evaluate(annotation: object) -> object:
+        # A quoted hint under ``from __future__ import annotations`` is a string of a string:
+        # evaluate until it is no longer one (at most twice more, to stay bounded).
+        for _ in range(3):
+            if not isinstance(annotation, str):
+                break
+            try:
+                annotation = eval(annotation, namespace)  # what typing.get_type_hints does, too
+            except Exception:  # evaluating a hint may raise anything; it then stays a string
+                break
+        return annotation
+
+    parameters = [
+        parameter.replace(annotation=evaluate(parameter.annotation))
+        for parameter in signature.parameters.values()
+    ]
+    return signature.replace(
+        parameters=parameters, return_annotation=evaluate(signature.return_annotation)
+    )
 
 
 def _parse_google_docstring(docstring: str) -> tuple[str, dict[str, str], str]:

@@ -69,7 +69,7 @@ def system_clock() -> float:
 
 
 class SequentialIds:
-    """A deterministic :data:`IdFactory`: ``call_1``, ``call_2``, ``fc_1``... one counter per prefix.
+    """A deterministic :data:`IdFactory`: ``call_1``, ``call_2``, ``fc_1``..., a counter per prefix.
 
     Example:
         >>> ids = SequentialIds()

@@ -18,13 +18,13 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any, Union
+from typing import Any
 
 __all__ = [
+    "Close",
     "JsonScanner",
     "Key",
     "Open",
-    "Close",
     "Path",
     "Scalar",
     "StringEnd",
@@ -33,7 +33,7 @@ __all__ = [
     "Token",
 ]
 
-Path = tuple[Union[str, int], ...]
+Path = tuple[str | int, ...]
 """Where a value sits: object keys and array indexes from the root value (``()``)."""
 
 
@@ -98,7 +98,7 @@ class Scalar:
     end: int
 
 
-Token = Union[Open, Close, Key, StringStart, StringPart, StringEnd, Scalar]
+Token = Open | Close | Key | StringStart | StringPart | StringEnd | Scalar
 
 
 class _State(Enum):

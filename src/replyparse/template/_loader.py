@@ -17,7 +17,7 @@ from typing import Any
 
 import regex
 
-from replyparse._scanner import Delimiter, Scanner
+from replyparse._scanner import Delimiter, Scanner, is_context_sensitive
 from replyparse.content import ContentParser, build_content_parser
 from replyparse.errors import TemplateError, TemplateIssue
 from replyparse.template._schema import FIELD_KEYS, SUPPORTED_VERSIONS, TOP_LEVEL_KEYS
@@ -32,6 +32,9 @@ REGION_CLOSE = -2
 # turn, the end of the turn before a region's own close (so that an end-of-turn token always
 # ends the message).
 _OPEN_PRIORITY, _END_PRIORITY, _CLOSE_PRIORITY = 0, 1, 2
+# Characters of already consumed text kept for lookbehinds and ``^`` (documented limit:
+# a lookbehind sees at most this far back).
+_CONTEXT_SIZE = 256
 
 
 @dataclass(frozen=True, eq=False)
@@ -102,6 +105,9 @@ class ResponseTemplate:
     field_list: tuple[FieldSpec, ...]
     outside_scanner: Scanner
     region_scanners: tuple[Scanner, ...]
+    #: How much consumed text the parser keeps before its buffer, for patterns that look
+    #: behind or anchor with ``^`` (0 when no pattern does).
+    context_size: int
     _source: Mapping[str, Any] = field(repr=False)
 
     @property
@@ -442,6 +448,14 @@ def load_template(spec: Mapping[str, Any] | ResponseTemplate | str) -> ResponseT
         field_list=tuple(fields),
         outside_scanner=Scanner(outside_entries),
         region_scanners=tuple(region_scanners),
+        context_size=_CONTEXT_SIZE
+        if any(
+            is_context_sensitive(delimiter)
+            for item in fields
+            for delimiter in (item.open, item.close)
+            if delimiter is not None
+        )
+        else 0,
         _source=copy.deepcopy(dict(spec)),
     )
 

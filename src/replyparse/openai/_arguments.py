@@ -1,0 +1,659 @@
+"""Incremental streaming of one tool call: its name early, then its argument text in fragments.
+
+Owns the translation of a tool-call region's raw body, as it streams in ``region_chunk``
+events, into (a) the function name as soon as the model has written it and (b) fragments of
+the *final* ``arguments`` JSON string (or of a custom tool's ``input``), long before the
+region closes. Knows the template only through the tool-call field's ``content``,
+``content_args`` and ``transform``; knows nothing of OpenAI event shapes.
+
+How (theory of operation):
+
+* :func:`analyze_tool_call_field` reads the field's transform to find where the name lives
+  (a named group of the open delimiter, e.g. ``{name}``, or a path in the body, e.g.
+  ``{content}`` + ``name``) and where the arguments live (``{content}`` + ``arguments``,
+  ``{content.parameters}``, or the whole body).
+* JSON bodies go through :class:`~replyparse.openai._json_scan.JsonScanner`; a canonical
+  writer re-emits the arguments object compactly (``{"k":v}``), keys as soon as they are
+  complete, scalars once complete (typed by the tool's schema), and strings character by
+  character where no typing can change them (the schema says plain ``string``, or there is
+  no schema).
+* xml-inline bodies are matched with the template's ``tag_pattern`` using partial matching:
+  each parameter is emitted once its closing tag is seen, its value computed by the same
+  content parser and schema typing as the parser's own; values whose schema is plain
+  ``string`` stream character by character (trailing whitespace held back).
+* Anything else (other content parsers, ``transform_each``, no transform) streams at region
+  close, as one fragment.
+
+Invariant: every fragment is a prefix-extension of the final ``arguments`` string as the
+whole-message conversion writes it (``json.dumps(arguments, ensure_ascii=False,
+separators=(",", ":"))``). :meth:`ToolCallStreamer.finish` checks it and returns the rest.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+from urllib.parse import unquote
+
+import regex
+
+from replyparse.openai._json_scan import (
+    Close,
+    JsonScanner,
+    Key,
+    Open,
+    Path,
+    Scalar,
+    StringEnd,
+    StringPart,
+    StringStart,
+    Token,
+)
+
+__all__ = [
+    "CallTarget",
+    "Coerce",
+    "ToolCallShape",
+    "ToolCallStreamer",
+    "analyze_tool_call_field",
+    "arguments_json",
+    "escape_json_text",
+]
+
+Coerce = Callable[[Any, Mapping[str, Any]], Any]
+"""Types a value by a JSON schema (``replyparse.coercion.coerce_to_schema``)."""
+
+_PLACEHOLDER = regex.compile(r"\{([^{}.]+(?:\.[^{}.]+)*)\}")
+_COMBINATORS = ("anyOf", "oneOf", "allOf", "not", "enum", "const", "if")
+
+
+def arguments_json(arguments: Any) -> str:
+    """Serialize arguments the one way every output of this package does: compact JSON.
+
+    Args:
+        arguments: the parsed arguments (normally a dict).
+
+    Returns:
+        ``json.dumps(arguments, ensure_ascii=False, separators=(",", ":"))``.
+    """
+    return json.dumps(arguments, ensure_ascii=False, separators=(",", ":"))
+
+
+def escape_json_text(text: str) -> str:
+    """Return ``text`` escaped as the inside of a JSON string, exactly as ``arguments_json``."""
+    return json.dumps(text, ensure_ascii=False)[1:-1]
+
+
+# -- where the name and arguments live ------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ToolCallShape:
+    """Where a tool-call field's name and arguments come from, read off its transform.
+
+    Attributes:
+        content: the field's content parser name (``"json"``, ``"xml-inline"``...).
+        content_args: the field's ``content_args``.
+        parser: the field's compiled content parser (read for xml-inline bodies).
+        name_group: the open delimiter's named group holding the function name, if any.
+        name_path: the path inside the parsed body holding the name, if any.
+        name_literal: a name written literally in the transform, if any.
+        arguments_path: the path inside the parsed body holding the arguments (``()`` for the
+            whole body); None when the arguments cannot be located (stream at close).
+    """
+
+    content: str
+    content_args: Mapping[str, Any]
+    parser: Any = None  # the compiled ContentParser; Any: only read duck-typed
+    name_group: str | None = None
+    name_path: Path | None = None
+    name_literal: str | None = None
+    arguments_path: Path | None = None
+
+    @property
+    def streams_arguments(self) -> bool:
+        """True when argument fragments can be produced before the region closes."""
+        if self.arguments_path is None:
+            return False
+        if self.content == "json":
+            return True
+        return (
+            self.content == "xml-inline"
+            and self.arguments_path == ()
+            and hasattr(self.parser, "tag_pattern")
+            and hasattr(self.parser, "value_parser")
+        )
+
+
+@dataclass(frozen=True)
+class _Source:
+    kind: Literal["content", "group", "literal"]
+    path: Path = ()
+    value: str = ""
+
+
+def _placeholder(text: str) -> tuple[str, ...] | None:
+    match = _PLACEHOLDER.fullmatch(text)
+    return tuple(match.group(1).split(".")) if match else None
+
+
+def _locate(transform: Any, target: Sequence[str]) -> _Source | None:
+    """Follow ``target`` (e.g. ``function.name``) through a transform to its source."""
+    node = transform
+    rest = list(target)
+    while True:
+        if isinstance(node, str):
+            placeholder = _placeholder(node)
+            if placeholder is None:
+                return None if rest else _Source("literal", value=node)
+            head, *tail = placeholder
+            if head == "content":
+                return _Source("content", path=(*tail, *rest))
+            if tail or rest:
+                return None
+            return _Source("group", path=(head,))
+        if isinstance(node, Mapping) and rest:
+            step = rest.pop(0)
+            if step not in node:
+                return None
+            node = node[step]
+            continue
+        return None
+
+
+def analyze_tool_call_field(field: Any) -> ToolCallShape:
+    """Read a tool-call ``FieldSpec`` (or any object with the same attributes).
+
+    Args:
+        field: the template's ``tool_calls`` field spec; only ``content``, ``content_args``,
+            ``transform`` and ``transform_each`` are read.
+
+    Returns:
+        The shape; ``arguments_path`` is None (and nothing streams before the region closes)
+        for ``transform_each``, a missing transform, or a transform whose call has no
+        ``function.name`` / ``function.arguments`` (or ``name`` / ``arguments``) to follow.
+    """
+    content = str(getattr(field, "content", "text") or "text")
+    content_args: Mapping[str, Any] = getattr(field, "content_args", None) or {}
+    parser = getattr(field, "parser", None)
+    transform = getattr(field, "transform", None)
+    if transform is None or getattr(field, "transform_each", None):
+        return ToolCallShape(content=content, content_args=content_args, parser=parser)
+    for prefix in (("function",), ()):
+        name = _locate(transform, (*prefix, "name"))
+        arguments = _locate(transform, (*prefix, "arguments"))
+        if name is None and arguments is None:
+            continue
+        return ToolCallShape(
+            content=content,
+            content_args=content_args,
+            parser=parser,
+            name_group=str(name.path[0]) if name and name.kind == "group" else None,
+            name_path=name.path if name and name.kind == "content" else None,
+            name_literal=name.value if name and name.kind == "literal" else None,
+            arguments_path=arguments.path if arguments and arguments.kind == "content" else None,
+        )
+    return ToolCallShape(content=content, content_args=content_args, parser=parser)
+
+
+# -- schemas: which parts may stream before they are complete --------------------------------
+
+_ANNOTATIONS = frozenset({"$ref", "description", "title", "default", "examples", "$comment"})
+
+
+def _pointer(root: Mapping[str, Any], reference: str) -> Any:
+    if not reference.startswith("#"):
+        return None
+    node: Any = root
+    for token in [part for part in unquote(reference[1:]).split("/") if part]:
+        step = token.replace("~1", "/").replace("~0", "~")
+        if isinstance(node, Mapping) and step in node:
+            node = node[step]
+        elif isinstance(node, list) and step.isdigit() and int(step) < len(node):
+            node = node[int(step)]
+        else:
+            return None
+    return node
+
+
+def _resolve(schema: Any, root: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """Follow a schema that is only a local ``$ref``; a ref with siblings is kept as is."""
+    for _ in range(32):
+        if not isinstance(schema, Mapping):
+            return None
+        reference = schema.get("$ref")
+        if not isinstance(reference, str) or set(schema) - _ANNOTATIONS:
+            return schema
+        schema = _pointer(root, reference)
+    return None
+
+
+def _child_schema(
+    schema: Mapping[str, Any] | None, step: str | int, root: Mapping[str, Any]
+) -> Mapping[str, Any] | None:
+    """The subschema typing ``value[step]``, looked up the way the coercion does."""
+    if schema is None:
+        return None
+    if isinstance(step, str):
+        properties = schema.get("properties")
+        if isinstance(properties, Mapping) and step in properties:
+            return _resolve(properties[step], root)
+        patterns = schema.get("patternProperties")
+        if isinstance(patterns, Mapping):
+            for pattern, governing in patterns.items():
+                try:
+                    if re.search(pattern, step):
+                        return _resolve(governing, root)
+                except (re.error, TypeError):
+                    continue
+        extra = schema.get("additionalProperties")
+        return _resolve(extra, root) if isinstance(extra, Mapping) else None
+    items = schema.get("items")
+    if isinstance(items, list):  # draft 4-7 tuple form
+        extra = items[step] if step < len(items) else schema.get("additionalItems")
+        return _resolve(extra, root)
+    prefix_items = schema.get("prefixItems")
+    if isinstance(prefix_items, list) and step < len(prefix_items):
+        return _resolve(prefix_items[step], root)
+    return _resolve(items, root) if isinstance(items, Mapping) else None
+
+
+def _is_positional(schema: Mapping[str, Any] | None) -> bool:
+    return schema is not None and (
+        isinstance(schema.get("items"), list) or isinstance(schema.get("prefixItems"), list)
+    )
+
+
+def _streams(schema: Mapping[str, Any] | None, json_type: str) -> bool:
+    """True when schema typing leaves every ``json_type`` value as written, piece by piece.
+
+    That is the case for no schema at all, and for a schema without combinators or refs
+    whose ``type`` admits ``json_type``; strings may also carry an all-string ``enum`` /
+    ``const`` (the coercion only ever turns a string *into* a non-string member).
+    """
+    if schema is None:
+        return True
+    if any(keyword in schema for keyword in _COMBINATORS) or "$ref" in schema:
+        return False
+    declared = schema.get("type")
+    if declared is not None and not (
+        declared == json_type or (isinstance(declared, list) and json_type in declared)
+    ):
+        return False
+    allowed = [schema["const"]] if "const" in schema else schema.get("enum")
+    if allowed is None:
+        return True
+    return json_type == "string" and isinstance(allowed, list) and all(
+        isinstance(member, str) for member in allowed
+    )
+
+
+def _type_at(
+    value: Any, path: Path, schema: Mapping[str, Any] | None, coerce: Coerce | None
+) -> Any:
+    """Type ``value`` as the coercion types it at ``path`` inside the arguments object.
+
+    The coercion types each property and item independently of its siblings, so a skeleton
+    holding only ``value`` at ``path`` gives the same result as the whole arguments would.
+    """
+    if schema is None or coerce is None:
+        return value
+    steps: list[str | int] = []
+    node: Mapping[str, Any] | None = schema
+    for step in path:
+        if isinstance(step, int) and not _is_positional(node):
+            steps.append(0)  # every item has the same schema: no need for placeholders
+        else:
+            steps.append(step)
+        node = _child_schema(node, step, schema)
+    skeleton = value
+    for step in reversed(steps):
+        skeleton = [None] * step + [skeleton] if isinstance(step, int) else {step: skeleton}
+    typed = coerce(skeleton, schema)
+    for step in steps:
+        typed = typed[step]
+    return typed
+
+
+# -- the canonical writers -------------------------------------------------------------------
+
+
+@dataclass
+class _Frame:
+    path: Path
+    kind: str
+    schema: Mapping[str, Any] | None
+    members: int = 0
+
+
+class _JsonArgumentsWriter:
+    """Re-emits the arguments object found at ``root`` of a JSON body, canonically."""
+
+    def __init__(
+        self, root: Path, schema: Mapping[str, Any] | None, coerce: Coerce | None
+    ) -> None:
+        self._root = root
+        self._schema = schema
+        self._coerce = coerce
+        self._frames: list[_Frame] = []
+        self._whole: tuple[Path, int] | None = None
+        self._string: Path | None = None
+        self._stopped = False
+
+    def _typed(self, value: Any, path: Path) -> str:
+        return arguments_json(_type_at(value, path[len(self._root) :], self._schema, self._coerce))
+
+    def handle(self, token: Token, body: str) -> str:
+        if self._stopped:
+            return ""
+        if self._whole is not None:
+            return self._continue_whole(token, body)
+        if not self._frames:
+            if token.path != self._root or isinstance(token, Key):
+                return ""
+            if isinstance(token, Open) and token.kind == "{":
+                self._frames.append(_Frame(self._root, "{", self._schema))
+                return "{"
+            self._stopped = True  # arguments that are not an object: emitted at close
+            return ""
+        top = self._frames[-1]
+        if isinstance(token, Key):
+            if token.path != top.path:
+                return ""
+            separator = "," if top.members else ""
+            top.members += 1
+            return f"{separator}{arguments_json(token.key)}:"
+        if isinstance(token, Close):
+            if token.path != top.path:
+                return ""
+            self._frames.pop()
+            self._stopped = not self._frames
+            return "}" if token.kind == "{" else "]"
+        if isinstance(token, StringPart):
+            return escape_json_text(token.text) if token.path == self._string else ""
+        if isinstance(token, StringEnd):
+            if token.path != self._string:
+                return ""
+            self._string = None
+            return '"'
+        return self._begin_value(token, top)
+
+    def _continue_whole(self, token: Token, body: str) -> str:
+        assert self._whole is not None
+        path, start = self._whole
+        if isinstance(token, Close) and token.path == path:
+            self._whole = None
+            return self._typed(json.loads(body[start : token.end], strict=False), path)
+        if isinstance(token, StringEnd) and token.path == path:
+            self._whole = None
+            return self._typed(token.value, path)
+        return ""
+
+    def _begin_value(self, token: Open | StringStart | Scalar, top: _Frame) -> str:
+        if token.path[:-1] != top.path:
+            return ""
+        prefix = ""
+        if top.kind == "[":
+            prefix = "," if top.members else ""
+            top.members += 1
+        schema = _child_schema(top.schema, token.path[-1], self._schema or {})
+        if isinstance(token, Scalar):
+            return prefix + self._typed(token.value, token.path)
+        if self._coerce is None or self._schema is None:
+            schema = None
+        if isinstance(token, Open):
+            if _streams(schema, "object" if token.kind == "{" else "array"):
+                self._frames.append(_Frame(token.path, token.kind, schema))
+                return prefix + token.kind
+            self._whole = (token.path, token.start)
+            return prefix
+        if _streams(schema, "string"):
+            self._string = token.path
+            return prefix + '"'
+        self._whole = (token.path, token.start)
+        return prefix
+
+
+class _JsonInputWriter:
+    """Re-emits a custom tool's raw input: the decoded string found at ``root``."""
+
+    def __init__(self, root: Path) -> None:
+        self._root = root
+
+    def handle(self, token: Token, body: str) -> str:
+        return token.text if isinstance(token, StringPart) and token.path == self._root else ""
+
+
+_JSON_STARTS = frozenset('{["-0123456789')
+_JSON_WORDS = ("true", "false", "null")
+
+
+def _certainly_not_json(text: str) -> bool:
+    """True when no continuation of ``text`` (already left-stripped) can be a JSON value."""
+    if not text or text[0] in _JSON_STARTS:
+        return False
+    if text[0] in "tfn":
+        return not any(word.startswith(text) or text.startswith(word) for word in _JSON_WORDS)
+    return True
+
+
+class _XmlArgumentsWriter:
+    """Emits the arguments object of an xml-inline body one parameter at a time."""
+
+    def __init__(
+        self, parser: Any, schema: Mapping[str, Any] | None, coerce: Coerce | None
+    ) -> None:
+        self._pattern: regex.Pattern[str] = parser.tag_pattern
+        self._value_parser: Any = parser.value_parser
+        self._schema = schema if coerce is not None else None
+        self._coerce = coerce
+        self._position = 0
+        self._keys: list[str] = []
+        self._streaming_key: str | None = None
+        self._streamed_value = ""
+        self._started = False
+        self._stopped = False
+
+    def _key_prefix(self, key: str) -> str:
+        separator = "," if self._keys else ""
+        self._keys.append(key)
+        return f"{separator}{arguments_json(key)}:"
+
+    def handle(self, body: str) -> str:
+        out: list[str] = []
+        if not self._started:
+            self._started = True
+            out.append("{")
+        while not self._stopped:
+            match = self._pattern.search(body, self._position, partial=True)
+            if match is None or match.end() == match.start():
+                break
+            if match.partial:
+                out.append(self._stream_partial(match))
+                break
+            out.append(self._complete(match))
+            self._position = match.end()
+        return "".join(out)
+
+    def _string_value(self, raw: str) -> str | None:
+        """The part of a raw value that is certainly final as a string, or None."""
+        if self._value_parser is None:
+            return raw
+        if getattr(self._value_parser, "name", None) == "json" and getattr(
+            self._value_parser, "allow_non_json", False
+        ):
+            # Non-JSON text is kept stripped; JSON text would become a typed value.
+            stripped = raw.lstrip()
+            return stripped.rstrip() if _certainly_not_json(stripped) else None
+        return None
+
+    def _stream_partial(self, match: regex.Match[str]) -> str:
+        if match.start("key") < 0 or match.start("value") < 0:
+            return ""
+        key = match.group("key")
+        if self._streaming_key is not None and key != self._streaming_key:
+            return ""  # pragma: no cover - defensive: the key group re-matched differently
+        value = self._string_value(match.group("value"))
+        if value is None:
+            return ""
+        head = ""
+        if self._streaming_key is None:
+            if key in self._keys or not _streams(
+                _child_schema(self._schema, key, self._schema or {}), "string"
+            ):
+                return ""
+            self._streaming_key = key
+            head = self._key_prefix(key) + '"'
+        if not value.startswith(self._streamed_value):
+            return head  # pragma: no cover - defensive: partial values only grow
+        new = value[len(self._streamed_value) :]
+        self._streamed_value = value
+        return head + escape_json_text(new)
+
+    def _complete(self, match: regex.Match[str]) -> str:
+        key = match.group("key")
+        raw = match.group("value") or ""
+        value = self._value_parser.parse(raw) if self._value_parser is not None else raw
+        value = _type_at(value, (key,), self._schema, self._coerce)
+        if key == self._streaming_key:
+            self._streaming_key = None
+            streamed, self._streamed_value = self._streamed_value, ""
+            if isinstance(value, str) and value.startswith(streamed):
+                return escape_json_text(value[len(streamed) :]) + '"'
+            self._stopped = True  # pragma: no cover - defensive: left to the final check
+            return ""  # pragma: no cover
+        if key in self._keys:
+            self._stopped = True  # a repeated key: the parser merges or overwrites
+            return ""
+        return self._key_prefix(key) + arguments_json(value)
+
+
+# -- one tool call ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CallTarget:
+    """What a called name refers to.
+
+    Attributes:
+        kind: ``"function"`` (arguments are a JSON object) or ``"custom"`` (a raw input).
+        schema: the function's ``parameters`` when the parser types arguments by it; None
+            when no typing happens (no tools, or an unknown tool).
+    """
+
+    kind: Literal["function", "custom"]
+    schema: Mapping[str, Any] | None = None
+
+
+class ToolCallStreamer:
+    """Follows one tool-call region; see the module docstring.
+
+    Feed it the region's body chunks; read :attr:`name` and :meth:`take` the new fragments
+    after each feed; call :meth:`finish` with the final text at region close.
+    """
+
+    def __init__(
+        self,
+        shape: ToolCallShape,
+        groups: Mapping[str, str] | None,
+        *,
+        resolve: Callable[[str], CallTarget],
+        coerce: Coerce | None = None,
+    ) -> None:
+        """Start following a region whose open delimiter matched with ``groups``.
+
+        Args:
+            shape: from :func:`analyze_tool_call_field`.
+            groups: named groups of the open delimiter's match (``include_groups=True``).
+            resolve: maps a called name to what it is (function or custom tool, schema).
+            coerce: the schema typing the parser applies to arguments.
+        """
+        self._shape = shape
+        self._resolve = resolve
+        self._coerce = coerce
+        self._body = ""
+        self._scanner = JsonScanner() if shape.content == "json" else None
+        self._buffered: list[Token] = []
+        self._writer: _JsonArgumentsWriter | _JsonInputWriter | _XmlArgumentsWriter | None = None
+        self._pending: list[str] = []
+        self._emitted: list[str] = []
+        self.target: CallTarget | None = None
+        self.name: str | None = None
+        if shape.name_literal is not None:
+            self._set_name(shape.name_literal)
+        elif shape.name_group is not None and groups and shape.name_group in groups:
+            self._set_name(groups[shape.name_group])
+
+    @property
+    def emitted(self) -> str:
+        """Every fragment taken so far, joined."""
+        return "".join(self._emitted)
+
+    def _set_name(self, name: str) -> None:
+        self.name = name
+        self.target = self._resolve(name)
+        shape = self._shape
+        if not shape.streams_arguments or shape.arguments_path is None:
+            return
+        if shape.content == "json":
+            writer: _JsonArgumentsWriter | _JsonInputWriter
+            if self.target.kind == "custom":
+                writer = _JsonInputWriter(shape.arguments_path)
+            else:
+                writer = _JsonArgumentsWriter(
+                    shape.arguments_path, self.target.schema, self._coerce
+                )
+            self._writer = writer
+            for token in self._buffered:
+                self._pending.append(writer.handle(token, self._body))
+            self._buffered.clear()
+        elif self.target.kind == "function":
+            self._writer = _XmlArgumentsWriter(shape.parser, self.target.schema, self._coerce)
+            self._pending.append(self._writer.handle(self._body))
+
+    def feed(self, text: str) -> None:
+        """Take the next raw text of the region body (a dirty ``region_chunk``)."""
+        self._body += text
+        if self._scanner is not None:
+            for token in self._scanner.feed(text):
+                if (
+                    self.name is None
+                    and self._shape.name_path is not None
+                    and isinstance(token, StringEnd)
+                    and token.path == self._shape.name_path
+                ):
+                    self._set_name(token.value)
+                if isinstance(self._writer, (_JsonArgumentsWriter, _JsonInputWriter)):
+                    self._pending.append(self._writer.handle(token, self._body))
+                elif self.name is None:
+                    self._buffered.append(token)
+        elif isinstance(self._writer, _XmlArgumentsWriter):
+            self._pending.append(self._writer.handle(self._body))
+
+    def take(self) -> str:
+        """Return the fragment text produced since the last call (possibly empty)."""
+        text = "".join(self._pending)
+        self._pending.clear()
+        if text:
+            self._emitted.append(text)
+        return text
+
+    def finish(self, final: str) -> tuple[str, bool]:
+        """Close the call whose complete argument (or input) text is ``final``.
+
+        Returns:
+            ``(rest, consistent)``: the text still to send so that every fragment joined is
+            ``final``, and whether the fragments sent so far were a prefix of it (when not,
+            ``rest`` is empty and the caller reports the inconsistency).
+        """
+        self.take()
+        emitted = self.emitted
+        if final.startswith(emitted):
+            rest = final[len(emitted) :]
+            if rest:
+                self._emitted.append(rest)
+            return rest, True
+        return "", False
