@@ -100,16 +100,24 @@ class Delimiter:
         return self.source if isinstance(self.source, str) else list(self.source)
 
     def find(
-        self, buffer: str, position: int, final: bool
+        self, buffer: str, position: int, final: bool, no_empty_at: int = -1
     ) -> tuple[DelimiterMatch | None, int | None]:
         """Find this delimiter in ``buffer[position:]``.
+
+        Args:
+            buffer: the text to search.
+            position: where to start.
+            final: no more text will come.
+            no_empty_at: a position where an empty (zero-width) match is refused, because
+                an empty delimiter was just acted on there (this prevents a loop of empty
+                matches at one place).
 
         Returns:
             ``(match, held)``: the earliest committable match (``target`` left 0), and the
             start of the earliest text that may still become (or change) a match, or None.
         """
         if self.pattern is not None:
-            return self._find_pattern(self.pattern, buffer, position, final)
+            return self._find_pattern(self.pattern, buffer, position, final, no_empty_at)
         return self._find_literal(buffer, position, final)
 
     def _find_literal(
@@ -139,7 +147,7 @@ class Delimiter:
 
     @staticmethod
     def _find_pattern(
-        pattern: regex.Pattern[str], buffer: str, position: int, final: bool
+        pattern: regex.Pattern[str], buffer: str, position: int, final: bool, no_empty_at: int
     ) -> tuple[DelimiterMatch | None, int | None]:
         search_from = position
         while True:
@@ -152,9 +160,10 @@ class Delimiter:
             if not final and pattern.fullmatch(buffer, start, partial=True) is not None:
                 # The rest of the buffer could still grow into a different match here.
                 return None, start
-            if end > start:
+            if end > start or start != no_empty_at:
+                # A zero-width match (a lookahead such as "(?=\[TOOL_CALLS\])") is a
+                # delimiter too: a region ends where the next call begins.
                 return DelimiterMatch(start, end, 0, found.groupdict()), None
-            # An empty match delimits nothing; look further on.
             if start >= len(buffer):
                 return None, None
             search_from = start + 1
@@ -218,6 +227,7 @@ class Scanner:
         position: int,
         final: bool = False,
         memo: dict[int, tuple[int, DelimiterMatch | None, int | None]] | None = None,
+        no_empty_at: int = -1,
     ) -> tuple[int, DelimiterMatch | None]:
         """Scan ``buffer[position:]``; return ``(safe_end, match)`` (see the module docstring).
 
@@ -233,19 +243,22 @@ class Scanner:
         best_priority = 0
         for delimiter, target, priority in self._entries:
             if memo is None:
-                match, partial_start = delimiter.find(buffer, position, final)
+                match, partial_start = delimiter.find(buffer, position, final, no_empty_at)
             else:
                 key = id(delimiter)
                 cached = memo.get(key)
                 if (
                     cached is not None
                     and cached[0] <= position
-                    and (cached[1] is None or cached[1].start >= position)
+                    and (
+                        cached[1] is None
+                        or (cached[1].start >= position and cached[1].end > cached[1].start)
+                    )
                     and (cached[2] is None or cached[2] >= position)
                 ):
                     match, partial_start = cached[1], cached[2]
                 else:
-                    match, partial_start = delimiter.find(buffer, position, final)
+                    match, partial_start = delimiter.find(buffer, position, final, no_empty_at)
                     memo[key] = (position, match, partial_start)
             if partial_start is not None and partial_start < held:
                 held = partial_start

@@ -180,6 +180,8 @@ class ResponseParser:
         self.unclaimed_text: list[tuple[int, str]] = []
         self._buffer = ""
         self._context = ""
+        # Offset of the last zero-width delimiter acted on: no second one is taken there.
+        self._empty_match_at = -(10**18)
         self._context_size = self.template.context_size
         self._base = 0  # offset of _buffer[0] in the generation (negative inside the prefix)
         # The open explicit region, if any; the implicit region is tracked separately.
@@ -331,12 +333,15 @@ class ResponseParser:
                 if field is None
                 else template.region_scanners[field.index]
             )
-            safe_end, match = scanner.scan(buffer, position, final, memo)
+            no_empty_at = self._empty_match_at - self._base
+            safe_end, match = scanner.scan(buffer, position, final, memo, no_empty_at)
             if safe_end > position:
                 self._take_text(buffer, position, safe_end, events)
             if match is None:
                 return safe_end
             position = match.end
+            if match.end == match.start:
+                self._empty_match_at = self._base + match.start
             if match.target == END_OF_TURN:
                 self._close_open_regions(events, match)
                 self.phase = ParserPhase.ENDED

@@ -286,8 +286,10 @@ def _streams(schema: Mapping[str, Any] | None, json_type: str) -> bool:
     allowed = [schema["const"]] if "const" in schema else schema.get("enum")
     if allowed is None:
         return True
-    return json_type == "string" and isinstance(allowed, list) and all(
-        isinstance(member, str) for member in allowed
+    return (
+        json_type == "string"
+        and isinstance(allowed, list)
+        and all(isinstance(member, str) for member in allowed)
     )
 
 
@@ -332,9 +334,7 @@ class _Frame:
 class _JsonArgumentsWriter:
     """Re-emits the arguments object found at ``root`` of a JSON body, canonically."""
 
-    def __init__(
-        self, root: Path, schema: Mapping[str, Any] | None, coerce: Coerce | None
-    ) -> None:
+    def __init__(self, root: Path, schema: Mapping[str, Any] | None, coerce: Coerce | None) -> None:
         self._root = root
         self._schema = schema
         self._coerce = coerce

@@ -165,7 +165,14 @@ def resolve_call(call: Any, tools: ToolIndex, position: int) -> ResolvedCall:
         text = payload if isinstance(payload, str) and written_custom else custom_input(payload)
         return ResolvedCall("custom", name, item_name, namespace, "", text, payload, given_id, tool)
     return ResolvedCall(
-        "function", name, item_name, namespace, arguments_text(payload), "", payload, given_id,
+        "function",
+        name,
+        item_name,
+        namespace,
+        arguments_text(payload),
+        "",
+        payload,
+        given_id,
         tool,
     )
 

@@ -118,8 +118,16 @@ class _State(Enum):
 
 
 _WHITESPACE = " \t\n\r"
-_SIMPLE_ESCAPES = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r",
-                   "t": "\t"}
+_SIMPLE_ESCAPES = {
+    '"': '"',
+    "\\": "\\",
+    "/": "/",
+    "b": "\b",
+    "f": "\f",
+    "n": "\n",
+    "r": "\r",
+    "t": "\t",
+}
 _NUMBER_CHARS = frozenset("0123456789+-.eE")
 _LITERALS = {"true": True, "false": False, "null": None}
 

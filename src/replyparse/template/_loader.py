@@ -191,6 +191,8 @@ def _read_delimiter(
             )
             return None
         assert delimiter.pattern is not None
+        # A pattern that matches the empty string everywhere delimits nothing. Zero-width
+        # patterns that need context (a lookahead such as "(?=\[TOOL_CALLS\])") are fine.
         if delimiter.pattern.fullmatch("") is not None:
             issues.add(
                 "empty_delimiter",
