@@ -67,6 +67,9 @@ class Delimiter:
     source: str | tuple[str, ...]
     literals: tuple[str, ...]
     pattern: regex.Pattern[str] | None
+    #: Characters tried after a pattern match that touches the end of the buffer, to learn
+    #: whether more text could extend it (see ``_could_extend``).
+    probe_chars: str = ""
 
     @classmethod
     def from_literals(cls, source: str | Sequence[str]) -> Delimiter:
@@ -78,7 +81,8 @@ class Delimiter:
     @classmethod
     def from_pattern(cls, source: str) -> Delimiter:
         """A regex delimiter; raises ``regex.error`` when the pattern does not compile."""
-        return cls(source, (), regex.compile(source, REGEX_FLAGS))
+        probes = sorted(set(source) | set(_PROBE_CHARS))
+        return cls(source, (), regex.compile(source, REGEX_FLAGS), "".join(probes))
 
     @property
     def is_pattern(self) -> bool:
@@ -117,7 +121,9 @@ class Delimiter:
             start of the earliest text that may still become (or change) a match, or None.
         """
         if self.pattern is not None:
-            return self._find_pattern(self.pattern, buffer, position, final, no_empty_at)
+            return self._find_pattern(
+                self.pattern, self.probe_chars, buffer, position, final, no_empty_at
+            )
         return self._find_literal(buffer, position, final)
 
     def _find_literal(
@@ -147,7 +153,12 @@ class Delimiter:
 
     @staticmethod
     def _find_pattern(
-        pattern: regex.Pattern[str], buffer: str, position: int, final: bool, no_empty_at: int
+        pattern: regex.Pattern[str],
+        probe_chars: str,
+        buffer: str,
+        position: int,
+        final: bool,
+        no_empty_at: int,
     ) -> tuple[DelimiterMatch | None, int | None]:
         search_from = position
         while True:
@@ -157,9 +168,14 @@ class Delimiter:
             start, end = found.span()
             if found.partial:
                 return None, start
-            if not final and pattern.fullmatch(buffer, start, partial=True) is not None:
-                # The rest of the buffer could still grow into a different match here.
-                return None, start
+            if not final:
+                whole = pattern.fullmatch(buffer, start, partial=True)
+                if whole is not None and (
+                    whole.partial
+                    or (end == len(buffer) and _could_extend(pattern, buffer[start:], probe_chars))
+                ):
+                    # More text could still turn this into a different (longer) match.
+                    return None, start
             if end > start or start != no_empty_at:
                 # A zero-width match (a lookahead such as "(?=\[TOOL_CALLS\])") is a
                 # delimiter too: a region ends where the next call begins.
@@ -301,3 +317,25 @@ def _can_start_with(delimiter: Delimiter, char: str) -> bool:
     if delimiter.pattern is None:
         return any(literal[0] == char for literal in delimiter.literals)
     return delimiter.pattern.match(char, partial=True) is not None
+
+
+# Characters standing for the usual classes (whitespace, word, \d, punctuation, non-ASCII letters and
+# the full-width bars of DeepSeek's tokens); a pattern's own characters are added to these.
+_PROBE_CHARS = " \t\n\raZz09_-.,:;=<>|/\\\"'{}[]()!?@#$%&*+~`^éß中▁｜"
+
+
+def _could_extend(pattern: regex.Pattern[str], matched: str, probe_chars: str) -> bool:
+    r"""Whether ``pattern`` could match a longer text than ``matched`` (a full match that
+    ends at the end of the buffer): a greedy ``\s*`` at its end, a longer alternative...
+
+    The regex engine prefers a complete match over a partial one, so this asks directly:
+    with one more character after ``matched``, is the match at its start still exactly
+    ``matched``? (A lookahead at the end may fail, a greedy class may grow.) The characters
+    tried are the pattern's own and a set standing for the common classes.
+    """
+    length = len(matched)
+    for char in probe_chars:
+        probe = pattern.match(matched + char, partial=True)
+        if probe is None or probe.partial or probe.end() != length:
+            return True
+    return False

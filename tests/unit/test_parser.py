@@ -1,0 +1,114 @@
+"""ResponseParser behaviour beyond the spec examples: states, extensions, offsets."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from replyparse import ParserPhase, ParserStateError, ResponseParser, parse_response
+
+TEMPLATE: dict[str, Any] = {
+    "start_anchor": "<|im_start|>assistant\n",
+    "fields": {
+        "reasoning_content": {"open": "<think>", "close": "</think>"},
+        "tool_calls": {
+            "open_pattern": r"<tool_call>\s*<function=(?P<name>[\w.]+)>",
+            "close": "</tool_call>",
+            "repeats": True,
+            "content": "xml-inline",
+            "content_args": {"tag_pattern": r"<parameter=(?P<key>\w+)>(?P<value>.*?)</parameter>"},
+            "transform": {"type": "function", "function": {"name": "{name}", "arguments": "{content}"}},
+        },
+        "content": {"close": "<|im_end|>"},
+    },
+}
+
+
+def test_feed_after_finalize_is_a_state_error() -> None:
+    parser = ResponseParser(TEMPLATE, prefix="")
+    parser.feed("hi")
+    parser.finalize()
+    assert parser.phase is ParserPhase.FINISHED
+    with pytest.raises(ParserStateError, match="already finalized"):
+        parser.feed("more")
+    with pytest.raises(ParserStateError):
+        parser.finalize()
+
+
+def test_include_groups_adds_the_open_delimiter_groups() -> None:
+    parser = ResponseParser(TEMPLATE, prefix="", include_groups=True)
+    events = parser.feed("<tool_call><function=get_weather>")
+    assert events == [{"type": "region_open", "field": "tool_calls", "groups": {"name": "get_weather"}}]
+    plain = ResponseParser(TEMPLATE, prefix="")
+    assert plain.feed("<tool_call><function=get_weather>") == [{"type": "region_open", "field": "tool_calls"}]
+
+
+def test_pattern_open_is_held_until_it_cannot_change() -> None:
+    parser = ResponseParser(TEMPLATE, prefix="", include_groups=True)
+    assert parser.feed("<tool_call><function=get") == []
+    # "\w+" could still grow; only a character that ends the name commits the match.
+    events = parser.feed("_weather>")
+    assert events[0]["groups"] == {"name": "get_weather"}
+
+
+def test_message_property_shows_what_closed_so_far() -> None:
+    parser = ResponseParser(TEMPLATE, prefix="")
+    parser.feed("<think>plan</think>Answer")
+    assert parser.message == {"reasoning_content": "plan"}
+    assert parser.finalize()[0] == {"reasoning_content": "plan", "content": "Answer"}
+
+
+def test_unclaimed_text_is_reported_when_there_is_no_implicit_field() -> None:
+    template = {"start_anchor": "x", "fields": {"answer": {"open": "<a>", "close": "</a>"}}}
+    parser = ResponseParser(template, prefix="")
+    parser.feed("stray words <a>42</a>\n  \n more")
+    message, _ = parser.finalize()
+    assert message == {"answer": "42"}
+    assert parser.unclaimed_text == [(0, "stray words "), (21, "\n  \n more")]
+
+
+def test_defaults_are_always_present_and_copied() -> None:
+    template = {"defaults": {"role": "assistant", "meta": {"k": []}}, "start_anchor": "x", "fields": {"content": {}}}
+    first = parse_response("", template, prefix="")
+    assert first == {"role": "assistant", "meta": {"k": []}}
+    first["meta"]["k"].append(1)
+    assert parse_response("", template, prefix="")["meta"] == {"k": []}
+
+
+def test_repeating_field_keeps_empty_captures_in_order() -> None:
+    template = {"start_anchor": "x", "fields": {"x": {"open": "<x>", "close": "</x>", "repeats": True}, "content": {}}}
+    assert parse_response("<x>a</x>hi<x></x><x>b</x>", template, prefix="") == {"x": ["a", "", "b"], "content": "hi"}
+
+
+def test_non_repeating_structured_field_captured_twice_keeps_both() -> None:
+    template = {"start_anchor": "x", "fields": {"x": {"open": "<x>", "close": "</x>", "content": "json"}, "content": {}}}
+    assert parse_response('<x>{"a": 1}</x><x>{"b": 2}</x>', template, prefix="") == {"x": [{"a": 1}, {"b": 2}]}
+
+
+def test_token_ids_in_text_prefix_and_batch() -> None:
+    class ByteTokenizer:
+        """One token per UTF-8 byte: multi-byte characters span several tokens."""
+
+        def decode(self, ids: list[int], skip_special_tokens: bool = False) -> str:
+            return bytes(ids).decode("utf-8", errors="replace")
+
+    tokenizer = ByteTokenizer()
+
+    def ids(text: str) -> list[int]:
+        return list(text.encode("utf-8"))
+
+    prefix = ids("<|im_start|>user\nhi<|im_end|><|im_start|>assistant\n<think>")
+    text = ids("Café ☕ plan</think>Réponse: oui ✓<|im_end|>")
+    expected = {"reasoning_content": "Café ☕ plan", "content": "Réponse: oui ✓"}
+    assert parse_response(text, TEMPLATE, prefix=prefix, tokenizer=tokenizer) == expected
+    assert parse_response([text, text], TEMPLATE, prefix=[prefix, prefix], tokenizer=tokenizer) == [expected, expected]
+    parser = ResponseParser(TEMPLATE, prefix=prefix, tokenizer=tokenizer)
+    chunks = []
+    for token in text:
+        for event in parser.feed([token]):
+            if event["type"] == "region_chunk":
+                chunks.append(event["text"])
+                assert "\ufffd" not in event["text"]
+    assert parser.finalize()[0] == expected
+    assert "".join(chunks) == "Café ☕ planRéponse: oui ✓"
