@@ -335,7 +335,12 @@ def _could_extend(pattern: regex.Pattern[str], matched: str, probe_chars: str) -
     """
     length = len(matched)
     for char in probe_chars:
-        probe = pattern.match(matched + char, partial=True)
+        longer = matched + char
+        # A longer match (complete, or partial: an optional tail of several characters).
+        if pattern.fullmatch(longer, partial=True) is not None:
+            return True
+        # The same start no longer matching exactly ``matched`` (a lookahead at its end).
+        probe = pattern.match(longer, partial=True)
         if probe is None or probe.partial or probe.end() != length:
             return True
     return False
