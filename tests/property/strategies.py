@@ -21,6 +21,9 @@ END_OF_TURN = ["<|end|>", "<end>", "</s>"]
 PATTERN_PAIRS = [
     (r"<f=(?P<name>\w+)>", r"\s*</f>"),
     (r"<<\s*", r"\s*>>"),
+    # Optional multi-character tails, and a zero-width close (the next opener ends a call).
+    (r"<o>(?:<p>)?", r"</o>(?:<q>)?"),
+    (r"\[C\](?P<name>[a-z]+)(?:\[A\])?", r"(?=\[C\])|</c>"),
 ]
 ALPHABET = "ab <>/|\n{}\":,[]@#=f1 "
 
@@ -41,7 +44,7 @@ def templates(draw: Any) -> dict[str, Any]:
             pattern_open, pattern_close = draw(st.sampled_from(PATTERN_PAIRS))
             field["open_pattern"] = pattern_open
             field["close_pattern"] = pattern_close
-            if "(?P<" in pattern_open:
+            if "(?P<" in pattern_open or "(?P<" in pattern_close:
                 field["transform"] = {"name": "{name}", "body": "{content}"}
         else:
             field["open"] = opener
@@ -78,9 +81,9 @@ def fragments_of(template: dict[str, Any]) -> list[str]:
             if key in field:
                 pieces.append(field[key])
         if "open_pattern" in field:
-            pieces.extend(["<f=get>", "<f=", "<<", "<< "])
+            pieces.extend(["<f=get>", "<f=", "<<", "<< ", "<o>", "<p>", "<o><p>", "[C]ab", "[C]a[A]", "[A]"])
         if "close_pattern" in field:
-            pieces.extend([" </f>", "</f", ">>", " >"])
+            pieces.extend([" </f>", "</f", ">>", " >", "</o>", "<q>", "</o><q>", "[C]", "</c>"])
     pieces.extend(piece[: len(piece) // 2] for piece in list(pieces) if len(piece) > 1)
     return pieces
 
