@@ -216,7 +216,10 @@ class Scanner:
         """Whether no character of ``text`` can begin a delimiter of this scanner."""
         first_chars = self._first_chars
         if first_chars is not None:
-            return all(char not in text for char in first_chars)
+            for char in first_chars:
+                if char in text:
+                    return False
+            return True
         cache = self._starts_cache
         if cache is None:
             return False

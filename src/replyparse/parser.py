@@ -71,6 +71,10 @@ class ParserPhase(enum.Enum):
     FAILED = "failed"
 
 
+_STREAMING = ParserPhase.STREAMING
+_ENDED = ParserPhase.ENDED
+
+
 class _TextAccumulator:
     """Collects a region body from many small pieces at O(1) amortized cost per piece.
 
@@ -186,6 +190,7 @@ class ResponseParser:
         self._base = 0  # offset of _buffer[0] in the generation (negative inside the prefix)
         # The open explicit region, if any; the implicit region is tracked separately.
         self._field: FieldSpec | None = None
+        self._scanner = self.template.outside_scanner  # the scanner of the current state
         self._implicit_open = False
         self._open_groups: dict[str, str | None] = {}
         self._body = _TextAccumulator()
@@ -217,14 +222,27 @@ class ResponseParser:
                 transform. ``partial_message`` holds everything parsed before it.
             ParserStateError: the parser already finished or failed.
         """
-        self._check_usable("feed")
+        if self.phase is not _STREAMING:
+            self._check_usable("feed")
         if not isinstance(text, str):
             text = self._decode_ids(text)
         if not text:
             return []
-        if self.phase is ParserPhase.ENDED:
+        if self.phase is _ENDED:
             self.trailing_text += text
             return []
+        field = self._field
+        if not self._buffer and self._scanner.can_skip(text):
+            # Fast path: nothing here can begin a delimiter, so all of it is region text.
+            events: list[Event] = []
+            if field is not None:
+                self._append_body(field, text, events)
+            else:
+                self._take_text(text, 0, len(text), events)
+            self._base += len(text)
+            if self._context_size:
+                self._context = (self._context + text)[-self._context_size :]
+            return events
         return self._run(text, final=False)
 
     def finalize(self) -> tuple[dict[str, Any], list[Event]]:
@@ -292,20 +310,6 @@ class ResponseParser:
 
     def _run(self, text: str, final: bool) -> list[Event]:
         events: list[Event] = []
-        if not self._buffer and not final:
-            field = self._field
-            scanner = (
-                self.template.outside_scanner
-                if field is None
-                else self.template.region_scanners[field.index]
-            )
-            if scanner.can_skip(text):
-                # Fast path: nothing here can begin a delimiter, so all of it is region text.
-                self._take_text(text, 0, len(text), events)
-                self._base += len(text)
-                if self._context_size:
-                    self._context = (self._context + text)[-self._context_size :]
-                return events
         # Consumed text is kept before the buffer as context for lookbehinds and "^", so
         # that a pattern sees the same surroundings whatever the chunking.
         context = self._context
@@ -328,11 +332,7 @@ class ResponseParser:
         memo: dict[int, Any] = {}
         while True:
             field = self._field
-            scanner = (
-                template.outside_scanner
-                if field is None
-                else template.region_scanners[field.index]
-            )
+            scanner = self._scanner
             no_empty_at = self._empty_match_at - self._base
             safe_end, match = scanner.scan(buffer, position, final, memo, no_empty_at)
             if safe_end > position:
@@ -351,6 +351,7 @@ class ResponseParser:
                 assert field is not None
                 self._close_region(field, match.groups, match.start, events)
                 self._field = None
+                self._scanner = template.outside_scanner
             else:
                 if self._implicit_open:
                     assert template.implicit_field is not None
@@ -405,21 +406,23 @@ class ResponseParser:
                 return
             self._started = True
         kept = text.rstrip()
-        if kept:
-            events.append(
-                {
-                    "type": "region_chunk",
-                    "field": field.name,
-                    "text": self._pending_whitespace + kept if self._pending_whitespace else kept,
-                    "dirty": False,
-                }
-            )
-            self._pending_whitespace = text[len(kept) :]
+        if kept is text:  # no trailing whitespace (rstrip returns the same object)
+            if self._pending_whitespace:
+                text = self._pending_whitespace + text
+                self._pending_whitespace = ""
+            events.append({"type": "region_chunk", "field": field.name, "text": text, "dirty": False})
+        elif kept:
+            trailing = text[len(kept) :]
+            if self._pending_whitespace:
+                kept = self._pending_whitespace + kept
+            events.append({"type": "region_chunk", "field": field.name, "text": kept, "dirty": False})
+            self._pending_whitespace = trailing
         else:
             self._pending_whitespace += text
 
     def _open_region(self, field: FieldSpec, match: DelimiterMatch, events: list[Event]) -> None:
         self._field = field
+        self._scanner = self.template.region_scanners[field.index]
         self._open_groups = match.groups
         self._begin_body(self._base + match.end)
         event: Event = {"type": "region_open", "field": field.name}
@@ -432,6 +435,7 @@ class ResponseParser:
         if self._field is not None:
             self._close_region(self._field, {}, end - self._base, events)
             self._field = None
+            self._scanner = self.template.outside_scanner
         elif self._implicit_open:
             assert self.template.implicit_field is not None
             groups = match.groups if match is not None else {}

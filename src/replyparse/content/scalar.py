@@ -24,11 +24,10 @@ class TextParser:
     strip: bool = True
     name: str = "text"
     dirty: bool = False
+    strips: bool = True  # always equal to ``strip``; read on the streaming hot path
 
-    @property
-    def strips(self) -> bool:
-        """Whether surrounding whitespace is dropped."""
-        return self.strip
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "strips", self.strip)
 
     def parse(self, body: str) -> str:
         """Return the body, stripped if configured."""
