@@ -29,7 +29,15 @@ TEMPLATE_ERRORS: dict[str, list[tuple[dict[str, Any], str]]] = {
         (template({"r": {"open": "<a>", "close_pattern": "[z-a]"}}), "$.fields.r.close_pattern"),
         ({"start_anchor_pattern": "(", "fields": {"c": {}}}, "$.start_anchor_pattern"),
         (
-            template({"r": {"open": "<r>", "content": "xml-inline", "content_args": {"tag_pattern": "(?P<key>"}}}),
+            template(
+                {
+                    "r": {
+                        "open": "<r>",
+                        "content": "xml-inline",
+                        "content_args": {"tag_pattern": "(?P<key>"},
+                    }
+                }
+            ),
             "$.fields.r.content_args.tag_pattern",
         ),
     ],
@@ -37,14 +45,20 @@ TEMPLATE_ERRORS: dict[str, list[tuple[dict[str, Any], str]]] = {
         (template({"r": {"open_pattern": "<f=(?P<name>\\w+)>"}}), "$.fields.r.open_pattern"),
     ],
     "mixed_placeholder": [
-        (template({"r": {"open": "<a>", "transform": {"x": "name: {content}"}}}), "$.fields.r.transform.x"),
+        (
+            template({"r": {"open": "<a>", "transform": {"x": "name: {content}"}}}),
+            "$.fields.r.transform.x",
+        ),
     ],
     "unknown_placeholder": [
         (template({"r": {"open": "<a>", "transform": {"x": "{name}"}}}), "$.fields.r.transform.x"),
     ],
     "join_without_repeats": [(template({"r": {"open": "<a>", "join": ""}}), "$.fields.r.join")],
     "join_requires_text": [
-        (template({"r": {"open": "<a>", "repeats": True, "join": "", "content": "int"}}), "$.fields.r.join"),
+        (
+            template({"r": {"open": "<a>", "repeats": True, "join": "", "content": "int"}}),
+            "$.fields.r.join",
+        ),
     ],
     "transform_each_without_transform": [
         (template({"r": {"open": "<a>", "transform_each": True}}), "$.fields.r.transform_each"),
@@ -52,26 +66,92 @@ TEMPLATE_ERRORS: dict[str, list[tuple[dict[str, Any], str]]] = {
     "unknown_content_parser": [
         (template({"r": {"open": "<a>", "content": "jsn"}}), "$.fields.r.content"),
         (
-            template({"r": {"open": "<a>", "content": "kv-lines", "content_args": {"value_parser": {"name": "integer"}}}}),
+            template(
+                {
+                    "r": {
+                        "open": "<a>",
+                        "content": "kv-lines",
+                        "content_args": {"value_parser": {"name": "integer"}},
+                    }
+                }
+            ),
             "$.fields.r.content_args.value_parser",
         ),
     ],
     "invalid_content_arg": [
-        (template({"r": {"open": "<a>", "content": "json", "content_args": {"unquoted_keys": "yes"}}}), "$.fields.r.content_args.unquoted_keys"),
-        (template({"r": {"open": "<a>", "content": "json", "content_args": {"string_delims": [["<"]]}}}), "$.fields.r.content_args.string_delims"),
-        (template({"r": {"open": "<a>", "content_args": {"strip": 1}}}), "$.fields.r.content_args.strip"),
-        (template({"r": {"open": "<a>", "content": "kv-lines", "content_args": {"kv_sep": ""}}}), "$.fields.r.content_args.kv_sep"),
-        (template({"r": {"open": "<a>", "content": "xml-inline", "content_args": {"tag_pattern": "<(?P<key>\\w+)>(?P<value>.*?)</>", "value_parser": "json"}}}), "$.fields.r.content_args.value_parser"),
+        (
+            template(
+                {"r": {"open": "<a>", "content": "json", "content_args": {"unquoted_keys": "yes"}}}
+            ),
+            "$.fields.r.content_args.unquoted_keys",
+        ),
+        (
+            template(
+                {
+                    "r": {
+                        "open": "<a>",
+                        "content": "json",
+                        "content_args": {"string_delims": [["<"]]},
+                    }
+                }
+            ),
+            "$.fields.r.content_args.string_delims",
+        ),
+        (
+            template({"r": {"open": "<a>", "content_args": {"strip": 1}}}),
+            "$.fields.r.content_args.strip",
+        ),
+        (
+            template({"r": {"open": "<a>", "content": "kv-lines", "content_args": {"kv_sep": ""}}}),
+            "$.fields.r.content_args.kv_sep",
+        ),
+        (
+            template(
+                {
+                    "r": {
+                        "open": "<a>",
+                        "content": "xml-inline",
+                        "content_args": {
+                            "tag_pattern": "<(?P<key>\\w+)>(?P<value>.*?)</>",
+                            "value_parser": "json",
+                        },
+                    }
+                }
+            ),
+            "$.fields.r.content_args.value_parser",
+        ),
     ],
     "unknown_content_arg": [
-        (template({"r": {"open": "<a>", "content": "json", "content_args": {"unquoted_key": True}}}), "$.fields.r.content_args.unquoted_key"),
-        (template({"r": {"open": "<a>", "content": "int", "content_args": {"strip": True}}}), "$.fields.r.content_args.strip"),
+        (
+            template(
+                {"r": {"open": "<a>", "content": "json", "content_args": {"unquoted_key": True}}}
+            ),
+            "$.fields.r.content_args.unquoted_key",
+        ),
+        (
+            template({"r": {"open": "<a>", "content": "int", "content_args": {"strip": True}}}),
+            "$.fields.r.content_args.strip",
+        ),
     ],
     "missing_content_arg": [
-        (template({"r": {"open": "<a>", "content": "xml-inline"}}), "$.fields.r.content_args.tag_pattern"),
+        (
+            template({"r": {"open": "<a>", "content": "xml-inline"}}),
+            "$.fields.r.content_args.tag_pattern",
+        ),
     ],
     "missing_group": [
-        (template({"r": {"open": "<a>", "content": "xml-inline", "content_args": {"tag_pattern": "<(?P<key>\\w+)>"}}}), "$.fields.r.content_args.tag_pattern"),
+        (
+            template(
+                {
+                    "r": {
+                        "open": "<a>",
+                        "content": "xml-inline",
+                        "content_args": {"tag_pattern": "<(?P<key>\\w+)>"},
+                    }
+                }
+            ),
+            "$.fields.r.content_args.tag_pattern",
+        ),
     ],
     "invalid_delimiter": [
         (template({"r": {"open": ""}}), "$.fields.r.open"),
@@ -89,5 +169,7 @@ TEMPLATE_ERRORS: dict[str, list[tuple[dict[str, Any], str]]] = {
     ],
     "missing_fields": [(dict(ANCHOR), "$.fields")],
     "unsupported_version": [(template({"c": {}}, version=2), "$.version")],
-    "invalid_transform": [(template({"r": {"open": "<a>", "transform": 3}}), "$.fields.r.transform")],
+    "invalid_transform": [
+        (template({"r": {"open": "<a>", "transform": 3}}), "$.fields.r.transform")
+    ],
 }

@@ -85,7 +85,9 @@ def check_well_formed(events: Sequence[dict[str, Any]]) -> None:
                 clean_text.append(event["text"])
         else:
             assert kind == "region_close"
-            assert open_field == event["field"], f"close of {event['field']} while {open_field} open"
+            assert open_field == event["field"], (
+                f"close of {event['field']} while {open_field} open"
+            )
             if only_clean and isinstance(event["value"], str):
                 assert "".join(clean_text) == event["value"]
             open_field = None

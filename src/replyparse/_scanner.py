@@ -216,10 +216,7 @@ class Scanner:
         """Whether no character of ``text`` can begin a delimiter of this scanner."""
         first_chars = self._first_chars
         if first_chars is not None:
-            for char in first_chars:
-                if char in text:
-                    return False
-            return True
+            return all(char not in text for char in first_chars)
         cache = self._starts_cache
         if cache is None:
             return False
@@ -289,8 +286,7 @@ class Scanner:
                 or (
                     match.start == best.start
                     and (
-                        match.end > best.end
-                        or (match.end == best.end and priority < best_priority)
+                        match.end > best.end or (match.end == best.end and priority < best_priority)
                     )
                 )
             ):

@@ -6,7 +6,7 @@ Events are plain dicts (users index ``event["type"]``); these TypedDicts only ty
 from __future__ import annotations
 
 import sys
-from typing import Any, Literal, TypedDict, Union
+from typing import Any, Literal, TypedDict
 
 if sys.version_info >= (3, 11):
     from typing import NotRequired
@@ -45,4 +45,4 @@ class RegionCloseEvent(TypedDict):
     value: Any  # JSON boundary: whatever the content parser and transform produced
 
 
-Event = Union[RegionOpenEvent, RegionChunkEvent, RegionCloseEvent]
+Event = RegionOpenEvent | RegionChunkEvent | RegionCloseEvent

@@ -37,7 +37,7 @@ from replyparse.errors import (
     ResponseParseError,
     TransformError,
 )
-from replyparse.events import Event
+from replyparse.events import Event, RegionOpenEvent
 from replyparse.template import FieldSpec, ResponseTemplate, load_template
 from replyparse.template._loader import END_OF_TURN, REGION_CLOSE
 from replyparse.transform import TransformPathError, apply_transform
@@ -379,7 +379,7 @@ class ResponseParser:
                 self._implicit_open = True
                 self._open_groups = {}
                 self._begin_body(self._base + start)
-                open_event: Event = {"type": "region_open", "field": field.name}
+                open_event: RegionOpenEvent = {"type": "region_open", "field": field.name}
                 if self._include_groups:
                     open_event["groups"] = {}
                 events.append(open_event)
@@ -395,10 +395,14 @@ class ResponseParser:
         self._body.append(text)
         parser = field.parser
         if parser.dirty:
-            events.append({"type": "region_chunk", "field": field.name, "text": text, "dirty": True})
+            events.append(
+                {"type": "region_chunk", "field": field.name, "text": text, "dirty": True}
+            )
             return
         if not parser.strips:
-            events.append({"type": "region_chunk", "field": field.name, "text": text, "dirty": False})
+            events.append(
+                {"type": "region_chunk", "field": field.name, "text": text, "dirty": False}
+            )
             return
         if not self._started:
             text = text.lstrip()
@@ -410,12 +414,16 @@ class ResponseParser:
             if self._pending_whitespace:
                 text = self._pending_whitespace + text
                 self._pending_whitespace = ""
-            events.append({"type": "region_chunk", "field": field.name, "text": text, "dirty": False})
+            events.append(
+                {"type": "region_chunk", "field": field.name, "text": text, "dirty": False}
+            )
         elif kept:
             trailing = text[len(kept) :]
             if self._pending_whitespace:
                 kept = self._pending_whitespace + kept
-            events.append({"type": "region_chunk", "field": field.name, "text": kept, "dirty": False})
+            events.append(
+                {"type": "region_chunk", "field": field.name, "text": kept, "dirty": False}
+            )
             self._pending_whitespace = trailing
         else:
             self._pending_whitespace += text
@@ -425,9 +433,11 @@ class ResponseParser:
         self._scanner = self.template.region_scanners[field.index]
         self._open_groups = match.groups
         self._begin_body(self._base + match.end)
-        event: Event = {"type": "region_open", "field": field.name}
+        event: RegionOpenEvent = {"type": "region_open", "field": field.name}
         if self._include_groups:
-            event["groups"] = {name: value for name, value in match.groups.items() if value is not None}
+            event["groups"] = {
+                name: value for name, value in match.groups.items() if value is not None
+            }
         events.append(event)
 
     def _close_open_regions(self, events: list[Event], match: DelimiterMatch | None = None) -> None:
@@ -511,7 +521,9 @@ class ResponseParser:
                     raw=body,
                     offset=self._body_offset,
                 )
-            result.append(apply_transform(field.transform, {**groups, "content": element, **element}))
+            result.append(
+                apply_transform(field.transform, {**groups, "content": element, **element})
+            )
         return result
 
     # -- the message ------------------------------------------------------------------------
@@ -638,8 +650,10 @@ def parse_response(
     if prefix is None:
         raise ValueError(_PREFIX_REQUIRED)
     if _is_batch(text):
-        if isinstance(prefix, (str, bytes)) or not isinstance(prefix, Sequence) or (
-            prefix and isinstance(prefix[0], int)
+        if (
+            isinstance(prefix, (str, bytes))
+            or not isinstance(prefix, Sequence)
+            or (prefix and isinstance(prefix[0], int))
         ):
             raise ValueError(
                 "a batch of generations needs a list of prefixes, one per generation; "
@@ -652,7 +666,7 @@ def parse_response(
         compiled = load_template(template) if template is not None else None
         return [
             parse_response(item, compiled, prefix=item_prefix, tools=tools, tokenizer=tokenizer)
-            for item, item_prefix in zip(text, prefix)
+            for item, item_prefix in zip(text, prefix, strict=False)
         ]
     parser = ResponseParser(template, prefix, tools=tools, tokenizer=tokenizer)
     parser.feed(text)

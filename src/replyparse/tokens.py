@@ -68,9 +68,7 @@ def _decode(tokenizer: TokenizerLike, ids: list[int]) -> str:
     except TypeError:
         text = tokenizer.decode(ids)
     if not isinstance(text, str):
-        raise TokenizerError(
-            f"tokenizer.decode() returned {type(text).__name__}, not str"
-        )
+        raise TokenizerError(f"tokenizer.decode() returned {type(text).__name__}, not str")
     return text
 
 
@@ -120,10 +118,12 @@ class IncrementalDecoder:
     def feed(self, ids: Iterable[Any] | int) -> str:
         """Add ids; return the newly complete text."""
         if isinstance(ids, int):
-            ids = [ids]
+            batch: list[Any] = [ids]
         elif hasattr(ids, "tolist"):
-            ids = ids.tolist()
-        self._ids.extend(_check_ids(list(ids), "fed ids"))
+            batch = list(ids.tolist())
+        else:
+            batch = list(ids)
+        self._ids.extend(_check_ids(batch, "fed ids"))
         return self._emit(final=False)
 
     def flush(self) -> str:

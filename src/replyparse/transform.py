@@ -82,7 +82,7 @@ def check_transform(
                 TemplateIssue(
                     "mixed_placeholder",
                     where,
-                    "a placeholder must be the whole string, like \"{content}\"; text and "
+                    'a placeholder must be the whole string, like "{content}"; text and '
                     f"placeholders cannot be mixed (transforms are not f-strings); got {text!r}.",
                     text,
                 )

@@ -58,7 +58,12 @@ def test_streaming_event_sequence_matches_the_spec_example() -> None:
     _, events = parse_every_way(SMOLLM, text)
     assert events == [
         {"type": "region_open", "field": "reasoning_content"},
-        {"type": "region_chunk", "field": "reasoning_content", "text": "I should greet the user", "dirty": False},
+        {
+            "type": "region_chunk",
+            "field": "reasoning_content",
+            "text": "I should greet the user",
+            "dirty": False,
+        },
         {"type": "region_close", "field": "reasoning_content", "value": "I should greet the user"},
         {"type": "region_open", "field": "tool_calls"},
         {
@@ -108,8 +113,14 @@ def test_prefix_is_required_and_empty_string_opts_out() -> None:
         parse_response("Hi", SMOLLM, prefix=None)
     with pytest.raises(ValueError, match="prefix"):
         ResponseParser(SMOLLM, prefix=None)
-    assert parse_response("Hi<|im_end|>", SMOLLM, prefix="") == {"role": "assistant", "content": "Hi"}
-    assert parse_response("Hi<|im_end|>", SMOLLM, prefix=[]) == {"role": "assistant", "content": "Hi"}
+    assert parse_response("Hi<|im_end|>", SMOLLM, prefix="") == {
+        "role": "assistant",
+        "content": "Hi",
+    }
+    assert parse_response("Hi<|im_end|>", SMOLLM, prefix=[]) == {
+        "role": "assistant",
+        "content": "Hi",
+    }
 
 
 def test_batch() -> None:
@@ -134,7 +145,12 @@ def test_repeats_collects_parallel_tool_calls() -> None:
 def test_join_concatenates_repeated_matches() -> None:
     template = field_template(
         {
-            "reasoning_content": {"open": "<think>", "close": "</think>", "repeats": True, "join": "\n"},
+            "reasoning_content": {
+                "open": "<think>",
+                "close": "</think>",
+                "repeats": True,
+                "join": "\n",
+            },
             "content": {},
         }
     )
@@ -158,7 +174,11 @@ def test_optional_false_missing_field_raises() -> None:
 def test_end_of_generation_closes_an_open_region() -> None:
     message, events = parse_every_way(SMOLLM, "<think>still thinking")
     assert message == {"role": "assistant", "reasoning_content": "still thinking"}
-    assert events[-1] == {"type": "region_close", "field": "reasoning_content", "value": "still thinking"}
+    assert events[-1] == {
+        "type": "region_close",
+        "field": "reasoning_content",
+        "value": "still thinking",
+    }
 
 
 def test_field_without_close_runs_to_the_end() -> None:
@@ -195,7 +215,14 @@ def test_text_strip_false_keeps_whitespace() -> None:
 
 def test_json_unquoted_keys() -> None:
     template = field_template(
-        {"args": {"open": "<args>", "close": "</args>", "content": "json", "content_args": {"unquoted_keys": True}}}
+        {
+            "args": {
+                "open": "<args>",
+                "close": "</args>",
+                "content": "json",
+                "content_args": {"unquoted_keys": True},
+            }
+        }
     )
     message, _ = parse_every_way(template, '<args>{city: "London", nested: {n: 1}}</args>')
     assert message == {"args": {"city": "London", "nested": {"n": 1}}}
@@ -218,7 +245,14 @@ def test_json_string_delims() -> None:
 
 def test_json_allow_non_json() -> None:
     template = field_template(
-        {"args": {"open": "<args>", "close": "</args>", "content": "json", "content_args": {"allow_non_json": True}}}
+        {
+            "args": {
+                "open": "<args>",
+                "close": "</args>",
+                "content": "json",
+                "content_args": {"allow_non_json": True},
+            }
+        }
     )
     message, _ = parse_every_way(template, "<args> just text </args>")
     assert message == {"args": "just text"}
@@ -256,7 +290,13 @@ def test_xml_inline_qwen3_example() -> None:
     message, _ = parse_every_way(template, text)
     assert message == {
         "tool_calls": [
-            {"type": "function", "function": {"name": "get_weather", "arguments": {"city": "London", "units": "celsius"}}}
+            {
+                "type": "function",
+                "function": {
+                    "name": "get_weather",
+                    "arguments": {"city": "London", "units": "celsius"},
+                },
+            }
         ]
     }
 
@@ -281,8 +321,12 @@ def test_xml_inline_merge_duplicates() -> None:
 
 
 def test_kv_lines() -> None:
-    template = field_template({"metadata": {"open": "<meta>", "close": "</meta>", "content": "kv-lines"}})
-    message, _ = parse_every_way(template, "<meta>name: alice\nage: 30\n\nno separator\nurl: http://x</meta>")
+    template = field_template(
+        {"metadata": {"open": "<meta>", "close": "</meta>", "content": "kv-lines"}}
+    )
+    message, _ = parse_every_way(
+        template, "<meta>name: alice\nage: 30\n\nno separator\nurl: http://x</meta>"
+    )
     assert message == {"metadata": {"name": "alice", "age": "30", "url": "http://x"}}
 
 
@@ -293,7 +337,12 @@ def test_kv_lines_with_args_and_value_parser() -> None:
                 "open": "<meta>",
                 "close": "</meta>",
                 "content": "kv-lines",
-                "content_args": {"line_sep": ";", "kv_sep": "=", "strip": False, "value_parser": {"name": "int"}},
+                "content_args": {
+                    "line_sep": ";",
+                    "kv_sep": "=",
+                    "strip": False,
+                    "value_parser": {"name": "int"},
+                },
             }
         }
     )
@@ -318,8 +367,16 @@ def test_tools_type_arguments_set_alarm() -> None:
             },
         }
     ]
-    template = field_template({"tool_calls": {**QWEN_XML_TOOL_CALLS, "content_args": {
-        "tag_pattern": r"<parameter=(?P<key>\w+)>\s*(?P<value>.*?)\s*</parameter>"}}})
+    template = field_template(
+        {
+            "tool_calls": {
+                **QWEN_XML_TOOL_CALLS,
+                "content_args": {
+                    "tag_pattern": r"<parameter=(?P<key>\w+)>\s*(?P<value>.*?)\s*</parameter>"
+                },
+            }
+        }
+    )
     text = (
         "<tool_call><function=set_alarm><parameter=hour>7</parameter>"
         "<parameter=enabled>true</parameter><parameter=label>wake up</parameter></function></tool_call>"
@@ -340,12 +397,17 @@ def test_transform_with_dotted_path_renames_keys() -> None:
                 "close": "</tool>",
                 "repeats": True,
                 "content": "json",
-                "transform": {"type": "function", "function": {"name": "{content.name}", "arguments": "{content.args}"}},
+                "transform": {
+                    "type": "function",
+                    "function": {"name": "{content.name}", "arguments": "{content.args}"},
+                },
             }
         }
     )
     message, _ = parse_every_way(template, '<tool>{"name": "f", "args": {"x": 1}}</tool>')
-    assert message == {"tool_calls": [{"type": "function", "function": {"name": "f", "arguments": {"x": 1}}}]}
+    assert message == {
+        "tool_calls": [{"type": "function", "function": {"name": "f", "arguments": {"x": 1}}}]
+    }
     with pytest.raises(TransformError) as caught:
         parse_response('<tool>{"name": "f"}</tool>', template, prefix="")
     assert "'content' has no key 'args'" in str(caught.value)
@@ -360,7 +422,10 @@ def test_gpt_oss_name_from_open_pattern() -> None:
                 "close": "<|call|>",
                 "repeats": True,
                 "content": "json",
-                "transform": {"type": "function", "function": {"name": "{name}", "arguments": "{content}"}},
+                "transform": {
+                    "type": "function",
+                    "function": {"name": "{name}", "arguments": "{content}"},
+                },
             }
         },
         anchor="<|start|>assistant",
@@ -372,7 +437,13 @@ def test_gpt_oss_name_from_open_pattern() -> None:
     message, _ = parse_every_way(template, text)
     assert message == {
         "tool_calls": [
-            {"type": "function", "function": {"name": "get_current_weather", "arguments": {"location": "San Francisco, CA"}}}
+            {
+                "type": "function",
+                "function": {
+                    "name": "get_current_weather",
+                    "arguments": {"location": "San Francisco, CA"},
+                },
+            }
         ]
     }
 
@@ -385,7 +456,10 @@ def test_cohere_transform_each() -> None:
                 "close": "<|END_ACTION|>",
                 "content": "json",
                 "transform_each": True,
-                "transform": {"type": "function", "function": {"name": "{tool_name}", "arguments": "{parameters}"}},
+                "transform": {
+                    "type": "function",
+                    "function": {"name": "{tool_name}", "arguments": "{parameters}"},
+                },
             }
         },
         anchor="<|START_OF_TURN_TOKEN|><|CHATBOT_TOKEN|>",
@@ -397,14 +471,23 @@ def test_cohere_transform_each() -> None:
     message, _ = parse_every_way(template, text)
     assert message == {
         "tool_calls": [
-            {"type": "function", "function": {"name": "greet_user", "arguments": {"greeting": "Hi!"}}},
-            {"type": "function", "function": {"name": "search", "arguments": {"query": "weather tomorrow"}}},
+            {
+                "type": "function",
+                "function": {"name": "greet_user", "arguments": {"greeting": "Hi!"}},
+            },
+            {
+                "type": "function",
+                "function": {"name": "search", "arguments": {"query": "weather tomorrow"}},
+            },
         ]
     }
 
 
 def test_start_anchor_pattern_and_anchor_list() -> None:
-    template = {"start_anchor_pattern": r"<\|start\|>(?:assistant|model)\n", "fields": {"content": {}}}
+    template = {
+        "start_anchor_pattern": r"<\|start\|>(?:assistant|model)\n",
+        "fields": {"content": {}},
+    }
     prefix = "<|start|>assistant\nold<|start|>user\nq<|start|>model\npre "
     assert parse_response("fill", template, prefix=prefix) == {"content": "pre fill"}
     template = {"start_anchor": ["<A>", "<B>"], "fields": {"content": {}}}
@@ -416,11 +499,16 @@ def test_anchor_applies_to_prefix_only_never_to_the_generation() -> None:
         "start_anchor": "<|start|>assistant",
         "fields": {
             "reasoning_content": {"open": "<|channel|>analysis<|message|>", "close": "<|end|>"},
-            "content": {"open_pattern": r"(?:<\|start\|>assistant)?<\|channel\|>final<\|message\|>", "close": "<|return|>"},
+            "content": {
+                "open_pattern": r"(?:<\|start\|>assistant)?<\|channel\|>final<\|message\|>",
+                "close": "<|return|>",
+            },
         },
     }
     text = "<|channel|>analysis<|message|>think<|end|><|start|>assistant<|channel|>final<|message|>done<|return|>"
-    message, _ = parse_every_way(template, text, prefix="<|start|>user<|message|>q<|end|><|start|>assistant")
+    message, _ = parse_every_way(
+        template, text, prefix="<|start|>user<|message|>q<|end|><|start|>assistant"
+    )
     assert message == {"reasoning_content": "think", "content": "done"}
 
 
@@ -436,9 +524,7 @@ def test_regex_dotall_and_no_multiline() -> None:
 
 
 def test_lookaround_in_close_pattern() -> None:
-    template = field_template(
-        {"note": {"open": "[", "close_pattern": r"\](?!\])"}, "content": {}}
-    )
+    template = field_template({"note": {"open": "[", "close_pattern": r"\](?!\])"}, "content": {}})
     # The first "]" is followed by "]", so it does not close; the second one does.
     message, _ = parse_every_way(template, "[a]]b]c")
     assert message == {"note": "a]", "content": "b]c"}
@@ -454,4 +540,7 @@ def test_partial_delimiter_is_never_emitted_as_text() -> None:
     events = parser.feed("<|im_")
     assert events == []
     events = parser.feed("start|> not the end")
-    assert "".join(e["text"] for e in events if e["type"] == "region_chunk") == "<|im_start|> not the end"
+    assert (
+        "".join(e["text"] for e in events if e["type"] == "region_chunk")
+        == "<|im_start|> not the end"
+    )

@@ -60,7 +60,10 @@ QWEN_CODER = {
                 "tag_pattern": r"<parameter=(?P<key>[^>\s]+)>\n?(?P<value>.*?)\n?</parameter>",
                 "value_parser": {"name": "json", "args": {"allow_non_json": True}},
             },
-            "transform": {"type": "function", "function": {"name": "{name}", "arguments": "{content}"}},
+            "transform": {
+                "type": "function",
+                "function": {"name": "{name}", "arguments": "{content}"},
+            },
         },
         "content": {"close": "<|im_end|>"},
     },
@@ -75,7 +78,10 @@ HARMONY = {
             "close": "<|call|>",
             "repeats": True,
             "content": "json",
-            "transform": {"type": "function", "function": {"name": "{name}", "arguments": "{content}"}},
+            "transform": {
+                "type": "function",
+                "function": {"name": "{name}", "arguments": "{content}"},
+            },
         },
         "content": {
             "open_pattern": r"(?:<\|start\|>assistant)?<\|channel\|>final<\|message\|>",
@@ -86,17 +92,26 @@ HARMONY = {
 META = {
     "start_anchor": "<|assistant|>",
     "fields": {
-        "metadata": {"open": "<meta>", "close": "</meta>", "content": "kv-lines", "content_args": {"value_parser": {"name": "int"}}},
+        "metadata": {
+            "open": "<meta>",
+            "close": "</meta>",
+            "content": "kv-lines",
+            "content_args": {"value_parser": {"name": "int"}},
+        },
         "score": {"open": "<score>", "close": "</score>", "content": "float"},
         "notes": {"open": "<note>", "close": "</note>", "repeats": True, "join": "\n"},
         "content": {"close": "<end>"},
     },
 }
 
-WORDS = st.text(alphabet="abcdefgh XYZ.,!?\n'", min_size=1, max_size=30).filter(lambda text: text.strip())
+WORDS = st.text(alphabet="abcdefgh XYZ.,!?\n'", min_size=1, max_size=30).filter(
+    lambda text: text.strip()
+)
 ARGUMENTS = st.dictionaries(
     st.text(alphabet="abcxyz_", min_size=1, max_size=6),
-    st.one_of(st.integers(-100, 100), st.booleans(), st.text(alphabet="abc XYZ", max_size=8), st.none()),
+    st.one_of(
+        st.integers(-100, 100), st.booleans(), st.text(alphabet="abc XYZ", max_size=8), st.none()
+    ),
     max_size=3,
 )
 
@@ -109,7 +124,10 @@ def qwen_outputs(draw: Any) -> str:
     if draw(st.booleans()):
         parts.append(draw(WORDS))
     for _ in range(draw(st.integers(0, 3))):
-        call = {"name": draw(st.sampled_from(["get_weather", "search"])), "arguments": draw(ARGUMENTS)}
+        call = {
+            "name": draw(st.sampled_from(["get_weather", "search"])),
+            "arguments": draw(ARGUMENTS),
+        }
         parts.append(f"<tool_call>\n{json.dumps(call)}\n</tool_call>")
     if draw(st.booleans()):
         parts.append("<|im_end|>")
@@ -129,7 +147,9 @@ def coder_outputs(draw: Any) -> str:
             f"<parameter={key}>\n{value if isinstance(value, str) else json.dumps(value)}\n</parameter>\n"
             for key, value in arguments.items()
         )
-        parts.append(f"<tool_call>\n<function={draw(st.sampled_from(['f', 'get_x']))}>\n{body}</function>\n</tool_call>")
+        parts.append(
+            f"<tool_call>\n<function={draw(st.sampled_from(['f', 'get_x']))}>\n{body}</function>\n</tool_call>"
+        )
     parts.append("<|im_end|>")
     return "".join(parts)
 
@@ -193,8 +213,14 @@ def test_scalar_kv_and_join_fields_match_reference(text: str) -> None:
 @pytest.mark.parametrize(
     ("prefix", "text"),
     [
-        ("<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n<think>\n", "Let me see.\n</think>\n\nHello!<|im_end|>"),
-        ("<|im_start|>assistant\nHello!<|im_end|>\n<|im_start|>user\nx<|im_end|>\n<|im_start|>assistant\n", "Bye<|im_end|>"),
+        (
+            "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n<think>\n",
+            "Let me see.\n</think>\n\nHello!<|im_end|>",
+        ),
+        (
+            "<|im_start|>assistant\nHello!<|im_end|>\n<|im_start|>user\nx<|im_end|>\n<|im_start|>assistant\n",
+            "Bye<|im_end|>",
+        ),
         ("no anchor at all ", "text"),
         ("<|im_start|>assistant\n<think>\n\n</think>\n\n", "Direct answer.<|im_end|>"),
     ],

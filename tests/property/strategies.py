@@ -4,6 +4,7 @@ never hits a delimiter)."""
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 from hypothesis import strategies as st
@@ -25,7 +26,7 @@ PATTERN_PAIRS = [
     (r"<o>(?:<p>)?", r"</o>(?:<q>)?"),
     (r"\[C\](?P<name>[a-z]+)(?:\[A\])?", r"(?=\[C\])|</c>"),
 ]
-ALPHABET = "ab <>/|\n{}\":,[]@#=f1 "
+ALPHABET = 'ab <>/|\n{}":,[]@#=f1 '
 
 
 def _text_body(draw: Any) -> str:
@@ -81,7 +82,9 @@ def fragments_of(template: dict[str, Any]) -> list[str]:
             if key in field:
                 pieces.append(field[key])
         if "open_pattern" in field:
-            pieces.extend(["<f=get>", "<f=", "<<", "<< ", "<o>", "<p>", "<o><p>", "[C]ab", "[C]a[A]", "[A]"])
+            pieces.extend(
+                ["<f=get>", "<f=", "<<", "<< ", "<o>", "<p>", "<o><p>", "[C]ab", "[C]a[A]", "[A]"]
+            )
         if "close_pattern" in field:
             pieces.extend([" </f>", "</f", ">>", " >", "</o>", "<q>", "</o><q>", "[C]", "</c>"])
     pieces.extend(piece[: len(piece) // 2] for piece in list(pieces) if len(piece) > 1)
@@ -106,6 +109,8 @@ def cut_points(draw: Any, text: str) -> list[str]:
     """A random partition of ``text`` into pieces."""
     if not text:
         return []
-    cuts = sorted(draw(st.sets(st.integers(min_value=1, max_value=max(1, len(text) - 1)), max_size=len(text))))
+    cuts = sorted(
+        draw(st.sets(st.integers(min_value=1, max_value=max(1, len(text) - 1)), max_size=len(text)))
+    )
     bounds = [0, *[cut for cut in cuts if 0 < cut < len(text)], len(text)]
-    return [text[start:end] for start, end in zip(bounds, bounds[1:]) if end > start]
+    return [text[start:end] for start, end in itertools.pairwise(bounds) if end > start]

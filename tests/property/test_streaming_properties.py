@@ -26,7 +26,10 @@ def outcome(template: Any, pieces: list[str], prefix: str = "") -> tuple[Any, An
 @example(
     data=None,
     case=(
-        {"start_anchor": "<|assistant|>", "fields": {"field0": {"open": "<t>", "close": "</t>"}, "content": {"close": "<end>"}}},
+        {
+            "start_anchor": "<|assistant|>",
+            "fields": {"field0": {"open": "<t>", "close": "</t>"}, "content": {"close": "<end>"}},
+        },
         "a<t>b</t",
     ),
 )
@@ -79,7 +82,9 @@ def test_only_documented_errors_escape(case: tuple[dict[str, Any], str]) -> None
 
 @settings(max_examples=200, deadline=None)
 @given(data=st.data(), case=template_and_text())
-def test_prefix_is_parsed_like_the_start_of_the_generation(data: Any, case: tuple[dict[str, Any], str]) -> None:
+def test_prefix_is_parsed_like_the_start_of_the_generation(
+    data: Any, case: tuple[dict[str, Any], str]
+) -> None:
     template, text = case
     cut = data.draw(st.integers(min_value=0, max_value=len(text)))
     assert outcome(template, [text[cut:]], prefix=text[:cut]) == outcome(template, [text])
@@ -99,7 +104,10 @@ def test_template_round_trips_through_to_dict(case: tuple[dict[str, Any], str]) 
 @given(body=st.text(alphabet="ab<>/thinkd \n", max_size=40))
 def test_literal_hold_back_is_shorter_than_the_longest_delimiter(body: str) -> None:
     assume("</think>" not in body and "<end>" not in body)
-    template = {"start_anchor": "x", "fields": {"r": {"open": "<think>", "close": "</think>"}, "content": {"close": "<end>"}}}
+    template = {
+        "start_anchor": "x",
+        "fields": {"r": {"open": "<think>", "close": "</think>"}, "content": {"close": "<end>"}},
+    }
     parser = ResponseParser(template, "")
     parser.feed("<think>")
     emitted = ""

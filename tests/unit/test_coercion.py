@@ -108,6 +108,9 @@ def test_scalar_and_container_conversions(
         ("1e99999999999", INTEGER),
         ("1e-99999999", INTEGER),
         ([1], INTEGER),
+        ("{'a': 1e999}", OBJECT),
+        ("9" * 5000, NUMBER),
+        ((1, 2), {"enum": [[1, 2]]}),
     ],
 )
 def test_values_that_cannot_be_typed_stay_as_written(value: Any, schema: dict[str, Any]) -> None:
@@ -439,6 +442,7 @@ def test_type_tool_call_with_dict_arguments() -> None:
             "arguments": {"city": "Porto", "days": "3", "unit": "null"},
         },
     }
+    snapshot = copy.deepcopy(call)
     typed = type_tool_call(call, TOOLS)
     assert typed == {
         "type": "function",
@@ -447,7 +451,7 @@ def test_type_tool_call_with_dict_arguments() -> None:
             "arguments": {"city": "Porto", "days": 3, "unit": None},
         },
     }
-    assert call["function"]["arguments"]["days"] == "3"  # not mutated
+    assert call == snapshot  # not mutated
 
 
 def test_type_tool_call_parses_json_text_arguments_into_a_dict() -> None:
@@ -574,7 +578,7 @@ SCALARS_BY_TYPE = {
     "null": st.none(),
     "string": st.text(max_size=8),
 }
-LEAF_SCHEMAS = st.one_of(
+LEAF_SCHEMAS: st.SearchStrategy[dict[str, Any]] = st.one_of(
     st.sampled_from(SCALAR_TYPES).map(lambda name: {"type": name}),
     st.lists(st.sampled_from(SCALAR_TYPES), min_size=1, max_size=3, unique=True).map(
         lambda names: {"type": names}
@@ -662,6 +666,8 @@ def valid_and_written(
     The written form stringifies only where the schema leaves no doubt (one non-string type,
     outside any union), so coercion must restore exactly the valid value.
     """
+    value: Any
+    written: Any
     schema = resolve(schema, root)
     if "allOf" in schema:
         return draw(valid_and_written(schema["allOf"][0], root, in_union))
@@ -831,3 +837,15 @@ def test_generated_values_really_are_valid(case: tuple[Any, Any, Any]) -> None:
     jsonschema = pytest.importorskip("jsonschema")
     schema, valid, _ = case
     jsonschema.Draft202012Validator(schema).validate(valid)
+
+
+def test_less_common_schema_shapes() -> None:
+    assert coerce_to_schema(["1", "2", "3"], {"prefixItems": [INTEGER]}) == [1, "2", "3"]
+    assert coerce_to_schema("1", {"anyOf": [False, INTEGER]}) == 1
+    assert coerce_to_schema(None, {"enum": ["a"], "nullable": True}) is None
+    by_index = {"$ref": "#/$defs/list/1", "$defs": {"list": [STRING, INTEGER]}}
+    assert coerce_to_schema("1", by_index) == 1
+    tuple_branch = {"anyOf": [{"prefixItems": [INTEGER], "items": False}, {"type": "string"}]}
+    assert coerce_to_schema(["1", "2"], tuple_branch) == ["1", "2"]  # no branch fits
+    assert coerce_to_schema("2", {"anyOf": [{"allOf": [INTEGER]}, STRING]}) == "2"
+    assert coerce_to_schema("{'a': 1.5, 'b': [None]}", OBJECT) == {"a": 1.5, "b": [None]}

@@ -8,9 +8,9 @@ import warnings
 from typing import Any
 
 import pytest
+from tests.streaming import parse_every_way
 
 from replyparse import ResponseParseError, ResponseParser, parse_response
-from tests.streaming import parse_every_way
 
 SMOLLM: dict[str, Any] = {
     "defaults": {"role": "assistant"},
@@ -92,7 +92,11 @@ def test_one_malformed_tool_call_among_good_ones_keeps_what_was_parsed() -> None
     assert error.field == "tool_calls"
     assert error.raw == "{'name': 'g'}"
     assert error.offset == text.index("{'name'")
-    assert error.partial_message == {"role": "assistant", "content": "Sure.", "tool_calls": [F_CALL]}
+    assert error.partial_message == {
+        "role": "assistant",
+        "content": "Sure.",
+        "tool_calls": [F_CALL],
+    }
     rendered = str(error)
     assert "field 'tool_calls' at offset" in rendered and "{'name': 'g'}" in rendered
     # Streaming raises at the same place, with the same partial message.
@@ -111,8 +115,12 @@ def test_clean_chunks_concatenate_exactly_to_the_final_value() -> None:
         events.extend(parser.feed(char))
     events.extend(parser.finalize()[1])
     for field in ("reasoning_content", "content"):
-        chunks = "".join(e["text"] for e in events if e["type"] == "region_chunk" and e["field"] == field)
-        close = next(e["value"] for e in events if e["type"] == "region_close" and e["field"] == field)
+        chunks = "".join(
+            e["text"] for e in events if e["type"] == "region_chunk" and e["field"] == field
+        )
+        close = next(
+            e["value"] for e in events if e["type"] == "region_close" and e["field"] == field
+        )
         assert chunks == close
     assert close == "Answer."
 
@@ -127,7 +135,10 @@ def test_tool_arguments_are_typed_through_the_whole_schema() -> None:
                     "type": "object",
                     "properties": {
                         "n": {"type": "integer"},
-                        "options": {"type": "object", "properties": {"n": {"type": "integer"}, "on": {"type": "boolean"}}},
+                        "options": {
+                            "type": "object",
+                            "properties": {"n": {"type": "integer"}, "on": {"type": "boolean"}},
+                        },
                         "steps": {"type": "array", "items": {"type": "number"}},
                     },
                 },
@@ -135,7 +146,7 @@ def test_tool_arguments_are_typed_through_the_whole_schema() -> None:
         }
     ]
     arguments = {"n": "3", "options": {"n": "3", "on": "true"}, "steps": ["1.5", 2]}
-    text = f'<tool_call>{json.dumps({"name": "plan", "arguments": arguments})}</tool_call>'
+    text = f"<tool_call>{json.dumps({'name': 'plan', 'arguments': arguments})}</tool_call>"
     message, _ = parse_every_way(SMOLLM, text, tools=tools)
     assert message["tool_calls"][0]["function"]["arguments"] == {
         "n": 3,

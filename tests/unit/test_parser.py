@@ -18,7 +18,10 @@ TEMPLATE: dict[str, Any] = {
             "repeats": True,
             "content": "xml-inline",
             "content_args": {"tag_pattern": r"<parameter=(?P<key>\w+)>(?P<value>.*?)</parameter>"},
-            "transform": {"type": "function", "function": {"name": "{name}", "arguments": "{content}"}},
+            "transform": {
+                "type": "function",
+                "function": {"name": "{name}", "arguments": "{content}"},
+            },
         },
         "content": {"close": "<|im_end|>"},
     },
@@ -39,9 +42,13 @@ def test_feed_after_finalize_is_a_state_error() -> None:
 def test_include_groups_adds_the_open_delimiter_groups() -> None:
     parser = ResponseParser(TEMPLATE, prefix="", include_groups=True)
     events = parser.feed("<tool_call><function=get_weather>")
-    assert events == [{"type": "region_open", "field": "tool_calls", "groups": {"name": "get_weather"}}]
+    assert events == [
+        {"type": "region_open", "field": "tool_calls", "groups": {"name": "get_weather"}}
+    ]
     plain = ResponseParser(TEMPLATE, prefix="")
-    assert plain.feed("<tool_call><function=get_weather>") == [{"type": "region_open", "field": "tool_calls"}]
+    assert plain.feed("<tool_call><function=get_weather>") == [
+        {"type": "region_open", "field": "tool_calls"}
+    ]
 
 
 def test_pattern_open_is_held_until_it_cannot_change() -> None:
@@ -69,7 +76,11 @@ def test_unclaimed_text_is_reported_when_there_is_no_implicit_field() -> None:
 
 
 def test_defaults_are_always_present_and_copied() -> None:
-    template = {"defaults": {"role": "assistant", "meta": {"k": []}}, "start_anchor": "x", "fields": {"content": {}}}
+    template = {
+        "defaults": {"role": "assistant", "meta": {"k": []}},
+        "start_anchor": "x",
+        "fields": {"content": {}},
+    }
     first = parse_response("", template, prefix="")
     assert first == {"role": "assistant", "meta": {"k": []}}
     first["meta"]["k"].append(1)
@@ -77,13 +88,24 @@ def test_defaults_are_always_present_and_copied() -> None:
 
 
 def test_repeating_field_keeps_empty_captures_in_order() -> None:
-    template = {"start_anchor": "x", "fields": {"x": {"open": "<x>", "close": "</x>", "repeats": True}, "content": {}}}
-    assert parse_response("<x>a</x>hi<x></x><x>b</x>", template, prefix="") == {"x": ["a", "", "b"], "content": "hi"}
+    template = {
+        "start_anchor": "x",
+        "fields": {"x": {"open": "<x>", "close": "</x>", "repeats": True}, "content": {}},
+    }
+    assert parse_response("<x>a</x>hi<x></x><x>b</x>", template, prefix="") == {
+        "x": ["a", "", "b"],
+        "content": "hi",
+    }
 
 
 def test_non_repeating_structured_field_captured_twice_keeps_both() -> None:
-    template = {"start_anchor": "x", "fields": {"x": {"open": "<x>", "close": "</x>", "content": "json"}, "content": {}}}
-    assert parse_response('<x>{"a": 1}</x><x>{"b": 2}</x>', template, prefix="") == {"x": [{"a": 1}, {"b": 2}]}
+    template = {
+        "start_anchor": "x",
+        "fields": {"x": {"open": "<x>", "close": "</x>", "content": "json"}, "content": {}},
+    }
+    assert parse_response('<x>{"a": 1}</x><x>{"b": 2}</x>', template, prefix="") == {
+        "x": [{"a": 1}, {"b": 2}]
+    }
 
 
 def test_token_ids_in_text_prefix_and_batch() -> None:
@@ -102,7 +124,10 @@ def test_token_ids_in_text_prefix_and_batch() -> None:
     text = ids("Café ☕ plan</think>Réponse: oui ✓<|im_end|>")
     expected = {"reasoning_content": "Café ☕ plan", "content": "Réponse: oui ✓"}
     assert parse_response(text, TEMPLATE, prefix=prefix, tokenizer=tokenizer) == expected
-    assert parse_response([text, text], TEMPLATE, prefix=[prefix, prefix], tokenizer=tokenizer) == [expected, expected]
+    assert parse_response([text, text], TEMPLATE, prefix=[prefix, prefix], tokenizer=tokenizer) == [
+        expected,
+        expected,
+    ]
     parser = ResponseParser(TEMPLATE, prefix=prefix, tokenizer=tokenizer)
     chunks = []
     for token in text:

@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from tests.error_cases import TEMPLATE_ERRORS
 
 from replyparse import ResponseParser, TemplateError, load_template
 from replyparse.content import CONTENT_PARSERS
-from tests.error_cases import TEMPLATE_ERRORS
 
 CASES = [
     pytest.param(code, bad, path, id=f"{code}-{index}")
@@ -54,7 +54,9 @@ def test_every_problem_is_listed_at_once() -> None:
 
 def test_exact_messages() -> None:
     with pytest.raises(TemplateError) as caught:
-        load_template({"start_anchor": "<a>", "fields": {"thinking": {"open": "<t>", "open_pattern": "<t>"}}})
+        load_template(
+            {"start_anchor": "<a>", "fields": {"thinking": {"open": "<t>", "open_pattern": "<t>"}}}
+        )
     assert str(caught.value) == (
         "invalid response template (1 problem):\n"
         "  $.fields.thinking: 'open' and 'open_pattern' are mutually exclusive; got both "
@@ -67,7 +69,12 @@ def test_exact_messages() -> None:
         "Did you mean 'json'?"
     )
     with pytest.raises(TemplateError) as caught:
-        load_template({"start_anchor": "<a>", "fields": {"c": {"open": "<c>", "transform": {"v": "id={content}"}}}})
+        load_template(
+            {
+                "start_anchor": "<a>",
+                "fields": {"c": {"open": "<c>", "transform": {"v": "id={content}"}}},
+            }
+        )
     assert "text and placeholders cannot be mixed" in str(caught.value)
     assert caught.value.issues[0].input == "id={content}"
 

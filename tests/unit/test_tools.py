@@ -602,6 +602,7 @@ def test_docstring_variants() -> None:
         """Search the index.
 
         Arguments:
+            Both are matched case-insensitively.
             query (str): What to search
             for, in plain words.
             limit: At most this many results.
@@ -657,7 +658,7 @@ def test_string_annotations_are_resolved() -> None:
     }
 
 
-def missing_hints(a, b: int, *rest: int, c: Undefined, d: dict[int, str], e: bytes, **options: str):  # type: ignore[no-untyped-def]  # noqa: F821
+def missing_hints(a, b: int, *rest: int, c: Undefined, d: dict[int, str], e: bytes, **options: str):  # type: ignore[no-untyped-def,name-defined]  # noqa: F821
     """Nothing good here."""
 
 
@@ -824,3 +825,87 @@ def test_with_reference_nulls_helper() -> None:
 def test_tool_type_alias_covers_both_classes() -> None:
     tools: list[Tool] = [FunctionTool("a"), CustomTool("b")]
     assert [tool.qualified_name for tool in tools] == ["a", "b"]
+
+
+class Ratio(enum.Enum):
+    HALF = 0.5
+    ONE_AND_A_HALF = 1.5
+
+
+def test_less_common_hints() -> None:
+    def odd(
+        bare_list: list,  # type: ignore[type-arg]
+        bare_dict: dict,  # type: ignore[type-arg]
+        empty: tuple[()],
+        arrays: Union[list, tuple],  # type: ignore[type-arg]  # noqa: UP007 - under test
+        literal: Literal[None, True, "x"],
+        ratio: Ratio,
+        maybe_none: Optional[Literal[None, "a"]],  # noqa: UP045 - under test
+        anything: Optional[Any],  # noqa: UP045 - under test
+    ) -> None:
+        """Odd.
+
+        Args:
+            bare_list:
+                A list, described on the next line.
+        """
+
+    properties = get_json_schema(odd)["function"]["parameters"]["properties"]
+    assert properties == {
+        "bare_list": {"type": "array", "description": "A list, described on the next line."},
+        "bare_dict": {"type": "object"},
+        "empty": {"type": "array"},
+        "arrays": {"type": "array"},
+        "literal": {"type": ["null", "boolean", "string"], "enum": [None, True, "x"]},
+        "ratio": {"type": "number", "enum": [0.5, 1.5]},
+        "maybe_none": {"type": ["null", "string"], "enum": [None, "a"]},
+        "anything": {},
+    }
+
+
+def test_unhashable_annotation() -> None:
+    def bad(x: [int]) -> None:  # type: ignore[valid-type,misc]
+        """Bad."""
+
+    with pytest.raises(
+        ToolDefinitionError, match=r"parameter 'x': \[<class 'int'>\] is not a type hint"
+    ):
+        get_json_schema(bad)
+
+
+@pytest.mark.parametrize(
+    ("doc_line", "expected"),
+    [
+        ("x: Size (choices: ['s', 'm'])", {"enum": ["s", "m"], "description": "Size"}),
+        ("x: (choices: [1, 2])", {"enum": [1, 2]}),
+        ("x: Size (choices: see the docs)", {"description": "Size (choices: see the docs)"}),
+        ("x: Size (choices: 3)", {"description": "Size (choices: 3)"}),
+    ],
+)
+def test_choices_suffix(doc_line: str, expected: dict[str, Any]) -> None:
+    def pick(x: str):  # type: ignore[no-untyped-def]  # no return hint: no "return" key
+        pass
+
+    pick.__doc__ = f"Pick.\n\nArgs:\n    {doc_line}\n"
+    function = get_json_schema(pick)["function"]
+    assert "return" not in function
+    assert function["parameters"]["properties"]["x"] == {"type": "string", **expected}
+
+
+def test_annotation_quoted_too_many_times_is_reported() -> None:
+    def f(x):  # type: ignore[no-untyped-def]
+        """F."""
+
+    f.__annotations__ = {"x": repr(repr(repr("int")))}
+    with pytest.raises(ToolDefinitionError, match="cannot resolve the type hint 'int'"):
+        get_json_schema(f)
+
+
+def test_normalized_tools_pass_through() -> None:
+    tools = normalize_tools([WEATHER_CHAT, CALC_RESPONSES])
+    assert normalize_tools(tools) == tools
+    grouped = {"type": "namespace", "name": "ops", "description": "Ops.", "tools": list(tools)}
+    assert [tool.qualified_name for tool in normalize_tools([grouped])] == [
+        "ops.get_weather",
+        "ops.calc",
+    ]

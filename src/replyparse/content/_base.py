@@ -45,9 +45,20 @@ class ContentParser(Protocol):
             clean chunks then hold whitespace back so that they concatenate exactly to it.
     """
 
-    name: str
-    dirty: bool
-    strips: bool
+    @property
+    def name(self) -> str:
+        """The content parser's name."""
+        ...
+
+    @property
+    def dirty(self) -> bool:
+        """Whether streamed chunks are raw body text."""
+        ...
+
+    @property
+    def strips(self) -> bool:
+        """Whether surrounding whitespace is not part of the value."""
+        ...
 
     def parse(self, body: str) -> Any:
         """Parse a region body; raise ContentError when it does not fit."""

@@ -19,7 +19,7 @@ _DECODER = _json.JSONDecoder()
 _WHITESPACE = " \t\n\r"
 # Characters allowed in an unquoted key: JavaScript identifiers plus '-' and '.', which
 # models write in tool and parameter names.
-_KEY_STOP = frozenset(':,{}[]"\'' + _WHITESPACE)
+_KEY_STOP = frozenset(":,{}[]\"'" + _WHITESPACE)
 
 
 @dataclass(frozen=True)

@@ -50,7 +50,9 @@ class KvLinesParser:
                 try:
                     value = self.value_parser.parse(raw_value)
                 except ContentError as error:
-                    raise ContentError(f"value of key {key!r}: {error.message}", line_start) from None
+                    raise ContentError(
+                        f"value of key {key!r}: {error.message}", line_start
+                    ) from None
             result[key] = value
         return result
 

@@ -112,4 +112,6 @@ class XmlInlineParser:
                 source,
             )
             return None
-        return cls(tag_pattern=pattern, value_parser=value_parser, merge_duplicates=merge_duplicates)
+        return cls(
+            tag_pattern=pattern, value_parser=value_parser, merge_duplicates=merge_duplicates
+        )

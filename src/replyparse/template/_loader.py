@@ -211,14 +211,14 @@ def _read_bool(
 ) -> bool:
     value = spec.get(key, default)
     if not isinstance(value, bool):
-        issues.add("invalid_type", (*path, key), f"{key!r} must be true or false; got {value!r}.", value)
+        issues.add(
+            "invalid_type", (*path, key), f"{key!r} must be true or false; got {value!r}.", value
+        )
         return default
     return value
 
 
-def _read_field(
-    name: str, index: int, spec: Any, issues: _Issues
-) -> FieldSpec | None:
+def _read_field(name: str, index: int, spec: Any, issues: _Issues) -> FieldSpec | None:
     path: tuple[str | int, ...] = ("fields", name)
     if not isinstance(spec, Mapping):
         issues.add("invalid_type", path, f"a field must be a dict; got {spec!r}.", spec)
@@ -254,7 +254,9 @@ def _read_field(
     join = spec.get("join")
     if "join" in spec:
         if not isinstance(join, str):
-            issues.add("invalid_type", (*path, "join"), f"'join' must be a string; got {join!r}.", join)
+            issues.add(
+                "invalid_type", (*path, "join"), f"'join' must be a string; got {join!r}.", join
+            )
             join = None
         elif not repeats:
             issues.add(
@@ -290,7 +292,10 @@ def _read_field(
     elif group_names:
         which = [
             key
-            for key, delimiter in (("open_pattern", open_delimiter), ("close_pattern", close_delimiter))
+            for key, delimiter in (
+                ("open_pattern", open_delimiter),
+                ("close_pattern", close_delimiter),
+            )
             if delimiter is not None and delimiter.group_names
         ]
         issues.add(
@@ -326,7 +331,7 @@ def _read_anchor(spec: Mapping[str, Any], issues: _Issues) -> Delimiter | None:
             (),
             "a template needs exactly one of 'start_anchor' (a string or list of strings) or "
             "'start_anchor_pattern' (a regex): where the last assistant turn starts in a "
-            "prompt, e.g. \"<|im_start|>assistant\\n\".",
+            'prompt, e.g. "<|im_start|>assistant\\n".',
         )
         return None
     return _read_delimiter(spec, "start_anchor", "start_anchor_pattern", (), issues)
@@ -360,7 +365,11 @@ def load_template(spec: Mapping[str, Any] | ResponseTemplate | str) -> ResponseT
             spec = json.loads(spec)
         except ValueError as error:
             raise TemplateError(
-                [TemplateIssue("invalid_json", (), f"template text is not valid JSON: {error}.", spec)]
+                [
+                    TemplateIssue(
+                        "invalid_json", (), f"template text is not valid JSON: {error}.", spec
+                    )
+                ]
             ) from None
     if not isinstance(spec, Mapping):
         raise TemplateError(
@@ -385,7 +394,9 @@ def load_template(spec: Mapping[str, Any] | ResponseTemplate | str) -> ResponseT
         )
     defaults = spec.get("defaults", {})
     if not isinstance(defaults, Mapping):
-        issues.add("invalid_type", ("defaults",), f"'defaults' must be a dict; got {defaults!r}.", defaults)
+        issues.add(
+            "invalid_type", ("defaults",), f"'defaults' must be a dict; got {defaults!r}.", defaults
+        )
         defaults = {}
     anchor = _read_anchor(spec, issues)
 
@@ -401,7 +412,12 @@ def load_template(spec: Mapping[str, Any] | ResponseTemplate | str) -> ResponseT
     else:
         for index, (name, field_spec) in enumerate(raw_fields.items()):
             if not isinstance(name, str) or not name:
-                issues.add("invalid_type", ("fields",), f"field names must be non-empty strings; got {name!r}.", name)
+                issues.add(
+                    "invalid_type",
+                    ("fields",),
+                    f"field names must be non-empty strings; got {name!r}.",
+                    name,
+                )
                 continue
             compiled = _read_field(name, index, field_spec, issues)
             if compiled is not None:
@@ -460,4 +476,3 @@ def load_template(spec: Mapping[str, Any] | ResponseTemplate | str) -> ResponseT
         else 0,
         _source=copy.deepcopy(dict(spec)),
     )
-
