@@ -505,6 +505,11 @@ def _convert(value: Any, name: str) -> Any:
     """Convert ``value`` to JSON type ``name`` when that is unambiguous, else ``_FAILED``."""
     if isinstance(value, float) and name == "integer":
         return int(value) if math.isfinite(value) and value.is_integer() else _FAILED
+    if name == "string" and isinstance(value, (bool, int, float)):
+        # A number or boolean where the schema wants a string: the model wrote these
+        # characters (an xml-inline value "5" read by a json value_parser, a zip code
+        # written unquoted), so the string is their JSON text, not a guess.
+        return json.dumps(value) if not isinstance(value, float) or math.isfinite(value) else _FAILED
     if not isinstance(value, str):
         return _FAILED
     if name == "integer":
@@ -519,7 +524,7 @@ def _convert(value: Any, name: str) -> Any:
         return _parse_container(value, "{", dict)
     if name == "array":
         return _parse_container(value, "[", list)
-    return _FAILED  # "string" and unknown names: never convert to them
+    return _FAILED  # a string stays as written; unknown type names convert nothing
 
 
 def _parse_integer(text: str) -> Any:

@@ -18,6 +18,7 @@ list at once, one line each.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import difflib
 import enum
 import inspect
@@ -42,7 +43,8 @@ __all__ = [
     "tools_by_name",
 ]
 
-#: What a caller may pass as one tool. ``Any`` because tool dicts are raw JSON.
+#: What a caller may pass as one tool (besides an already normalized :data:`Tool`). ``Any``
+#: because tool dicts are raw JSON.
 ToolLike: TypeAlias = Mapping[str, Any] | Callable[..., Any]
 
 #: Tool and namespace names, as OpenAI documents them for ``FunctionDefinition.name``:
@@ -229,7 +231,7 @@ def _to_plain_json(value: Any) -> Any:
     return value
 
 
-def normalize_tools(tools: Iterable[ToolLike] | None) -> tuple[Tool, ...]:
+def normalize_tools(tools: Iterable[ToolLike | Tool] | None) -> tuple[Tool, ...]:
     """Reduce tool definitions of any accepted shape to :class:`FunctionTool` / :class:`CustomTool`.
 
     Accepted, per entry:
@@ -241,7 +243,8 @@ def normalize_tools(tools: Iterable[ToolLike] | None) -> tuple[Tool, ...]:
       ``{"type": "custom", "name", ...}``, grammar flat), and ``{"type": "namespace", "name",
       "description", "tools": [...]}`` groups, whose inner tools get ``namespace`` set;
     - a bare ``{"name", "description"?, "parameters"?, "strict"?}`` dict, taken as a function;
-    - a Python callable, converted with :func:`get_json_schema`.
+    - a Python callable, converted with :func:`get_json_schema`;
+    - an already normalized :class:`FunctionTool` or :class:`CustomTool`, kept as is.
 
     A missing or null ``parameters`` (or ``{}``) means no parameters.
 
@@ -289,6 +292,11 @@ def _where(location: str, name: object) -> str:
 def _normalize_entry(
     entry: object, location: str, namespace: str | None, problems: _Problems
 ) -> list[_Located]:
+    if isinstance(entry, (FunctionTool, CustomTool)):
+        # Already normalized (normalize_tools is idempotent); a namespace group still claims it.
+        if namespace is not None:
+            entry = dataclasses.replace(entry, namespace=namespace)
+        return [(entry, location)]
     if isinstance(entry, Mapping):
         return _normalize_mapping(entry, location, namespace, problems)
     if callable(entry):
@@ -352,12 +360,8 @@ def _normalize_mapping(
             return _custom_from_body(body, location, namespace, problems)
         return _custom_from_body(entry, location, namespace, problems)
     if tool_type == "namespace":
-        if namespace is not None:
-            problems.add(
-                _where(location, entry.get("name")),
-                f"namespaces cannot be nested (already inside {namespace!r}).",
-            )
-            return []
+        # Members of a namespace never get here with this type: _namespace_members admits only
+        # functions and custom tools, so namespaces cannot nest.
         return _namespace_members(entry, location, problems)
     suggestion = _suggest(tool_type, _TOOL_TYPES) if isinstance(tool_type, str) else ""
     name = entry.get("name")
@@ -899,12 +903,14 @@ def _enum_schema(values: Sequence[object], what: str) -> dict[str, Any]:
 
 
 def _add_null(schema: dict[str, Any]) -> dict[str, Any]:
-    """Let a schema also accept null: in its type list and enum, or as another anyOf branch."""
+    """Let a schema also accept null: in its type list and enum, or as another anyOf branch.
+
+    ``schema`` comes from ``_hint_to_schema`` and is not ``{}`` (unions with ``Any`` stop
+    earlier), so it has either ``anyOf`` or ``type``.
+    """
     if "anyOf" in schema:
         schema["anyOf"].append({"type": "null"})
         return schema
-    if "type" not in schema:
-        return schema  # no type constraint (Any): null is already accepted
     types_list = schema["type"] if isinstance(schema["type"], list) else [schema["type"]]
     if "null" not in types_list:
         schema["type"] = [*types_list, "null"]
@@ -967,9 +973,8 @@ def _hint_to_schema(hint: object) -> dict[str, Any]:
 
 def _union_schema(members: Sequence[object]) -> dict[str, Any]:
     nullable = any(member is None or member is type(None) for member in members)
+    # A union always has a non-None member: Union[None] collapses to NoneType itself.
     schemas = [_hint_to_schema(member) for member in members if member not in (None, type(None))]
-    if not schemas:
-        return {"type": "null"}
     if any(not schema for schema in schemas):
         return {}  # a union with Any accepts anything
     if len(schemas) == 1:

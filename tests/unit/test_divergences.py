@@ -155,3 +155,50 @@ def test_tool_arguments_are_typed_through_the_whole_schema() -> None:
     }
     typed_by_reference = reference(text, tools=tools)["tool_calls"][0]["function"]["arguments"]
     assert typed_by_reference["options"] == {"n": "3", "on": "true"}
+
+
+def test_a_string_parameter_keeps_the_text_the_model_wrote() -> None:
+    template = {
+        "start_anchor": "x",
+        "fields": {
+            "tool_calls": {
+                "open_pattern": r"<function=(?P<name>\w+)>",
+                "close": "</function>",
+                "repeats": True,
+                "content": "xml-inline",
+                "content_args": {
+                    "tag_pattern": r"<parameter=(?P<key>\w+)>(?P<value>.*?)</parameter>",
+                    "value_parser": {"name": "json", "args": {"allow_non_json": True}},
+                },
+                "transform": {
+                    "type": "function",
+                    "function": {"name": "{name}", "arguments": "{content}"},
+                },
+            }
+        },
+    }
+    tools = [
+        {
+            "type": "function",
+            "function": {
+                "name": "ship",
+                "parameters": {
+                    "type": "object",
+                    "properties": {"zip": {"type": "string"}, "n": {"type": "integer"}},
+                },
+            },
+        }
+    ]
+    text = "<function=ship><parameter=zip>02139</parameter><parameter=n>2</parameter></function>"
+    text_zip = (
+        "<function=ship><parameter=zip>94110</parameter><parameter=n>2</parameter></function>"
+    )
+    message, _ = parse_every_way(template, text_zip, tools=tools)
+    assert message["tool_calls"][0]["function"]["arguments"] == {"zip": "94110", "n": 2}
+    assert (
+        reference(text_zip, template, tools=tools)["tool_calls"][0]["function"]["arguments"]["zip"]
+        == 94110
+    )
+    # "02139" is not JSON (a leading zero), so it was a string all along.
+    message, _ = parse_every_way(template, text, tools=tools)
+    assert message["tool_calls"][0]["function"]["arguments"]["zip"] == "02139"
