@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import copy
 import enum
+import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, overload
 
@@ -496,9 +497,47 @@ class ResponseParser:
                 raw=body,
                 offset=self._body_offset,
             )
+        value = self._check_tool_calls(field, value, body)
         if self._tool_typer is not None:
             value = self._tool_typer(value)
         return value
+
+    def _check_tool_calls(self, field: FieldSpec, value: Any, body: str) -> Any:
+        """A value shaped like a function call (``{"function": {"name", "arguments"}}``)
+        must have a string name and object arguments; arguments written as JSON text are
+        read. Anything else is a malformed call, reported rather than passed on."""
+        calls = value if isinstance(value, list) else [value]
+        checked: list[Any] | None = None
+        for index, call in enumerate(calls):
+            function = call.get("function") if isinstance(call, dict) else None
+            if not isinstance(function, dict) or "name" not in function or "arguments" not in function:
+                continue
+            name, arguments = function["name"], function["arguments"]
+            problem = None
+            if not isinstance(name, str) or not name:
+                problem = f"the tool call's name must be a non-empty string; got {name!r}"
+            elif isinstance(arguments, str):
+                try:
+                    parsed = json.loads(arguments) if arguments.strip() else {}
+                except ValueError:
+                    parsed = None
+                if isinstance(parsed, dict):
+                    if checked is None:
+                        checked = list(calls)
+                    checked[index] = {**call, "function": {**function, "arguments": parsed}}
+                else:
+                    problem = f"the arguments of tool call {name!r} must be an object; got {arguments!r}"
+            elif arguments is None:
+                if checked is None:
+                    checked = list(calls)
+                checked[index] = {**call, "function": {**function, "arguments": {}}}
+            elif not isinstance(arguments, dict):
+                problem = f"the arguments of tool call {name!r} must be an object; got {arguments!r}"
+            if problem is not None:
+                raise TransformError(problem, field=field.name, raw=body, offset=self._body_offset)
+        if checked is None:
+            return value
+        return checked if isinstance(value, list) else checked[0]
 
     def _transform_each(
         self, field: FieldSpec, value: Any, groups: Mapping[str, str | None], body: str

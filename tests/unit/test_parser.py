@@ -137,3 +137,41 @@ def test_token_ids_in_text_prefix_and_batch() -> None:
                 assert "\ufffd" not in event["text"]
     assert parser.finalize()[0] == expected
     assert "".join(chunks) == "Café ☕ planRéponse: oui ✓"
+
+
+def test_xml_inline_body_cut_inside_a_tag_is_an_error_not_a_lost_argument() -> None:
+    from replyparse import ContentParseError
+
+    text = "Hi<tool_call><function=get_weather><parameter=city>Par"
+    with pytest.raises(ContentParseError, match="ends inside a tag") as caught:
+        parse_response(text, TEMPLATE, prefix="")
+    assert caught.value.partial_message == {"content": "Hi"}
+    assert caught.value.raw == "<parameter=city>Par"
+
+
+def test_malformed_tool_call_shapes_are_reported() -> None:
+    from replyparse import TransformError
+
+    template = {
+        "start_anchor": "x",
+        "fields": {
+            "tool_calls": {
+                "open": "<c>",
+                "close": "</c>",
+                "repeats": True,
+                "content": "json",
+                "transform": {"type": "function", "function": "{content}"},
+            }
+        },
+    }
+    with pytest.raises(TransformError, match="must be an object"):
+        parse_response('<c>{"name": "f", "arguments": "not a dict"}</c>', template, prefix="")
+    with pytest.raises(TransformError, match="non-empty string"):
+        parse_response('<c>{"name": 123, "arguments": {}}</c>', template, prefix="")
+    # Arguments written as JSON text are read; null arguments are an empty object.
+    message = parse_response(
+        '<c>{"name": "f", "arguments": "{\\"a\\": 1}"}</c><c>{"name": "g", "arguments": null}</c>',
+        template,
+        prefix="",
+    )
+    assert [call["function"]["arguments"] for call in message["tool_calls"]] == [{"a": 1}, {}]

@@ -65,7 +65,21 @@ class XmlInlineParser:
                     merged.add(key)
             else:
                 result[key] = value
+        self._check_not_truncated(body)
         return result
+
+    def _check_not_truncated(self, body: str) -> None:
+        """Text between tags is layout, but a tag cut off by the end of the body is data
+        that would be lost (a call truncated at max tokens): refuse it."""
+        last_end = 0
+        for match in self.tag_pattern.finditer(body):
+            last_end = match.end()
+        cut = self.tag_pattern.search(body, last_end, partial=True)
+        if cut is not None and cut.partial and body[cut.start() :].strip():
+            raise ContentError(
+                f"the body ends inside a tag (truncated output?): {body[cut.start() :][:80]!r}",
+                cut.start(),
+            )
 
     def to_args(self) -> dict[str, Any]:
         """The content_args, defaults omitted."""
