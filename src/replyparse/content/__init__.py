@@ -15,8 +15,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from replyparse.content._base import ArgsReader, ContentError, ContentParser, ContentParserFactory
+from replyparse.content.first_of import FirstOfParser
 from replyparse.content.json import JsonParser
+from replyparse.content.json_entries import JsonEntriesParser
+from replyparse.content.json_lines import JsonLinesParser
 from replyparse.content.kv_lines import KvLinesParser
+from replyparse.content.pythonic import PythonicParser
 from replyparse.content.scalar import BoolParser, FloatParser, IntParser, TextParser
 from replyparse.content.xml_inline import XmlInlineParser
 from replyparse.errors import TemplateIssue
@@ -40,10 +44,14 @@ CONTENT_PARSERS: dict[str, ContentParserFactory] = {
     "json": JsonParser.build,
     "xml-inline": XmlInlineParser.build,
     "kv-lines": KvLinesParser.build,
+    "first-of": FirstOfParser.build,
+    "json-lines": JsonLinesParser.build,
+    "json-entries": JsonEntriesParser.build,
+    "pythonic": PythonicParser.build,
 }
 
 #: Content parsers beyond the spec, added where a real model format needs one.
-EXTENSION_PARSERS: tuple[str, ...] = ()
+EXTENSION_PARSERS: tuple[str, ...] = ("pythonic", "first-of", "json-lines", "json-entries")
 
 
 def build_content_parser(
@@ -65,7 +73,7 @@ def build_content_parser(
         issues.append(
             TemplateIssue(
                 "unknown_content_parser",
-                path[:-1] + ("content",) if path and path[-1] == "content_args" else path,
+                (*path[:-1], "content") if path and path[-1] == "content_args" else path,
                 f"unknown content parser {name!r}. Available: {available}.{hint}",
                 name,
             )

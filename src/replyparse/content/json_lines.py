@@ -1,0 +1,61 @@
+"""The ``json-lines`` content parser (an extension): a run of JSON values, one after another.
+
+MiniMax-M1 writes parallel tool calls as one JSON object per line inside a single
+``<tool_calls>`` block. Any whitespace separates the values (newlines, as JSON Lines has it,
+but also spaces or nothing at all), so ``{..}{..}`` and ``{..}\\n{..}`` both parse. The value
+is always a list, ready for ``transform_each``.
+"""
+
+from __future__ import annotations
+
+import json as _json
+from dataclasses import dataclass
+from typing import Any
+
+from replyparse.content._base import ArgsReader, ContentError
+
+__all__ = ["JsonLinesParser"]
+
+_DECODER = _json.JSONDecoder()
+_WHITESPACE = " \t\n\r"
+
+
+@dataclass(frozen=True)
+class JsonLinesParser:
+    """``json-lines``: every JSON value of the body, in order, as a list.
+
+    An empty (or whitespace-only) body is an empty list. Text that is not JSON anywhere in
+    the body is an error naming its position: nothing is skipped silently.
+    """
+
+    name: str = "json-lines"
+    dirty: bool = True
+    strips: bool = True
+
+    def parse(self, body: str) -> list[Any]:
+        """Decode the values one after another."""
+        values: list[Any] = []
+        position = 0
+        end = len(body)
+        while True:
+            while position < end and body[position] in _WHITESPACE:
+                position += 1
+            if position == end:
+                return values
+            try:
+                value, position = _DECODER.raw_decode(body, position)
+            except ValueError as error:
+                raise ContentError(
+                    f"not valid JSON: {error.msg}",  # type: ignore[attr-defined]
+                    getattr(error, "pos", position),
+                ) from None
+            values.append(value)
+
+    def to_args(self) -> dict[str, Any]:
+        """No content_args."""
+        return {}
+
+    @classmethod
+    def build(cls, reader: ArgsReader) -> JsonLinesParser:
+        """Build; the parser takes no content_args (unknown keys are reported)."""
+        return cls()

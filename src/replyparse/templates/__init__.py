@@ -1,0 +1,46 @@
+"""The template registry: curated response templates for open model families.
+
+One JSON data file per family lives in this package (``qwen3.json``, ``hermes.json``...), each
+a response template plus metadata: aliases, transformers ``model_type`` s, the chat templates
+and chat-template markers it is detected by, the generation prompts (prefixes) it expects, and
+notes. ``docs/registry.md`` describes the format and how to add a model.
+
+Lookups are lazy: nothing is read at import time; the first lookup loads and compiles every
+data file once and keeps them in a module-level cache for the life of the process.
+
+Example:
+    >>> from replyparse import parse_response
+    >>> from replyparse.templates import get_entry
+    >>> entry = get_entry("Qwen/Qwen3-8B")
+    >>> parse_response("<think>hm</think>Hi<|im_end|>", entry.template,
+    ...                prefix=entry.prefixes["hybrid"])
+    {'role': 'assistant', 'reasoning_content': 'hm', 'content': 'Hi'}
+"""
+
+from __future__ import annotations
+
+from replyparse.templates._registry import (
+    RegistryEntry,
+    chat_template_digest,
+    clear_cache,
+    detect_entry,
+    detect_template,
+    get_entry,
+    get_template,
+    list_templates,
+    validate_family_file,
+    validate_registry,
+)
+
+__all__ = [
+    "RegistryEntry",
+    "chat_template_digest",
+    "clear_cache",
+    "detect_entry",
+    "detect_template",
+    "get_entry",
+    "get_template",
+    "list_templates",
+    "validate_family_file",
+    "validate_registry",
+]

@@ -1,0 +1,443 @@
+"""Run the shared corpus of real model outputs through the registry: ``python -m replyparse.templates.check``.
+
+Every case of ``cases.jsonl`` whose family is in the registry is parsed twice with the family's
+template, once whole and once fed one character at a time, and both messages are compared
+with the case's ``expected`` fields:
+
+* ``content`` and ``reasoning_content``: ``null`` is unchecked; ``""`` means empty or absent;
+  text is compared after whitespace normalisation: both sides are stripped and every run of
+  whitespace becomes one space. The corpus's sources disagree on whitespace around
+  delimiters (llama.cpp strips the newlines after ``</think>``, vLLM keeps them, sglang joins
+  the text around a call with its spaces), while replyparse strips text fields and joins two
+  captures of one field with a blank line; the normalisation compares which text lands in
+  which field, not how it is laid out.
+* ``tool_calls``: ``null`` is unchecked; otherwise the same number of calls in the same order,
+  the same names and, where ``arguments`` is not ``null``, arguments equal as JSON values
+  (``1``, ``1.0`` and ``true`` differ). Cases whose expected arguments have types a tool
+  schema decides (values written as raw text, e.g. XML parameters) are parsed with ``tools=``
+  built from the expected arguments' JSON types, as the source tests pass their tools.
+* The one-shot and the streamed message must be equal, and a ``ResponseParseError`` is a
+  failure (its ``partial_message`` is what gets compared, for the report).
+
+The prefix is the case's ``prefix`` when the corpus records one, else the family's
+``prefixes["default"]``. Cases believed wrong in their source (or testing a partial pipeline
+replyparse does not reproduce) are listed with a written reason in ``corpus_exceptions.json``;
+they are reported as "known wrong", and one that passes is a failure.
+
+Options: ``--shared DIR`` (default: ``../shared`` next to the repository), ``--family NAME``
+(repeatable), ``-v`` (print every failing case), ``--write-docs`` (rewrite the pass table in
+``docs/registry.md``), ``--write-digests`` (rewrite the chat template digests used by exact
+detection from the shared chat templates). The exit status is 1 when any case fails.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from replyparse.errors import ResponseParseError, TemplateError
+from replyparse.parser import ResponseParser, parse_response
+from replyparse.templates._registry import (
+    DIGESTS_FILE,
+    EXCEPTIONS_FILE,
+    RegistryEntry,
+    chat_template_digest,
+    get_entry,
+    list_templates,
+)
+
+__all__ = [
+    "CaseResult",
+    "chat_template_digests",
+    "check_case",
+    "compare_message",
+    "default_shared_dir",
+    "digests_path",
+    "format_table",
+    "load_cases",
+    "load_exceptions",
+    "main",
+    "normalize_text",
+    "parse_both_ways",
+    "prefix_for",
+    "run_corpus",
+    "tools_for",
+    "write_docs",
+]
+
+#: The checked fields of a corpus case's ``expected``.
+TEXT_FIELDS = ("content", "reasoning_content")
+_TOOL_NAME = re.compile(r"[a-zA-Z0-9_-]{1,64}")
+TABLE_START = "<!-- registry-pass-table:start -->"
+TABLE_END = "<!-- registry-pass-table:end -->"
+
+
+def default_shared_dir() -> Path:
+    """``../shared`` next to the repository this module lives in."""
+    return Path(__file__).resolve().parents[3] / ".." / "shared"
+
+
+def default_docs_path() -> Path:
+    """``docs/registry.md`` of the repository this module lives in."""
+    return Path(__file__).resolve().parents[3] / "docs" / "registry.md"
+
+
+def load_cases(path: Path) -> list[dict[str, Any]]:
+    """Read ``cases.jsonl``: one JSON object per line."""
+    cases: list[dict[str, Any]] = []
+    with path.open(encoding="utf-8") as handle:
+        for line in handle:
+            if line.strip():
+                cases.append(json.loads(line))
+    return cases
+
+
+def load_exceptions() -> dict[str, str]:
+    """The known-wrong corpus cases, ``{case_id: reason}``; every reason must be written out."""
+    resource = resources.files("replyparse.templates") / EXCEPTIONS_FILE
+    if not resource.is_file():
+        return {}
+    data = json.loads(resource.read_text(encoding="utf-8"))
+    if not isinstance(data, dict):
+        raise ValueError(f"{EXCEPTIONS_FILE} must hold a JSON object {{case_id: reason}}")
+    for case_id, reason in data.items():
+        if not isinstance(reason, str) or len(reason.strip()) < 20:
+            raise ValueError(
+                f"{EXCEPTIONS_FILE}: case {case_id!r} needs a written reason (a sentence, "
+                f"not {reason!r})"
+            )
+    return dict(data)
+
+
+def normalize_text(text: str) -> str:
+    """Strip, and collapse every run of whitespace to one space (see the module docstring)."""
+    return " ".join(text.split())
+
+
+def _schema_for(value: Any) -> dict[str, Any]:
+    if isinstance(value, bool):
+        return {"type": "boolean"}
+    if isinstance(value, int):
+        return {"type": "integer"}
+    if isinstance(value, float):
+        return {"type": "number"}
+    if isinstance(value, str):
+        return {"type": "string"}
+    if value is None:
+        return {"type": "null"}
+    if isinstance(value, list):
+        schema: dict[str, Any] = {"type": "array"}
+        item_schemas = [_schema_for(item) for item in value]
+        if item_schemas and all(item == item_schemas[0] for item in item_schemas):
+            schema["items"] = item_schemas[0]
+        return schema
+    if isinstance(value, dict):
+        return {
+            "type": "object",
+            "properties": {key: _schema_for(item) for key, item in value.items()},
+        }
+    return {}
+
+
+def tools_for(case: Mapping[str, Any]) -> list[dict[str, Any]] | None:
+    """Tools whose schemas give each expected argument its JSON type; None when no calls."""
+    expected_calls = case.get("expected", {}).get("tool_calls")
+    if not expected_calls:
+        return None
+    properties_by_name: dict[str, dict[str, Any]] = {}
+    for call in expected_calls:
+        arguments = call.get("arguments")
+        if not isinstance(call.get("name"), str):
+            continue
+        properties = properties_by_name.setdefault(call["name"], {})
+        if isinstance(arguments, dict):
+            properties.update(_schema_for(arguments)["properties"])
+    # Tool definitions must have OpenAI-style names; dotted names (Calendar.create_event) get
+    # no schema, so their arguments are compared as parsed.
+    return [
+        {
+            "type": "function",
+            "function": {
+                "name": name,
+                "parameters": {"type": "object", "properties": properties},
+            },
+        }
+        for name, properties in properties_by_name.items()
+        if _TOOL_NAME.fullmatch(name)
+    ] or None
+
+
+def prefix_for(case: Mapping[str, Any], entry: RegistryEntry) -> str:
+    """The case's recorded prefix, else the family's default generation prompt."""
+    prefix = case.get("prefix")
+    return prefix if isinstance(prefix, str) else entry.prefixes["default"]
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One parse: the message (the partial one on error) and the error, if any."""
+
+    message: dict[str, Any]
+    error: ResponseParseError | None
+
+
+def parse_both_ways(
+    text: str, entry: RegistryEntry, prefix: str, tools: Sequence[Any] | None
+) -> tuple[Outcome, Outcome]:
+    """Parse ``text`` whole and one character at a time."""
+    try:
+        whole = Outcome(parse_response(text, entry.template, prefix=prefix, tools=tools), None)
+    except ResponseParseError as error:
+        whole = Outcome(error.partial_message, error)
+    try:
+        parser = ResponseParser(entry.template, prefix, tools=tools)
+        for char in text:
+            parser.feed(char)
+        streamed = Outcome(parser.finalize()[0], None)
+    except ResponseParseError as error:
+        streamed = Outcome(error.partial_message, error)
+    return whole, streamed
+
+
+def _canonical(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False)
+
+
+def compare_message(message: Mapping[str, Any], expected: Mapping[str, Any]) -> list[str]:
+    """Every difference between a parsed message and a case's ``expected`` (empty: pass)."""
+    problems: list[str] = []
+    for field in TEXT_FIELDS:
+        want = expected.get(field)
+        if want is None:
+            continue
+        got = message.get(field)
+        if got is not None and not isinstance(got, str):
+            problems.append(f"{field}: expected text, got {type(got).__name__} {got!r}")
+            continue
+        if normalize_text(got or "") != normalize_text(want):
+            problems.append(f"{field}: expected {want!r}, got {got!r}")
+    want_calls = expected.get("tool_calls")
+    if want_calls is None:
+        return problems
+    got_calls = message.get("tool_calls") or []
+    if not isinstance(got_calls, list):
+        return [*problems, f"tool_calls: expected a list, got {got_calls!r}"]
+    if len(got_calls) != len(want_calls):
+        names = [_call_name(call) for call in got_calls]
+        problems.append(
+            f"tool_calls: expected {len(want_calls)} call(s) "
+            f"{[call.get('name') for call in want_calls]}, got {len(got_calls)} {names}"
+        )
+        return problems
+    for index, (got, want) in enumerate(zip(got_calls, want_calls, strict=True)):
+        function = got.get("function") if isinstance(got, Mapping) else None
+        if (
+            not isinstance(got, Mapping)
+            or got.get("type") != "function"
+            or not isinstance(function, Mapping)
+        ):
+            problems.append(f"tool_calls[{index}]: not a {{'type': 'function', ...}} call: {got!r}")
+            continue
+        if want.get("name") is not None and function.get("name") != want["name"]:
+            problems.append(
+                f"tool_calls[{index}].name: expected {want['name']!r}, got {function.get('name')!r}"
+            )
+        if want.get("arguments") is not None and _canonical(
+            function.get("arguments")
+        ) != _canonical(want["arguments"]):
+            problems.append(
+                f"tool_calls[{index}].arguments: expected {_canonical(want['arguments'])}, "
+                f"got {_canonical(function.get('arguments'))}"
+            )
+    return problems
+
+
+def _call_name(call: Any) -> Any:
+    if isinstance(call, Mapping) and isinstance(call.get("function"), Mapping):
+        return call["function"].get("name")
+    return call
+
+
+@dataclass(frozen=True)
+class CaseResult:
+    """The verdict on one corpus case.
+
+    Attributes:
+        case_id: the corpus case id.
+        family: its family.
+        status: ``pass``, ``known_wrong`` (listed in corpus_exceptions.json and failing),
+            or ``fail`` (failing and not listed, or listed and passing).
+        problems: what differed (empty on a pass).
+        reason: the corpus_exceptions.json reason, for listed cases.
+    """
+
+    case_id: str
+    family: str
+    status: str
+    problems: tuple[str, ...]
+    reason: str | None = None
+
+
+def check_case(
+    case: Mapping[str, Any], entry: RegistryEntry, exceptions: Mapping[str, str]
+) -> CaseResult:
+    """Parse one case both ways and judge it against its expected fields."""
+    prefix = prefix_for(case, entry)
+    whole, streamed = parse_both_ways(case["text"], entry, prefix, tools_for(case))
+    problems: list[str] = []
+    for label, outcome in (("one-shot", whole), ("streamed", streamed)):
+        if outcome.error is not None:
+            first_line = str(outcome.error).splitlines()[0]
+            problems.append(f"{label}: {type(outcome.error).__name__}: {first_line}")
+    problems.extend(compare_message(whole.message, case["expected"]))
+    if whole.message != streamed.message:
+        problems.append(
+            f"streamed one char at a time gives {streamed.message!r}, one-shot {whole.message!r}"
+        )
+    reason = exceptions.get(case["id"])
+    if reason is None:
+        status = "fail" if problems else "pass"
+    elif problems:
+        status = "known_wrong"
+    else:
+        status = "fail"
+        problems.append("listed in corpus_exceptions.json but passes: remove it from the list")
+    return CaseResult(case["id"], case["family"], status, tuple(problems), reason)
+
+
+def run_corpus(
+    cases: Iterable[Mapping[str, Any]], families: Iterable[str] | None = None
+) -> tuple[list[CaseResult], dict[str, int]]:
+    """Check every case whose family is in the registry (and in ``families``, if given).
+
+    Returns:
+        The results, and the number of cases per family that is not in the registry.
+    """
+    registered = set(list_templates())
+    wanted = set(families) if families is not None else None
+    exceptions = load_exceptions()
+    results: list[CaseResult] = []
+    missing: dict[str, int] = {}
+    for case in cases:
+        family = case["family"]
+        if wanted is not None and family not in wanted:
+            continue
+        if family not in registered:
+            missing[family] = missing.get(family, 0) + 1
+            continue
+        try:
+            entry = get_entry(family)
+        except TemplateError as error:
+            problem = f"the family's data file is invalid: {str(error).splitlines()[0]}"
+            results.append(CaseResult(case["id"], family, "fail", (problem,)))
+            continue
+        results.append(check_case(case, entry, exceptions))
+    return results, missing
+
+
+def format_table(results: Sequence[CaseResult], missing: Mapping[str, int] | None = None) -> str:
+    """The per-family pass table, in Markdown."""
+    rows: dict[str, list[int]] = {}
+    for result in results:
+        counts = rows.setdefault(result.family, [0, 0, 0, 0])
+        counts[0] += 1
+        counts[{"pass": 1, "known_wrong": 2, "fail": 3}[result.status]] += 1
+    lines = [
+        "| family | cases | passed | known wrong (with reason) | failed |",
+        "| --- | ---: | ---: | ---: | ---: |",
+    ]
+    totals = [0, 0, 0, 0]
+    for family in sorted(rows):
+        counts = rows[family]
+        totals = [total + count for total, count in zip(totals, counts, strict=True)]
+        lines.append(f"| {family} | " + " | ".join(str(count) for count in counts) + " |")
+    lines.append("| **total** | " + " | ".join(f"**{count}**" for count in totals) + " |")
+    if missing:
+        listed = ", ".join(f"{family} ({count})" for family, count in sorted(missing.items()))
+        lines.append("")
+        lines.append(f"Corpus families not in the registry (cases): {listed}.")
+    return "\n".join(lines)
+
+
+def chat_template_digests(chat_templates_dir: Path) -> dict[str, str]:
+    """``{file name: digest}`` of every ``*.jinja`` file in the shared chat templates."""
+    return {
+        path.name: chat_template_digest(path.read_text(encoding="utf-8"))
+        for path in sorted(chat_templates_dir.glob("*.jinja"))
+    }
+
+
+def digests_path() -> Path:
+    """Where the package keeps the chat template digests (in the source tree)."""
+    return Path(__file__).resolve().parent / DIGESTS_FILE
+
+
+def write_docs(table: str, path: Path) -> None:
+    """Replace the pass table between its markers in ``docs/registry.md``."""
+    text = path.read_text(encoding="utf-8")
+    start = text.find(TABLE_START)
+    end = text.find(TABLE_END)
+    if start < 0 or end < start:
+        raise ValueError(f"{path} has no {TABLE_START} ... {TABLE_END} markers")
+    new_text = text[: start + len(TABLE_START)] + "\n" + table + "\n" + text[end:]
+    path.write_text(new_text, encoding="utf-8")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """The command line; see the module docstring."""
+    parser = argparse.ArgumentParser(
+        prog="python -m replyparse.templates.check",
+        description="Parse the shared corpus with the registry templates; print a pass table.",
+    )
+    parser.add_argument("--shared", type=Path, default=None, help="the shared data directory")
+    parser.add_argument("--family", action="append", default=None, help="check only this family")
+    parser.add_argument("-v", "--verbose", action="store_true", help="print every failing case")
+    parser.add_argument(
+        "--write-docs", action="store_true", help="rewrite docs/registry.md's table"
+    )
+    parser.add_argument(
+        "--write-digests",
+        action="store_true",
+        help=f"rewrite {DIGESTS_FILE} from the shared chat templates (for exact detection)",
+    )
+    options = parser.parse_args(argv)
+    shared = options.shared if options.shared is not None else default_shared_dir()
+    cases_path = shared / "corpus" / "cases.jsonl"
+    if not cases_path.is_file():
+        print(f"error: no corpus at {cases_path} (pass --shared DIR)", file=sys.stderr)
+        return 2
+    if options.write_digests:
+        digests = chat_template_digests(shared / "chat_templates")
+        digests_path().write_text(json.dumps(digests, indent=2) + "\n", encoding="utf-8")
+        print(f"wrote {len(digests)} digests to {digests_path()}")
+    cases = load_cases(cases_path)
+    results, missing = run_corpus(cases, options.family)
+    known_ids = {case["id"] for case in cases}
+    stale = sorted(set(load_exceptions()) - known_ids)
+    table = format_table(results, missing if options.family is None else None)
+    print(table)
+    failed = [result for result in results if result.status == "fail"]
+    for result in results:
+        if result.status == "fail" or (options.verbose and result.status == "known_wrong"):
+            print(f"\n{result.status.upper()} {result.case_id}")
+            if result.reason:
+                print(f"  listed: {result.reason}")
+            for problem in result.problems:
+                print(f"  - {problem}")
+    if stale:
+        print(f"\n{EXCEPTIONS_FILE} lists cases that are not in the corpus: {stale}")
+    if options.write_docs:
+        write_docs(table, default_docs_path())
+        print(f"\nwrote the table to {default_docs_path()}")
+    return 1 if failed or stale else 0
+
+
+if __name__ == "__main__":  # pragma: no cover - exercised through the command line
+    sys.exit(main())

@@ -1,0 +1,128 @@
+"""The corpus check (python -m replyparse.templates.check): comparison rules, table, docs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from replyparse.templates.check import (
+    TABLE_END,
+    TABLE_START,
+    CaseResult,
+    compare_message,
+    default_docs_path,
+    format_table,
+    main,
+    normalize_text,
+    tools_for,
+    write_docs,
+)
+from tests.registry.helpers import SHARED, requires_shared
+
+
+def test_text_is_compared_stripped_with_whitespace_runs_collapsed() -> None:
+    assert normalize_text("  a\n\n b \t c ") == "a b c"
+    expected = {"content": "Hello,  world!\n", "reasoning_content": None, "tool_calls": None}
+    assert compare_message({"content": "Hello,\nworld!"}, expected) == []
+    assert compare_message({"content": "Hello, world"}, expected) != []
+
+
+def test_empty_string_means_empty_or_absent_and_null_is_unchecked() -> None:
+    expected = {"content": "", "reasoning_content": "", "tool_calls": []}
+    assert compare_message({"role": "assistant"}, expected) == []
+    assert compare_message({"content": "  \n"}, expected) == []
+    assert compare_message({"content": "x"}, expected) == ["content: expected '', got 'x'"]
+    unchecked = {"content": None, "reasoning_content": None, "tool_calls": None}
+    assert compare_message({"content": "x", "tool_calls": [1]}, unchecked) == []
+
+
+def _call(name: str, arguments: object) -> dict[str, object]:
+    return {"type": "function", "function": {"name": name, "arguments": arguments}}
+
+
+def test_tool_calls_compare_names_order_and_json_typed_arguments() -> None:
+    expected = {
+        "tool_calls": [{"name": "f", "arguments": {"a": 1}}, {"name": "g", "arguments": None}]
+    }
+    assert (
+        compare_message({"tool_calls": [_call("f", {"a": 1}), _call("g", {"x": 2})]}, expected)
+        == []
+    )
+    assert compare_message({"tool_calls": [_call("g", {}), _call("f", {"a": 1})]}, expected) != []
+    for wrong in (1.0, True, "1"):
+        assert (
+            compare_message({"tool_calls": [_call("f", {"a": wrong}), _call("g", {})]}, expected)
+            != []
+        )
+    assert compare_message({"tool_calls": [_call("f", {"a": 1})]}, expected) != []
+    assert compare_message({"tool_calls": [{"name": "f"}, _call("g", {})]}, expected) != []
+
+
+def test_tools_give_each_expected_argument_its_json_type() -> None:
+    case = {
+        "expected": {
+            "tool_calls": [
+                {
+                    "name": "f",
+                    "arguments": {"n": 1, "b": True, "s": "x", "l": [1, 2], "o": {"k": 1.5}},
+                },
+                {"name": "Calendar.create_event", "arguments": {"t": "x"}},
+                {"name": "g", "arguments": None},
+            ]
+        }
+    }
+    tools = tools_for(case)
+    assert tools is not None
+    assert [tool["function"]["name"] for tool in tools] == ["f", "g"]
+    properties = tools[0]["function"]["parameters"]["properties"]
+    assert properties == {
+        "n": {"type": "integer"},
+        "b": {"type": "boolean"},
+        "s": {"type": "string"},
+        "l": {"type": "array", "items": {"type": "integer"}},
+        "o": {"type": "object", "properties": {"k": {"type": "number"}}},
+    }
+    assert tools_for({"expected": {"tool_calls": []}}) is None
+
+
+def test_table() -> None:
+    results = [
+        CaseResult("a-1", "a", "pass", ()),
+        CaseResult("a-2", "a", "known_wrong", ("x",), "a reason"),
+        CaseResult("b-1", "b", "fail", ("y",)),
+    ]
+    table = format_table(results, {"zz": 2})
+    assert "| a | 2 | 1 | 1 | 0 |" in table
+    assert "| b | 1 | 0 | 0 | 1 |" in table
+    assert "| **total** | **3** | **1** | **1** | **1** |" in table
+    assert "zz (2)" in table
+
+
+def test_write_docs_replaces_only_the_table(tmp_path: Path) -> None:
+    docs = tmp_path / "registry.md"
+    docs.write_text(f"intro\n{TABLE_START}\nold\n{TABLE_END}\nafter\n")
+    write_docs("| new |", docs)
+    assert docs.read_text() == f"intro\n{TABLE_START}\n| new |\n{TABLE_END}\nafter\n"
+    docs.write_text("no markers")
+    with pytest.raises(ValueError, match="markers"):
+        write_docs("| new |", docs)
+
+
+def test_docs_have_the_table_markers() -> None:
+    text = default_docs_path().read_text(encoding="utf-8")
+    assert TABLE_START in text and TABLE_END in text
+
+
+@requires_shared
+def test_command_line(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--shared", str(SHARED), "--family", "qwen3", "--family", "lfm2", "-v"]) == 0
+    output = capsys.readouterr().out
+    assert "| qwen3 | 12 |" in output
+    assert "| lfm2 | 15 | 15 | 0 | 0 |" in output
+    assert "KNOWN_WRONG qwen3-reasoning-4" in output
+
+
+def test_command_line_without_a_corpus(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--shared", str(tmp_path)]) == 2
+    assert "no corpus" in capsys.readouterr().err
