@@ -30,7 +30,7 @@ This module knows nothing of fields, events or messages.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import NamedTuple
 
 import regex
@@ -70,6 +70,20 @@ class Delimiter:
     #: Characters tried after a pattern match that touches the end of the buffer, to learn
     #: whether more text could extend it (see ``_could_extend``).
     probe_chars: str = ""
+    #: Memo of ``_could_extend`` answers by matched text: the same close delimiter text
+    #: recurs at every tool call, and probing costs dozens of regex calls.
+    extend_cache: dict[str, bool] = field(default_factory=dict, compare=False, repr=False)
+
+    def _could_extend(self, matched: str) -> bool:
+        cache = self.extend_cache
+        answer = cache.get(matched)
+        if answer is None:
+            assert self.pattern is not None
+            answer = _could_extend(self.pattern, matched, self.probe_chars)
+            if len(cache) >= 1024:
+                cache.clear()
+            cache[matched] = answer
+        return answer
 
     @classmethod
     def from_literals(cls, source: str | Sequence[str]) -> Delimiter:
@@ -121,9 +135,7 @@ class Delimiter:
             start of the earliest text that may still become (or change) a match, or None.
         """
         if self.pattern is not None:
-            return self._find_pattern(
-                self.pattern, self.probe_chars, buffer, position, final, no_empty_at
-            )
+            return self._find_pattern(buffer, position, final, no_empty_at)
         return self._find_literal(buffer, position, final)
 
     def _find_literal(
@@ -151,15 +163,11 @@ class Delimiter:
                 start = buffer.find(first, start + 1)
         return match, held
 
-    @staticmethod
     def _find_pattern(
-        pattern: regex.Pattern[str],
-        probe_chars: str,
-        buffer: str,
-        position: int,
-        final: bool,
-        no_empty_at: int,
+        self, buffer: str, position: int, final: bool, no_empty_at: int
     ) -> tuple[DelimiterMatch | None, int | None]:
+        pattern = self.pattern
+        assert pattern is not None
         search_from = position
         while True:
             found = pattern.search(buffer, search_from, partial=not final)
@@ -172,7 +180,7 @@ class Delimiter:
                 whole = pattern.fullmatch(buffer, start, partial=True)
                 if whole is not None and (
                     whole.partial
-                    or (end == len(buffer) and _could_extend(pattern, buffer[start:], probe_chars))
+                    or (end == len(buffer) and self._could_extend(buffer[start:]))
                 ):
                     # More text could still turn this into a different (longer) match.
                     return None, start
