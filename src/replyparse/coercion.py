@@ -16,8 +16,10 @@ Invariants:
 
 - **Never guess.** A value is converted only when it does not already fit the schema and the
   conversion is unambiguous (``"3"`` to ``3``, ``"true"`` to ``True``, JSON text to an object).
-  ``"yes"`` and ``"1"`` are not booleans; nothing is ever converted *to* a string. A value that
-  cannot be typed is left exactly as written.
+  ``"yes"`` and ``"1"`` are not booleans. The only conversion *to* a string is a number or
+  boolean under a ``string`` schema, which becomes its JSON text (the characters the model
+  wrote, read as a number by a json value parser). A value that cannot be typed is left
+  exactly as written.
 - **Valid values pass through untouched**, as the same object: containers are copied only along
   the path of a change, so typing already-typed arguments costs no allocation.
 - **Total.** Neither function raises on any value or schema; a malformed schema part is ignored.
@@ -78,8 +80,8 @@ def coerce_to_schema(value: Any, schema: Mapping[str, Any]) -> Any:
       applied in turn) and ``$ref`` to ``#``, ``#/$defs/...``, ``#/definitions/...`` or any
       local JSON pointer, resolved against ``schema``.
 
-    Strings under a ``string`` schema stay as written (even ``"3"``), and a non-string is never
-    turned into one. Keywords that do not decide a type (``minimum``, ``pattern``...) are not
+    Strings under a ``string`` schema stay as written (even ``"3"``); a number or boolean there
+    becomes its JSON text, and other non-strings stay as they are. Keywords that do not decide a type (``minimum``, ``pattern``...) are not
     checked.
 
     Args:

@@ -174,8 +174,10 @@ class ResponseParser:
             template = template_from_tokenizer(tokenizer)
         self.template: ResponseTemplate = load_template(template)
         self._tool_typer: Callable[[Any], Any] | None = None
+        # Custom tools (free-form input, OpenAI "custom" tools) take a string, not an object.
+        self._custom_tool_names: frozenset[str] = frozenset()
         if tools is not None:
-            self._tool_typer = _make_tool_typer(tools)
+            self._tool_typer, self._custom_tool_names = _make_tool_typer(tools)
         self._include_groups = include_groups
         self._tokenizer = tokenizer
         self._decoder: Any = None
@@ -516,6 +518,8 @@ class ResponseParser:
             problem = None
             if not isinstance(name, str) or not name:
                 problem = f"the tool call's name must be a non-empty string; got {name!r}"
+            elif isinstance(arguments, str) and name in self._custom_tool_names:
+                continue  # a custom tool's input is free text
             elif isinstance(arguments, str):
                 try:
                     parsed = json.loads(arguments) if arguments.strip() else {}
@@ -618,16 +622,18 @@ class ResponseParser:
         return text
 
 
-def _make_tool_typer(tools: Iterable[Any]) -> Callable[[Any], Any]:
+def _make_tool_typer(tools: Iterable[Any]) -> tuple[Callable[[Any], Any], frozenset[str]]:
+    """The argument typer for these tools, and the names of the custom (free-form) tools."""
     from replyparse.coercion import type_tool_call
-    from replyparse.tools import normalize_tools, tools_by_name
+    from replyparse.tools import CustomTool, normalize_tools, tools_by_name
 
     by_name = tools_by_name(normalize_tools(tools))
+    custom = frozenset(name for name, tool in by_name.items() if isinstance(tool, CustomTool))
 
     def type_value(value: Any) -> Any:
         return type_tool_call(value, by_name)
 
-    return type_value
+    return type_value, custom
 
 
 @overload

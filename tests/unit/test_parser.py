@@ -175,3 +175,22 @@ def test_malformed_tool_call_shapes_are_reported() -> None:
         prefix="",
     )
     assert [call["function"]["arguments"] for call in message["tool_calls"]] == [{"a": 1}, {}]
+
+
+def test_custom_tools_take_free_text_input() -> None:
+    template = {
+        "start_anchor": "x",
+        "fields": {
+            "tool_calls": {
+                "open": "<c>",
+                "close": "</c>",
+                "repeats": True,
+                "content": "json",
+                "transform": {"type": "function", "function": "{content}"},
+            }
+        },
+    }
+    tools = [{"type": "custom", "name": "run_sql", "description": "Run SQL."}]
+    text = '<c>{"name": "run_sql", "arguments": "SELECT 1"}</c>'
+    message = parse_response(text, template, prefix="", tools=tools)
+    assert message["tool_calls"][0]["function"]["arguments"] == "SELECT 1"

@@ -288,7 +288,7 @@ def parse_tool_choice(choice: Any, tools: ToolIndex | None = None) -> ToolChoice
 
     Args:
         choice: ``"auto"``, ``"none"``, ``"required"``, a forced function or custom tool, or
-            ``allowed_tools``; None means ``"auto"`` with tools and ``"none"`` without.
+            ``allowed_tools``; None (not given) is ``"auto"``.
         tools: the request's tools; every tool the choice names must be among them.
 
     Returns:
@@ -299,7 +299,9 @@ def parse_tool_choice(choice: Any, tools: ToolIndex | None = None) -> ToolChoice
             which a local model cannot call), or names a tool that was not given.
     """
     if choice is None:
-        return ToolChoice("auto" if tools else "none", source="auto" if tools else "none")
+        # Not given: nothing to enforce. (OpenAI's default is "none" without tools, but a
+        # parsed output with calls and no tools given is still worth returning.)
+        return ToolChoice("auto")
     if choice in ("auto", "none", "required"):
         return ToolChoice(choice, source=choice)
     if not isinstance(choice, Mapping):
@@ -360,7 +362,7 @@ def check_request(tools: ToolIndex, tool_choice: Any, parallel_tool_calls: Any) 
 
     Raises:
         StrictSchemaError: listing every strict-mode violation of every ``strict: true`` tool.
-        ToolDefinitionError: a custom tool's grammar does not compile.
+        ToolDefinitionError: a custom tool's regex grammar does not compile.
         ToolChoiceError: ``tool_choice`` is malformed or names a tool not given;
             ``parallel_tool_calls`` is not a bool.
 
@@ -751,24 +753,18 @@ def _compile_grammar_or_raise(tool: CustomTool) -> None:
             raise ToolDefinitionError(
                 f"custom tool {tool.name!r}: format.definition is not a valid regex: {error}"
             ) from None
-    elif syntax == "lark":
-        try:
-            _lark_parser(definition)
-        except ImportError:
-            return  # reported per call by check_custom_input
-        except Exception as error:  # lark raises several unrelated types for bad grammars
-            first = str(error).strip().splitlines()[0] if str(error).strip() else repr(error)
-            raise ToolDefinitionError(
-                f"custom tool {tool.name!r}: format.definition is not a valid lark grammar: {first}"
-            ) from None
+    # A lark grammar that Lark cannot compile is not rejected here: OpenAI compiles grammars
+    # with LLGuidance, which accepts some that Lark refuses (the guide's own math_exp example
+    # has "colliding expansions"). Such inputs are reported unchecked by check_custom_input.
 
 
 def check_custom_input(text: str, tool: CustomTool, *, path: Path = ()) -> list[RuleViolation]:
     """Check a custom tool call's ``input`` against the tool's grammar, if it has one.
 
     ``regex`` grammars must match the whole input; ``lark`` grammars must parse it from the
-    ``start`` rule (Earley, so any context-free grammar works). Lark itself is optional: when
-    it is not installed the input is reported as unchecked (a non-enforced violation).
+    ``start`` rule (Earley, so any context-free grammar Lark compiles works). Lark itself is
+    optional: when it is not installed, or cannot compile the grammar, the input is reported
+    as unchecked (``grammar_unchecked``, warned, never raised).
 
     Returns:
         A violation when the input does not match, else an empty list.
@@ -798,6 +794,16 @@ def check_custom_input(text: str, tool: CustomTool, *, path: Path = ()) -> list[
                 "grammar_unchecked",
                 path,
                 "the tool's lark grammar was not checked: install lark (pip install lark)",
+                tool.name,
+            )
+        ]
+    except Exception as error:  # lark raises several unrelated types for grammars it refuses
+        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        return [
+            RuleViolation(
+                "grammar_unchecked",
+                path,
+                f"input not checked: Lark cannot compile the tool's grammar ({first})",
                 tool.name,
             )
         ]

@@ -1,0 +1,217 @@
+"""``replyparse serve``: the OpenAI-compatible server, configured from the command line.
+
+Turns the flags into a :class:`replyparse.server.ServerConfig`: the response template
+(``--template``, else detected from the chat template), the chat template, the backend
+(``--upstream`` or ``--replay``, exactly one), and the model name. The server modules are
+imported only here, so the rest of the CLI needs no extra; without the ``server`` extra this
+command says how to install it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from pathlib import Path
+from typing import IO, Any
+
+from replyparse._cli.common import CliError, TemplateChoice, resolve_prefix, resolve_template
+from replyparse.errors import TemplateError, UnknownTemplateError
+from replyparse.templates import detect_entry, detect_template
+
+__all__ = ["add_serve_arguments", "run_serve"]
+
+_SERVER_MODULES = ("starlette", "uvicorn", "jinja2", "httpx2")
+
+
+def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
+    """The ``serve`` options."""
+    backend = parser.add_mutually_exclusive_group(required=True)
+    backend.add_argument(
+        "--upstream",
+        metavar="URL",
+        help="an OpenAI-compatible /v1/completions server (vLLM, SGLang, llama.cpp, TGI)",
+    )
+    backend.add_argument(
+        "--replay",
+        metavar="FILE",
+        help='recorded generations, JSONL {"text": ...} per line, served in order, cycling',
+    )
+    template = parser.add_mutually_exclusive_group()
+    template.add_argument(
+        "-t",
+        "--template",
+        metavar="NAME|PATH",
+        help="the response template: a registry family or a JSON file (default: detected "
+        "from the chat template)",
+    )
+    template.add_argument("--response-template", metavar="FILE", help="a response template file")
+    parser.add_argument(
+        "--chat-template",
+        metavar="PATH",
+        help="a .jinja file, a tokenizer_config.json or a model directory (needed upstream)",
+    )
+    parser.add_argument(
+        "--chat-template-kwargs",
+        metavar="JSON",
+        default=None,
+        help="extra chat-template variables for every request, e.g. '{\"enable_thinking\": false}'",
+    )
+    parser.add_argument("--model-name", metavar="NAME", help="the model /v1/models lists")
+    parser.add_argument("--upstream-model", metavar="NAME", help="the model name sent upstream")
+    parser.add_argument(
+        "--upstream-api-key",
+        metavar="KEY",
+        help="bearer token for the upstream (default: $REPLYPARSE_UPSTREAM_API_KEY)",
+    )
+    parser.add_argument("--upstream-timeout", type=float, default=600.0, metavar="SECONDS")
+    prefix = parser.add_mutually_exclusive_group()
+    prefix.add_argument(
+        "--prefix", metavar="TEXT", help="the prompt end to parse from, without a chat template"
+    )
+    prefix.add_argument("--prefix-file", metavar="FILE")
+    prefix.add_argument("--prefix-name", metavar="NAME", help="a registry prefix name")
+    parser.add_argument(
+        "--custom-tool-deltas",
+        choices=("custom", "function"),
+        default="custom",
+        help="how custom tool calls stream in Chat Completions: OpenAI's custom deltas "
+        '(default), or function deltas with arguments {"input": ...} for SDK stream helpers',
+    )
+    parser.add_argument("--replay-chunk-size", type=int, default=4, metavar="N")
+    parser.add_argument("--replay-delay", type=float, default=0.0, metavar="SECONDS")
+    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    parser.add_argument(
+        "--port", type=int, default=8000, help="port (default 8000; 0: any free port)"
+    )
+    parser.add_argument(
+        "--log-level",
+        default="warning",
+        choices=("critical", "error", "warning", "info", "debug"),
+    )
+
+
+def _require_server_extra() -> None:
+    import importlib.util
+
+    missing = [name for name in _SERVER_MODULES if importlib.util.find_spec(name) is None]
+    if missing:
+        raise CliError(
+            f"the server needs the 'server' extra (missing: {', '.join(missing)}): "
+            "pip install 'replyparse[server]'"
+        )
+
+
+def _template_kwargs(text: str | None) -> dict[str, Any]:
+    if text is None:
+        return {}
+    try:
+        value = json.loads(text)
+    except ValueError as error:
+        raise CliError(f"--chat-template-kwargs is not valid JSON: {error}", status=2) from None
+    if not isinstance(value, dict):
+        raise CliError("--chat-template-kwargs must be a JSON object", status=2)
+    return value
+
+
+def _detected(chat_template_path: str, source: str) -> TemplateChoice:
+    """The template for a chat template: the config's own, else the registry family's."""
+    location = Path(chat_template_path)
+    evidence: dict[str, Any] = (
+        {"tokenizer_config": location}
+        if location.suffix == ".json" or location.is_dir()
+        else {"chat_template": source}
+    )
+    try:
+        template = detect_template(**evidence)
+    except (UnknownTemplateError, TemplateError) as error:
+        raise CliError(
+            f"cannot pick a response template for {chat_template_path}: "
+            f"{' '.join(str(error).split())} Pass --template NAME|PATH."
+        ) from None
+    try:
+        entry = detect_entry(**evidence)
+    except UnknownTemplateError:
+        entry = None
+    if entry is not None and entry.template is template:
+        return TemplateChoice(entry.name, template, entry, entry.name)
+    return TemplateChoice(location.name, template, None, {})
+
+
+def run_serve(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
+    """Run ``serve`` until interrupted; return the exit status."""
+    _require_server_extra()
+    from replyparse.server import (
+        Backend,
+        BackendError,
+        ChatTemplate,
+        ChatTemplateError,
+        ReplayBackend,
+        ServerConfig,
+        UpstreamBackend,
+        run,
+    )
+
+    chat_template = None
+    if args.chat_template is not None:
+        try:
+            chat_template = ChatTemplate.from_path(args.chat_template)
+        except ChatTemplateError as error:
+            raise CliError(str(error)) from None
+    spec = args.template or args.response_template
+    if spec is not None:
+        choice = resolve_template(spec)
+    elif chat_template is not None:
+        choice = _detected(args.chat_template, chat_template.source)
+    else:
+        raise CliError("pass --template NAME|PATH (or --chat-template to detect it)", status=2)
+    if args.upstream is not None and chat_template is None:
+        raise CliError(
+            "--upstream needs --chat-template (a .jinja file, tokenizer_config.json or model "
+            "directory): the server renders the prompt itself",
+            status=2,
+        )
+    prefix = ""
+    if chat_template is None:
+        prefix = resolve_prefix(
+            choice, prefix=args.prefix, prefix_file=args.prefix_file, prefix_name=args.prefix_name
+        )
+    model_name = args.model_name or (choice.entry.name if choice.entry else Path(choice.label).stem)
+    backend: Backend
+    try:
+        if args.replay is not None:
+            backend = ReplayBackend(
+                args.replay, chunk_size=args.replay_chunk_size, delay=args.replay_delay
+            )
+        else:
+            backend = UpstreamBackend(
+                args.upstream,
+                model=args.upstream_model or model_name,
+                api_key=args.upstream_api_key or os.environ.get("REPLYPARSE_UPSTREAM_API_KEY"),
+                timeout=args.upstream_timeout,
+            )
+    except BackendError as error:
+        raise CliError(str(error)) from None
+    config = ServerConfig(
+        model_name=model_name,
+        template=choice.template,
+        backend=backend,
+        chat_template=chat_template,
+        prefix=prefix,
+        template_kwargs=_template_kwargs(args.chat_template_kwargs),
+        custom_tool_deltas=args.custom_tool_deltas,
+    )
+
+    def announce(url: str) -> None:
+        prompt = f"chat template {chat_template.origin}" if chat_template else "no chat template"
+        stderr.write(
+            f"replyparse serve: {url}  model {model_name!r}  template {choice.label}  "
+            f"{prompt}  backend: {backend.description}\n"
+        )
+        stderr.flush()
+
+    try:
+        run(config, host=args.host, port=args.port, log_level=args.log_level, announce=announce)
+    except OSError as error:
+        raise CliError(f"cannot listen on {args.host}:{args.port}: {error.strerror}") from None
+    return 0

@@ -1,0 +1,189 @@
+"""``replyparse templates list | show | check``: browse the registry, validate template files.
+
+``check FILE`` reports every load-time problem of a template file, one
+``error[code] $.path: message`` line each, then parses each ``--sample`` (plain text, or
+JSONL with ``text``/``prefix``) and prints the message or the error. Without FILE it checks
+every registry data file. Exit status 1 when anything failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+from pathlib import Path
+from typing import IO, Any
+
+from replyparse._cli.common import (
+    CliError,
+    TemplateChoice,
+    dump_json,
+    is_jsonl,
+    jsonl_records,
+    load_tools,
+    resolve_prefix,
+    resolve_template,
+    template_from_file,
+)
+from replyparse.errors import ResponseParseError
+from replyparse.parser import parse_response
+from replyparse.templates import get_entry, list_templates, validate_registry
+
+__all__ = ["add_templates_arguments", "run_templates"]
+
+
+def add_templates_arguments(parser: argparse.ArgumentParser) -> None:
+    """The ``templates`` subcommands and their options."""
+    commands = parser.add_subparsers(dest="templates_command", metavar="COMMAND", required=True)
+    listing = commands.add_parser("list", help="list the registry's model families")
+    listing.add_argument("--json", action="store_true", help="one JSON array with the metadata")
+    show = commands.add_parser("show", help="print a family's response template")
+    show.add_argument("name", metavar="NAME|PATH", help="a family, alias or model name, or a file")
+    show.add_argument(
+        "--entry",
+        action="store_true",
+        help="the whole registry entry (aliases, prefixes, notes...) around the template",
+    )
+    check = commands.add_parser("check", help="validate a template file and parse samples")
+    check.add_argument(
+        "file", nargs="?", metavar="FILE", help="a template JSON file; none: the registry"
+    )
+    check.add_argument(
+        "--sample",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="model output to parse with it (text, or JSONL with text/prefix); repeatable",
+    )
+    prefix = check.add_mutually_exclusive_group()
+    prefix.add_argument("--prefix", metavar="TEXT", help=r"prefix of the samples (\n escapes)")
+    prefix.add_argument(
+        "--prefix-file", metavar="FILE", help="read the samples' prefix from a file"
+    )
+    check.add_argument("--tools", metavar="FILE", help="a JSON array of tools for the samples")
+
+
+def _entry_json(name: str) -> dict[str, Any]:
+    entry = get_entry(name)
+    return {
+        "name": entry.name,
+        "description": entry.description,
+        "aliases": list(entry.aliases),
+        "model_types": list(entry.model_types),
+        "chat_templates": list(entry.chat_templates),
+        "chat_template_markers": list(entry.chat_template_markers),
+        "prefixes": dict(entry.prefixes),
+        "notes": entry.notes,
+        "response_template": entry.response_template,
+    }
+
+
+def _list(args: argparse.Namespace, stdout: IO[str]) -> int:
+    names = list_templates()
+    if args.json:
+        records = [
+            {key: value for key, value in _entry_json(name).items() if key != "response_template"}
+            for name in names
+        ]
+        dump_json(records, stdout, indent=2)
+        return 0
+    width = max(len(name) for name in names) if names else 0
+    columns = shutil.get_terminal_size((100, 20)).columns if stdout.isatty() else 0
+    for name in names:
+        line = f"{name:<{width}}  {get_entry(name).description}"
+        if columns and len(line) > columns:
+            line = line[: max(columns - 1, width)] + "…"
+        stdout.write(line.rstrip() + "\n")
+    return 0
+
+
+def _show(args: argparse.Namespace, stdout: IO[str]) -> int:
+    path = Path(args.name)
+    if path.is_file():
+        if args.entry:
+            raise CliError("--entry applies to registry families, not files", status=2)
+        data, _template = template_from_file(path)
+        dump_json(data, stdout, indent=2)
+        return 0
+    choice = resolve_template(args.name)
+    assert choice.entry is not None
+    dump_json(
+        _entry_json(choice.entry.name) if args.entry else choice.entry.response_template,
+        stdout,
+        indent=2,
+    )
+    return 0
+
+
+def _check_registry(stdout: IO[str]) -> int:
+    issues = validate_registry()
+    for issue in issues:
+        stdout.write(f"error[{issue.code}] {issue}\n")
+    if issues:
+        raise CliError(f"the registry has {len(issues)} problem{'s' if len(issues) != 1 else ''}")
+    stdout.write(f"ok: {len(list_templates())} registry families\n")
+    return 0
+
+
+def _samples(path: str, prefix: str | None) -> list[tuple[str, Any]]:
+    """``(label, (text, prefix) | error)`` for each generation in a sample file."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as error:
+        raise CliError(f"{path}: cannot read the sample: {error.strerror}") from None
+    if not is_jsonl(path, None):
+        if prefix is None:
+            raise CliError(
+                f"{path}: a plain-text sample needs --prefix TEXT (or --prefix '' to opt out)"
+            )
+        return [(path, (text, prefix))]
+    return [
+        (f"{path}:{number}", record)
+        for number, record in jsonl_records(iter(text.splitlines()), prefix)
+    ]
+
+
+def _check_file(args: argparse.Namespace, stdout: IO[str]) -> int:
+    path = Path(args.file)
+    _data, template = template_from_file(path)  # raises with every issue listed
+    stdout.write(f"ok: {path}: fields {list(template.fields)}\n")
+    if not args.sample:
+        return 0
+    choice = TemplateChoice(path.name, template, None, _data)
+    prefix: str | None = None
+    if args.prefix is not None or args.prefix_file is not None:
+        prefix = resolve_prefix(
+            choice, prefix=args.prefix, prefix_file=args.prefix_file, prefix_name=None
+        )
+    tools = load_tools(args.tools)
+    failures = 0
+    for sample in args.sample:
+        for label, record in _samples(sample, prefix):
+            if isinstance(record, str):
+                failures += 1
+                stdout.write(f"sample {label}: error: {record}\n")
+                continue
+            text, sample_prefix = record
+            try:
+                message = parse_response(text, template, prefix=sample_prefix, tools=tools)
+            except ResponseParseError as error:
+                failures += 1
+                stdout.write(f"sample {label}: error: {' '.join(str(error).split())}\n")
+                continue
+            stdout.write(f"sample {label}: ok: ")
+            dump_json(message, stdout)
+    if failures:
+        raise CliError(f"{failures} sample{'s' if failures != 1 else ''} failed to parse")
+    return 0
+
+
+def run_templates(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
+    """Run a ``templates`` subcommand; return the exit status."""
+    if args.templates_command == "list":
+        return _list(args, stdout)
+    if args.templates_command == "show":
+        return _show(args, stdout)
+    if args.file is None:
+        if args.sample:
+            raise CliError("--sample needs a template FILE", status=2)
+        return _check_registry(stdout)
+    return _check_file(args, stdout)

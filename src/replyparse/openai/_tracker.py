@@ -1,0 +1,277 @@
+"""Parser events to API-neutral message updates, shared by both stream adapters.
+
+Owns the reading of ``region_open`` / ``region_chunk`` / ``region_close`` events as a growing
+assistant message: text deltas for ``reasoning_content`` and ``content`` (with the separators
+the parser puts between captures), and per tool call a start (id and name, as early as the
+model has written the name), argument or input fragments, and an end. The adapters only
+render these updates in their API's shape.
+
+Invariants: the text deltas of a key concatenate to the final message's value for that key;
+the fragments of a call concatenate to its final ``arguments`` (or custom ``input``). When
+either would not hold (a bug), a :class:`~.errors.StreamConsistencyWarning` is issued.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from replyparse.coercion import coerce_to_schema
+from replyparse.events import Event
+from replyparse.openai._arguments import ToolCallShape, ToolCallStreamer, analyze_tool_call_field
+from replyparse.openai._calls import ResolvedCall, ToolIndex, resolve_call, resolve_calls
+from replyparse.openai._ids import CALL_PREFIX, IdFactory
+from replyparse.openai.errors import StreamConsistencyWarning
+from replyparse.openai.messages import (
+    CONTENT_KEY,
+    REASONING_KEY,
+    TOOL_CALLS_KEY,
+    message_text,
+)
+from replyparse.parser import CAPTURE_SEPARATOR
+from replyparse.template import ResponseTemplate
+
+__all__ = ["CallDelta", "CallDone", "CallStart", "MessageTracker", "TextDelta", "Update"]
+
+TEXT_KEYS = (REASONING_KEY, CONTENT_KEY)
+
+
+@dataclass(frozen=True)
+class TextDelta:
+    """More text of ``key`` (``reasoning_content`` or ``content``)."""
+
+    key: str
+    text: str
+
+
+@dataclass(frozen=True)
+class CallStart:
+    """Tool call number ``position`` began; its name is known."""
+
+    position: int
+    call_id: str
+    name: str
+    item_name: str
+    namespace: str | None
+    custom: bool
+
+
+@dataclass(frozen=True)
+class CallDelta:
+    """More ``arguments`` text (or custom ``input``) of call ``position``."""
+
+    position: int
+    text: str
+
+
+@dataclass(frozen=True)
+class CallDone:
+    """Call ``position`` is complete; ``text`` is its whole ``arguments`` / ``input``."""
+
+    position: int
+    call: ResolvedCall
+    text: str
+
+
+Update = TextDelta | CallStart | CallDelta | CallDone
+
+
+@dataclass
+class _OpenCall:
+    position: int
+    streamer: ToolCallStreamer
+    started: CallStart | None = None
+
+
+def _warn(message: str) -> None:
+    warnings.warn(StreamConsistencyWarning(message), stacklevel=4)
+
+
+class MessageTracker:
+    """Follows one parser's events; see the module docstring."""
+
+    def __init__(self, template: ResponseTemplate, tools: ToolIndex, ids: IdFactory) -> None:
+        """Prepare for ``template``'s fields, typing arguments by ``tools`` as the parser does."""
+        self._template = template
+        self._tools = tools
+        self._ids = ids
+        field = template.fields.get(TOOL_CALLS_KEY)
+        self._shape: ToolCallShape | None = analyze_tool_call_field(field) if field else None
+        self._streamed: dict[str, str] = dict.fromkeys(TEXT_KEYS, "")
+        self._capture: dict[str, str] = dict.fromkeys(TEXT_KEYS, "")
+        self._captures: dict[str, int] = dict.fromkeys(TEXT_KEYS, 0)
+        self._open: _OpenCall | None = None
+        self._used_ids: set[str] = set()
+        self.calls: list[CallStart] = []
+        self.finished_calls: list[CallDone] = []
+
+    # -- text ---------------------------------------------------------------------------------
+
+    def _separator(self, key: str) -> str:
+        """What the parser puts between two captures of a text field."""
+        field = self._template.fields[key]
+        if field.repeats:
+            return ""  # a join is sent when the next region opens; a list is concatenated
+        return CAPTURE_SEPARATOR if field.parser.strips else ""
+
+    def _text(self, key: str, text: str, updates: list[Update]) -> None:
+        if not text:
+            return
+        separator = ""
+        if not self._capture[key] and self._streamed[key]:
+            separator = self._separator(key)  # an empty capture gets no separator
+        self._capture[key] += text
+        self._streamed[key] += separator + text
+        updates.append(TextDelta(key, separator + text))
+
+    def _open_text(self, key: str, updates: list[Update]) -> None:
+        field = self._template.fields[key]
+        self._capture[key] = ""
+        if field.repeats and field.join and self._captures[key]:
+            # join separates every capture, empty ones included, as the parser joins them.
+            self._streamed[key] += field.join
+            updates.append(TextDelta(key, field.join))
+        self._captures[key] += 1
+
+    def _close_text(self, key: str, value: Any, updates: list[Update]) -> None:
+        capture = self._capture[key]
+        if isinstance(value, str) and value.startswith(capture):
+            self._text(key, value[len(capture) :], updates)
+
+    # -- tool calls ---------------------------------------------------------------------------
+
+    def _new_call_id(self, given: str | None) -> str:
+        call_id = given if given and given not in self._used_ids else self._ids(CALL_PREFIX)
+        self._used_ids.add(call_id)
+        return call_id
+
+    def _start(self, call: _OpenCall, name: str, updates: list[Update]) -> None:
+        tool = self._tools.find(name)
+        target = call.streamer.target
+        start = CallStart(
+            position=call.position,
+            call_id=self._new_call_id(None),
+            name=name,
+            item_name=tool.name if tool is not None else name,
+            namespace=tool.namespace if tool is not None and tool.namespace else None,
+            custom=target is not None and target.kind == "custom",
+        )
+        call.started = start
+        self.calls.append(start)
+        updates.append(start)
+
+    def _open_call(self, event: Mapping[str, Any], updates: list[Update]) -> None:
+        assert self._shape is not None
+        streamer = ToolCallStreamer(
+            self._shape,
+            event.get("groups"),
+            resolve=self._tools.target,
+            coerce=coerce_to_schema if self._tools else None,
+        )
+        self._open = _OpenCall(len(self.calls), streamer)
+        if streamer.name is not None:
+            self._start(self._open, streamer.name, updates)
+
+    def _feed_call(self, text: str, updates: list[Update]) -> None:
+        call = self._open
+        if call is None:
+            return
+        call.streamer.feed(text)
+        if call.started is None and call.streamer.name is not None:
+            self._start(call, call.streamer.name, updates)
+        if call.started is not None:
+            fragment = call.streamer.take()
+            if fragment:
+                updates.append(CallDelta(call.position, fragment))
+
+    def _finish_call(
+        self, resolved: ResolvedCall, call: _OpenCall | None, updates: list[Update]
+    ) -> None:
+        if call is None or call.started is None or call.started.name != resolved.name:
+            if call is not None and call.started is not None:
+                _warn(
+                    f"tool call {call.position}: streamed the name {call.started.name!r} but the "
+                    f"region closed as {resolved.name!r}"
+                )
+            position = len(self.calls)
+            start = CallStart(
+                position,
+                self._new_call_id(resolved.given_id),
+                resolved.name,
+                resolved.item_name,
+                resolved.namespace,
+                resolved.kind == "custom",
+            )
+            self.calls.append(start)
+            updates.append(start)
+            if resolved.text:
+                updates.append(CallDelta(position, resolved.text))
+            done = CallDone(position, resolved, resolved.text)
+        else:
+            rest, consistent = call.streamer.finish(resolved.text)
+            if not consistent:
+                _warn(
+                    f"tool call {call.position}: streamed {call.streamer.emitted!r} is not a "
+                    f"prefix of the final {resolved.text!r}"
+                )
+            if rest:
+                updates.append(CallDelta(call.position, rest))
+            done = CallDone(call.position, resolved, resolved.text)
+        self.finished_calls.append(done)
+        updates.append(done)
+
+    def _close_call(self, value: Any, updates: list[Update]) -> None:
+        call, self._open = self._open, None
+        values = value if isinstance(value, list) else [value]
+        for position, item in enumerate(values):
+            resolved = resolve_call(item, self._tools, len(self.finished_calls))
+            self._finish_call(resolved, call if position == 0 else None, updates)
+
+    # -- public -------------------------------------------------------------------------------
+
+    def handle(self, events: Iterable[Event]) -> list[Update]:
+        """Read parser events; return the updates they make."""
+        updates: list[Update] = []
+        for event in events:
+            field = event["field"]
+            if event["type"] == "region_open":
+                if field in TEXT_KEYS:
+                    self._open_text(field, updates)
+                elif field == TOOL_CALLS_KEY:
+                    self._open_call(event, updates)
+            elif event["type"] == "region_chunk":
+                if field in TEXT_KEYS and not event["dirty"]:
+                    self._text(field, event["text"], updates)
+                elif field == TOOL_CALLS_KEY:
+                    self._feed_call(event["text"], updates)
+            elif field in TEXT_KEYS:
+                self._close_text(field, event["value"], updates)
+            elif field == TOOL_CALLS_KEY:
+                self._close_call(event["value"], updates)
+        return updates
+
+    def finish(self, message: Mapping[str, Any]) -> list[Update]:
+        """Reconcile with the final message: send any text the events did not carry."""
+        updates: list[Update] = []
+        for key in TEXT_KEYS:
+            final = message_text(message, key)
+            streamed = self._streamed[key]
+            if final.startswith(streamed):
+                if len(final) > len(streamed):
+                    self._streamed[key] = final
+                    updates.append(TextDelta(key, final[len(streamed) :]))
+            else:
+                _warn(f"{key}: streamed {streamed!r:.200} is not a prefix of {final!r:.200}")
+        expected = resolve_calls(message, self._tools)
+        if len(expected) != len(self.finished_calls):
+            _warn(
+                f"tool calls: {len(self.finished_calls)} streamed but the message has "
+                f"{len(expected)}"
+            )
+        return updates
+
+    def text(self, key: str) -> str:
+        """Everything streamed so far for a text key."""
+        return self._streamed[key]

@@ -1,0 +1,271 @@
+"""Raw model text to a Chat Completions chunk stream (``chat.completion.chunk`` objects).
+
+Owns the Chat Completions rendering of a streaming parse: ``delta.reasoning_content``,
+``delta.content`` and ``delta.tool_calls`` (``index``; ``id``, ``type`` and
+``function.name`` once, in the call's first delta; ``function.arguments`` fragments after,
+as the model writes them), then a last chunk with ``finish_reason`` and, when asked, a usage
+chunk. Sans-IO: it returns dicts; :func:`replyparse.openai.sse.chat_sse` frames them.
+
+Invariant: accumulating the chunks (as the SDK's stream helper does) gives exactly
+:func:`~.messages.to_chat_completion_message` of the parsed message.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
+
+from replyparse.errors import ParserStateError, ResponseParseError
+from replyparse.openai._arguments import escape_json_text
+from replyparse.openai._calls import ToolIndex, resolve_calls
+from replyparse.openai._ids import CHAT_COMPLETION_PREFIX, Clock, IdFactory, random_id, system_clock
+from replyparse.openai._tracker import (
+    CallDelta,
+    CallDone,
+    CallStart,
+    MessageTracker,
+    TextDelta,
+    Update,
+)
+from replyparse.openai.errors import RuleViolation
+from replyparse.openai.messages import REASONING_KEY, FinishReason, _Request, finish_reason_for
+from replyparse.openai.rules import check_calls, report
+from replyparse.parser import ResponseParser
+from replyparse.template import ResponseTemplate, load_template
+
+__all__ = ["ChatCompletionStream"]
+
+
+class ChatCompletionStream:
+    """Parse raw model text into ``chat.completion.chunk`` dicts, incrementally.
+
+    Args:
+        template: the response template (dict, JSON text or ``ResponseTemplate``).
+        prefix: the prompt sent to the model (see ``ResponseParser``); ``""`` opts out.
+        model: the ``model`` every chunk reports.
+        tools: the request's tools; they type arguments and tell custom tools apart.
+        tool_choice: the request's ``tool_choice`` (either API's shape).
+        parallel_tool_calls: the request's ``parallel_tool_calls``.
+        completion_id: the ``chatcmpl-...`` id of every chunk; made with ``ids`` when None.
+        created: Unix seconds of every chunk; ``clock()`` when None.
+        ids: the identifier factory (inject :class:`~._ids.SequentialIds` in tests).
+        clock: the time source.
+        reasoning_keys: the delta keys carrying reasoning text (an extension; see
+            :func:`~.messages.to_chat_completion_message`).
+        custom_tool_calls: how a custom tool call streams. ``"custom"`` (default) sends
+            ``{"index", "id", "type": "custom", "custom": {"name", "input"}}`` deltas, the
+            shape OpenAI's API sends, which the 3.57 SDK's ``ChoiceDeltaToolCall`` does not
+            declare; ``"function"`` sends an SDK-typed function delta whose arguments are
+            ``{"input": <raw input>}``.
+
+    Raises:
+        StrictSchemaError, ToolDefinitionError, ToolChoiceError: the request is invalid.
+
+    Example:
+        >>> from replyparse.openai import SequentialIds
+        >>> stream = ChatCompletionStream(
+        ...     {"start_anchor": "A:", "fields": {"content": {"close": "<end>"}}},
+        ...     prefix="", model="m", ids=SequentialIds(), created=0)
+        >>> [chunk["choices"][0]["delta"] for chunk in stream.feed("Hi<end>")]
+        [{'role': 'assistant'}, {'content': 'Hi'}]
+        >>> stream.finish()[-1]["choices"][0]["finish_reason"]
+        'stop'
+    """
+
+    def __init__(
+        self,
+        template: Mapping[str, Any] | ResponseTemplate | str,
+        *,
+        prefix: str | Sequence[int],
+        model: str,
+        tools: Any = None,
+        tool_choice: Any = None,
+        parallel_tool_calls: bool = True,
+        completion_id: str | None = None,
+        created: int | None = None,
+        ids: IdFactory = random_id,
+        clock: Clock = system_clock,
+        reasoning_keys: Sequence[str] = (REASONING_KEY,),
+        custom_tool_calls: Literal["custom", "function"] = "custom",
+    ) -> None:
+        """Check the request and start a parser; see the class docstring."""
+        loaded = load_template(template)
+        self._request = _Request(tools, tool_choice, parallel_tool_calls)
+        self._parser = ResponseParser(
+            loaded, prefix, tools=self._request.raw_tools, include_groups=True
+        )
+        self._tracker = MessageTracker(loaded, self._request.tools, ids)
+        self._model = model
+        self._id = completion_id or ids(CHAT_COMPLETION_PREFIX)
+        self._created = created if created is not None else int(clock())
+        self._reasoning_keys = tuple(reasoning_keys)
+        self._custom_as_function = custom_tool_calls == "function"
+        self._started = False
+        self._done = False
+        self._pending = self._tracker.handle(self._parser.initial_events)
+        #: Rule violations found at :meth:`finish` (also warned or raised there).
+        self.violations: list[RuleViolation] = []
+        #: The parsed message, once :meth:`finish` returned.
+        self.message: dict[str, Any] | None = None
+
+    # -- rendering ----------------------------------------------------------------------------
+
+    def _chunk(self, delta: dict[str, Any], finish_reason: str | None = None) -> dict[str, Any]:
+        return {
+            "id": self._id,
+            "object": "chat.completion.chunk",
+            "created": self._created,
+            "model": self._model,
+            "choices": [
+                {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}
+            ],
+        }
+
+    def _call_delta(self, update: Update) -> dict[str, Any] | None:
+        if isinstance(update, CallStart):
+            if update.custom and not self._custom_as_function:
+                return {
+                    "index": update.position,
+                    "id": update.call_id,
+                    "type": "custom",
+                    "custom": {"name": update.name, "input": ""},
+                }
+            opening = '{"input":"' if update.custom else ""
+            return {
+                "index": update.position,
+                "id": update.call_id,
+                "type": "function",
+                "function": {"name": update.name, "arguments": opening},
+            }
+        if isinstance(update, CallDelta):
+            custom = self._tracker.calls[update.position].custom
+            if custom and not self._custom_as_function:
+                return {"index": update.position, "custom": {"input": update.text}}
+            text = escape_json_text(update.text) if custom else update.text
+            return {"index": update.position, "function": {"arguments": text}}
+        if (
+            isinstance(update, CallDone)
+            and update.call.kind == "custom"
+            and self._custom_as_function
+        ):
+            return {"index": update.position, "function": {"arguments": '"}'}}
+        return None
+
+    def _render(self, updates: list[Update]) -> list[dict[str, Any]]:
+        deltas: list[dict[str, Any]] = []
+        if not self._started:
+            self._started = True
+            deltas.append({"role": "assistant"})
+        for update in updates:
+            last = deltas[-1] if deltas else None
+            if isinstance(update, TextDelta):
+                keys = (update.key,) if update.key != REASONING_KEY else self._reasoning_keys
+                if not keys:
+                    continue
+                if last is not None and set(last) == set(keys):
+                    for key in keys:
+                        last[key] += update.text
+                else:
+                    deltas.append(dict.fromkeys(keys, update.text))
+                continue
+            entry = self._call_delta(update)
+            if entry is None:
+                continue
+            previous = last.get("tool_calls") if last is not None and len(last) == 1 else None
+            if previous and previous[-1]["index"] == entry["index"] and "id" not in entry:
+                target = previous[-1]
+                body = "custom" if "custom" in entry else "function"
+                field = "input" if body == "custom" else "arguments"
+                target[body][field] += entry[body][field]
+            else:
+                deltas.append({"tool_calls": [entry]})
+        return [self._chunk(delta) for delta in deltas]
+
+    # -- public -------------------------------------------------------------------------------
+
+    def _check_open(self, action: str) -> None:
+        if self._done:
+            raise ParserStateError(f"cannot {action}(): this stream already finished")
+
+    def start(self) -> list[dict[str, Any]]:
+        """The opening chunk (``role: "assistant"``), once; later calls return ``[]``.
+
+        Optional: the first :meth:`feed` sends it too. Call it to open the stream before the
+        model's first token.
+        """
+        self._check_open("start")
+        updates, self._pending = self._pending, []
+        return self._render(updates) if not self._started or updates else []
+
+    def feed(self, text: str | Sequence[int]) -> list[dict[str, Any]]:
+        """Parse more model output; return the chunks it completes (possibly none).
+
+        Raises:
+            ResponseParseError: the output does not fit the template (the parser is spent;
+                end the stream with :meth:`fail`).
+            ParserStateError: the stream already finished.
+        """
+        self._check_open("feed")
+        updates, self._pending = self._pending, []
+        updates += self._tracker.handle(self._parser.feed(text))
+        if not updates and self._started:
+            return []
+        return self._render(updates)
+
+    def finish(
+        self,
+        *,
+        finish_reason: FinishReason | None = None,
+        usage: Mapping[str, Any] | None = None,
+    ) -> list[dict[str, Any]]:
+        """End the generation: the last deltas, the ``finish_reason`` chunk, the usage chunk.
+
+        Args:
+            finish_reason: why generation stopped; default ``"tool_calls"`` when the model
+                made calls, else ``"stop"``. Pass ``"length"`` when the token limit cut it.
+            usage: when given, one more chunk with ``choices: []`` and this ``usage``.
+
+        Returns:
+            The final chunks. (Frame them with ``data: [DONE]`` after; see ``sse``.)
+
+        Raises:
+            ResponseParseError: the output does not fit the template.
+            ToolCallRuleError: the calls broke a rule the API guarantees; ``.result`` holds
+                these final chunks. Best-effort rules are warned.
+        """
+        self._check_open("finish")
+        message, events = self._parser.finalize()
+        self._done = True
+        self.message = message
+        updates, self._pending = self._pending, []
+        updates += self._tracker.handle(events)
+        updates += self._tracker.finish(message)
+        chunks = self._render(updates)
+        calls = resolve_calls(message, self._request.tools)
+        chunks.append(self._chunk({}, finish_reason_for(finish_reason, calls)))
+        if usage is not None:
+            chunks.append({**self._chunk({}), "choices": [], "usage": dict(usage)})
+        tools = self._request.tools
+        self.violations = check_calls(
+            calls, tools, self._request.tool_choice, self._request.parallel_tool_calls
+        )
+        report(self.violations, tools, chunks)
+        return chunks
+
+    def fail(self, error: ResponseParseError | str) -> list[dict[str, Any]]:
+        """End the stream after a failure: the mid-stream error payload Chat Completions uses.
+
+        Returns:
+            ``[{"error": {"message", "type": "server_error", "param": None, "code": None}}]``,
+            to send as the last ``data:`` line (the SDK raises ``APIError`` on it).
+        """
+        self._done = True
+        message = error.detail if isinstance(error, ResponseParseError) else error
+        return [
+            {"error": {"message": message, "type": "server_error", "param": None, "code": None}}
+        ]
+
+    @property
+    def tools(self) -> ToolIndex:
+        """The request's tools, normalized."""
+        return self._request.tools

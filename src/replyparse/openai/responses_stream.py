@@ -1,0 +1,384 @@
+"""Raw model text to a Responses API event stream.
+
+Owns the Responses rendering of a streaming parse: ``response.created`` and
+``response.in_progress``; per output item ``response.output_item.added``, its content events
+(``content_part.added`` + ``reasoning_text.delta`` / ``output_text.delta``,
+``function_call_arguments.delta``, ``custom_tool_call_input.delta``) and their ``.done``
+events, ``response.output_item.done``; then ``response.completed`` (or
+``response.incomplete``), with ``sequence_number`` counting from 0 and ``output_index`` in
+announcement order. Sans-IO: it returns dicts; :func:`replyparse.openai.sse.responses_sse`
+frames them.
+
+Items are announced in the order the model writes them. A tool call's item is complete as
+soon as its region closes (so a client can run it early); the reasoning and message items
+stay open until :meth:`ResponsesStream.finish`, because a template may capture those fields
+again later and their text must stay one item, as in the whole-message conversion.
+
+Invariant: ``response.completed.response`` equals :func:`~.messages.to_response` of the
+parsed message (same ids with a deterministic id factory), and every ``.delta`` sequence
+concatenates to its ``.done`` value.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from replyparse.errors import ParserStateError, ResponseParseError
+from replyparse.openai._calls import ToolIndex, resolve_calls
+from replyparse.openai._ids import (
+    CUSTOM_TOOL_CALL_PREFIX,
+    FUNCTION_CALL_PREFIX,
+    MESSAGE_PREFIX,
+    REASONING_PREFIX,
+    RESPONSE_PREFIX,
+    Clock,
+    IdFactory,
+    random_id,
+    system_clock,
+)
+from replyparse.openai._tracker import (
+    CallDelta,
+    CallDone,
+    CallStart,
+    MessageTracker,
+    TextDelta,
+    Update,
+)
+from replyparse.openai.errors import RuleViolation
+from replyparse.openai.messages import (
+    REASONING_KEY,
+    FinishReason,
+    _Request,
+    call_item,
+    message_item,
+    output_text_part,
+    reasoning_item,
+    response_object,
+    response_status,
+)
+from replyparse.openai.rules import check_calls, report
+from replyparse.parser import ResponseParser
+from replyparse.template import ResponseTemplate, load_template
+
+__all__ = ["ResponsesStream"]
+
+
+@dataclass
+class _Item:
+    """One announced output item and what was streamed into it."""
+
+    index: int
+    item_id: str
+    kind: str  # "reasoning", "message", "function_call" or "custom_tool_call"
+    text: str = ""
+    start: CallStart | None = None
+    final: dict[str, Any] | None = None
+
+
+class ResponsesStream:
+    """Parse raw model text into Responses API stream events, incrementally.
+
+    Args:
+        template: the response template (dict, JSON text or ``ResponseTemplate``).
+        prefix: the prompt sent to the model (see ``ResponseParser``); ``""`` opts out.
+        model: the ``model`` reported in every ``response``.
+        tools: the request's tools; they type arguments, tell custom tools apart and are
+            echoed in every ``response``.
+        tool_choice: the request's ``tool_choice`` (either API's shape).
+        parallel_tool_calls: the request's ``parallel_tool_calls``.
+        response_id: the ``resp_...`` id; made with ``ids`` when None.
+        created_at: Unix seconds; ``clock()`` when None.
+        ids: the identifier factory (inject :class:`~._ids.SequentialIds` in tests).
+        clock: the time source (also gives ``completed_at``).
+
+    Raises:
+        StrictSchemaError, ToolDefinitionError, ToolChoiceError: the request is invalid.
+
+    Example:
+        >>> from replyparse.openai import SequentialIds
+        >>> stream = ResponsesStream(
+        ...     {"start_anchor": "A:", "fields": {"content": {"close": "<end>"}}},
+        ...     prefix="", model="m", ids=SequentialIds(), clock=lambda: 0)
+        >>> [event["type"] for event in stream.feed("Hi")][-1]
+        'response.output_text.delta'
+        >>> stream.finish()[-1]["response"]["output"][0]["content"][0]["text"]
+        'Hi'
+    """
+
+    def __init__(
+        self,
+        template: Mapping[str, Any] | ResponseTemplate | str,
+        *,
+        prefix: str | Sequence[int],
+        model: str,
+        tools: Any = None,
+        tool_choice: Any = None,
+        parallel_tool_calls: bool = True,
+        response_id: str | None = None,
+        created_at: float | None = None,
+        ids: IdFactory = random_id,
+        clock: Clock = system_clock,
+    ) -> None:
+        """Check the request and start a parser; see the class docstring."""
+        loaded = load_template(template)
+        self._request = _Request(tools, tool_choice, parallel_tool_calls)
+        self._parser = ResponseParser(
+            loaded, prefix, tools=self._request.raw_tools, include_groups=True
+        )
+        self._ids = ids
+        self._clock = clock
+        self._tracker = MessageTracker(loaded, self._request.tools, ids)
+        self._model = model
+        self._id = response_id or ids(RESPONSE_PREFIX)
+        self._created_at = created_at if created_at is not None else int(clock())
+        self._sequence = 0
+        self._items: list[_Item] = []
+        self._text_items: dict[str, _Item] = {}
+        self._call_items: dict[int, _Item] = {}
+        self._started = False
+        self._done = False
+        self._pending = self._tracker.handle(self._parser.initial_events)
+        #: Rule violations found at :meth:`finish` (also warned or raised there).
+        self.violations: list[RuleViolation] = []
+        #: The parsed message, once :meth:`finish` returned.
+        self.message: dict[str, Any] | None = None
+
+    # -- rendering ----------------------------------------------------------------------------
+
+    def _event(self, kind: str, **fields: Any) -> dict[str, Any]:
+        event = {"type": kind, "sequence_number": self._sequence, **fields}
+        self._sequence += 1
+        return event
+
+    def _response(self, status: str, reason: str | None = None, **extra: Any) -> dict[str, Any]:
+        output = [item.final for item in self._items if item.final is not None]
+        return response_object(
+            response_id=self._id,
+            created_at=self._created_at,
+            model=self._model,
+            status=status,
+            output=output if status != "in_progress" else [],
+            tools=self._request.tools,
+            tool_choice=self._request.tool_choice,
+            parallel_tool_calls=self._request.parallel_tool_calls,
+            incomplete_reason=reason,
+            **extra,
+        )
+
+    def _opening(self) -> list[dict[str, Any]]:
+        if self._started:
+            return []
+        self._started = True
+        return [
+            self._event("response.created", response=self._response("in_progress")),
+            self._event("response.in_progress", response=self._response("in_progress")),
+        ]
+
+    def _add_text_item(self, key: str, events: list[dict[str, Any]]) -> _Item:
+        reasoning = key == REASONING_KEY
+        prefix = REASONING_PREFIX if reasoning else MESSAGE_PREFIX
+        item = _Item(len(self._items), self._ids(prefix), "reasoning" if reasoning else "message")
+        self._items.append(item)
+        self._text_items[key] = item
+        initial = (
+            reasoning_item(item.item_id, "", "in_progress")
+            if reasoning
+            else message_item(item.item_id, "", "in_progress")
+        )
+        part = {"type": "reasoning_text", "text": ""} if reasoning else output_text_part("")
+        events.append(
+            self._event("response.output_item.added", output_index=item.index, item=initial)
+        )
+        events.append(
+            self._event(
+                "response.content_part.added",
+                item_id=item.item_id,
+                output_index=item.index,
+                content_index=0,
+                part=part,
+            )
+        )
+        return item
+
+    def _text(self, update: TextDelta, events: list[dict[str, Any]]) -> None:
+        item = self._text_items.get(update.key) or self._add_text_item(update.key, events)
+        item.text += update.text
+        location = {"item_id": item.item_id, "output_index": item.index, "content_index": 0}
+        if item.kind == "reasoning":
+            events.append(
+                self._event("response.reasoning_text.delta", **location, delta=update.text)
+            )
+        else:
+            events.append(
+                self._event(
+                    "response.output_text.delta", **location, delta=update.text, logprobs=[]
+                )
+            )
+
+    def _call(self, update: CallStart | CallDelta | CallDone, events: list[dict[str, Any]]) -> None:
+        if isinstance(update, CallStart):
+            custom = update.custom
+            prefix = CUSTOM_TOOL_CALL_PREFIX if custom else FUNCTION_CALL_PREFIX
+            item = _Item(
+                len(self._items),
+                self._ids(prefix),
+                "custom_tool_call" if custom else "function_call",
+                start=update,
+            )
+            self._items.append(item)
+            self._call_items[update.position] = item
+            initial: dict[str, Any] = {
+                "id": item.item_id,
+                "type": item.kind,
+                **({} if custom else {"status": "in_progress"}),
+                "call_id": update.call_id,
+                "name": update.item_name,
+                ("input" if custom else "arguments"): "",
+            }
+            if update.namespace:
+                initial["namespace"] = update.namespace
+            events.append(
+                self._event("response.output_item.added", output_index=item.index, item=initial)
+            )
+            return
+        item = self._call_items[update.position]
+        custom = item.kind == "custom_tool_call"
+        stem = "response.custom_tool_call_input" if custom else "response.function_call_arguments"
+        location = {"item_id": item.item_id, "output_index": item.index}
+        if isinstance(update, CallDelta):
+            item.text += update.text
+            events.append(self._event(f"{stem}.delta", **location, delta=update.text))
+            return
+        assert isinstance(update, CallDone) and item.start is not None
+        field_name = "input" if custom else "arguments"
+        events.append(self._event(f"{stem}.done", **location, **{field_name: item.text}))
+        item.final = call_item(update.call, item.item_id, item.start.call_id, item.text)
+        events.append(
+            self._event("response.output_item.done", output_index=item.index, item=item.final)
+        )
+
+    def _render(self, updates: list[Update]) -> list[dict[str, Any]]:
+        events = self._opening()
+        for update in updates:
+            if isinstance(update, TextDelta):
+                self._text(update, events)
+            else:
+                self._call(update, events)
+        return events
+
+    def _close_text_items(self, cut: _Item | None, events: list[dict[str, Any]]) -> None:
+        """Finish the reasoning and message items; ``cut`` (the last item) is incomplete."""
+        for item in sorted(self._text_items.values(), key=lambda entry: entry.index):
+            status = "incomplete" if item is cut else "completed"
+            location = {"item_id": item.item_id, "output_index": item.index, "content_index": 0}
+            if item.kind == "reasoning":
+                events.append(
+                    self._event("response.reasoning_text.done", **location, text=item.text)
+                )
+                part: dict[str, Any] = {"type": "reasoning_text", "text": item.text}
+                item.final = reasoning_item(item.item_id, item.text, status)
+            else:
+                events.append(
+                    self._event(
+                        "response.output_text.done", **location, text=item.text, logprobs=[]
+                    )
+                )
+                part = output_text_part(item.text)
+                item.final = message_item(item.item_id, item.text, status)
+            events.append(self._event("response.content_part.done", **location, part=part))
+            events.append(
+                self._event("response.output_item.done", output_index=item.index, item=item.final)
+            )
+
+    # -- public -------------------------------------------------------------------------------
+
+    def _check_open(self, action: str) -> None:
+        if self._done:
+            raise ParserStateError(f"cannot {action}(): this stream already finished")
+
+    def start(self) -> list[dict[str, Any]]:
+        """``response.created`` and ``response.in_progress``, once; later calls return ``[]``.
+
+        Optional: the first :meth:`feed` sends them too. Call it to open the stream before
+        the model's first token.
+        """
+        self._check_open("start")
+        updates, self._pending = self._pending, []
+        return self._render(updates)
+
+    def feed(self, text: str | Sequence[int]) -> list[dict[str, Any]]:
+        """Parse more model output; return the events it completes (possibly none).
+
+        Raises:
+            ResponseParseError: the output does not fit the template (the parser is spent;
+                end the stream with :meth:`fail`).
+            ParserStateError: the stream already finished.
+        """
+        self._check_open("feed")
+        updates, self._pending = self._pending, []
+        updates += self._tracker.handle(self._parser.feed(text))
+        return self._render(updates)
+
+    def finish(
+        self,
+        *,
+        finish_reason: FinishReason | None = None,
+        usage: Mapping[str, Any] | None = None,
+    ) -> list[dict[str, Any]]:
+        """End the generation: close every item, then ``response.completed``.
+
+        Args:
+            finish_reason: ``"length"`` (or ``"content_filter"``) ends with
+                ``response.incomplete`` and marks the last item incomplete.
+            usage: a ``usage`` object for the final ``response``.
+
+        Returns:
+            The final events.
+
+        Raises:
+            ResponseParseError: the output does not fit the template.
+            ToolCallRuleError: the calls broke a rule the API guarantees; ``.result`` holds
+                these final events. Best-effort rules are warned.
+        """
+        self._check_open("finish")
+        message, parser_events = self._parser.finalize()
+        self._done = True
+        self.message = message
+        updates, self._pending = self._pending, []
+        updates += self._tracker.handle(parser_events)
+        updates += self._tracker.finish(message)
+        events = self._render(updates)
+        status, reason = response_status(finish_reason)
+        cut = self._items[-1] if status == "incomplete" and self._items else None
+        self._close_text_items(cut, events)
+        final = self._response(
+            status,
+            reason,
+            completed_at=int(self._clock()) if status == "completed" else None,
+            usage=usage,
+        )
+        events.append(self._event(f"response.{status}", response=final))
+        tools = self._request.tools
+        calls = resolve_calls(message, tools)
+        self.violations = check_calls(
+            calls, tools, self._request.tool_choice, self._request.parallel_tool_calls
+        )
+        report(self.violations, tools, events)
+        return events
+
+    def fail(self, error: ResponseParseError | str) -> list[dict[str, Any]]:
+        """End the stream after a failure with ``response.failed`` (``code: server_error``)."""
+        self._done = True
+        message = error.detail if isinstance(error, ResponseParseError) else error
+        events = self._opening()
+        failed = self._response("failed")
+        failed["error"] = {"code": "server_error", "message": message}
+        events.append(self._event("response.failed", response=failed))
+        return events
+
+    @property
+    def tools(self) -> ToolIndex:
+        """The request's tools, normalized."""
+        return self._request.tools

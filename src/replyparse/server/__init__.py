@@ -1,0 +1,39 @@
+"""An OpenAI-compatible HTTP server that gives any raw-text model function calling.
+
+``replyparse serve`` runs it: Chat Completions and Responses over a backend that generates
+raw text (an upstream ``/v1/completions`` endpoint, or recorded generations), with the
+model's chat template rendering the prompt and its response template parsing the output.
+Behind the ``server`` extra (Starlette, uvicorn, Jinja2, httpx2); see ``docs/server.md``.
+"""
+
+from __future__ import annotations
+
+from replyparse.server.app import ServerConfig, create_app
+from replyparse.server.backends import (
+    Backend,
+    BackendError,
+    Delta,
+    Generation,
+    GenerationRequest,
+    ReplayBackend,
+    UpstreamBackend,
+)
+from replyparse.server.chat_template import ChatTemplate, ChatTemplateError, tools_for_template
+from replyparse.server.run import bind_socket, run
+
+__all__ = [
+    "Backend",
+    "BackendError",
+    "ChatTemplate",
+    "ChatTemplateError",
+    "Delta",
+    "Generation",
+    "GenerationRequest",
+    "ReplayBackend",
+    "ServerConfig",
+    "UpstreamBackend",
+    "bind_socket",
+    "create_app",
+    "run",
+    "tools_for_template",
+]

@@ -1,0 +1,415 @@
+"""The HTTP shell: OpenAI-compatible routes over a backend, a chat template and a parser.
+
+``POST /v1/chat/completions`` and ``POST /v1/responses`` (whole or ``stream: true`` as
+server-sent events), ``GET /v1/models`` and ``GET /health``. Each request is read into a
+:class:`~.turn.Turn`, its conversation rendered with the chat template into a prompt, the
+prompt sent to the backend, and the generation parsed with the response template, the
+prompt being the parser's prefix, by the OpenAI layer's stream objects. Those objects check
+the tools and ``tool_choice`` when they are built, so a bad request fails with a 400 before
+anything is generated.
+
+Failures after the stream began (the backend dropped, the output does not fit the template)
+end the stream with an error event: a ``data: {"error": ...}`` chunk then ``[DONE]`` for
+Chat Completions; ``error`` then ``response.failed`` for Responses.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import time
+import warnings
+from collections.abc import AsyncIterator, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal, TypeVar
+
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from replyparse.errors import ResponseParseError
+from replyparse.openai import (
+    ChatCompletionStream,
+    FinishReason,
+    ResponsesStream,
+    ToolCallRuleError,
+    chat_sse,
+    responses_sse,
+    to_chat_completion,
+    to_response,
+)
+from replyparse.server.backends import Backend, BackendError, Delta, Generation, GenerationRequest
+from replyparse.server.chat_template import ChatTemplate, tools_for_template
+from replyparse.server.errors import Api, ApiError, to_api_error
+from replyparse.server.turn import Turn, read_turn
+from replyparse.template import ResponseTemplate
+from replyparse.tools import normalize_tools
+
+__all__ = ["ServerConfig", "create_app"]
+
+logger = logging.getLogger("replyparse.server")
+
+_T = TypeVar("_T")
+_SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+
+
+@dataclass(frozen=True)
+class ServerConfig:
+    """Everything the server needs.
+
+    Attributes:
+        model_name: the model ``/v1/models`` lists; requests must name it.
+        template: the response template that parses every generation.
+        backend: where generations come from.
+        chat_template: renders the prompt; without one the prompt is ``prefix`` (replay
+            only: an upstream needs a real prompt).
+        prefix: the generation prompt to parse from when there is no chat template.
+        template_kwargs: chat-template variables for every request (a request's
+            ``chat_template_kwargs`` override them).
+        reasoning_keys: the Chat Completions keys that carry reasoning text.
+        custom_tool_deltas: how a custom tool call streams in Chat Completions:
+            ``"custom"`` (OpenAI's own shape, which the SDK's stream helper cannot
+            accumulate) or ``"function"`` (a function delta whose arguments are
+            ``{"input": ...}``).
+    """
+
+    model_name: str
+    template: ResponseTemplate
+    backend: Backend
+    chat_template: ChatTemplate | None = None
+    prefix: str = ""
+    template_kwargs: Mapping[str, Any] = field(default_factory=dict)  # JSON boundary
+    reasoning_keys: tuple[str, ...] = ("reasoning_content",)
+    custom_tool_deltas: Literal["custom", "function"] = "custom"
+
+
+def _quietly(call: Callable[[], _T], on_rule_error: Callable[[ToolCallRuleError], _T]) -> _T:
+    """Run ``call``; log the rule warnings it raises instead of letting them escape.
+
+    Broken tool-calling rules never lose the model's output: a ``ToolCallRuleError`` is
+    logged and its ``result`` (what would have been returned) is used.
+    """
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            result = call()
+        except ToolCallRuleError as error:
+            logger.warning("the model broke a tool-calling rule: %s", " ".join(str(error).split()))
+            result = on_rule_error(error)
+    for warning in caught:
+        logger.warning("%s", warning.message)
+    return result
+
+
+def _chat_usage(usage: Mapping[str, int] | None) -> dict[str, int] | None:
+    if not usage or "prompt_tokens" not in usage or "completion_tokens" not in usage:
+        return None
+    prompt, completion = usage["prompt_tokens"], usage["completion_tokens"]
+    return {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": prompt + completion,
+    }
+
+
+def _responses_usage(usage: Mapping[str, int] | None) -> dict[str, Any] | None:
+    counts = _chat_usage(usage)
+    if counts is None:
+        return None
+    return {
+        "input_tokens": counts["prompt_tokens"],
+        "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
+        "output_tokens": counts["completion_tokens"],
+        "output_tokens_details": {"reasoning_tokens": 0},
+        "total_tokens": counts["total_tokens"],
+    }
+
+
+class _Outcome:
+    """What a generation ended with, gathered while streaming."""
+
+    def __init__(self) -> None:
+        self.finish_reason: FinishReason | None = None
+        self.usage: Mapping[str, int] | None = None
+
+    def note(self, delta: Delta) -> None:
+        if delta.finish_reason == "length":
+            self.finish_reason = "length"
+        elif delta.finish_reason == "content_filter":
+            self.finish_reason = "content_filter"
+        if delta.usage:
+            self.usage = delta.usage
+
+
+class _Handler:
+    """The request pipeline, shared by both APIs."""
+
+    def __init__(self, config: ServerConfig) -> None:
+        self.config = config
+        self.created = int(time.time())
+
+    # -- steps --------------------------------------------------------------------------------
+
+    def prompt(self, turn: Turn) -> str:
+        chat_template = self.config.chat_template
+        if chat_template is None:
+            return self.config.prefix
+        tools = tools_for_template(normalize_tools(turn.tools)) if turn.tools else None
+        kwargs = {**self.config.template_kwargs, **turn.template_kwargs}
+        return chat_template.render(turn.messages, tools=tools, **kwargs)
+
+    def generation_request(self, turn: Turn, prompt: str) -> GenerationRequest:
+        extra: dict[str, Any] = {}
+        chat_template = self.config.chat_template
+        bos = chat_template.special_tokens.get("bos_token") if chat_template else None
+        if isinstance(bos, str) and bos and prompt.startswith(bos):
+            extra["add_special_tokens"] = False  # the chat template wrote the BOS token
+        return GenerationRequest(
+            prompt=prompt,
+            max_tokens=turn.max_tokens,
+            temperature=turn.temperature,
+            top_p=turn.top_p,
+            seed=turn.seed,
+            stop=turn.stop,
+            extra=extra,
+        )
+
+    def stream(self, turn: Turn, prompt: str) -> ChatCompletionStream | ResponsesStream:
+        settings: dict[str, Any] = {
+            "prefix": prompt,
+            "model": turn.model,
+            "tools": turn.tools,
+            "tool_choice": turn.tool_choice,
+            "parallel_tool_calls": turn.parallel_tool_calls,
+        }
+        if turn.api == "chat":
+            return ChatCompletionStream(
+                self.config.template,
+                reasoning_keys=self.config.reasoning_keys,
+                custom_tool_calls=self.config.custom_tool_deltas,
+                **settings,
+            )
+        return ResponsesStream(self.config.template, **settings)
+
+    # -- routes -------------------------------------------------------------------------------
+
+    async def handle(self, request: Request, api: Api) -> Response:
+        try:
+            try:
+                body = json.loads(await request.body())
+            except ValueError as error:
+                raise ApiError(f"the request body is not valid JSON: {error}") from None
+            turn = read_turn(body, api)
+            if turn.model != self.config.model_name:
+                raise ApiError(
+                    f"the model {turn.model!r} does not exist; this server serves "
+                    f"{self.config.model_name!r}",
+                    param="model",
+                    code="model_not_found",
+                )
+            prompt = self.prompt(turn)
+            stream = self.stream(turn, prompt)
+            try:
+                generation = await self.config.backend.start(self.generation_request(turn, prompt))
+            except BackendError as error:
+                raise ApiError(str(error), status=502, type="server_error") from None
+        except Exception as error:  # every failure before generation is an error object
+            api_error = to_api_error(error, api)
+            if api_error.status >= 500:
+                logger.exception("request failed", exc_info=error)
+            return JSONResponse(api_error.body(), status_code=api_error.status)
+        if turn.stream:
+            events = (
+                self.chat_events(stream, generation, turn)
+                if isinstance(stream, ChatCompletionStream)
+                else self.responses_events(stream, generation)
+            )
+            return StreamingResponse(events, media_type="text/event-stream", headers=_SSE_HEADERS)
+        return await self.whole(turn, stream, generation)
+
+    async def whole(
+        self, turn: Turn, stream: ChatCompletionStream | ResponsesStream, generation: Generation
+    ) -> Response:
+        outcome = _Outcome()
+        try:
+            async for delta in generation:
+                outcome.note(delta)
+                if delta.text:
+                    stream.feed(delta.text)
+            _quietly(lambda: stream.finish(finish_reason=outcome.finish_reason), lambda e: [])
+        except Exception as error:
+            api_error = (
+                ApiError(str(error), status=502, type="server_error")
+                if isinstance(error, BackendError)
+                else to_api_error(error, turn.api)
+            )
+            if api_error.status >= 500:
+                logger.error("generation failed: %s", api_error.message)
+            return JSONResponse(api_error.body(), status_code=api_error.status)
+        finally:
+            await generation.aclose()
+        message = stream.message or {}
+        settings: dict[str, Any] = {
+            "model": turn.model,
+            "tools": turn.tools,
+            "tool_choice": turn.tool_choice,
+            "parallel_tool_calls": turn.parallel_tool_calls,
+            "finish_reason": outcome.finish_reason,
+        }
+        if turn.api == "chat":
+            usage = _chat_usage(outcome.usage)
+            result = _quietly(
+                lambda: to_chat_completion(
+                    message, usage=usage, reasoning_keys=self.config.reasoning_keys, **settings
+                ),
+                lambda error: dict(error.result),
+            )
+        else:
+            usage = _responses_usage(outcome.usage)
+            result = _quietly(
+                lambda: to_response(message, usage=usage, **settings),
+                lambda error: dict(error.result),
+            )
+        return JSONResponse(result)
+
+    async def chat_events(
+        self, stream: ChatCompletionStream, generation: Generation, turn: Turn
+    ) -> AsyncIterator[str]:
+        outcome = _Outcome()
+        try:
+            for frame in chat_sse(stream.start(), done=False):
+                yield frame
+            async for delta in generation:
+                outcome.note(delta)
+                if delta.text:
+                    for frame in chat_sse(stream.feed(delta.text), done=False):
+                        yield frame
+            usage = _chat_usage(outcome.usage) if turn.include_usage else None
+            chunks = _quietly(
+                lambda: stream.finish(finish_reason=outcome.finish_reason, usage=usage),
+                lambda error: list(error.result),
+            )
+            for frame in chat_sse(chunks):
+                yield frame
+        except Exception as error:
+            for frame in chat_sse(stream.fail(_failure(error))):
+                yield frame
+        finally:
+            await generation.aclose()
+
+    async def responses_events(
+        self, stream: ResponsesStream, generation: Generation
+    ) -> AsyncIterator[str]:
+        outcome = _Outcome()
+        try:
+            for frame in responses_sse(stream.start()):
+                yield frame
+            async for delta in generation:
+                outcome.note(delta)
+                if delta.text:
+                    for frame in responses_sse(stream.feed(delta.text)):
+                        yield frame
+            usage = _responses_usage(outcome.usage)
+            events = _quietly(
+                lambda: stream.finish(finish_reason=outcome.finish_reason, usage=usage),
+                lambda error: list(error.result),
+            )
+            for frame in responses_sse(events):
+                yield frame
+        except Exception as error:
+            for frame in responses_sse(_responses_failure(stream, _failure(error))):
+                yield frame
+        finally:
+            await generation.aclose()
+
+    async def models(self, request: Request) -> Response:
+        return JSONResponse({"object": "list", "data": [self.model_card()]})
+
+    async def model(self, request: Request) -> Response:
+        model_id = request.path_params["model_id"]
+        if model_id != self.config.model_name:
+            error = ApiError(
+                f"the model {model_id!r} does not exist",
+                status=404,
+                param="model",
+                code="model_not_found",
+            )
+            return JSONResponse(error.body(), status_code=404)
+        return JSONResponse(self.model_card())
+
+    def model_card(self) -> dict[str, Any]:
+        return {
+            "id": self.config.model_name,
+            "object": "model",
+            "created": self.created,
+            "owned_by": "replyparse",
+        }
+
+
+def _failure(error: Exception) -> str:
+    """The one-line message a stream ends with."""
+    if isinstance(error, BackendError):
+        logger.error("generation failed: %s", error)
+        return str(error)
+    if isinstance(error, ResponseParseError):
+        logger.error("the model's output does not fit the template: %s", error.detail)
+        return f"the model's output does not fit the response template: {error.detail}"
+    logger.exception("stream failed", exc_info=error)
+    return f"internal error: {type(error).__name__}: {error}"
+
+
+def _responses_failure(stream: ResponsesStream, message: str) -> list[dict[str, Any]]:
+    """An ``error`` event, then ``response.failed`` (numbered after it)."""
+    events = stream.fail(message)
+    failed = events[-1]
+    error = {
+        "type": "error",
+        "sequence_number": failed["sequence_number"],
+        "code": "server_error",
+        "message": message,
+        "param": None,
+    }
+    failed["sequence_number"] += 1
+    return [*events[:-1], error, failed]
+
+
+async def _http_error(request: Request, error: Exception) -> Response:
+    status = error.status_code if isinstance(error, HTTPException) else 500
+    detail = error.detail if isinstance(error, HTTPException) else "internal error"
+    body = ApiError(f"{request.method} {request.url.path}: {detail}", status=status).body()
+    return JSONResponse(body, status_code=status)
+
+
+def create_app(config: ServerConfig) -> Starlette:
+    """The ASGI application for ``config``; closes the backend at shutdown."""
+    handler = _Handler(config)
+
+    async def chat(request: Request) -> Response:
+        return await handler.handle(request, "chat")
+
+    async def responses(request: Request) -> Response:
+        return await handler.handle(request, "responses")
+
+    async def health(request: Request) -> Response:
+        return JSONResponse({"status": "ok"})
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        try:
+            yield
+        finally:
+            await config.backend.close()
+
+    routes = [
+        Route("/v1/chat/completions", chat, methods=["POST"]),
+        Route("/v1/responses", responses, methods=["POST"]),
+        Route("/v1/models", handler.models, methods=["GET"]),
+        Route("/v1/models/{model_id:path}", handler.model, methods=["GET"]),
+        Route("/health", health, methods=["GET"]),
+    ]
+    return Starlette(
+        routes=routes, exception_handlers={HTTPException: _http_error}, lifespan=lifespan
+    )

@@ -1,0 +1,343 @@
+"""Where generations come from: a recorded file (replay) or an OpenAI-compatible upstream.
+
+Owns the backend contract the server drives: :meth:`Backend.start` takes a rendered prompt
+and sampling settings and returns a :class:`Generation`, an async iterator of
+:class:`Delta` (text pieces, then a finish reason and token usage when known). ``start``
+raises :class:`BackendError` when the backend cannot be reached or refuses the request, so
+the server can still answer with an HTTP error; once iteration has begun a failure raises
+:class:`BackendError` from the iterator, and the server ends the stream with an error event.
+
+Knows nothing of templates, parsing or the OpenAI response shapes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+__all__ = [
+    "Backend",
+    "BackendError",
+    "Delta",
+    "Generation",
+    "GenerationRequest",
+    "ReplayBackend",
+    "UpstreamBackend",
+]
+
+#: Upstream finish reasons the OpenAI layer understands; anything else (``"stop"``, an EOS,
+#: a stop string, ``"abort"``) lets the layer decide between ``stop`` and ``tool_calls``.
+_KNOWN_FINISH_REASONS = ("length", "content_filter")
+
+
+class BackendError(Exception):
+    """The backend failed; the message is one line, safe to show to API clients."""
+
+
+@dataclass(frozen=True)
+class GenerationRequest:
+    """What to generate: the rendered prompt and the sampling settings a client asked for.
+
+    Attributes:
+        prompt: the full prompt text (the chat template's output).
+        max_tokens: the token limit, or None for the backend's default.
+        temperature, top_p, seed: sampling settings, None when not given.
+        stop: stop strings, None when not given.
+        extra: more ``/v1/completions`` parameters to pass through as they are.
+    """
+
+    prompt: str
+    max_tokens: int | None = None
+    temperature: float | None = None
+    top_p: float | None = None
+    seed: int | None = None
+    stop: Sequence[str] | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict)  # JSON boundary
+
+
+@dataclass(frozen=True)
+class Delta:
+    """A piece of a generation.
+
+    Attributes:
+        text: new text (may be empty on the last delta).
+        finish_reason: ``"length"`` or ``"content_filter"`` when generation stopped for
+            that reason; None otherwise.
+        usage: ``{"prompt_tokens", "completion_tokens"}`` when the backend reported them.
+    """
+
+    text: str = ""
+    finish_reason: str | None = None
+    usage: Mapping[str, int] | None = None
+
+
+class Generation(Protocol):
+    """A running generation: iterate it for deltas; ``aclose()`` releases it early."""
+
+    def __aiter__(self) -> AsyncIterator[Delta]: ...
+
+    async def aclose(self) -> None: ...
+
+
+class Backend(Protocol):
+    """Generates text for a prompt."""
+
+    #: One line naming the backend (shown at startup).
+    description: str
+
+    async def start(self, request: GenerationRequest) -> Generation:
+        """Begin generating; raise :class:`BackendError` if the backend refuses."""
+        ...
+
+    async def close(self) -> None:
+        """Release connections (called once at shutdown)."""
+        ...
+
+
+# -- replay ---------------------------------------------------------------------------------
+
+
+class _ReplayGeneration:
+    def __init__(self, text: str, finish_reason: str | None, chunk_size: int, delay: float) -> None:
+        self._text = text
+        self._finish_reason = finish_reason
+        self._chunk_size = chunk_size
+        self._delay = delay
+
+    async def _deltas(self) -> AsyncIterator[Delta]:
+        for start in range(0, len(self._text), self._chunk_size):
+            if self._delay:
+                await asyncio.sleep(self._delay)
+            else:
+                await asyncio.sleep(0)  # let the server flush between pieces
+            yield Delta(self._text[start : start + self._chunk_size])
+        yield Delta("", self._finish_reason)
+
+    def __aiter__(self) -> AsyncIterator[Delta]:
+        return self._deltas()
+
+    async def aclose(self) -> None:
+        return None
+
+
+class ReplayBackend:
+    """Serves recorded generations in order, cycling, a few characters at a time.
+
+    The file is JSONL, one generation per line: ``{"text": "..."}``, optionally with
+    ``"finish_reason": "length"`` to replay a cut generation. The prompt is ignored.
+
+    Args:
+        path: the JSONL file.
+        chunk_size: characters per streamed piece.
+        delay: seconds to wait before each piece (0 for none).
+
+    Raises:
+        BackendError: the file is missing, empty or has a malformed line (named by number).
+    """
+
+    def __init__(self, path: str | Path, *, chunk_size: int = 4, delay: float = 0.0) -> None:
+        """Read every recorded generation; see the class docstring."""
+        location = Path(path)
+        try:
+            lines = location.read_text(encoding="utf-8").splitlines()
+        except OSError as error:
+            raise BackendError(
+                f"{location}: cannot read the replay file: {error.strerror}"
+            ) from None
+        self._records: list[tuple[str, str | None]] = []
+        for number, line in enumerate(lines, start=1):
+            if not line.strip():
+                continue
+            self._records.append(_replay_record(line, f"{location}:{number}"))
+        if not self._records:
+            raise BackendError(f"{location}: the replay file holds no generation")
+        if chunk_size < 1:
+            raise BackendError(f"the replay chunk size must be at least 1; got {chunk_size}")
+        self._chunk_size = chunk_size
+        self._delay = delay
+        self._next = 0
+        self.description = f"replay of {location} ({len(self._records)} generations)"
+
+    async def start(self, request: GenerationRequest) -> Generation:
+        """The next recorded generation (the request is ignored)."""
+        text, finish_reason = self._records[self._next % len(self._records)]
+        self._next += 1
+        return _ReplayGeneration(text, finish_reason, self._chunk_size, self._delay)
+
+    async def close(self) -> None:
+        """Nothing to release."""
+        return None
+
+
+def _replay_record(line: str, where: str) -> tuple[str, str | None]:
+    try:
+        record = json.loads(line)
+    except ValueError as error:
+        raise BackendError(f"{where}: not valid JSON: {error}") from None
+    if not isinstance(record, dict) or not isinstance(record.get("text"), str):
+        raise BackendError(f'{where}: expected an object with a string "text"')
+    finish_reason = record.get("finish_reason")
+    if finish_reason is not None and finish_reason not in _KNOWN_FINISH_REASONS:
+        raise BackendError(
+            f'{where}: "finish_reason" must be one of {list(_KNOWN_FINISH_REASONS)} or null; '
+            f"got {finish_reason!r}"
+        )
+    return record["text"], finish_reason
+
+
+# -- upstream -------------------------------------------------------------------------------
+
+
+def completions_url(base: str) -> str:
+    """The ``/v1/completions`` URL of an upstream given as a host, a ``/v1`` base or in full."""
+    url = base.rstrip("/")
+    if url.endswith("/completions"):
+        return url
+    if url.endswith("/v1"):
+        return f"{url}/completions"
+    return f"{url}/v1/completions"
+
+
+def _error_text(body: bytes, status: int) -> str:
+    """The one-line message of an upstream error response."""
+    text = body.decode("utf-8", errors="replace").strip()
+    try:
+        decoded = json.loads(text)
+    except ValueError:
+        decoded = None
+    if isinstance(decoded, dict):
+        error = decoded.get("error", decoded)
+        message = error.get("message") if isinstance(error, dict) else error
+        if message:
+            text = str(message)
+    text = " ".join(text.split())[:300]
+    return f"upstream answered HTTP {status}: {text or '(empty body)'}"
+
+
+class _UpstreamGeneration:
+    def __init__(self, response: Any) -> None:
+        self._response = response
+
+    async def _deltas(self) -> AsyncIterator[Delta]:
+        import httpx2
+
+        try:
+            async for line in self._response.aiter_lines():
+                if not line.startswith("data:"):
+                    continue
+                data = line[5:].strip()
+                if data == "[DONE]":
+                    return
+                delta = _completion_delta(data)
+                if delta is not None:
+                    yield delta
+        except httpx2.HTTPError as error:
+            raise BackendError(f"the upstream connection failed mid-stream: {error}") from None
+        finally:
+            await self._response.aclose()
+
+    def __aiter__(self) -> AsyncIterator[Delta]:
+        return self._deltas()
+
+    async def aclose(self) -> None:
+        await self._response.aclose()
+
+
+def _completion_delta(data: str) -> Delta | None:
+    """One ``data:`` payload of an upstream ``/v1/completions`` stream."""
+    try:
+        chunk = json.loads(data)
+    except ValueError:
+        raise BackendError(f"the upstream sent a malformed stream chunk: {data[:200]!r}") from None
+    if not isinstance(chunk, dict):
+        raise BackendError(f"the upstream sent a malformed stream chunk: {data[:200]!r}")
+    if chunk.get("error"):
+        error = chunk["error"]
+        message = error.get("message") if isinstance(error, dict) else error
+        raise BackendError(f"the upstream failed mid-stream: {message}")
+    text = ""
+    finish_reason: str | None = None
+    choices = chunk.get("choices")
+    if isinstance(choices, list) and choices and isinstance(choices[0], dict):
+        text = choices[0].get("text") or ""
+        reason = choices[0].get("finish_reason")
+        finish_reason = reason if reason in _KNOWN_FINISH_REASONS else None
+    usage = chunk.get("usage")
+    counts: dict[str, int] | None = None
+    if isinstance(usage, dict):
+        counts = {
+            key: usage[key]
+            for key in ("prompt_tokens", "completion_tokens")
+            if isinstance(usage.get(key), int)
+        }
+    if not text and finish_reason is None and not counts:
+        return None
+    return Delta(str(text), finish_reason, counts or None)
+
+
+class UpstreamBackend:
+    """Streams from an OpenAI-compatible ``/v1/completions`` endpoint (vLLM, SGLang, llama.cpp
+    server, TGI), asking it to keep special tokens in the text (the response template needs
+    the delimiters they spell).
+
+    Args:
+        url: the upstream, as ``http://host:port``, ``http://host:port/v1`` or the full
+            completions URL.
+        model: the upstream model name to send.
+        api_key: sent as a bearer token when given.
+        timeout: seconds to wait for a connection and for each piece.
+    """
+
+    def __init__(
+        self, url: str, *, model: str, api_key: str | None = None, timeout: float = 600.0
+    ) -> None:
+        """Prepare a connection pool; nothing is sent until the first request."""
+        import httpx2
+
+        self._url = completions_url(url)
+        self._model = model
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._client = httpx2.AsyncClient(headers=headers, timeout=timeout)
+        self.description = f"upstream {self._url} (model {model!r})"
+
+    def body(self, request: GenerationRequest) -> dict[str, Any]:
+        """The ``/v1/completions`` request body for ``request``."""
+        body: dict[str, Any] = {
+            "model": self._model,
+            "prompt": request.prompt,
+            "stream": True,
+            "stream_options": {"include_usage": True},
+            # vLLM and SGLang drop special tokens from the text by default; the response
+            # template needs them (<think>, <tool_call>, <|channel|>...).
+            "skip_special_tokens": False,
+            "spaces_between_special_tokens": False,
+        }
+        for key in ("max_tokens", "temperature", "top_p", "seed", "stop"):
+            value = getattr(request, key)
+            if value is not None:
+                body[key] = list(value) if key == "stop" else value
+        body.update(request.extra)
+        return body
+
+    async def start(self, request: GenerationRequest) -> Generation:
+        """Send the request and wait for the upstream's answer headers."""
+        import httpx2
+
+        http_request = self._client.build_request("POST", self._url, json=self.body(request))
+        try:
+            response = await self._client.send(http_request, stream=True)
+        except httpx2.HTTPError as error:
+            raise BackendError(f"cannot reach the upstream at {self._url}: {error}") from None
+        if response.status_code != 200:
+            body = await response.aread()
+            await response.aclose()
+            raise BackendError(_error_text(body, response.status_code))
+        return _UpstreamGeneration(response)
+
+    async def close(self) -> None:
+        """Close the connection pool."""
+        await self._client.aclose()

@@ -1,0 +1,320 @@
+"""Render a prompt with a model's chat template, as transformers' ``apply_chat_template`` does.
+
+Owns reading a chat template (a ``.jinja`` file, a ``tokenizer_config.json`` or a model
+directory holding either) and rendering a conversation plus tools into the prompt text a
+``/v1/completions`` backend continues. The Jinja environment matches the one Hugging Face
+chat templates are written for: sandboxed, ``trim_blocks`` and ``lstrip_blocks``, loop
+controls, a ``tojson`` filter that keeps non-ASCII and key order, ``raise_exception`` and
+``strftime_now`` globals, the ``{% generation %}`` block (rendered as its body), the
+tokenizer's special tokens as variables, and ``tools`` in the Chat Completions shape.
+
+Needs ``jinja2`` (the ``server`` extra). Knows nothing of HTTP or parsing.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import jinja2
+import jinja2.ext
+import jinja2.nodes
+import jinja2.parser
+from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+from replyparse.tools import CustomTool, FunctionTool, Tool
+
+__all__ = ["ChatTemplate", "ChatTemplateError", "tools_for_template"]
+
+#: Tokenizer config keys whose values templates read as variables (``bos_token``...).
+_SPECIAL_TOKEN_KEYS = (
+    "bos_token",
+    "eos_token",
+    "unk_token",
+    "sep_token",
+    "pad_token",
+    "cls_token",
+    "mask_token",
+)
+
+
+class ChatTemplateError(ValueError):
+    """A chat template cannot be read or rendered; the message says which and why."""
+
+
+class _TemplateRaised(Exception):
+    """``raise_exception()`` called by the template itself (a bad conversation)."""
+
+
+def _raise_exception(message: str) -> None:
+    raise _TemplateRaised(message)
+
+
+def _tojson(
+    value: Any,
+    ensure_ascii: bool = False,
+    indent: int | None = None,
+    separators: tuple[str, str] | None = None,
+    sort_keys: bool = False,
+) -> str:
+    # Jinja's own tojson escapes HTML and sorts keys; chat templates expect neither.
+    return json.dumps(
+        value, ensure_ascii=ensure_ascii, indent=indent, separators=separators, sort_keys=sort_keys
+    )
+
+
+def _strftime_now(format: str) -> str:
+    return datetime.now().strftime(format)
+
+
+class _GenerationBlock(jinja2.ext.Extension):
+    """``{% generation %}...{% endgeneration %}``: marks assistant text; rendered as its body."""
+
+    tags = {"generation"}  # noqa: RUF012 - jinja2's Extension API declares a class-level set
+
+    def parse(self, parser: jinja2.parser.Parser) -> jinja2.nodes.Node:
+        lineno = next(parser.stream).lineno
+        body = parser.parse_statements(("name:endgeneration",), drop_needle=True)
+        return jinja2.nodes.Scope(body, lineno=lineno)
+
+
+def _environment() -> ImmutableSandboxedEnvironment:
+    environment = ImmutableSandboxedEnvironment(
+        trim_blocks=True,
+        lstrip_blocks=True,
+        extensions=[jinja2.ext.loopcontrols, _GenerationBlock],
+    )
+    environment.filters["tojson"] = _tojson
+    environment.globals["raise_exception"] = _raise_exception
+    environment.globals["strftime_now"] = _strftime_now
+    return environment
+
+
+def _token_text(value: Any) -> str | None:
+    """A special token as written in ``tokenizer_config.json``: a string or an AddedToken dict."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, Mapping) and isinstance(value.get("content"), str):
+        return str(value["content"])
+    return None
+
+
+def _custom_tool_function(tool: CustomTool) -> dict[str, Any]:
+    """A custom tool as the one-string-argument function a chat template can show."""
+    description = tool.description or f"Send free-form text to {tool.name}."
+    grammar = tool.format if tool.format and tool.format.get("type") == "grammar" else None
+    if grammar is not None:
+        description += (
+            f"\nThe input must match this {grammar.get('syntax')} grammar:\n"
+            f"{grammar.get('definition')}"
+        )
+    return {
+        "type": "function",
+        "function": {
+            "name": tool.qualified_name,
+            "description": description,
+            "parameters": {
+                "type": "object",
+                "properties": {"input": {"type": "string", "description": "The raw input."}},
+                "required": ["input"],
+            },
+        },
+    }
+
+
+def tools_for_template(tools: Sequence[Tool]) -> list[dict[str, Any]]:
+    """Tools in the Chat Completions shape chat templates read (``tool.function.name``...).
+
+    Namespaced tools are named ``namespace.name`` (how a model calls them); ``strict`` is
+    left out (the model never sees it); a custom tool becomes a function taking one string,
+    ``input``, its grammar spelled out in the description.
+    """
+    rendered: list[dict[str, Any]] = []
+    for tool in tools:
+        if isinstance(tool, FunctionTool):
+            function: dict[str, Any] = {"name": tool.qualified_name}
+            if tool.description is not None:
+                function["description"] = tool.description
+            function["parameters"] = tool.parameters
+            rendered.append({"type": "function", "function": function})
+        else:
+            rendered.append(_custom_tool_function(tool))
+    return rendered
+
+
+@dataclass(frozen=True)
+class ChatTemplate:
+    """A chat template and the tokenizer variables it renders with.
+
+    Attributes:
+        source: the template text.
+        special_tokens: ``bos_token``, ``eos_token``... as the template sees them (and
+            ``additional_special_tokens``, a list).
+        tool_source: a separate ``tool_use`` template (tokenizer configs with named
+            templates), used when the request has tools.
+        origin: where it was read from, for messages.
+    """
+
+    source: str
+    special_tokens: Mapping[str, Any] = field(default_factory=dict)  # JSON boundary
+    tool_source: str | None = None
+    origin: str = "<string>"
+
+    @classmethod
+    def from_path(cls, path: str | Path) -> ChatTemplate:
+        """Read a ``.jinja`` file, a ``tokenizer_config.json``, or a model directory.
+
+        Raises:
+            ChatTemplateError: the path holds no chat template.
+        """
+        location = Path(path)
+        if location.is_dir():
+            config_path = location / "tokenizer_config.json"
+            jinja_path = location / "chat_template.jinja"
+            config = _read_config(config_path) if config_path.is_file() else {}
+            if jinja_path.is_file():
+                source = jinja_path.read_text(encoding="utf-8")
+                return cls(source, _special_tokens(config), None, str(jinja_path))
+            if config:
+                return cls._from_config(config, str(config_path))
+            raise ChatTemplateError(
+                f"{location}: no chat_template.jinja or tokenizer_config.json in this directory"
+            )
+        if not location.is_file():
+            raise ChatTemplateError(f"{location}: no such file")
+        if location.suffix == ".json":
+            return cls._from_config(_read_config(location), str(location))
+        return cls(location.read_text(encoding="utf-8"), {}, None, str(location))
+
+    @classmethod
+    def _from_config(cls, config: Mapping[str, Any], origin: str) -> ChatTemplate:
+        raw = config.get("chat_template")
+        tool_source: str | None = None
+        if isinstance(raw, list):
+            named = {
+                item.get("name"): item.get("template")
+                for item in raw
+                if isinstance(item, Mapping) and isinstance(item.get("template"), str)
+            }
+            raw = named.get("default")
+            tool_source = named.get("tool_use")
+            raw = raw if raw is not None else tool_source
+        if not isinstance(raw, str):
+            raise ChatTemplateError(f"{origin}: no 'chat_template' string in this config")
+        return cls(raw, _special_tokens(config), tool_source, origin)
+
+    def render(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        add_generation_prompt: bool = True,
+        **kwargs: Any,
+    ) -> str:
+        """Render ``messages`` (and ``tools``) into a prompt.
+
+        Args:
+            messages: chat-template messages (``role``, ``content``, ``tool_calls`` with
+                decoded ``arguments``, ``tool_call_id``...).
+            tools: tools in the Chat Completions shape (see :func:`tools_for_template`),
+                or None.
+            add_generation_prompt: end with the assistant header the model continues.
+            **kwargs: extra template variables (``enable_thinking``, ``reasoning_effort``...).
+
+        Returns:
+            The prompt text.
+
+        Raises:
+            ChatTemplateError: the template does not compile, raises (``raise_exception``)
+                or fails while rendering.
+        """
+        source = self.tool_source if tools and self.tool_source else self.source
+        try:
+            template = _compiled(source)
+        except jinja2.TemplateSyntaxError as error:
+            raise ChatTemplateError(
+                f"{self.origin}: chat template syntax error at line {error.lineno}: {error}"
+            ) from None
+        variables: dict[str, Any] = {**self.special_tokens, **kwargs}
+        variables.update(
+            messages=[_with_reasoning_aliases(message) for message in messages],
+            tools=list(tools) if tools else None,
+            add_generation_prompt=add_generation_prompt,
+        )
+        try:
+            return template.render(**variables)
+        except _TemplateRaised as error:
+            raise ChatTemplateError(
+                f"the chat template rejected the conversation: {error}"
+            ) from None
+        except (jinja2.TemplateError, TypeError, ValueError, KeyError, AttributeError) as error:
+            raise ChatTemplateError(
+                f"{self.origin}: rendering the chat template failed: {type(error).__name__}: {error}"
+            ) from None
+
+
+_ENVIRONMENT: ImmutableSandboxedEnvironment | None = None
+_CACHE: dict[str, jinja2.Template] = {}
+
+
+def _compiled(source: str) -> jinja2.Template:
+    global _ENVIRONMENT
+    template = _CACHE.get(source)
+    if template is None:
+        if _ENVIRONMENT is None:
+            _ENVIRONMENT = _environment()
+        template = _ENVIRONMENT.from_string(source)
+        _CACHE[source] = template
+    return template
+
+
+def _with_reasoning_aliases(message: Mapping[str, Any]) -> dict[str, Any]:
+    """A message whose reasoning is under both ``thinking`` and ``reasoning_content``.
+
+    Templates read either name (gpt-oss reads ``thinking``, Qwen ``reasoning_content``);
+    transformers fills both from whichever the caller set, ``thinking`` first.
+    """
+    thinking = message.get("thinking")
+    reasoning_content = message.get("reasoning_content")
+    reasoning = next(
+        (
+            value
+            for value in (thinking, reasoning_content, message.get("reasoning"))
+            if value is not None
+        ),
+        None,
+    )
+    if reasoning is None:
+        return dict(message)
+    result: dict[str, Any] = {"thinking": reasoning, **message}
+    result["thinking"] = reasoning
+    result["reasoning_content"] = reasoning_content if reasoning_content is not None else reasoning
+    return result
+
+
+def _read_config(path: Path) -> dict[str, Any]:
+    try:
+        loaded = json.loads(path.read_text(encoding="utf-8"))
+    except ValueError as error:
+        raise ChatTemplateError(f"{path}: not valid JSON: {error}") from None
+    if not isinstance(loaded, dict):
+        raise ChatTemplateError(f"{path}: expected a JSON object")
+    return loaded
+
+
+def _special_tokens(config: Mapping[str, Any]) -> dict[str, Any]:
+    tokens: dict[str, Any] = {}
+    for key in _SPECIAL_TOKEN_KEYS:
+        text = _token_text(config.get(key))
+        if text is not None:
+            tokens[key] = text
+    extra = config.get("additional_special_tokens")
+    if isinstance(extra, list):
+        texts = [_token_text(item) for item in extra]
+        # A list, as in transformers' special_tokens_map; templates rarely read it.
+        tokens["additional_special_tokens"] = [text for text in texts if text is not None]
+    return tokens

@@ -1,0 +1,476 @@
+"""The command line, in process (``main(argv, stdout=, stderr=)``) and as ``python -m replyparse``."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from replyparse.cli import main
+
+QWEN_PREFIX = "<|im_start|>assistant\n<think>\n"
+#: Generations written for these tests in Qwen3's format (the prompt pre-opened <think>).
+CALLS = (
+    "The user wants two forecasts.\n</think>\n\nOn it.\n\n"
+    '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Porto", "days": "3"}}\n</tool_call>\n'
+    '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Bergen", "days": "1"}}\n</tool_call>'
+    "<|im_end|>"
+)
+ANSWER = "Simple question.\n</think>\n\nIt is 12 °C.<|im_end|>"
+BROKEN = (
+    'Hm.\n</think>\n\n<tool_call>\n{"name": "get_weather", "arguments": {</tool_call><|im_end|>'
+)
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "get_weather",
+            "parameters": {
+                "type": "object",
+                "properties": {"city": {"type": "string"}, "days": {"type": "integer"}},
+                "required": ["city"],
+            },
+        },
+    }
+]
+TEMPLATE = {
+    "start_anchor": "<|assistant|>",
+    "fields": {
+        "reasoning_content": {"open": "<think>", "close": "</think>"},
+        "content": {"close": "<|end|>"},
+    },
+}
+
+
+def run(*argv: str, stdin: str | None = None) -> tuple[int, str, str]:
+    stdout, stderr = io.StringIO(), io.StringIO()
+    if stdin is not None:
+        old = sys.stdin
+        sys.stdin = io.StringIO(stdin)
+        try:
+            status = main(list(argv), stdout=stdout, stderr=stderr)
+        finally:
+            sys.stdin = old
+    else:
+        status = main(list(argv), stdout=stdout, stderr=stderr)
+    return status, stdout.getvalue(), stderr.getvalue()
+
+
+def run_module(
+    *argv: str, stdin: str = "", timeout: float = 30
+) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "NO_COLOR": "", "PYTHONIOENCODING": "utf-8"}
+    return subprocess.run(
+        [sys.executable, "-m", "replyparse", *argv],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+        check=False,
+    )
+
+
+@pytest.fixture
+def files(tmp_path: Path) -> dict[str, Path]:
+    paths = {
+        "calls": tmp_path / "calls.txt",
+        "tools": tmp_path / "tools.json",
+        "template": tmp_path / "template.json",
+        "batch": tmp_path / "batch.jsonl",
+    }
+    paths["calls"].write_text(CALLS, encoding="utf-8")
+    paths["tools"].write_text(json.dumps(TOOLS), encoding="utf-8")
+    paths["template"].write_text(json.dumps(TEMPLATE), encoding="utf-8")
+    lines = [
+        {"text": CALLS},
+        {"text": BROKEN},
+        "this line is not JSON",
+        {"text": ANSWER, "prefix": QWEN_PREFIX},
+        {"text": "<think>x</think>y<|im_end|>", "prefix": "<|im_start|>assistant\n"},
+    ]
+    paths["batch"].write_text(
+        "".join((line if isinstance(line, str) else json.dumps(line)) + "\n" for line in lines),
+        encoding="utf-8",
+    )
+    return paths
+
+
+# -- parse ----------------------------------------------------------------------------------
+
+
+def test_parse_text_with_registry_prefix_and_tools(files: dict[str, Path]) -> None:
+    status, out, err = run(
+        "parse", str(files["calls"]), "-t", "qwen3", "--tools", str(files["tools"])
+    )
+    assert (status, err) == (0, "")
+    message = json.loads(out)
+    assert message["content"] == "On it."
+    assert message["tool_calls"][0]["function"]["arguments"] == {"city": "Porto", "days": 3}
+
+
+def test_parse_formats(files: dict[str, Path]) -> None:
+    _status, out, _err = run(
+        "parse", str(files["calls"]), "-t", "qwen3", "-f", "chat", "--model", "q"
+    )
+    completion = json.loads(out)
+    assert completion["object"] == "chat.completion" and completion["model"] == "q"
+    assert completion["choices"][0]["finish_reason"] == "tool_calls"
+    _status, out, _err = run("parse", str(files["calls"]), "-t", "qwen3", "-f", "responses")
+    response = json.loads(out)
+    assert [item["type"] for item in response["output"]] == [
+        "reasoning",
+        "message",
+        "function_call",
+        "function_call",
+    ]
+
+
+def test_parse_stdin_with_escaped_prefix_and_template_file(files: dict[str, Path]) -> None:
+    status, out, _err = run(
+        "parse",
+        "-t",
+        str(files["template"]),
+        "--prefix",
+        r"<|assistant|>\n",
+        "--indent",
+        "0",
+        stdin="<think>a</think>b<|end|>",
+    )
+    assert status == 0
+    assert json.loads(out) == {"reasoning_content": "a", "content": "b"}
+    assert out.count("\n") == 1
+
+
+def test_parse_prefix_name_and_file(files: dict[str, Path], tmp_path: Path) -> None:
+    status, out, _err = run(
+        "parse", "-t", "qwen3", "--prefix-name", "hybrid", stdin="<think>x</think>y<|im_end|>"
+    )
+    assert status == 0 and json.loads(out)["reasoning_content"] == "x"
+    prefix_file = tmp_path / "prefix.txt"
+    prefix_file.write_text(QWEN_PREFIX, encoding="utf-8")
+    status, out, _err = run("parse", "-t", "qwen3", "--prefix-file", str(prefix_file), stdin=ANSWER)
+    assert status == 0 and json.loads(out)["content"] == "It is 12 °C."
+
+
+def test_parse_jsonl_reports_bad_lines_and_writes_the_rest(files: dict[str, Path]) -> None:
+    status, out, err = run(
+        "parse", str(files["batch"]), "-t", "qwen3", "--tools", str(files["tools"])
+    )
+    assert status == 1
+    records = [json.loads(line) for line in out.splitlines()]
+    assert len(records) == 5
+    assert records[0]["tool_calls"][1]["function"]["arguments"]["days"] == 1
+    assert records[1]["line"] == 2 and "tool_calls" in records[1]["error"]
+    assert records[1]["partial_message"]["reasoning_content"] == "Hm."
+    assert records[2] == {"line": 3, "error": records[2]["error"]}
+    assert records[3]["content"] == "It is 12 °C."
+    assert records[4] == {"role": "assistant", "reasoning_content": "x", "content": "y"}
+    assert "replyparse: line 2: error: field 'tool_calls'" in err
+    assert "replyparse: line 3: error: not valid JSON" in err
+    assert err.rstrip().endswith("2 lines failed")
+    assert "Traceback" not in err
+
+
+def test_parse_jsonl_with_workers_keeps_order(files: dict[str, Path], tmp_path: Path) -> None:
+    batch = tmp_path / "many.jsonl"
+    texts = [f"r{i}\n</think>\n\nanswer {i}<|im_end|>" for i in range(300)]
+    batch.write_text("".join(json.dumps({"text": text}) + "\n" for text in texts), encoding="utf-8")
+    status, out, err = run(
+        "parse", str(batch), "-t", "qwen3", "--workers", "2", "--progress", "always"
+    )
+    assert status == 0
+    assert [json.loads(line)["content"] for line in out.splitlines()] == [
+        f"answer {i}" for i in range(300)
+    ]
+    assert "300/300 lines" in err
+
+
+def test_parse_errors_are_one_line(files: dict[str, Path], tmp_path: Path) -> None:
+    status, _out, err = run("parse", str(files["calls"]), "-t", "qwen4")
+    assert status == 1 and err.startswith("replyparse: error: 'qwen4': no registry template")
+    assert "Close matches" in err and err.count("\n") == 1
+    status, _out, err = run("parse", str(files["calls"]), "-t", str(files["template"]))
+    assert status == 1 and "a prefix is required with a template file" in err
+    status, _out, err = run("parse", str(tmp_path / "nope.txt"), "-t", "qwen3")
+    assert status == 1 and "cannot read the input" in err
+    status, _out, err = run("parse", "-t", "qwen3", stdin=BROKEN)
+    assert status == 1 and err.startswith("replyparse: error: field 'tool_calls' at offset")
+    assert err.count("\n") == 1
+    status, _out, err = run("parse", "-t", "qwen3", "--prefix-name", "nah", stdin="x")
+    assert status == 1 and "no prefix 'nah'" in err
+    bad_tools = tmp_path / "bad_tools.json"
+    bad_tools.write_text('[{"type": "function", "function": {"name": "a b"}}]', encoding="utf-8")
+    status, _out, err = run("parse", "-t", "qwen3", "--tools", str(bad_tools), stdin="x")
+    assert status == 1 and "invalid tool definitions" in err
+
+
+def test_invalid_template_file_lists_every_issue(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text(
+        json.dumps({"fields": {"a": {"open": "<a>", "open_pattern": "<a>"}}, "extra": 1}),
+        encoding="utf-8",
+    )
+    status, _out, err = run("parse", "-t", str(bad), "--prefix", "", stdin="x")
+    assert status == 1
+    lines = err.splitlines()
+    assert lines[0].startswith(f"replyparse: error: {bad}: invalid response template (")
+    assert all(line.startswith("  error[") for line in lines[1:]) and len(lines) >= 3
+
+
+# -- stream ---------------------------------------------------------------------------------
+
+
+def test_stream_events(files: dict[str, Path]) -> None:
+    status, out, _err = run(
+        "stream", str(files["calls"]), "-t", "qwen3", "--chunk-size", "4", "--with-message"
+    )
+    assert status == 0
+    events = [json.loads(line) for line in out.splitlines()]
+    assert events[0] == {"type": "region_open", "field": "reasoning_content"}
+    assert {event["type"] for event in events[:-1]} == {
+        "region_open",
+        "region_chunk",
+        "region_close",
+    }
+    chunks = [e["text"] for e in events if e["type"] == "region_chunk" and e["field"] == "content"]
+    assert "".join(chunks) == "On it."
+    assert events[-1]["type"] == "message" and len(events[-1]["message"]["tool_calls"]) == 2
+
+
+def test_stream_chat_sse_and_responses(files: dict[str, Path]) -> None:
+    status, out, _err = run("stream", str(files["calls"]), "-t", "qwen3", "-f", "chat", "--sse")
+    assert status == 0
+    assert out.endswith("data: [DONE]\n\n") and "event:" not in out
+    status, out, _err = run("stream", str(files["calls"]), "-t", "qwen3", "-f", "responses")
+    events = [json.loads(line) for line in out.splitlines()]
+    assert events[0]["type"] == "response.created"
+    assert events[-1]["type"] == "response.completed"
+
+
+def test_stream_failure_ends_the_stream(files: dict[str, Path]) -> None:
+    status, out, err = run("stream", "-t", "qwen3", "-f", "chat", stdin=BROKEN)
+    assert status == 1
+    assert json.loads(out.splitlines()[-1])["error"]["type"] == "server_error"
+    assert err.startswith("replyparse: error: field 'tool_calls'")
+    status, _out, err = run("stream", "-t", "qwen3", "--sse", stdin=ANSWER)
+    assert status == 2 and "--sse frames chat or responses" in err
+    status, _out, err = run("stream", str(files["batch"]), "-t", "qwen3")
+    assert status == 2 and "use 'parse' for JSONL" in err
+
+
+# -- templates ------------------------------------------------------------------------------
+
+
+def test_templates_list_and_show() -> None:
+    status, out, _err = run("templates", "list")
+    assert status == 0 and any(line.startswith("qwen3 ") for line in out.splitlines())
+    status, out, _err = run("templates", "list", "--json")
+    names = [record["name"] for record in json.loads(out)]
+    assert "qwen3" in names and "gpt-oss" in names
+    status, out, _err = run("templates", "show", "Qwen/Qwen3-8B")
+    assert status == 0 and "tool_calls" in json.loads(out)["fields"]
+    status, out, _err = run("templates", "show", "qwen3", "--entry")
+    assert json.loads(out)["prefixes"]["default"] == QWEN_PREFIX
+
+
+def test_templates_check(files: dict[str, Path], tmp_path: Path) -> None:
+    status, out, _err = run("templates", "check")
+    assert status == 0 and out.startswith("ok: ") and "registry families" in out
+    sample = tmp_path / "sample.txt"
+    sample.write_text("<think>a</think>b<|end|>", encoding="utf-8")
+    status, out, _err = run(
+        "templates", "check", str(files["template"]), "--sample", str(sample), "--prefix", ""
+    )
+    assert status == 0
+    assert (
+        out.splitlines()[0] == f"ok: {files['template']}: fields ['reasoning_content', 'content']"
+    )
+    assert json.loads(out.splitlines()[1].split(": ok: ", 1)[1])["content"] == "b"
+    samples = tmp_path / "samples.jsonl"
+    samples.write_text(
+        json.dumps({"text": "x<|end|>", "prefix": ""}) + "\n" + json.dumps({"text": 5}) + "\n",
+        encoding="utf-8",
+    )
+    status, out, err = run("templates", "check", str(files["template"]), "--sample", str(samples))
+    assert status == 1 and f"sample {samples}:2: error" in out and "1 sample failed" in err
+    status, _out, err = run("templates", "check", str(files["template"]), "--sample", str(sample))
+    assert status == 1 and "needs --prefix" in err
+
+
+def test_templates_check_invalid_file(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"fields": {}, "start_anchor": "x"}', encoding="utf-8")
+    status, _out, err = run("templates", "check", str(bad))
+    assert status == 1 and "error[" in err
+
+
+# -- demo -----------------------------------------------------------------------------------
+
+
+def test_demo_plain_when_piped() -> None:
+    status, out, _err = run("demo", "--family", "kimi-k2")
+    assert status == 0
+    assert "\x1b[" not in out
+    assert "[reasoning] Two things" in out
+    assert "[tool call 0] search_flights(" in out and "[tool call 1] get_weather(" in out
+    items = json.loads(out.split("Responses output items\n", 1)[1])
+    assert [item["type"] for item in items] == [
+        "reasoning",
+        "message",
+        "function_call",
+        "function_call",
+    ]
+    assert items[2]["call_id"] == "functions.search_flights:0"
+
+
+def test_demo_colors_and_listing() -> None:
+    status, out, _err = run("demo", "--family", "glm4.5", "--color", "always")
+    assert status == 0 and "\x1b[" in out
+    status, out, _err = run("demo", "--list")
+    assert {line.split()[0] for line in out.splitlines()} == {
+        "qwen3",
+        "kimi-k2",
+        "glm4.5",
+        "gpt-oss",
+    }
+    status, _out, err = run("demo", "--family", "llama")
+    assert status == 1 and "no bundled generation" in err
+
+
+def test_every_bundled_generation_parses_whole_and_streaming() -> None:
+    from replyparse import parse_response
+    from replyparse.demo import load_generations
+    from replyparse.openai import to_response_output
+    from replyparse.templates import get_entry
+
+    for generation in load_generations():
+        entry = get_entry(generation.family)
+        prefix = entry.prefixes[generation.prefix]
+        message = parse_response(
+            generation.text, entry.template, prefix=prefix, tools=list(generation.tools)
+        )
+        assert (
+            message.get("reasoning_content")
+            and message.get("content")
+            and message.get("tool_calls")
+        )
+        assert [item["type"] for item in to_response_output(message)][:2] == [
+            "reasoning",
+            "message",
+        ]
+
+
+# -- as a program ---------------------------------------------------------------------------
+
+
+def test_module_demo_end_to_end() -> None:
+    result = run_module("demo")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.count("final message") == 4
+    assert "\x1b[" not in result.stdout
+
+
+def test_module_errors_never_show_a_traceback(tmp_path: Path) -> None:
+    result = run_module("parse", "-t", "qwen3", stdin=BROKEN)
+    assert result.returncode == 1
+    assert result.stderr.startswith("replyparse: error:") and "Traceback" not in result.stderr
+    result = run_module("serve", "--upstream", "http://127.0.0.1:9", "--template", "qwen3")
+    assert result.returncode == 2 and "--upstream needs --chat-template" in result.stderr
+    result = run_module("serve", "--template", "qwen3")
+    assert (
+        result.returncode == 2
+        and "one of the arguments --upstream --replay is required" in result.stderr
+    )
+    result = run_module("--version")
+    assert result.returncode == 0 and result.stdout.startswith("replyparse ")
+
+
+def test_module_serve_replay_binds_loopback_and_answers(tmp_path: Path) -> None:
+    pytest.importorskip("uvicorn")
+    replay = tmp_path / "replay.jsonl"
+    replay.write_text(json.dumps({"text": ANSWER}) + "\n", encoding="utf-8")
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "replyparse",
+            "serve",
+            "--replay",
+            str(replay),
+            "-t",
+            "qwen3",
+            "--port",
+            "0",
+            "--model-name",
+            "demo",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert process.stderr is not None
+        line = process.stderr.readline()
+        assert line.startswith("replyparse serve: http://127.0.0.1:"), line
+        base = line.split()[2]
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                with urllib.request.urlopen(base + "/models", timeout=5) as answer:
+                    models: Any = json.load(answer)
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
+        assert models["data"][0]["id"] == "demo"
+        request = urllib.request.Request(
+            base + "/chat/completions",
+            data=json.dumps(
+                {"model": "demo", "messages": [{"role": "user", "content": "hi"}]}
+            ).encode(),
+            headers={"Content-Type": "application/json"},
+        )
+        with urllib.request.urlopen(request, timeout=5) as answer:
+            completion = json.load(answer)
+        assert completion["choices"][0]["message"]["content"] == "It is 12 °C."
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+        if process.stderr is not None:
+            process.stderr.close()
+        if process.stdout is not None:
+            process.stdout.close()
+
+
+SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "chat_templates"
+
+
+@pytest.mark.skipif(not (SHARED / "qwen3.jinja").is_file(), reason="../shared is absent")
+def test_serve_detects_the_template_from_the_chat_template(tmp_path: Path) -> None:
+    pytest.importorskip("uvicorn")
+    from replyparse._cli.serve_cmd import _detected
+
+    source = (SHARED / "qwen3.jinja").read_text(encoding="utf-8")
+    choice = _detected(str(SHARED / "qwen3.jinja"), source)
+    assert choice.label == "qwen3" and choice.entry is not None
+    config = tmp_path / "tokenizer_config.json"
+    config.write_text(
+        json.dumps({"chat_template": "x", "response_template": TEMPLATE}), encoding="utf-8"
+    )
+    own = _detected(str(config), "x")
+    assert own.entry is None and list(own.template.fields) == ["reasoning_content", "content"]
+    (tmp_path / "other.jinja").write_text("{{ messages }}", encoding="utf-8")
+    status, _out, err = run(
+        "serve", "--replay", str(config), "--chat-template", str(tmp_path / "other.jinja")
+    )
+    assert status == 1 and "cannot pick a response template" in err and "--template" in err

@@ -1,0 +1,98 @@
+"""The incremental JSON scanner and argument writer on their own (edge cases of JSON text)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from replyparse import load_template
+from replyparse.coercion import coerce_to_schema
+from replyparse.openai._arguments import CallTarget, ToolCallStreamer, analyze_tool_call_field
+from replyparse.openai._json_scan import JsonScanner, Key, StringEnd
+
+HERMES_FIELD = load_template(
+    {
+        "start_anchor": "A:",
+        "fields": {
+            "tool_calls": {
+                "open": "<c>",
+                "close": "</c>",
+                "repeats": True,
+                "content": "json",
+                "transform": {"type": "function", "function": "{content}"},
+            },
+            "content": {},
+        },
+    }
+).fields["tool_calls"]
+
+
+def _stream(body: str, schema: Any = None, step: int = 1) -> tuple[str | None, str]:
+    shape = analyze_tool_call_field(HERMES_FIELD)
+    streamer = ToolCallStreamer(
+        shape, {}, resolve=lambda name: CallTarget("function", schema), coerce=coerce_to_schema
+    )
+    for start in range(0, len(body), step):
+        streamer.feed(body[start : start + step])
+        streamer.take()
+    return streamer.name, streamer.emitted
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        '{"s": "a\\"b\\\\c\\/d\\n\\t\\u00e9\\ud83d\\ude00 \\ud800x"}',
+        '{"n": -0.5e-3, "i": 10, "t": true, "f": false, "z": null, "e": {}, "a": []}',
+        '{"nested": {"deep": [[1, [2, {"k": "v"}]], {"x": [true]}]}}',
+        '{ "spaced" :\n [ 1 , 2 ] }',
+    ],
+)
+def test_json_arguments_stream_canonically(arguments: str) -> None:
+    body = f'{{"name": "f", "arguments": {arguments}}}'
+    final = json.dumps(json.loads(arguments), ensure_ascii=False, separators=(",", ":"))
+    for step in (1, 2, 5, len(body)):
+        name, emitted = _stream(body, step=step)
+        assert name == "f"
+        assert final.startswith(emitted)
+        assert emitted == final
+
+
+def test_arguments_written_before_the_name_are_replayed_when_it_arrives() -> None:
+    name, emitted = _stream('{"arguments": {"a": "x"}, "name": "late"}')
+    assert (name, emitted) == ("late", '{"a":"x"}')
+
+
+def test_values_the_schema_retypes_are_sent_whole() -> None:
+    schema = {
+        "type": "object",
+        "properties": {
+            "n": {"type": "integer"},
+            "u": {"anyOf": [{"type": "integer"}, {"type": "string"}]},
+            "d": {"$ref": "#/$defs/d"},
+        },
+        "$defs": {"d": {"type": "object", "properties": {"k": {"type": "number"}}}},
+    }
+    _, emitted = _stream(
+        '{"name": "f", "arguments": {"n": "7", "u": "3", "d": {"k": "1.5"}}}', schema
+    )
+    assert emitted == '{"n":7,"u":"3","d":{"k":1.5}}'
+
+
+def test_non_object_arguments_wait_for_the_close() -> None:
+    assert _stream('{"name": "f", "arguments": "text"}') == ("f", "")
+
+
+def test_scanner_reports_keys_and_strings_and_fails_on_garbage() -> None:
+    scanner = JsonScanner()
+    tokens = scanner.feed('{"k": "v"}')
+    assert Key((), "k") in tokens and StringEnd(("k",), "v", 9) in tokens
+    assert scanner.done
+    broken = JsonScanner()
+    broken.feed("{'single': 1}")
+    assert broken.failed
+    assert JsonScanner().end() == []
+    number = JsonScanner()
+    number.feed("12")
+    assert [token.value for token in number.end()] == [12]  # type: ignore[union-attr]

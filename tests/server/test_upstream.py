@@ -1,0 +1,236 @@
+"""The ``--upstream`` backend against a fake ``/v1/completions`` server on loopback.
+
+The fake records every request body and answers according to its ``mode``: a normal
+stream, a connection dropped mid-stream, an ``{"error": ...}`` chunk mid-stream, or an HTTP
+error before streaming.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+
+openai = pytest.importorskip("openai")
+pytest.importorskip("httpx2")
+pytest.importorskip("starlette")
+
+from replyparse.server import UpstreamBackend  # noqa: E402
+from replyparse.server.backends import completions_url  # noqa: E402
+from tests.server.helpers import CHAT_TOOLS, PARALLEL_CALLS, qwen3_config, running  # noqa: E402
+
+USER = [{"role": "user", "content": "Weather in Lisbon and Oslo?"}]
+
+
+class FakeUpstream(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self) -> None:
+        super().__init__(("127.0.0.1", 0), _Handler)
+        self.mode = "ok"
+        self.text = PARALLEL_CALLS
+        self.bodies: list[dict[str, Any]] = []
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}"
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: FakeUpstream
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    def _chunk(self, data: str) -> None:
+        payload = data.encode()
+        self.wfile.write(f"{len(payload):x}\r\n".encode() + payload + b"\r\n")
+        self.wfile.flush()
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        self.server.bodies.append(body)
+        mode = self.server.mode
+        if self.path != "/v1/completions" or mode == "http_error":
+            message = json.dumps(
+                {"error": {"message": "model is overloaded", "code": 503}}
+            ).encode()
+            self.send_response(503)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(message)))
+            self.end_headers()
+            self.wfile.write(message)
+            return
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        text = self.server.text
+        pieces = [text[i : i + 5] for i in range(0, len(text), 5)]
+        for number, piece in enumerate(pieces):
+            if mode in ("drop", "error_chunk") and number == len(pieces) // 2:
+                if mode == "error_chunk":
+                    error = {"error": {"message": "CUDA out of memory", "type": "server_error"}}
+                    self._chunk(f"data: {json.dumps(error)}\n\n")
+                    self._chunk("data: [DONE]\n\n")
+                    self.wfile.write(b"0\r\n\r\n")
+                # "drop": close without the last chunk: an incomplete body.
+                self.close_connection = True
+                return
+            chunk = {
+                "id": "cmpl-1",
+                "object": "text_completion",
+                "model": body["model"],
+                "choices": [{"index": 0, "text": piece, "finish_reason": None}],
+            }
+            self._chunk(f"data: {json.dumps(chunk)}\n\n")
+        last = {
+            "id": "cmpl-1",
+            "object": "text_completion",
+            "model": body["model"],
+            "choices": [{"index": 0, "text": "", "finish_reason": "stop"}],
+        }
+        usage = {
+            "id": "cmpl-1",
+            "object": "text_completion",
+            "model": body["model"],
+            "choices": [],
+            "usage": {"prompt_tokens": 42, "completion_tokens": 17, "total_tokens": 59},
+        }
+        self._chunk(f"data: {json.dumps(last)}\n\n")
+        self._chunk(f"data: {json.dumps(usage)}\n\n")
+        self._chunk("data: [DONE]\n\n")
+        self.wfile.write(b"0\r\n\r\n")
+
+
+@pytest.fixture
+def upstream() -> Iterator[FakeUpstream]:
+    server = FakeUpstream()
+    thread = threading.Thread(target=server.serve_forever, args=(0.02,), daemon=True)
+    thread.start()
+    yield server
+    server.shutdown()
+    server.server_close()
+    thread.join(timeout=5)
+
+
+@pytest.fixture
+def client(upstream: FakeUpstream) -> Iterator[Any]:
+    backend = UpstreamBackend(upstream.url + "/v1", model="upstream-model", timeout=10)
+    with running(qwen3_config(backend)) as url:
+        yield openai.OpenAI(base_url=url, api_key="unused", max_retries=0, timeout=20)
+
+
+def test_completions_url_forms() -> None:
+    assert completions_url("http://h:1") == "http://h:1/v1/completions"
+    assert completions_url("http://h:1/v1/") == "http://h:1/v1/completions"
+    assert completions_url("http://h:1/v1/completions") == "http://h:1/v1/completions"
+
+
+def test_the_request_sent_upstream(upstream: FakeUpstream, client: Any) -> None:
+    completion = client.chat.completions.create(
+        model="test-model",
+        messages=USER,
+        tools=CHAT_TOOLS,
+        max_tokens=256,
+        temperature=0.2,
+        stop=["<|endoftext|>"],
+    )
+    (body,) = upstream.bodies
+    assert body["model"] == "upstream-model"
+    assert body["stream"] is True
+    assert body["skip_special_tokens"] is False
+    assert body["max_tokens"] == 256 and body["temperature"] == 0.2
+    assert body["stop"] == ["<|endoftext|>"]
+    # The prompt is the chat template's rendering, tools included, ending in the header.
+    assert '"name": "get_weather"' in body["prompt"]
+    assert body["prompt"].endswith(
+        "<|im_start|>user\nWeather in Lisbon and Oslo?<|im_end|>\n<|im_start|>assistant\n"
+    )
+    assert completion.usage is not None and completion.usage.total_tokens == 59
+    assert [call.function.name for call in completion.choices[0].message.tool_calls] == [
+        "get_weather",
+        "get_weather",
+    ]
+
+
+def test_streaming_through_the_upstream(client: Any) -> None:
+    chunks = list(
+        client.chat.completions.create(
+            model="test-model",
+            messages=USER,
+            tools=CHAT_TOOLS,
+            stream=True,
+            stream_options={"include_usage": True},
+        )
+    )
+    assert chunks[-1].usage is not None and chunks[-1].usage.completion_tokens == 17
+    assert chunks[-2].choices[0].finish_reason == "tool_calls"
+
+
+def test_responses_through_the_upstream(client: Any) -> None:
+    response = client.responses.create(model="test-model", input="Weather?", tools=None)
+    assert response.usage is not None and response.usage.input_tokens == 42
+    assert response.output_text == "Checking both cities."
+
+
+@pytest.mark.parametrize("mode", ["drop", "error_chunk"])
+def test_failure_mid_stream_ends_chat_stream_with_an_error(
+    upstream: FakeUpstream, client: Any, mode: str
+) -> None:
+    upstream.mode = mode
+    stream = client.chat.completions.create(
+        model="test-model", messages=USER, tools=CHAT_TOOLS, stream=True
+    )
+    received = []
+    with pytest.raises(openai.APIError) as caught:
+        for chunk in stream:
+            received.append(chunk)
+    assert received, "some chunks arrive before the failure"
+    expected = "mid-stream" if mode == "drop" else "CUDA out of memory"
+    assert expected in caught.value.message
+
+
+@pytest.mark.parametrize("mode", ["drop", "error_chunk"])
+def test_failure_mid_stream_ends_responses_stream(
+    upstream: FakeUpstream, client: Any, mode: str
+) -> None:
+    upstream.mode = mode
+    events = list(client.responses.create(model="test-model", input="Weather?", stream=True))
+    types = [event.type for event in events]
+    assert types[0] == "response.created"
+    assert types[-2:] == ["error", "response.failed"]
+    assert events[-1].response.error.code == "server_error"
+    assert [event.sequence_number for event in events] == list(range(len(events)))
+
+
+def test_failure_mid_stream_of_a_whole_request_is_a_502(
+    upstream: FakeUpstream, client: Any
+) -> None:
+    upstream.mode = "drop"
+    with pytest.raises(openai.InternalServerError) as caught:
+        client.chat.completions.create(model="test-model", messages=USER)
+    assert caught.value.status_code == 502
+
+
+def test_upstream_http_error_is_a_502_naming_it(upstream: FakeUpstream, client: Any) -> None:
+    upstream.mode = "http_error"
+    with pytest.raises(openai.InternalServerError) as caught:
+        client.chat.completions.create(model="test-model", messages=USER, stream=True)
+    assert caught.value.status_code == 502
+    assert "upstream answered HTTP 503: model is overloaded" in str(caught.value)
+
+
+def test_unreachable_upstream_is_a_502() -> None:
+    probe = FakeUpstream()
+    url = probe.url
+    probe.server_close()  # nothing listens there any more
+    with running(qwen3_config(UpstreamBackend(url, model="m", timeout=5))) as base:
+        client = openai.OpenAI(base_url=base, api_key="unused", max_retries=0)
+        with pytest.raises(openai.InternalServerError, match="cannot reach the upstream"):
+            client.responses.create(model="test-model", input="hi")
