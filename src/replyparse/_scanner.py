@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import regex
 
@@ -179,8 +179,7 @@ class Delimiter:
             if not final:
                 whole = pattern.fullmatch(buffer, start, partial=True)
                 if whole is not None and (
-                    whole.partial
-                    or (end == len(buffer) and self._could_extend(buffer[start:]))
+                    whole.partial or (end == len(buffer) and self._could_extend(buffer[start:]))
                 ):
                     # More text could still turn this into a different (longer) match.
                     return None, start
@@ -201,44 +200,68 @@ class Scanner:
             ``DelimiterMatch.target``; lower ``priority`` wins ties of equal start and length.
     """
 
-    __slots__ = ("_entries", "_first_chars", "_starts_cache")
+    __slots__ = ("_entries", "_first_chars", "_safe_chars", "_starts_cache", "_whitespace_leads")
 
     def __init__(self, entries: Sequence[tuple[Delimiter, int, int]]) -> None:
         self._entries = tuple(entries)
-        # The fast path: a piece of text none of whose characters can begin any delimiter
-        # needs no scan at all. Literal-only scanners know their first characters; pattern
-        # scanners learn, per character met, whether it can begin a match (a one-character
-        # partial match). Patterns that look behind or test boundaries at their start
-        # cannot be judged on one character, so they disable the fast path.
+        # The fast path: text none of whose characters can begin a delimiter needs no scan.
+        # Literal-only scanners know their first characters; pattern scanners learn, per
+        # character met, whether it can begin a match (a one-character partial match).
+        # Patterns that look behind or test boundaries at their start cannot be judged on
+        # one character, so they disable the fast path.
         self._first_chars: frozenset[str] | None = None
         self._starts_cache: dict[str, bool] | None = None
+        self._safe_chars: set[str] = set()
+        # Whether every delimiter that can begin with whitespace does so only through an
+        # optional whitespace run (``\s*</function>``): whitespace followed by characters
+        # that begin nothing is then safe, except a trailing run, which is held.
+        self._whitespace_leads = False
         delimiters = [delimiter for delimiter, _, _ in self._entries]
         if all(not delimiter.is_pattern for delimiter in delimiters):
             self._first_chars = frozenset(
                 literal[0] for delimiter in delimiters for literal in delimiter.literals
             )
-        elif not any(_context_sensitive_start(delimiter) for delimiter in delimiters):
+        elif not any(is_context_sensitive(delimiter) for delimiter in delimiters):
             self._starts_cache = {}
+            self._whitespace_leads = all(
+                _whitespace_only_as_lead(delimiter) for delimiter in delimiters
+            )
 
-    def can_skip(self, text: str) -> bool:
-        """Whether no character of ``text`` can begin a delimiter of this scanner."""
+    def safe_length(self, text: str) -> int:
+        """How much of ``text`` (from its start) certainly begins no delimiter match.
+
+        ``len(text)`` when nothing in it can begin one; with whitespace-led patterns, the
+        length before a trailing whitespace run; ``-1`` when a full scan is needed.
+        """
         first_chars = self._first_chars
         if first_chars is not None:
-            return all(char not in text for char in first_chars)
+            return len(text) if first_chars.isdisjoint(text) else -1
         cache = self._starts_cache
         if cache is None:
-            return False
+            return -1
+        if self._safe_chars.issuperset(text):
+            return len(text)
+        whitespace_leads = self._whitespace_leads
         for char in text:
             starts = cache.get(char)
             if starts is None:
                 starts = cache[char] = any(
                     _can_start_with(delimiter, char) for delimiter, _, _ in self._entries
                 )
+                if not starts:
+                    self._safe_chars.add(char)
                 if len(cache) > 4096:  # bound the memory on very varied text
                     cache.clear()
-            if starts:
-                return False
-        return True
+                    self._safe_chars.clear()
+            if starts and not (whitespace_leads and char.isspace()):
+                return -1
+        # Only whitespace can begin a match here, and only as the lead of one: a match must
+        # start inside the trailing whitespace run (anything after whitespace begins nothing).
+        return len(text.rstrip()) if whitespace_leads else len(text)
+
+    def can_skip(self, text: str) -> bool:
+        """Whether no character of ``text`` can begin a delimiter of this scanner."""
+        return self.safe_length(text) == len(text)
 
     @property
     def targets(self) -> tuple[int, ...]:
@@ -305,16 +328,90 @@ class Scanner:
         return held, None
 
 
-_CONTEXT_SENSITIVE = ("(?<", "\\b", "\\B", "^", "\\A", "\\G", "$", "\\Z")
-
-
 def is_context_sensitive(delimiter: Delimiter) -> bool:
     """Whether a pattern may look at text before where its match starts (lookbehind, ``^``,
-    word boundaries...). Such patterns need the consumed text kept as context."""
+    ``\\A``, word boundaries...). Such patterns need the consumed text kept as context.
+
+    Read from the pattern's syntax: escapes and character classes are skipped, so the ``^``
+    of ``[^>]`` is not an anchor.
+    """
     if delimiter.pattern is None:
         return False
     source = delimiter.pattern.pattern
-    return any(marker in source for marker in _CONTEXT_SENSITIVE)
+    index = 0
+    in_class = False
+    while index < len(source):
+        char = source[index]
+        if char == "\\":
+            escaped = source[index + 1 : index + 2]
+            if not in_class and escaped in ("b", "B", "A", "G"):
+                return True
+            index += 2
+            continue
+        if in_class:
+            if char == "]":
+                in_class = False
+        elif char == "[":
+            in_class = True
+            # "[]" and "[^]" open a class whose first member is "]".
+            if source[index + 1 : index + 2] == "^":
+                index += 1
+            if source[index + 1 : index + 2] == "]":
+                index += 1
+        elif char == "^" or source.startswith("(?<=", index) or source.startswith("(?<!", index):
+            return True
+        index += 1
+    return False
+
+
+def _whitespace_only_as_lead(delimiter: Delimiter) -> bool:
+    """Whether whitespace can begin a match of this delimiter only as an optional leading
+    run (``\\s*X``), so that whitespace followed by a character that begins nothing is no
+    match. Literals: when they do not begin with whitespace. Patterns: read from the syntax
+    of each top-level alternative; anything unclear answers False (no fast path)."""
+    if delimiter.pattern is None:
+        return not any(literal[0].isspace() for literal in delimiter.literals)
+    try:
+        parsed = _sre_parse(delimiter.pattern.pattern)
+    except Exception:  # syntax of the regex module that the stdlib parser does not know
+        return False
+    return _items_lead_ok(list(parsed.data))
+
+
+def _items_lead_ok(items: list[Any]) -> bool:
+    if not items:
+        return False
+    opcode, argument = items[0]
+    name = str(opcode)
+    if name == "BRANCH":
+        return len(items) == 1 and all(_items_lead_ok(list(branch.data)) for branch in argument[1])
+    if name == "SUBPATTERN" and len(items) == 1:
+        return _items_lead_ok(list(argument[-1].data))
+    if name in ("MAX_REPEAT", "MIN_REPEAT") and argument[0] == 0:
+        body = list(argument[2].data)
+        return len(body) == 1 and _is_whitespace_class(body[0])
+    if name == "LITERAL":
+        return not chr(argument).isspace()
+    return False
+
+
+def _is_whitespace_class(item: Any) -> bool:
+    opcode, argument = item
+    if str(opcode) == "IN":
+        return all(
+            (str(kind) == "CATEGORY" and str(value) == "CATEGORY_SPACE")
+            or (str(kind) == "LITERAL" and chr(value).isspace())
+            for kind, value in argument
+        )
+    return str(opcode) == "LITERAL" and chr(argument).isspace()
+
+
+def _sre_parse(source: str) -> Any:
+    try:
+        from re import _parser as parser  # type: ignore[attr-defined]
+    except ImportError:  # pragma: no cover - Python 3.10
+        import sre_parse as parser
+    return parser.parse(source)
 
 
 _context_sensitive_start = is_context_sensitive

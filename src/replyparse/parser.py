@@ -72,6 +72,7 @@ class ParserPhase(enum.Enum):
     FAILED = "failed"
 
 
+_SCALARS = (str, int, float, bool, type(None))
 _STREAMING = ParserPhase.STREAMING
 _ENDED = ParserPhase.ENDED
 
@@ -95,8 +96,14 @@ class _TextAccumulator:
         pieces = self._pieces
         pieces.append(text)
         if len(pieces) >= self._BLOCK:
-            self._blocks.append("".join(pieces))
+            blocks = self._blocks
+            blocks.append("".join(pieces))
             pieces.clear()
+            # Merge while the block before is not longer than the last one: O(log n) blocks,
+            # so the overhead beyond the text stays small whatever the body's length.
+            while len(blocks) > 1 and len(blocks[-2]) <= len(blocks[-1]):
+                last = blocks.pop()
+                blocks[-1] += last
 
     def getvalue(self) -> str:
         if self._pieces:
@@ -234,19 +241,25 @@ class ResponseParser:
         if self.phase is _ENDED:
             self.trailing_text += text
             return []
-        field = self._field
-        if not self._buffer and self._scanner.can_skip(text):
-            # Fast path: nothing here can begin a delimiter, so all of it is region text.
-            events: list[Event] = []
+        held = self._buffer
+        pending = held + text if held else text
+        safe = self._scanner.safe_length(pending)
+        if safe < 0:
+            return self._run(text, final=False)
+        # Fast path: nothing before ``safe`` can begin a delimiter, so it is region text;
+        # the rest (a trailing whitespace run that may lead a delimiter) stays held.
+        events: list[Event] = []
+        if safe:
+            field = self._field
             if field is not None:
-                self._append_body(field, text, events)
+                self._append_body(field, pending[:safe] if safe < len(pending) else pending, events)
             else:
-                self._take_text(text, 0, len(text), events)
-            self._base += len(text)
+                self._take_text(pending, 0, safe, events)
+            self._base += safe
             if self._context_size:
-                self._context = (self._context + text)[-self._context_size :]
-            return events
-        return self._run(text, final=False)
+                self._context = (self._context + pending[:safe])[-self._context_size :]
+        self._buffer = pending[safe:] if safe < len(pending) else ""
+        return events
 
     def finalize(self) -> tuple[dict[str, Any], list[Event]]:
         """End the generation: close any open region and return the message.
@@ -512,7 +525,11 @@ class ResponseParser:
         checked: list[Any] | None = None
         for index, call in enumerate(calls):
             function = call.get("function") if isinstance(call, dict) else None
-            if not isinstance(function, dict) or "name" not in function or "arguments" not in function:
+            if (
+                not isinstance(function, dict)
+                or "name" not in function
+                or "arguments" not in function
+            ):
                 continue
             name, arguments = function["name"], function["arguments"]
             problem = None
@@ -530,13 +547,17 @@ class ResponseParser:
                         checked = list(calls)
                     checked[index] = {**call, "function": {**function, "arguments": parsed}}
                 else:
-                    problem = f"the arguments of tool call {name!r} must be an object; got {arguments!r}"
+                    problem = (
+                        f"the arguments of tool call {name!r} must be an object; got {arguments!r}"
+                    )
             elif arguments is None:
                 if checked is None:
                     checked = list(calls)
                 checked[index] = {**call, "function": {**function, "arguments": {}}}
             elif not isinstance(arguments, dict):
-                problem = f"the arguments of tool call {name!r} must be an object; got {arguments!r}"
+                problem = (
+                    f"the arguments of tool call {name!r} must be an object; got {arguments!r}"
+                )
             if problem is not None:
                 raise TransformError(problem, field=field.name, raw=body, offset=self._body_offset)
         if checked is None:
@@ -575,7 +596,12 @@ class ResponseParser:
         return set(self._build_message())
 
     def _build_message(self) -> dict[str, Any]:
-        message: dict[str, Any] = copy.deepcopy(dict(self.template.defaults))
+        defaults = self.template.defaults
+        message: dict[str, Any] = (
+            dict(defaults)
+            if all(isinstance(value, _SCALARS) for value in defaults.values())
+            else copy.deepcopy(dict(defaults))
+        )
         for name, values in self._captures.items():
             field = self.template.fields[name]
             if field.repeats:

@@ -43,7 +43,9 @@ class XmlInlineParser:
         # Keys whose value is a list built by merging, told apart from a value that was a
         # list to begin with (a JSON array parsed by value_parser).
         merged: set[str] = set()
+        last_end = 0
         for match in self.tag_pattern.finditer(body):
+            last_end = match.end()
             key = match.group("key")
             raw_value = match.group("value")
             if key is None:
@@ -65,15 +67,12 @@ class XmlInlineParser:
                     merged.add(key)
             else:
                 result[key] = value
-        self._check_not_truncated(body)
+        self._check_not_truncated(body, last_end)
         return result
 
-    def _check_not_truncated(self, body: str) -> None:
+    def _check_not_truncated(self, body: str, last_end: int) -> None:
         """Text between tags is layout, but a tag cut off by the end of the body is data
         that would be lost (a call truncated at max tokens): refuse it."""
-        last_end = 0
-        for match in self.tag_pattern.finditer(body):
-            last_end = match.end()
         cut = self.tag_pattern.search(body, last_end, partial=True)
         if cut is not None and cut.partial and body[cut.start() :].strip():
             raise ContentError(

@@ -359,6 +359,30 @@ def load_template(spec: Mapping[str, Any] | ResponseTemplate | str) -> ResponseT
     """
     if isinstance(spec, ResponseTemplate):
         return spec
+    try:
+        key = spec if isinstance(spec, str) else json.dumps(spec)
+    except (TypeError, ValueError):
+        key = None  # not JSON (the loader will say what is wrong): nothing to cache
+    if key is not None:
+        cached = _CACHE.get(key)
+        if cached is not None:
+            return cached
+    template = _compile(spec)
+    if key is not None:
+        if len(_CACHE) >= _CACHE_SIZE:
+            _CACHE.pop(next(iter(_CACHE)))
+        _CACHE[key] = template
+    return template
+
+
+# Compiled templates by their JSON text. Compiling validates and builds scanners; a server
+# or a batch job passes the same dict for every request, so it is done once. Templates are
+# immutable, so sharing them is safe; the memo is the only module state of the core.
+_CACHE: dict[str, ResponseTemplate] = {}
+_CACHE_SIZE = 128
+
+
+def _compile(spec: Mapping[str, Any] | str) -> ResponseTemplate:
     issues = _Issues()
     if isinstance(spec, str):
         try:
