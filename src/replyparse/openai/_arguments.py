@@ -112,6 +112,9 @@ class ToolCallShape:
     name_path: Path | None = None
     name_literal: str | None = None
     arguments_path: Path | None = None
+    #: The open delimiter's named group that the transform writes as the call's ``id``
+    #: (Kimi-K2's ``functions.NAME:0``), so the early ``call_id`` can be the model's own.
+    id_group: str | None = None
 
     @property
     def streams_arguments(self) -> bool:
@@ -187,10 +190,12 @@ def analyze_tool_call_field(field: Any) -> ToolCallShape:
         arguments = _locate(transform, (*prefix, "arguments"))
         if name is None and arguments is None:
             continue
+        call_id = _locate(transform, ("id",))
         return ToolCallShape(
             content=content,
             content_args=content_args,
             parser=parser,
+            id_group=str(call_id.path[0]) if call_id and call_id.kind == "group" else None,
             name_group=str(name.path[0]) if name and name.kind == "group" else None,
             name_path=name.path if name and name.kind == "content" else None,
             name_literal=name.value if name and name.kind == "literal" else None,
@@ -447,6 +452,10 @@ class _XmlArgumentsWriter:
         self, parser: Any, schema: Mapping[str, Any] | None, coerce: Coerce | None
     ) -> None:
         self._pattern: regex.Pattern[str] = parser.tag_pattern
+        # A value is streamed before its tag closes only when the pattern has one way to
+        # read it: with alternatives (a CDATA form and a plain form, both named "value") a
+        # partial match may be read through the wrong one.
+        self._streams_partial_values = self._pattern.pattern.count("(?P<value>") == 1
         self._value_parser: Any = parser.value_parser
         self._schema = schema if coerce is not None else None
         self._coerce = coerce
@@ -474,6 +483,14 @@ class _XmlArgumentsWriter:
             if match.partial:
                 out.append(self._stream_partial(match))
                 break
+            if not self._streams_partial_values and (
+                match.end() == len(body)
+                or self._pattern.fullmatch(body, match.start(), partial=True) is not None
+            ):
+                # With alternative ways to read a value (a CDATA form before a plain one),
+                # more text could still turn this into a different tag match: wait; the
+                # region close settles it.
+                break
             out.append(self._complete(match))
             self._position = match.end()
         return "".join(out)
@@ -491,6 +508,8 @@ class _XmlArgumentsWriter:
         return None
 
     def _stream_partial(self, match: regex.Match[str]) -> str:
+        if not self._streams_partial_values:
+            return ""
         if match.start("key") < 0 or match.start("value") < 0:
             return ""
         key = match.group("key")
@@ -649,11 +668,11 @@ class ToolCallStreamer:
             ``final``, and whether the fragments sent so far were a prefix of it (when not,
             ``rest`` is empty and the caller reports the inconsistency).
         """
-        self.take()
+        unsent = self.take()  # produced since the last take(): not sent yet, so sent now
         emitted = self.emitted
         if final.startswith(emitted):
             rest = final[len(emitted) :]
             if rest:
                 self._emitted.append(rest)
-            return rest, True
+            return unsent + rest, True
         return "", False

@@ -83,6 +83,7 @@ class _OpenCall:
     position: int
     streamer: ToolCallStreamer
     started: CallStart | None = None
+    given_id: str | None = None  # the model's own call id, from the open delimiter
 
 
 def _warn(message: str) -> None:
@@ -152,7 +153,7 @@ class MessageTracker:
         target = call.streamer.target
         start = CallStart(
             position=call.position,
-            call_id=self._new_call_id(None),
+            call_id=self._new_call_id(call.given_id),
             name=name,
             item_name=tool.name if tool is not None else name,
             namespace=tool.namespace if tool is not None and tool.namespace else None,
@@ -170,7 +171,12 @@ class MessageTracker:
             resolve=self._tools.target,
             coerce=coerce_to_schema if self._tools else None,
         )
-        self._open = _OpenCall(len(self.calls), streamer)
+        groups = event.get("groups") or {}
+        id_group = self._shape.id_group
+        given_id = groups.get(id_group) if id_group else None
+        self._open = _OpenCall(
+            len(self.calls), streamer, given_id=given_id if isinstance(given_id, str) else None
+        )
         if streamer.name is not None:
             self._start(self._open, streamer.name, updates)
 

@@ -1,0 +1,242 @@
+"""Finite automata over character sets, for grammar formats without regex intersection.
+
+llguidance's Lark dialect writes "text that never contains ``</tool_call>``" directly with
+its ``&`` and ``~`` operators. GBNF has no such operators, so the GBNF writer builds the
+automaton of the piece here (the piece's own pattern, intersected with "no forbidden pattern
+occurs" and "does not end with ...") and writes one rule per state.
+
+Automata are small (a JSON string or free text against a few delimiters): the subset
+construction below is plain and unminimized beyond dropping states that cannot reach an
+accepting one.
+
+This module knows nothing of templates or grammar formats.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from replyparse.grammar import _regex as R
+from replyparse.grammar._charset import CharSet
+
+__all__ = ["Dfa", "build_dfa", "restrict"]
+
+
+@dataclass
+class _Nfa:
+    epsilon: list[list[int]] = field(default_factory=list)
+    edges: list[list[tuple[CharSet, int]]] = field(default_factory=list)
+
+    def state(self) -> int:
+        self.epsilon.append([])
+        self.edges.append([])
+        return len(self.epsilon) - 1
+
+    def build(self, node: R.Node, start: int, end: int) -> None:
+        """Add ``node`` between ``start`` and ``end``."""
+        if isinstance(node, R.Chars):
+            self.edges[start].append((node.chars, end))
+        elif isinstance(node, R.Seq):
+            current = start
+            for item in node.items:
+                following = self.state()
+                self.build(item, current, following)
+                current = following
+            self.epsilon[current].append(end)
+        elif isinstance(node, R.Alt):
+            for option in node.options:
+                self.build(option, start, end)
+        elif isinstance(node, R.Group):
+            self.build(node.item, start, end)
+        elif isinstance(node, R.Repeat):
+            current = start
+            for _ in range(node.low):
+                following = self.state()
+                self.build(node.item, current, following)
+                current = following
+            if node.high is None:
+                loop = self.state()
+                self.epsilon[current].append(loop)
+                back = self.state()
+                self.build(node.item, loop, back)
+                self.epsilon[back].append(loop)
+                self.epsilon[loop].append(end)
+            else:
+                for _ in range(node.high - node.low):
+                    self.epsilon[current].append(end)
+                    following = self.state()
+                    self.build(node.item, current, following)
+                    current = following
+                self.epsilon[current].append(end)
+        else:
+            raise ValueError(f"lookarounds have no automaton: {node}")
+
+    def closure(self, states: set[int]) -> frozenset[int]:
+        stack = list(states)
+        seen = set(states)
+        while stack:
+            for target in self.epsilon[stack.pop()]:
+                if target not in seen:
+                    seen.add(target)
+                    stack.append(target)
+        return frozenset(seen)
+
+
+@dataclass
+class Dfa:
+    """A deterministic automaton: state 0 is the start; missing characters lead nowhere."""
+
+    transitions: list[list[tuple[CharSet, int]]]
+    accepting: set[int]
+
+
+def _partition(edges: Sequence[tuple[CharSet, int]]) -> list[tuple[CharSet, frozenset[int]]]:
+    """Split overlapping labelled edges into disjoint character blocks with target sets."""
+    points: set[int] = set()
+    for chars, _ in edges:
+        for low, high in chars.ranges:
+            points.add(low)
+            points.add(high + 1)
+    bounds = sorted(points)
+    blocks: dict[frozenset[int], list[tuple[int, int]]] = {}
+    for low, next_low in itertools.pairwise(bounds):
+        high = next_low - 1
+        targets = frozenset(
+            target
+            for chars, target in edges
+            if any(start <= low and high <= stop for start, stop in chars.ranges)
+        )
+        if targets:
+            blocks.setdefault(targets, []).append((low, high))
+    return [(CharSet.from_ranges(ranges), targets) for targets, ranges in blocks.items()]
+
+
+def build_dfa(node: R.Node, *, anywhere: bool = False) -> Dfa:
+    """The automaton of ``node``; with ``anywhere``, of "some suffix of the text matches"."""
+    nfa = _Nfa()
+    start, end = nfa.state(), nfa.state()
+    if anywhere:
+        nfa.edges[start].append((CharSet.any(), start))
+    nfa.build(node, start, end)
+    first = nfa.closure({start})
+    index = {first: 0}
+    order = [first]
+    transitions: list[list[tuple[CharSet, int]]] = []
+    accepting: set[int] = set()
+    position = 0
+    while position < len(order):
+        current = order[position]
+        if end in current:
+            accepting.add(position)
+        edges = [edge for state in current for edge in nfa.edges[state]]
+        row: list[tuple[CharSet, int]] = []
+        for chars, targets in _partition(edges):
+            following = nfa.closure(set(targets))
+            if following not in index:
+                index[following] = len(order)
+                order.append(following)
+            row.append((chars, index[following]))
+        transitions.append(row)
+        position += 1
+    return Dfa(transitions, accepting)
+
+
+def intersect(first: Dfa, second: Dfa) -> Dfa:
+    """The texts both automata accept."""
+    index = {(0, 0): 0}
+    order = [(0, 0)]
+    rows: list[list[tuple[CharSet, int]]] = []
+    accepting: set[int] = set()
+    position = 0
+    while position < len(order):
+        a, b = order[position]
+        if a in first.accepting and b in second.accepting:
+            accepting.add(position)
+        row: list[tuple[CharSet, int]] = []
+        for chars_a, next_a in first.transitions[a]:
+            for chars_b, next_b in second.transitions[b]:
+                chars = chars_a & chars_b
+                if chars:
+                    key = (next_a, next_b)
+                    if key not in index:
+                        index[key] = len(order)
+                        order.append(key)
+                    row.append((chars, index[key]))
+        rows.append(row)
+        position += 1
+    return Dfa(rows, accepting)
+
+
+def restrict(
+    base: Dfa,
+    forbid: Sequence[R.Node],
+    no_end: Sequence[R.Node],
+    within: Sequence[R.Node] = (),
+) -> Dfa:
+    """``base`` limited by the other patterns, trimmed to states that can still accept.
+
+    The texts kept match every ``within`` pattern, hold no ``forbid`` match and end with no
+    ``no_end`` match.
+    """
+    for node in within:
+        base = intersect(base, build_dfa(node))
+    forbidden = build_dfa(R.alt(*forbid), anywhere=True) if forbid else None
+    ending = build_dfa(R.alt(*no_end), anywhere=True) if no_end else None
+
+    def moves(dfa: Dfa | None, state: int) -> list[tuple[CharSet, int]]:
+        return [(CharSet.any(), 0)] if dfa is None else dfa.transitions[state]
+
+    start = (0, 0, 0)
+    index = {start: 0}
+    order = [start]
+    rows: list[list[tuple[CharSet, int]]] = []
+    accepting: set[int] = set()
+    position = 0
+    while position < len(order):
+        b, f, e = order[position]
+        if b in base.accepting and (ending is None or e not in ending.accepting):
+            accepting.add(position)
+        row: list[tuple[CharSet, int]] = []
+        for chars_b, next_b in base.transitions[b]:
+            for chars_f, next_f in moves(forbidden, f):
+                both = chars_b & chars_f
+                if not both or (forbidden is not None and next_f in forbidden.accepting):
+                    continue
+                for chars_e, next_e in moves(ending, e):
+                    chars = both & chars_e
+                    if not chars:
+                        continue
+                    key = (next_b, next_f, next_e)
+                    if key not in index:
+                        index[key] = len(order)
+                        order.append(key)
+                    row.append((chars, index[key]))
+        rows.append(row)
+        position += 1
+    return _trim(Dfa(rows, accepting))
+
+
+def _trim(dfa: Dfa) -> Dfa:
+    """Drop states from which no accepting state is reachable; merge parallel edges."""
+    alive = set(dfa.accepting)
+    changed = True
+    while changed:
+        changed = False
+        for state, row in enumerate(dfa.transitions):
+            if state not in alive and any(target in alive for _, target in row):
+                alive.add(state)
+                changed = True
+    if 0 not in alive:
+        return Dfa([[]], set())
+    order = [state for state in range(len(dfa.transitions)) if state in alive]
+    renumber = {state: position for position, state in enumerate(order)}
+    rows = []
+    for state in order:
+        merged: dict[int, CharSet] = {}
+        for chars, target in dfa.transitions[state]:
+            if target in alive:
+                merged[renumber[target]] = merged.get(renumber[target], CharSet()) | chars
+        rows.append([(chars, target) for target, chars in merged.items()])
+    return Dfa(rows, {renumber[state] for state in dfa.accepting if state in alive})

@@ -1,0 +1,811 @@
+"""Template regexes, read into a small syntax tree that the grammar writers can translate.
+
+A template's patterns are written for Python's ``regex`` module; grammar engines take Rust's
+``regex`` syntax (llguidance) or GBNF character classes (llama.cpp). This module reads a
+pattern once (through the standard library's own regex parser) into :data:`Node` trees and
+answers the questions the grammar builder asks of a delimiter: where its named group sits,
+which literals every match contains, one canonical text that matches, and the same language
+written for each engine.
+
+Character classes are translated two ways (``exact``): exactly, for patterns whose matches
+the grammar must *forbid* (forbidding a superset stays sound), or as the ASCII part of a
+positive Unicode category, for patterns the grammar *generates* (generating a subset stays
+sound). Negated classes are always exact.
+
+Lookarounds, anchors and backreferences have no counterpart in a grammar; the builder removes
+or checks them (:func:`prune`) and refuses the rest with a ``GrammarError`` naming them.
+
+This module knows nothing of templates, tools or grammar output formats beyond regex text.
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+import sys
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any, TypeAlias
+
+from replyparse.grammar._charset import ASCII_DIGIT, ASCII_WORD, NON_ASCII, CharSet, whitespace
+from replyparse.grammar._errors import GrammarError
+
+# The standard library's own regex parser (re._parser since Python 3.11, sre_parse before).
+_sre: Any = importlib.import_module(
+    "re._constants" if sys.version_info >= (3, 11) else "sre_constants"
+)
+_sre_parse: Any = importlib.import_module(
+    "re._parser" if sys.version_info >= (3, 11) else "sre_parse"
+)
+
+__all__ = [
+    "Alt",
+    "Anchor",
+    "Chars",
+    "Group",
+    "Look",
+    "Node",
+    "Repeat",
+    "Seq",
+    "canonical",
+    "contains_look",
+    "literal",
+    "parse",
+    "prune",
+    "required_literals",
+    "split_at_group",
+    "to_gbnf",
+    "to_rust",
+]
+
+
+@dataclass(frozen=True)
+class Chars:
+    """One character out of ``chars``."""
+
+    chars: CharSet
+
+
+@dataclass(frozen=True)
+class Seq:
+    """The items one after another (the empty sequence matches the empty string)."""
+
+    items: tuple[Node, ...]
+
+
+@dataclass(frozen=True)
+class Alt:
+    """One of the options."""
+
+    options: tuple[Node, ...]
+
+
+@dataclass(frozen=True)
+class Repeat:
+    """``item`` between ``low`` and ``high`` times (None: unbounded)."""
+
+    item: Node
+    low: int
+    high: int | None
+
+
+@dataclass(frozen=True)
+class Group:
+    """A group; ``name`` for a named group of the template."""
+
+    item: Node
+    name: str | None = None
+
+
+@dataclass(frozen=True)
+class Look:
+    """A lookaround: ``ahead`` or behind, ``negative`` or not."""
+
+    item: Node
+    ahead: bool
+    negative: bool
+
+
+@dataclass(frozen=True)
+class Anchor:
+    r"""A zero-width assertion other than a lookaround (``^``, ``$``, ``\b``...)."""
+
+    kind: str
+
+
+Node: TypeAlias = Chars | Seq | Alt | Repeat | Group | Look | Anchor
+
+EMPTY = Seq(())
+
+_NAMED_GROUP = re.compile(r"(?<!\\)((?:\\\\)*)\(\?P<(\w+)>")
+
+
+def literal(text: str) -> Node:
+    """The node matching exactly ``text``."""
+    if len(text) == 1:
+        return Chars(CharSet.of(text))
+    return Seq(tuple(Chars(CharSet.of(char)) for char in text))
+
+
+def _base_name(name: str) -> str:
+    return name.split("__", 1)[0]
+
+
+def parse(pattern: str, *, where: str, exact: bool, dotall: bool = True) -> Node:
+    r"""Read a template pattern into a tree.
+
+    Args:
+        pattern: the pattern, in the ``regex`` module's syntax (DOTALL, no MULTILINE).
+        where: names the construct in error messages (``$.fields.tool_calls.open_pattern``).
+        exact: translate classes exactly (for patterns to forbid) or as a safe subset (for
+            patterns to generate); see the module docstring.
+        dotall: ``.`` matches a newline (the spec's flags); False for patterns compiled
+            without flags (custom tools' regex grammars).
+
+    Raises:
+        GrammarError: the pattern uses syntax outside what the standard ``re`` parser reads
+            (``\p{...}``, possessive quantifiers...), a backreference, or case folding.
+    """
+    # The regex module allows one group name in several alternatives (DeepSeek's name
+    # group); the standard parser does not. Number the repeats: name, name__2, ...
+    seen: dict[str, int] = {}
+
+    def rename(match: re.Match[str]) -> str:
+        name = match.group(2)
+        seen[name] = seen.get(name, 0) + 1
+        suffix = "" if seen[name] == 1 else f"__{seen[name]}"
+        return f"{match.group(1)}(?P<{name}{suffix}>"
+
+    renamed = _NAMED_GROUP.sub(rename, pattern)
+    try:
+        tree = _sre_parse.parse(renamed, re.DOTALL | re.UNICODE)
+    except re.error as error:
+        raise GrammarError(
+            f"{where}: the pattern {pattern!r} uses syntax the grammar translator does not "
+            f"read ({error}). Write it with standard regex syntax."
+        ) from None
+    if tree.state.flags & re.IGNORECASE:
+        raise GrammarError(
+            f"{where}: case-insensitive patterns cannot be compiled; got {pattern!r}."
+        )
+    names = {number: name for name, number in tree.state.groupdict.items()}
+    return _Reader(names, where, pattern, exact, dotall).sequence(tree)
+
+
+class _Reader:
+    """Converts the standard library's parse tree into :data:`Node`."""
+
+    def __init__(
+        self, names: dict[int, str], where: str, pattern: str, exact: bool, dotall: bool
+    ) -> None:
+        self.names = names
+        self.where = where
+        self.pattern = pattern
+        self.exact = exact
+        self.dotall = dotall
+
+    def fail(self, what: str) -> GrammarError:
+        return GrammarError(
+            f"{self.where}: {what} cannot be written in a grammar; got {self.pattern!r}."
+        )
+
+    def sequence(self, items: Any) -> Node:
+        nodes = [self.item(op, argument) for op, argument in items]
+        return nodes[0] if len(nodes) == 1 else Seq(tuple(nodes))
+
+    def item(self, op: Any, argument: Any) -> Node:
+        if op is _sre.LITERAL:
+            return Chars(CharSet.of([argument]))
+        if op is _sre.NOT_LITERAL:
+            return Chars(CharSet.of([argument]).complement())
+        if op is _sre.ANY:
+            return Chars(CharSet.any() if self.dotall else CharSet.of("\n").complement())
+        if op is _sre.IN:
+            return Chars(self.char_class(argument))
+        if op is _sre.BRANCH:
+            return Alt(tuple(self.sequence(option) for option in argument[1]))
+        if op is _sre.SUBPATTERN:
+            number, add_flags, _del_flags, body = argument
+            if add_flags & re.IGNORECASE:
+                raise self.fail("a case-insensitive group")
+            return Group(self.sequence(body), self.names.get(number) if number else None)
+        if op in (_sre.MAX_REPEAT, _sre.MIN_REPEAT):
+            low, high, body = argument
+            return Repeat(self.sequence(body), low, None if high is _sre.MAXREPEAT else high)
+        if op in (_sre.ASSERT, _sre.ASSERT_NOT):
+            direction, body = argument
+            return Look(self.sequence(body), ahead=direction == 1, negative=op is _sre.ASSERT_NOT)
+        if op is _sre.AT:
+            return Anchor(str(argument).lower().replace("at_", ""))
+        if op is _sre.GROUPREF:
+            raise self.fail("a backreference")
+        raise self.fail(f"the construct {str(op).lower()}")
+
+    def char_class(self, items: Any) -> CharSet:
+        negate = False
+        result = CharSet()
+        for op, argument in items:
+            if op is _sre.NEGATE:
+                negate = True
+            elif op is _sre.LITERAL:
+                result |= CharSet.of([argument])
+            elif op is _sre.RANGE:
+                result |= CharSet.span(argument[0], argument[1])
+            elif op is _sre.CATEGORY:
+                # A negated class needs its items approximated the other way round.
+                result |= self.category(str(argument), widen=self.exact != negate)
+            else:
+                raise self.fail(f"the class item {str(op).lower()}")
+        return result.complement() if negate else result
+
+    def category(self, name: str, *, widen: bool) -> CharSet:
+        r"""A character category: exact for ``\s``, approximated for ``\d`` and ``\w``.
+
+        ``widen`` asks for a superset of the ``regex`` module's Unicode set, else a subset.
+        """
+        name = name.lower().replace("category_", "")
+        negated = name.startswith("not_")
+        base = name.removeprefix("not_")
+        if base not in ("space", "digit", "word"):
+            raise self.fail(f"the class \\{name}")
+        ascii_part = ASCII_DIGIT if base == "digit" else ASCII_WORD
+        if base == "space":
+            found = whitespace()
+            return found.complement() if negated else found
+        if negated:
+            # Superset of "not C" = not (subset of C); subset = not (superset of C).
+            return ascii_part.complement() if widen else (ascii_part | NON_ASCII).complement()
+        return ascii_part | NON_ASCII if widen else ascii_part
+
+
+# -- questions about a tree --------------------------------------------------------------
+
+
+def children(node: Node) -> tuple[Node, ...]:
+    """The direct sub-trees of ``node``."""
+    if isinstance(node, Seq):
+        return node.items
+    if isinstance(node, Alt):
+        return node.options
+    if isinstance(node, (Repeat, Group, Look)):
+        return (node.item,)
+    return ()
+
+
+def walk(node: Node) -> Iterator[Node]:
+    """``node`` and every node below it."""
+    yield node
+    for child in children(node):
+        yield from walk(child)
+
+
+def contains_look(node: Node) -> bool:
+    """Whether a lookaround or anchor occurs anywhere in ``node``."""
+    return any(isinstance(item, (Look, Anchor)) for item in walk(node))
+
+
+def has_group(node: Node, name: str) -> bool:
+    """Whether a group named ``name`` (or one of its numbered repeats) occurs in ``node``."""
+    return any(
+        isinstance(item, Group) and item.name is not None and _base_name(item.name) == name
+        for item in walk(node)
+    )
+
+
+def group_names(node: Node) -> set[str]:
+    """The names of every named group of ``node``."""
+    return {
+        _base_name(item.name)
+        for item in walk(node)
+        if isinstance(item, Group) and item.name is not None
+    }
+
+
+def seq(*items: Node) -> Node:
+    """A flattened sequence (single items are returned as they are)."""
+    flat: list[Node] = []
+    for item in items:
+        if isinstance(item, Seq):
+            flat.extend(item.items)
+        else:
+            flat.append(item)
+    return flat[0] if len(flat) == 1 else Seq(tuple(flat))
+
+
+def alt(*options: Node) -> Node:
+    """An alternation (a single option is returned as it is)."""
+    return options[0] if len(options) == 1 else Alt(tuple(options))
+
+
+def nullable(node: Node) -> bool:
+    """Whether ``node`` matches the empty string."""
+    if isinstance(node, Chars):
+        return False
+    if isinstance(node, Seq):
+        return all(nullable(item) for item in node.items)
+    if isinstance(node, Alt):
+        return any(nullable(option) for option in node.options)
+    if isinstance(node, Repeat):
+        return node.low == 0 or nullable(node.item)
+    if isinstance(node, Group):
+        return nullable(node.item)
+    return True
+
+
+def required_literals(node: Node) -> frozenset[str] | None:
+    """Literals of which every match of ``node`` contains at least one; None if unknown.
+
+    A positive lookahead counts as text (the match sits right before it), so a delimiter
+    written ``(?=</think>)`` requires ``</think>``.
+    """
+    if isinstance(node, Chars):
+        char = node.chars.single()
+        return frozenset({char}) if char is not None else None
+    if isinstance(node, (Group, Look)):
+        if isinstance(node, Look) and (node.negative or not node.ahead):
+            return None
+        return required_literals(node.item)
+    if isinstance(node, Repeat):
+        return required_literals(node.item) if node.low >= 1 else None
+    if isinstance(node, Alt):
+        result: set[str] = set()
+        for option in node.options:
+            found = required_literals(option)
+            if found is None:
+                return None
+            result |= found
+        return frozenset(result)
+    if isinstance(node, Seq):
+        candidates: list[frozenset[str]] = []
+        run = ""
+        for item in node.items:
+            char = item.chars.single() if isinstance(item, Chars) else None
+            if char is not None:
+                run += char
+                continue
+            if run:
+                candidates.append(frozenset({run}))
+                run = ""
+            found = required_literals(item)
+            if found is not None:
+                candidates.append(found)
+        if run:
+            candidates.append(frozenset({run}))
+        if not candidates:
+            return None
+        return max(candidates, key=lambda found: (min(map(len, found)), -len(found)))
+    return None
+
+
+def first_chars(node: Node) -> CharSet:
+    """The characters a match of ``node`` can start with (lookarounds ignored)."""
+    if isinstance(node, Chars):
+        return node.chars
+    if isinstance(node, Seq):
+        result = CharSet()
+        for item in node.items:
+            result |= first_chars(item)
+            if not nullable(item):
+                break
+        return result
+    if isinstance(node, Alt):
+        result = CharSet()
+        for option in node.options:
+            result |= first_chars(option)
+        return result
+    if isinstance(node, (Repeat, Group)):
+        return (
+            first_chars(node.item)
+            if not (isinstance(node, Repeat) and node.high == 0)
+            else CharSet()
+        )
+    return CharSet()
+
+
+def canonical(node: Node) -> str:
+    """One short text that ``node`` matches (lookarounds ignored)."""
+    if isinstance(node, Chars):
+        return node.chars.first()
+    if isinstance(node, Seq):
+        return "".join(canonical(item) for item in node.items)
+    if isinstance(node, Alt):
+        plain = [option for option in node.options if not contains_look(option)]
+        return canonical((plain or list(node.options))[0])
+    if isinstance(node, Repeat):
+        return canonical(node.item) * node.low
+    if isinstance(node, Group):
+        return canonical(node.item)
+    return ""
+
+
+def literal_text(node: Node) -> str | None:
+    """The text ``node`` matches when it matches exactly one (no lookarounds)."""
+    if isinstance(node, Chars):
+        return node.chars.single()
+    if isinstance(node, Seq):
+        parts = [literal_text(item) for item in node.items]
+        return None if any(part is None for part in parts) else "".join(parts)  # type: ignore[arg-type]
+    if isinstance(node, Group):
+        return literal_text(node.item)
+    if isinstance(node, Alt) and len(node.options) == 1:
+        return literal_text(node.options[0])
+    if isinstance(node, Repeat) and node.low == node.high:
+        inner = literal_text(node.item)
+        return None if inner is None else inner * node.low
+    return None
+
+
+# -- rewriting ---------------------------------------------------------------------------
+
+
+def map_tree(node: Node, function: Callable[[Node], Node | None]) -> Node:
+    """Rebuild ``node`` bottom-up; ``function`` may replace each rebuilt node."""
+    if isinstance(node, Seq):
+        node = Seq(tuple(map_tree(item, function) for item in node.items))
+    elif isinstance(node, Alt):
+        node = Alt(tuple(map_tree(option, function) for option in node.options))
+    elif isinstance(node, Repeat):
+        node = Repeat(map_tree(node.item, function), node.low, node.high)
+    elif isinstance(node, Group):
+        node = Group(map_tree(node.item, function), node.name)
+    elif isinstance(node, Look):
+        node = Look(map_tree(node.item, function), node.ahead, node.negative)
+    replaced = function(node)
+    return node if replaced is None else replaced
+
+
+def prune(node: Node) -> Node | None:
+    """Remove every optional part that holds a lookaround or anchor.
+
+    Options of an alternation holding one are dropped, and repetitions that may occur zero
+    times are dropped whole; what is left matches a subset of the original language in which
+    no lookaround is needed. Returns None when a lookaround is mandatory.
+    """
+    if not contains_look(node):
+        return node
+    if isinstance(node, (Look, Anchor)):
+        return None
+    if isinstance(node, Alt):
+        kept = [pruned for option in node.options if (pruned := prune(option)) is not None]
+        return alt(*kept) if kept else None
+    if isinstance(node, Repeat):
+        inner = prune(node.item)
+        if inner is None:
+            return EMPTY if node.low == 0 else None
+        return Repeat(inner, node.low, node.high)
+    if isinstance(node, Group):
+        inner = prune(node.item)
+        return None if inner is None else Group(inner, node.name)
+    if isinstance(node, Seq):
+        items = []
+        for item in node.items:
+            pruned = prune(item)
+            if pruned is None:
+                return None
+            items.append(pruned)
+        return seq(*items)
+    return node  # pragma: no cover - Chars never holds a lookaround
+
+
+def as_consumed(node: Node) -> Node:
+    """``node`` with positive lookaheads read as text and negative lookarounds dropped.
+
+    A superset of the texts where ``node`` matches, for the grammar to forbid.
+    """
+
+    def rewrite(item: Node) -> Node | None:
+        if isinstance(item, Look):
+            return item.item if item.ahead and not item.negative else EMPTY
+        if isinstance(item, Anchor):
+            return EMPTY
+        return None
+
+    return map_tree(node, rewrite)
+
+
+def substitute_group(node: Node, name: str, replacement: Node) -> Node:
+    """Replace every group named ``name`` by ``replacement``."""
+
+    def rewrite(item: Node) -> Node | None:
+        if isinstance(item, Group) and item.name is not None and _base_name(item.name) == name:
+            return replacement
+        return None
+
+    return map_tree(node, rewrite)
+
+
+def split_at_group(node: Node, name: str, *, where: str) -> list[tuple[Node, Node]]:
+    """Every way a match of ``node`` can use the group ``name``: ``(before, after)`` pairs.
+
+    The texts matched through a pair are ``before + <group> + after``; matches that do not
+    use the group are left out.
+
+    Raises:
+        GrammarError: the group sits inside a repetition or a lookaround.
+    """
+    if isinstance(node, Group) and node.name is not None and _base_name(node.name) == name:
+        return [(EMPTY, EMPTY)]
+    if not has_group(node, name):
+        return []
+    if isinstance(node, Group):
+        return split_at_group(node.item, name, where=where)
+    if isinstance(node, Alt):
+        return [
+            pair for option in node.options for pair in split_at_group(option, name, where=where)
+        ]
+    if isinstance(node, Repeat):
+        if node.high == 1:
+            return split_at_group(node.item, name, where=where)
+        raise GrammarError(
+            f"{where}: the named group {name!r} sits inside a repetition, so a call's name "
+            "cannot be placed in a grammar."
+        )
+    if isinstance(node, Seq):
+        holders = [index for index, item in enumerate(node.items) if has_group(item, name)]
+        if len(holders) > 1:
+            raise GrammarError(f"{where}: the named group {name!r} occurs twice in one match.")
+        index = holders[0]
+        before, after = node.items[:index], node.items[index + 1 :]
+        return [
+            (seq(*before, head), seq(tail, *after))
+            for head, tail in split_at_group(node.items[index], name, where=where)
+        ]
+    raise GrammarError(f"{where}: the named group {name!r} sits inside a lookaround.")
+
+
+def top_options(node: Node) -> list[Node]:
+    """The top-level alternatives of ``node`` (through plain groups)."""
+    if isinstance(node, Group):
+        return top_options(node.item)
+    if isinstance(node, Alt):
+        return [option for item in node.options for option in top_options(item)]
+    return [node]
+
+
+def to_python(node: Node) -> str:
+    """``node`` in the ``regex`` module's syntax (lookarounds included)."""
+    if isinstance(node, Chars):
+        single = node.chars.single()
+        if single is not None:
+            return re.escape(single)
+        if node.chars == CharSet.any():
+            return "(?s:.)"
+        parts = []
+        for low, high in node.chars.ranges:
+            first = f"\\U{low:08X}" if low > 0xFFFF else f"\\u{low:04X}"
+            last = f"\\U{high:08X}" if high > 0xFFFF else f"\\u{high:04X}"
+            parts.append(first if low == high else f"{first}-{last}")
+        return "[" + "".join(parts) + "]"
+    if isinstance(node, Seq):
+        return "".join(f"(?:{to_python(item)})" for item in node.items)
+    if isinstance(node, Alt):
+        return "|".join(to_python(option) for option in node.options)
+    if isinstance(node, Repeat):
+        inner = to_python(node.item)
+        return f"(?:{inner})" + _quantifier(node.low, node.high) if inner else ""
+    if isinstance(node, Group):
+        return f"(?:{to_python(node.item)})"
+    if isinstance(node, Look):
+        kind = (
+            ("=" if not node.negative else "!")
+            if node.ahead
+            else ("<=" if not node.negative else "<!")
+        )
+        return f"(?{kind}{to_python(node.item)})"
+    return {"beginning": "^", "beginning_string": r"\A", "end": "$", "end_string": r"\Z"}.get(
+        node.kind, r"\b" if node.kind == "boundary" else r"\B"
+    )
+
+
+def resolve_lookaheads(node: Node) -> Node:
+    """Decide lookaheads that are followed by fixed text within their sequence.
+
+    A lookahead that always holds on that text is removed; one that never holds is kept
+    (so that :func:`prune` drops the option); one that depends on later text is kept.
+    """
+    import regex as _regex
+
+    def rewrite(item: Node) -> Node | None:
+        if not isinstance(item, Seq):
+            return None
+        items = list(item.items)
+        changed = False
+        for index, part in enumerate(items):
+            if not isinstance(part, Look) or not part.ahead:
+                continue
+            following = literal_text(seq(*items[index + 1 :])) if index + 1 < len(items) else ""
+            if following is None:
+                continue
+            match = _regex.match(to_python(part.item), following, _regex.DOTALL, partial=True)
+            holds = match is not None and not match.partial
+            fails = match is None
+            if (holds and not part.negative) or (fails and part.negative):
+                items[index] = EMPTY
+                changed = True
+        return seq(*items) if changed else None
+
+    return map_tree(node, rewrite)
+
+
+def trailing_lookahead(node: Node) -> tuple[Node, Look | None]:
+    """Split a final positive lookahead off a sequence: ``(rest, lookahead)``."""
+    if isinstance(node, Look) and node.ahead and not node.negative:
+        return EMPTY, node
+    if isinstance(node, Seq) and node.items:
+        last = node.items[-1]
+        if isinstance(last, Look) and last.ahead and not last.negative:
+            return seq(*node.items[:-1]), last
+    return node, None
+
+
+# -- writing -----------------------------------------------------------------------------
+
+_RUST_META = set('\\.+*?()|[]{}^$#&-~/"')
+_CLASS_META = set('\\]^-[&~/"')
+
+
+def _rust_char(char: str, meta: set[str]) -> str:
+    point = ord(char)
+    if char in meta or point < 0x20 or point >= 0x7F:
+        return f"\\x{{{point:X}}}"
+    return char
+
+
+def rust_class(chars: CharSet) -> str:
+    """A character set in Rust regex syntax."""
+    single = chars.single()
+    if single is not None:
+        return _rust_char(single, _RUST_META)
+    if chars.ranges == ((0, 0xD7FF), (0xE000, 0x10FFFF)):
+        return "(?s:.)"
+    complement = chars.complement()
+    if complement.size < chars.size and len(complement.ranges) < len(chars.ranges):
+        return "[^" + _rust_ranges(complement) + "]"
+    return "[" + _rust_ranges(chars) + "]"
+
+
+def _rust_ranges(chars: CharSet) -> str:
+    parts = []
+    for low, high in chars.ranges:
+        if low == high:
+            parts.append(_rust_char(chr(low), _CLASS_META))
+        elif high == low + 1:
+            parts.append(_rust_char(chr(low), _CLASS_META) + _rust_char(chr(high), _CLASS_META))
+        else:
+            parts.append(
+                f"{_rust_char(chr(low), _CLASS_META)}-{_rust_char(chr(high), _CLASS_META)}"
+            )
+    return "".join(parts)
+
+
+def rust_literal(text: str) -> str:
+    """``text`` as a Rust regex that matches it exactly."""
+    return "".join(_rust_char(char, _RUST_META) for char in text)
+
+
+def to_rust(node: Node) -> str:
+    """``node`` in Rust regex syntax (what llguidance's ``/.../`` terminals take).
+
+    Raises:
+        GrammarError: ``node`` still holds a lookaround or anchor.
+    """
+    if isinstance(node, Chars):
+        return rust_class(node.chars)
+    if isinstance(node, Seq):
+        return "".join(_rust_atom(item, in_seq=True) for item in node.items)
+    if isinstance(node, Alt):
+        return "|".join(to_rust(option) for option in node.options)
+    if isinstance(node, Repeat):
+        inner = _rust_atom(node.item, in_seq=False)
+        return inner + _quantifier(node.low, node.high) if inner else ""
+    if isinstance(node, Group):
+        return to_rust(node.item)
+    raise GrammarError(f"internal: a lookaround or anchor reached the grammar writer ({node})")
+
+
+def _rust_atom(node: Node, *, in_seq: bool) -> str:
+    text = to_rust(node)
+    if isinstance(node, Chars):
+        return text
+    if isinstance(node, Group):
+        return _rust_atom(node.item, in_seq=in_seq)
+    if isinstance(node, Alt) or (not in_seq and isinstance(node, (Seq, Repeat))):
+        return f"(?:{text})" if text else ""
+    if isinstance(node, Seq) and not in_seq:
+        return f"(?:{text})"
+    return text
+
+
+def _quantifier(low: int, high: int | None) -> str:
+    if (low, high) == (0, None):
+        return "*"
+    if (low, high) == (1, None):
+        return "+"
+    if (low, high) == (0, 1):
+        return "?"
+    if high is None:
+        return f"{{{low},}}"
+    if low == high:
+        return f"{{{low}}}"
+    return f"{{{low},{high}}}"
+
+
+def _gbnf_char(char: str, meta: set[str]) -> str:
+    point = ord(char)
+    if char in meta and char in '"\\[]':
+        return "\\" + char
+    if char in meta:
+        return f"\\x{point:02X}"
+    if char == "\n":
+        return "\\n"
+    if char == "\r":
+        return "\\r"
+    if char == "\t":
+        return "\\t"
+    if point < 0x20 or 0x7F <= point <= 0xA0:
+        return f"\\x{point:02X}"
+    return char
+
+
+def gbnf_literal(text: str) -> str:
+    """``text`` as a GBNF string literal."""
+    return '"' + "".join(_gbnf_char(char, {'"', "\\"}) for char in text) + '"'
+
+
+def gbnf_class(chars: CharSet) -> str:
+    """A character set as a GBNF character class."""
+    meta = {"]", "\\", "^", "-", "["}
+    complement = chars.complement()
+    negate = complement.size < chars.size and len(complement.ranges) < len(chars.ranges)
+    shown = complement if negate else chars
+    parts = []
+    for low, high in shown.ranges:
+        if low == high:
+            parts.append(_gbnf_char(chr(low), meta))
+        else:
+            parts.append(f"{_gbnf_char(chr(low), meta)}-{_gbnf_char(chr(high), meta)}")
+    return ("[^" if negate else "[") + "".join(parts) + "]"
+
+
+def to_gbnf(node: Node) -> str:
+    """``node`` as a GBNF expression.
+
+    Raises:
+        GrammarError: ``node`` still holds a lookaround or anchor.
+    """
+    if isinstance(node, Chars):
+        single = node.chars.single()
+        return gbnf_literal(single) if single is not None else gbnf_class(node.chars)
+    if isinstance(node, Seq):
+        if not node.items:
+            return '""'
+        parts: list[str] = []
+        run = ""
+        for item in node.items:
+            char = item.chars.single() if isinstance(item, Chars) else None
+            if char is not None:
+                run += char
+                continue
+            if run:
+                parts.append(gbnf_literal(run))
+                run = ""
+            parts.append(_gbnf_atom(item))
+        if run:
+            parts.append(gbnf_literal(run))
+        return " ".join(parts)
+    if isinstance(node, Alt):
+        return " | ".join(to_gbnf(option) for option in node.options)
+    if isinstance(node, Repeat):
+        return _gbnf_atom(node.item, wrap_seq=True) + _quantifier(node.low, node.high)
+    if isinstance(node, Group):
+        return to_gbnf(node.item)
+    raise GrammarError(f"internal: a lookaround or anchor reached the grammar writer ({node})")
+
+
+def _gbnf_atom(node: Node, *, wrap_seq: bool = False) -> str:
+    if isinstance(node, Group):
+        return _gbnf_atom(node.item, wrap_seq=wrap_seq)
+    text = to_gbnf(node)
+    if isinstance(node, Alt) or (isinstance(node, (Seq, Repeat)) and (wrap_seq or " " in text)):
+        return f"({text})"
+    return text

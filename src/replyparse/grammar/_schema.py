@@ -1,0 +1,566 @@
+"""JSON Schema to grammar: the values a call's arguments may take, in three spellings.
+
+* ``json``: JSON text (JSON bodies, and values of ``xml-inline`` tags parsed as JSON);
+* ``python``: Python literals (the ``pythonic`` content parser's calls);
+* ``raw``: the bare text of a tag or line value that the parser keeps as a string and the
+  tool's schema types afterwards (``replyparse.coercion``): strings as they are, numbers and
+  booleans as their text, objects and arrays as JSON text.
+
+Strings never contain the delimiters that would end the region they sit in (``forbid``): the
+parser searches for the close delimiter in the raw text and knows nothing of JSON quoting.
+
+Compiled exactly (strict-mode subset of OpenAI's guide): ``type`` (one or a list, ``null``
+included), ``enum``, ``const``, ``anyOf``, ``$ref`` to local definitions (recursion too),
+``properties`` with ``required`` and ``additionalProperties: false`` (keys in schema order),
+``items``, ``minItems`` / ``maxItems``, ``minLength`` / ``maxLength``, ``pattern``
+(strings made of characters that need no escape) and the ``format`` s ``date``,
+``date-time``, ``time``, ``uuid``, ``ipv4``, ``email``, ``hostname``, ``duration``.
+Numeric bounds, ``multipleOf`` and every other constraint keyword raise ``GrammarError``
+naming the keyword, as does an object that allows properties it does not list. Annotations
+(``description``, ``title``, ``default``, ``examples``...) are ignored.
+
+This module knows nothing of templates or output formats; it builds :mod:`._ir` expressions.
+"""
+
+from __future__ import annotations
+
+import json
+import keyword
+from collections.abc import Mapping
+from typing import Any, Literal
+
+from replyparse.grammar import _ir as G
+from replyparse.grammar import _regex as R
+from replyparse.grammar._charset import CharSet
+from replyparse.grammar._errors import GrammarError
+
+__all__ = ["Dialect", "ValueCompiler", "punct"]
+
+Dialect = Literal["json", "python", "raw"]
+
+_WS = R.Repeat(R.Chars(CharSet.of(" \t\n\r")), 0, None)
+_HEX = R.Chars(CharSet.span("0", "9") | CharSet.span("a", "f") | CharSet.span("A", "F"))
+_DIGIT = R.Chars(CharSet.span("0", "9"))
+_DIGIT19 = R.Chars(CharSet.span("1", "9"))
+#: A character a JSON (or Python) string may hold unescaped.
+_PLAIN = CharSet.of('"\\').complement() - CharSet.span(0, 0x1F) - CharSet.of("\x7f")
+_SAFE_PLAIN = _PLAIN  # characters that read the same in JSON and in a Python literal
+
+
+def _escape(letters: str) -> R.Node:
+    r"""A backslash escape: one of ``letters``, or ``\uXXXX`` outside the surrogates."""
+    not_surrogate = R.alt(
+        R.seq(
+            R.Chars(CharSet.span("0", "9") | CharSet.span("a", "c") | CharSet.span("A", "C")),
+            R.Repeat(_HEX, 3, 3),
+        ),
+        R.seq(R.Chars(CharSet.of("dD")), R.Chars(CharSet.span("0", "7")), R.Repeat(_HEX, 2, 2)),
+        R.seq(R.Chars(CharSet.of("efEF")), R.Repeat(_HEX, 3, 3)),
+    )
+    return R.seq(
+        R.literal("\\"), R.alt(R.Chars(CharSet.of(letters)), R.seq(R.literal("u"), not_surrogate))
+    )
+
+
+_JSON_UNIT = R.alt(R.Chars(_PLAIN), _escape('"\\/bfnrt'))
+_PYTHON_UNIT = R.alt(R.Chars(_SAFE_PLAIN), _escape('"\\bfnrt'))
+#: The body of a single-quoted Python string (Python's own escapes of quotes included).
+_PYTHON_SINGLE_UNIT = R.alt(
+    R.Chars(CharSet.of("'\\").complement() - CharSet.span(0, 0x1F) - CharSet.of("\x7f")),
+    _escape("'\"\\bfnrt"),
+)
+_INTEGER = R.seq(
+    R.Repeat(R.literal("-"), 0, 1), R.alt(R.literal("0"), R.seq(_DIGIT19, R.Repeat(_DIGIT, 0, 255)))
+)
+_FRACTION = R.seq(R.literal("."), R.Repeat(_DIGIT, 1, 64))
+_EXPONENT = R.seq(
+    R.Chars(CharSet.of("eE")), R.Repeat(R.Chars(CharSet.of("+-")), 0, 1), R.Repeat(_DIGIT, 1, 2)
+)
+_SHORT_INTEGER = R.seq(
+    R.Repeat(R.literal("-"), 0, 1), R.alt(R.literal("0"), R.seq(_DIGIT19, R.Repeat(_DIGIT, 0, 15)))
+)
+#: Numbers that always read back as finite floats (bounded digits before an exponent).
+_NUMBER = R.alt(
+    _INTEGER,
+    R.seq(_SHORT_INTEGER, _FRACTION),
+    R.seq(_SHORT_INTEGER, R.Repeat(_FRACTION, 0, 1), _EXPONENT),
+)
+
+
+def _rx(pattern: str) -> R.Node:
+    return R.parse(pattern, where="format", exact=False)
+
+
+_FORMATS: dict[str, str] = {
+    # Day 29-31 are left out: every generated date then exists in every month.
+    "date": r"[1-9][0-9]{3}-(?:0[1-9]|1[0-2])-(?:0[1-9]|1[0-9]|2[0-8])",
+    "date-time": r"[1-9][0-9]{3}-(?:0[1-9]|1[0-2])-(?:0[1-9]|1[0-9]|2[0-8])T(?:[01][0-9]|2[0-3])"
+    r":[0-5][0-9]:[0-5][0-9](?:\.[0-9]{1,6})?(?:Z|[+-](?:[01][0-9]|2[0-3]):[0-5][0-9])?",
+    "time": r"(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](?:\.[0-9]{1,6})?Z?",
+    "uuid": r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}",
+    "ipv4": r"(?:(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])\.){3}"
+    r"(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])",
+    "email": r"[A-Za-z0-9._%+\-]{1,64}@[A-Za-z0-9\-]{1,63}(?:\.[A-Za-z0-9\-]{1,63}){1,4}",
+    "hostname": r"[a-z0-9](?:[a-z0-9\-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9\-]{0,61}[a-z0-9])?)*",
+    "duration": r"P(?:[0-9]{1,4}D)?T?(?:[0-9]{1,4}H)?(?:[0-9]{1,4}M)?(?:[0-9]{1,4}S)?",
+}
+
+#: Keywords with no effect on which values are valid.
+_ANNOTATIONS = frozenset(
+    {
+        "description",
+        "title",
+        "default",
+        "examples",
+        "$comment",
+        "$schema",
+        "$id",
+        "deprecated",
+        "readOnly",
+        "writeOnly",
+        "$defs",
+        "definitions",
+        "nullable",
+    }
+)
+_HANDLED = frozenset(
+    {
+        "type",
+        "enum",
+        "const",
+        "anyOf",
+        "$ref",
+        "properties",
+        "required",
+        "additionalProperties",
+        "items",
+        "minItems",
+        "maxItems",
+        "minLength",
+        "maxLength",
+        "pattern",
+        "format",
+    }
+)
+
+
+def punct(text: str, *, before: bool, after: bool) -> G.Term:
+    """A JSON punctuation mark with the whitespace allowed around it."""
+    items: list[R.Node] = []
+    if before:
+        items.append(_WS)
+    items.append(R.literal(text))
+    if after:
+        items.append(_WS)
+    return G.term(R.seq(*items))
+
+
+class ValueCompiler:
+    """Compiles the values of one tool's arguments into rules of ``grammar``.
+
+    Args:
+        grammar: where rules for ``$ref`` targets and generic values are added.
+        forbid: patterns no string may contain (the delimiters that would end the region).
+        tool: the tool's name, for error messages.
+        root: the tool's ``parameters`` (the root for ``$ref``).
+    """
+
+    def __init__(
+        self, grammar: G.Grammar, forbid: tuple[R.Node, ...], tool: str, root: Mapping[str, Any]
+    ) -> None:
+        self.grammar = grammar
+        self.forbid = forbid
+        self.tool = tool
+        self.root = root
+        self.refs: dict[tuple[str, str], G.Ref] = {}
+
+    def fail(self, path: str, message: str) -> GrammarError:
+        return GrammarError(f"tool {self.tool!r}: parameters{path}: {message}")
+
+    # -- strings ---------------------------------------------------------------------------
+
+    def quoted(self, content: R.Node, within: tuple[R.Node, ...] = ()) -> G.Term:
+        """A double-quoted string whose body matches ``content`` (and every ``within``)."""
+        body = G.Piece(content, self.forbid, within=within)
+        return G.Term((G.Piece(R.literal('"')), body, G.Piece(R.literal('"'))))
+
+    def single_quoted(self) -> G.Term:
+        """A single-quoted Python string."""
+        body = G.Piece(R.Repeat(_PYTHON_SINGLE_UNIT, 0, None), self.forbid)
+        return G.Term((G.Piece(R.literal("'")), body, G.Piece(R.literal("'"))))
+
+    def literal_value(self, value: Any, dialect: Dialect, path: str) -> G.Expr:
+        """One fixed value (from ``enum`` / ``const``)."""
+        if dialect == "raw" and isinstance(value, str):
+            text = value
+        elif dialect == "python":
+            text = _python_literal(value)
+        else:
+            text = json.dumps(value, ensure_ascii=False)
+        for node in self.forbid:
+            literal = R.literal_text(node)
+            if literal is not None and literal in text:
+                raise self.fail(
+                    path,
+                    f"the value {value!r} contains {literal!r}, which ends the call in this "
+                    "template's syntax; it cannot be written.",
+                )
+        if dialect == "raw":
+            return G.Term((G.Piece(R.literal(text), self.forbid),)) if text else G.Seq(())
+        return G.lit(text)
+
+    # -- values ----------------------------------------------------------------------------
+
+    def value(self, schema: Any, dialect: Dialect, path: str = "") -> G.Expr:
+        """The values ``schema`` allows, in ``dialect``."""
+        if schema is True or schema == {}:
+            return self.any_value(dialect)
+        if not isinstance(schema, Mapping):
+            raise self.fail(path, f"expected a schema object; got {schema!r:.80}")
+        unknown = sorted(set(schema) - _HANDLED - _ANNOTATIONS)
+        if unknown:
+            raise self.fail(
+                path,
+                f"the keyword {unknown[0]!r} cannot be compiled into a grammar exactly. "
+                f"Compiled keywords: {sorted(_HANDLED)}.",
+            )
+        if "$ref" in schema:
+            if set(schema) - {"$ref"} - _ANNOTATIONS:
+                raise self.fail(path, "'$ref' with sibling keywords cannot be compiled.")
+            return self.reference(str(schema["$ref"]), dialect, path)
+        if "anyOf" in schema:
+            branches = schema["anyOf"]
+            if not isinstance(branches, list) or not branches:
+                raise self.fail(path, "'anyOf' must be a non-empty list.")
+            if set(schema) - {"anyOf"} - _ANNOTATIONS:
+                raise self.fail(path, "'anyOf' with sibling keywords cannot be compiled.")
+            return G.alt(
+                *(
+                    self.value(branch, dialect, f"{path}.anyOf[{index}]")
+                    for index, branch in enumerate(branches)
+                )
+            )
+        if "const" in schema:
+            return self.literal_value(schema["const"], dialect, path)
+        if "enum" in schema:
+            values = schema["enum"]
+            if not isinstance(values, list) or not values:
+                raise self.fail(path, "'enum' must be a non-empty list.")
+            declared = schema.get("type")
+            types = [declared] if isinstance(declared, str) else declared
+            kept = [
+                item
+                for item in values
+                if not isinstance(types, list)
+                or _json_type(item) in types
+                or (_json_type(item) == "integer" and "number" in types)
+            ]
+            return G.alt(*(self.literal_value(item, dialect, path) for item in kept))
+        declared = schema.get("type")
+        if declared is None:
+            if "properties" in schema:
+                declared = "object"
+            elif "items" in schema:
+                declared = "array"
+            else:
+                return self.any_value(dialect)
+        types = [declared] if isinstance(declared, str) else declared
+        if not isinstance(types, list) or not types:
+            raise self.fail(path, f"'type' must be a string or a list; got {declared!r}.")
+        return G.alt(*(self.typed(str(name), schema, dialect, path) for name in types))
+
+    def reference(self, reference: str, dialect: Dialect, path: str) -> G.Expr:
+        key = (dialect, reference)
+        if key not in self.refs:
+            target = _resolve(self.root, reference)
+            if target is None:
+                raise self.fail(path, f"'$ref' {reference!r} does not resolve to a local schema.")
+            name = self.grammar.fresh(f"{self.tool}_{dialect}_{reference}")
+            self.refs[key] = G.Ref(name)
+            self.grammar.add(name, self.value(target, dialect, f"{path}[$ref={reference}]"))
+        return self.refs[key]
+
+    def typed(self, name: str, schema: Mapping[str, Any], dialect: Dialect, path: str) -> G.Expr:
+        if name == "string":
+            return self.string(schema, dialect, path)
+        if name == "integer":
+            return G.term(_INTEGER)
+        if name == "number":
+            return G.term(_NUMBER)
+        if name == "boolean":
+            words = ("True", "False") if dialect == "python" else ("true", "false")
+            return G.alt(G.lit(words[0]), G.lit(words[1]))
+        if name == "null":
+            return G.lit("None" if dialect == "python" else "null")
+        if name == "object":
+            return self.object(schema, "json" if dialect == "raw" else dialect, path)
+        if name == "array":
+            return self.array(schema, "json" if dialect == "raw" else dialect, path)
+        raise self.fail(path, f"unknown type {name!r}.")
+
+    def string(self, schema: Mapping[str, Any], dialect: Dialect, path: str) -> G.Expr:
+        low = schema.get("minLength", 0)
+        high = schema.get("maxLength")
+        pattern = schema.get("pattern")
+        form = schema.get("format")
+        if form is not None and form not in _FORMATS:
+            raise self.fail(
+                path,
+                f"the string format {form!r} cannot be compiled; compiled: {sorted(_FORMATS)}.",
+            )
+        constrained = pattern is not None or form is not None
+        if dialect == "raw":
+            unit: R.Node = R.Chars(CharSet.any())
+        elif constrained:
+            # Patterns and formats apply to the decoded text: keep to characters that are
+            # written as themselves, so that the written text is the decoded text.
+            unit = R.Chars(_PLAIN)
+        else:
+            unit = _JSON_UNIT if dialect == "json" else _PYTHON_UNIT
+        if not isinstance(low, int) or (high is not None and not isinstance(high, int)):
+            raise self.fail(path, "'minLength' / 'maxLength' must be integers.")
+        content: R.Node = R.Repeat(unit, low, high)
+        within: list[R.Node] = []
+        if pattern is not None:
+            within.append(self.pattern(str(pattern), path))
+        if form is not None:
+            within.append(_rx(_FORMATS[str(form)]))
+        if dialect == "raw":
+            return G.Term((G.Piece(content, self.forbid, within=tuple(within)),))
+        return self.quoted(content, tuple(within))
+
+    def pattern(self, pattern: str, path: str) -> R.Node:
+        node = R.parse(pattern, where=f"tool {self.tool!r}: parameters{path}.pattern", exact=False)
+        items = list(node.items) if isinstance(node, R.Seq) else [node]
+        anchored_start = (
+            bool(items)
+            and isinstance(items[0], R.Anchor)
+            and items[0].kind in ("beginning", "beginning_string")
+        )
+        anchored_end = (
+            bool(items)
+            and isinstance(items[-1], R.Anchor)
+            and items[-1].kind in ("end", "end_string")
+        )
+        if anchored_start:
+            items = items[1:]
+        if anchored_end:
+            items = items[:-1]
+        inner = R.seq(*items) if items else R.EMPTY
+        if R.contains_look(inner):
+            raise self.fail(
+                path,
+                f"the pattern {pattern!r} uses lookarounds or anchors, which cannot be compiled.",
+            )
+        anything = R.Repeat(R.Chars(CharSet.any()), 0, None)
+        return R.seq(
+            *(() if anchored_start else (anything,)), inner, *(() if anchored_end else (anything,))
+        )
+
+    def object(self, schema: Mapping[str, Any], dialect: Dialect, path: str) -> G.Expr:
+        properties = schema.get("properties", {})
+        if not isinstance(properties, Mapping):
+            raise self.fail(path, "'properties' must be an object.")
+        if schema.get("additionalProperties", True) is not False and properties:
+            raise self.fail(
+                path,
+                "an object must set 'additionalProperties': false (strict mode); other "
+                "properties cannot be compiled in key order.",
+            )
+        if schema.get("additionalProperties", True) is not False and not properties:
+            return self.any_object(dialect)
+        required = schema.get("required", [])
+        members = []
+        for key, sub in properties.items():
+            member = G.seq(
+                self.key(str(key), dialect),
+                punct(":", before=True, after=True),
+                self.value(sub, dialect, f"{path}.properties.{key}"),
+            )
+            members.append((member, key in required))
+        return G.seq(
+            punct("{", before=False, after=True),
+            *self.members(members),
+            punct("}", before=True, after=False),
+        )
+
+    def members(self, members: list[tuple[G.Expr, bool]]) -> list[G.Expr]:
+        """Members in order, separated by commas; optional ones may be left out."""
+        comma = punct(",", before=True, after=True)
+        if all(required for _, required in members):
+            result: list[G.Expr] = []
+            for index, (member, _) in enumerate(members):
+                if index:
+                    result.append(comma)
+                result.append(member)
+            return result
+        # tail(i): the members from i on, each preceded by a comma.
+        tail: G.Expr = G.Seq(())
+        tails: list[G.Expr] = [tail] * (len(members) + 1)
+        for index in range(len(members) - 1, -1, -1):
+            member, required = members[index]
+            with_member = G.seq(comma, member, tails[index + 1])
+            tails[index] = with_member if required else G.alt(with_member, tails[index + 1])
+        # first(i): the members from i on, the first written one without a comma.
+        firsts: list[G.Expr] = [G.Seq(())] * (len(members) + 1)
+        for index in range(len(members) - 1, -1, -1):
+            member, required = members[index]
+            started = G.seq(member, tails[index + 1])
+            firsts[index] = started if required else G.alt(started, firsts[index + 1])
+        first = firsts[0]
+        return [] if first == G.Seq(()) else [first]
+
+    def key(self, key: str, dialect: Dialect) -> G.Expr:
+        return self.literal_value(key, "json" if dialect == "raw" else dialect, ".key")
+
+    def array(self, schema: Mapping[str, Any], dialect: Dialect, path: str) -> G.Expr:
+        low = schema.get("minItems", 0)
+        high = schema.get("maxItems")
+        if not isinstance(low, int) or (high is not None and not isinstance(high, int)):
+            raise self.fail(path, "'minItems' / 'maxItems' must be integers.")
+        item = self.value(schema.get("items", True), dialect, f"{path}.items")
+        open_, close = punct("[", before=False, after=True), punct("]", before=True, after=False)
+        if high == 0:
+            return G.seq(open_, close)
+        comma = punct(",", before=True, after=True)
+        rest = G.Repeat(G.seq(comma, item), max(low - 1, 0), None if high is None else high - 1)
+        items = G.seq(item, rest)
+        return G.seq(open_, items if low >= 1 else G.opt(items), close)
+
+    # -- generic values (non-strict tools) -------------------------------------------------
+
+    def any_value(self, dialect: Dialect) -> G.Expr:
+        """Any value: any JSON value (as Python literals in ``python``; any text in ``raw``)."""
+        if dialect == "raw":
+            return G.Term((G.Piece(R.Repeat(R.Chars(CharSet.any()), 0, None), self.forbid),))
+        key = (dialect, "<any>")
+        if key not in self.refs:
+            name = self.grammar.fresh(f"any_{dialect}_value")
+            self.refs[key] = G.Ref(name)
+            words: tuple[str, ...] = ("true", "false", "null")
+            unit = _JSON_UNIT if dialect == "json" else _PYTHON_UNIT
+            string: G.Expr = self.quoted(R.Repeat(unit, 0, None))
+            if dialect == "python":
+                # Models write Python literals with either quote, and JSON's names too.
+                words = ("True", "False", "None", *words)
+                string = G.alt(string, self.single_quoted())
+            comma = punct(",", before=True, after=True)
+            pair = G.seq(string, punct(":", before=True, after=True), self.refs[key])
+            obj = G.seq(
+                punct("{", before=False, after=True),
+                G.opt(G.seq(pair, G.Repeat(G.seq(comma, pair), 0, None))),
+                punct("}", before=True, after=False),
+            )
+            arr = G.seq(
+                punct("[", before=False, after=True),
+                G.opt(G.seq(self.refs[key], G.Repeat(G.seq(comma, self.refs[key]), 0, None))),
+                punct("]", before=True, after=False),
+            )
+            self.grammar.add(name, G.alt(obj, arr, string, G.term(_NUMBER), *map(G.lit, words)))
+        return self.refs[key]
+
+    def any_object(self, dialect: Dialect) -> G.Expr:
+        """Any object (the arguments of a tool without ``strict``)."""
+        key = (dialect, "<object>")
+        if key not in self.refs:
+            value = self.any_value(dialect)
+            name = self.grammar.fresh(f"any_{dialect}_object")
+            self.refs[key] = G.Ref(name)
+            unit = _JSON_UNIT if dialect == "json" else _PYTHON_UNIT
+            pair = G.seq(
+                self.quoted(R.Repeat(unit, 0, None)), punct(":", before=True, after=True), value
+            )
+            comma = punct(",", before=True, after=True)
+            self.grammar.add(
+                name,
+                G.seq(
+                    punct("{", before=False, after=True),
+                    G.opt(G.seq(pair, G.Repeat(G.seq(comma, pair), 0, None))),
+                    punct("}", before=True, after=False),
+                ),
+            )
+        return self.refs[key]
+
+    # -- pythonic calls --------------------------------------------------------------------
+
+    def python_arguments(self, schema: Mapping[str, Any], strict: bool) -> G.Expr:
+        """``key=value, ...`` for a Python-style call, keys in schema order."""
+        properties = schema.get("properties", {})
+        if not isinstance(properties, Mapping):
+            raise self.fail("", "'properties' must be an object.")
+        if strict and schema.get("additionalProperties", True) is not False and properties:
+            raise self.fail("", "an object must set 'additionalProperties': false (strict mode).")
+        required = schema.get("required", []) if strict else []
+        members = []
+        for key, sub in properties.items():
+            if not str(key).isidentifier() or keyword.iskeyword(str(key)):
+                raise self.fail(
+                    f".properties.{key}",
+                    f"{key!r} is not a Python identifier, so it cannot be a keyword argument "
+                    "of a Python-style call.",
+                )
+            value = (
+                self.value(sub, "python", f".properties.{key}")
+                if strict
+                else self.any_value("python")
+            )
+            members.append(
+                (
+                    G.seq(G.lit(str(key)), punct("=", before=True, after=True), value),
+                    key in required,
+                )
+            )
+        return G.seq(*self.members(members)) if members else G.Seq(())
+
+
+def _python_literal(value: Any) -> str:
+    if value is None:
+        return "None"
+    if value is True:
+        return "True"
+    if value is False:
+        return "False"
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, list):
+        return "[" + ", ".join(_python_literal(item) for item in value) + "]"
+    if isinstance(value, dict):
+        return (
+            "{"
+            + ", ".join(
+                f"{json.dumps(str(key), ensure_ascii=False)}: {_python_literal(item)}"
+                for key, item in value.items()
+            )
+            + "}"
+        )
+    return json.dumps(value)
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    return "object"
+
+
+def _resolve(root: Mapping[str, Any], reference: str) -> Any:
+    if reference == "#":
+        return root
+    if not reference.startswith("#/"):
+        return None
+    target: Any = root
+    for part in reference[2:].split("/"):
+        part = part.replace("~1", "/").replace("~0", "~")
+        if not isinstance(target, Mapping) or part not in target:
+            return None
+        target = target[part]
+    return target

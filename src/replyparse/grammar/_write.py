@@ -1,0 +1,182 @@
+"""Writing a grammar in the engines' formats: llguidance's Lark dialect and GBNF.
+
+Lark (llguidance): rules are lowercase, lexemes uppercase terminals; a piece with exclusions
+is written with llguidance's regex operators, ``(/text/ & ~/(?s:.*)(?:</tool_call>)(?s:.*)/)``.
+
+GBNF (llama.cpp): no lexer and no regex operators; pieces are written one after another and a
+piece with exclusions becomes one rule per state of its automaton (:mod:`._fsm`).
+
+This module knows nothing of templates; it writes what :mod:`._ir` describes.
+"""
+
+from __future__ import annotations
+
+import json
+
+from replyparse.grammar import _fsm
+from replyparse.grammar import _ir as G
+from replyparse.grammar import _regex as R
+
+__all__ = ["to_gbnf", "to_lark"]
+
+_ANY = "(?s:.*)"
+
+
+# -- Lark -----------------------------------------------------------------------------------
+
+
+def _lark_string(text: str) -> str:
+    return json.dumps(text, ensure_ascii=False)
+
+
+def _lark_piece(piece: G.Piece) -> str:
+    literal = piece.literal
+    if literal is not None and literal:
+        return _lark_string(literal)
+    body = f"/{R.to_rust(piece.pattern)}/"
+    if piece.plain:
+        return body
+    parts = [body] + [f"/{R.to_rust(node)}/" for node in piece.within]
+    if piece.forbid:
+        forbidden = "|".join(R.to_rust(node) for node in piece.forbid)
+        parts.append(f"~/{_ANY}(?:{forbidden}){_ANY}/")
+    if piece.no_end:
+        endings = "|".join(R.to_rust(node) for node in piece.no_end)
+        parts.append(f"~/{_ANY}(?:{endings})/")
+    return "(" + " & ".join(parts) + ")"
+
+
+class _LarkWriter:
+    def __init__(self, grammar: G.Grammar) -> None:
+        self.grammar = grammar
+        self.terminals: dict[G.Term, str] = {}
+        self.terminal_lines: list[str] = []
+
+    def terminal(self, term: G.Term) -> str:
+        if len(term.pieces) == 1:
+            literal = term.pieces[0].literal
+            if literal:
+                return _lark_string(literal)
+        if term not in self.terminals:
+            name = f"T{len(self.terminals)}"
+            self.terminals[term] = name
+            body = " ".join(_lark_piece(piece) for piece in term.pieces)
+            self.terminal_lines.append(f"{name}: {body}")
+        return self.terminals[term]
+
+    def expr(self, expr: G.Expr, *, top: bool = False) -> str:
+        if isinstance(expr, G.Term):
+            return self.terminal(expr)
+        if isinstance(expr, G.Ref):
+            return expr.name
+        if isinstance(expr, G.Seq):
+            if not expr.items:
+                return '""'
+            return " ".join(self.atom(item) for item in expr.items)
+        if isinstance(expr, G.Alt):
+            options = [option for option in expr.options if option != G.Seq(())]
+            text = " | ".join(self.expr(option) for option in options)
+            if len(options) < len(expr.options):
+                return f"({text})?"
+            return text if top else f"({text})"
+        atom = self.atom(expr.item, wrap_all=True)
+        low, high = expr.low, expr.high
+        if (low, high) == (0, None):
+            return f"{atom}*"
+        if (low, high) == (1, None):
+            return f"{atom}+"
+        if (low, high) == (0, 1):
+            return f"{atom}?"
+        if high is None:
+            return f"{atom}{{{low},}}"
+        if low == high:
+            return f"{atom}{{{low}}}"
+        return f"{atom}{{{low},{high}}}"
+
+    def atom(self, expr: G.Expr, *, wrap_all: bool = False) -> str:
+        text = self.expr(expr)
+        if isinstance(expr, G.Seq) and len(expr.items) > 1 and wrap_all:
+            return f"({text})"
+        if isinstance(expr, G.Repeat) and wrap_all:
+            return f"({text})"
+        return text
+
+
+def to_lark(grammar: G.Grammar) -> str:
+    """The grammar in llguidance's Lark dialect."""
+    writer = _LarkWriter(grammar)
+    lines = []
+    order = [grammar.start] + [name for name in grammar.rules if name != grammar.start]
+    for name in order:
+        lines.append(f"{name}: {writer.expr(grammar.rules[name], top=True)}")
+    return "\n".join([*lines, "", *writer.terminal_lines]) + "\n"
+
+
+# -- GBNF -----------------------------------------------------------------------------------
+
+
+def _gbnf_name(name: str) -> str:
+    return name.replace("_", "-")
+
+
+class _GbnfWriter:
+    def __init__(self, grammar: G.Grammar) -> None:
+        self.grammar = grammar
+        self.pieces: dict[G.Piece, str] = {}
+        self.extra: list[str] = []
+
+    def piece(self, piece: G.Piece) -> str:
+        if piece.plain:
+            text = R.to_gbnf(piece.pattern)
+            return f"({text})" if " " in text else text
+        if piece not in self.pieces:
+            prefix = f"x{len(self.pieces)}"
+            self.pieces[piece] = prefix
+            dfa = _fsm.restrict(
+                _fsm.build_dfa(piece.pattern), piece.forbid, piece.no_end, piece.within
+            )
+            for state, row in enumerate(dfa.transitions):
+                options = [f"{R.gbnf_class(chars)} {prefix}-{target}" for chars, target in row]
+                if state in dfa.accepting:
+                    options.append('""')
+                self.extra.append(f"{prefix}-{state} ::= " + (" | ".join(options) or '""'))
+        return f"{self.pieces[piece]}-0"
+
+    def expr(self, expr: G.Expr) -> str:
+        if isinstance(expr, G.Term):
+            parts = [self.piece(piece) for piece in expr.pieces]
+            return " ".join(parts) if len(parts) == 1 else "(" + " ".join(parts) + ")"
+        if isinstance(expr, G.Ref):
+            return _gbnf_name(expr.name)
+        if isinstance(expr, G.Seq):
+            if not expr.items:
+                return '""'
+            return " ".join(self.expr(item) for item in expr.items)
+        if isinstance(expr, G.Alt):
+            return "(" + " | ".join(self.expr(option) for option in expr.options) + ")"
+        inner = self.expr(expr.item)
+        if " " in inner:
+            inner = f"({inner})"
+        low, high = expr.low, expr.high
+        if (low, high) == (0, None):
+            return f"{inner}*"
+        if (low, high) == (1, None):
+            return f"{inner}+"
+        if (low, high) == (0, 1):
+            return f"{inner}?"
+        if high is None:
+            return f"{inner}{{{low},}}"
+        if low == high:
+            return f"{inner}{{{low}}}"
+        return f"{inner}{{{low},{high}}}"
+
+
+def to_gbnf(grammar: G.Grammar) -> str:
+    """The grammar in llama.cpp's GBNF."""
+    writer = _GbnfWriter(grammar)
+    lines = []
+    order = [grammar.start] + [name for name in grammar.rules if name != grammar.start]
+    for name in order:
+        shown = "root" if name == grammar.start else _gbnf_name(name)
+        lines.append(f"{shown} ::= {writer.expr(grammar.rules[name])}")
+    return "\n".join(lines + writer.extra) + "\n"

@@ -1,0 +1,119 @@
+"""End to end on CPU: a tiny random transformers model generating under the grammar.
+
+The model and its byte-level tokenizer are built here (no downloads). Whatever the random
+weights prefer, the grammar leaves only valid messages: a schema-valid call for ``required``
+and for a forced function, and no call for ``none``.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from replyparse import parse_response
+from replyparse.grammar import build_grammar, logits_processor
+from replyparse.openai import validate_arguments
+
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+pytest.importorskip("llguidance")
+tokenizers = pytest.importorskip("tokenizers")
+
+TEMPLATE: dict[str, Any] = {
+    "start_anchor": "<|im_start|>assistant\n",
+    "fields": {
+        "tool_calls": {
+            "open": "<tool_call>",
+            "close": "</tool_call>",
+            "repeats": True,
+            "content": "json",
+            "transform": {"type": "function", "function": "{content}"},
+        },
+        "content": {"close": "<|im_end|>"},
+    },
+}
+SCHEMA = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["unit", "urgent"],
+    "properties": {"unit": {"type": "string", "enum": ["C", "F"]}, "urgent": {"type": "boolean"}},
+}
+TOOLS = [
+    {"type": "function", "function": {"name": "get_weather", "strict": True, "parameters": SCHEMA}},
+    {"type": "function", "function": {"name": "get_time", "strict": True, "parameters": SCHEMA}},
+]
+
+
+@pytest.fixture(scope="module")
+def model_and_tokenizer() -> tuple[Any, Any]:
+    byte_level = tokenizers.pre_tokenizers.ByteLevel(add_prefix_space=False)
+    alphabet = tokenizers.pre_tokenizers.ByteLevel.alphabet()
+    vocab = {char: index for index, char in enumerate(sorted(alphabet))}
+    backend = tokenizers.Tokenizer(tokenizers.models.BPE(vocab=vocab, merges=[]))
+    backend.pre_tokenizer = byte_level
+    backend.decoder = tokenizers.decoders.ByteLevel()
+    backend.add_special_tokens(["</s>"])
+    tokenizer = transformers.PreTrainedTokenizerFast(tokenizer_object=backend, eos_token="</s>")
+    torch.manual_seed(0)
+    config = transformers.LlamaConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        num_key_value_heads=2,
+        max_position_embeddings=2048,
+    )
+    model = transformers.LlamaForCausalLM(config).eval()
+    return model, tokenizer
+
+
+def generate(model: Any, tokenizer: Any, grammar: Any, seed: int) -> str:
+    prompt = tokenizer("<|im_start|>assistant\n", return_tensors="pt")
+    torch.manual_seed(seed)
+    output = model.generate(
+        **prompt,
+        do_sample=True,
+        max_new_tokens=160,
+        logits_processor=[logits_processor(grammar, tokenizer)],
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.eos_token_id,
+    )
+    new = output[0, prompt["input_ids"].shape[1] :]
+    return str(tokenizer.decode(new, skip_special_tokens=True))
+
+
+@pytest.mark.parametrize(
+    ("tool_choice", "names"),
+    [
+        ("required", {"get_weather", "get_time"}),
+        ({"type": "function", "name": "get_time"}, {"get_time"}),
+    ],
+)
+def test_calls_are_schema_valid(
+    model_and_tokenizer: Any, tool_choice: Any, names: set[str]
+) -> None:
+    model, tokenizer = model_and_tokenizer
+    grammar = build_grammar(
+        TEMPLATE, tools=TOOLS, tool_choice=tool_choice, parallel_tool_calls=False
+    )
+    text = generate(model, tokenizer, grammar, seed=1)
+    message = parse_response(text, TEMPLATE, prefix="", tools=TOOLS)
+    calls = message.get("tool_calls") or []
+    assert len(calls) == 1, text
+    function = calls[0]["function"]
+    assert function["name"] in names
+    arguments = function["arguments"]
+    arguments = json.loads(arguments) if isinstance(arguments, str) else arguments
+    assert validate_arguments(arguments, SCHEMA) == []
+
+
+def test_none_makes_no_call(model_and_tokenizer: Any) -> None:
+    model, tokenizer = model_and_tokenizer
+    grammar = build_grammar(TEMPLATE, tools=TOOLS, tool_choice="none", format="gbnf")
+    text = generate(model, tokenizer, grammar, seed=2)
+    assert "<tool_call>" not in text
+    message = parse_response(text, TEMPLATE, prefix="", tools=TOOLS)
+    assert "tool_calls" not in message

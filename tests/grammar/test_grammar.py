@@ -1,0 +1,341 @@
+"""The grammar API on small inline templates: requests, schemas, formats and errors."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from replyparse.grammar import (
+    ENGINES,
+    GrammarError,
+    accepts,
+    build_grammar,
+    upstream_fields,
+)
+from replyparse.openai.errors import StrictSchemaError, ToolChoiceError
+from tests.grammar.helpers import TOOLS, WEATHER, problems
+
+pytest.importorskip("llguidance")
+
+from replyparse.grammar.sample import sample_texts
+
+HERMES: dict[str, Any] = {
+    "start_anchor": "<|im_start|>assistant\n",
+    "fields": {
+        "reasoning_content": {"open": "<think>", "close": "</think>"},
+        "tool_calls": {
+            "open": "<tool_call>",
+            "close": "</tool_call>",
+            "repeats": True,
+            "content": "json",
+            "transform": {"type": "function", "function": "{content}"},
+        },
+        "content": {"close": "<|im_end|>"},
+    },
+}
+XML: dict[str, Any] = {
+    "start_anchor": "A:",
+    "fields": {
+        "tool_calls": {
+            "open_pattern": r"<tool_call>\s*<function=(?P<name>[^>\n]+)>",
+            "close_pattern": r"</function>\s*(?:</tool_call>)?",
+            "repeats": True,
+            "content": "xml-inline",
+            "content_args": {
+                "tag_pattern": r"<parameter=(?P<key>[^>\n]+)>\n?(?P<value>.*?)\n?</parameter>"
+            },
+            "transform": {
+                "type": "function",
+                "function": {"name": "{name}", "arguments": "{content}"},
+            },
+        },
+        "content": {"close": "<end>"},
+    },
+}
+
+CALL = '<tool_call>{"name": "get_weather", "arguments": {"city": "Paris", "unit": "C", "days": 2}}</tool_call>'
+
+
+def strict(parameters: dict[str, Any], name: str = "f") -> dict[str, Any]:
+    return {
+        "type": "function",
+        "function": {"name": name, "strict": True, "parameters": parameters},
+    }
+
+
+def obj(**properties: Any) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "additionalProperties": False,
+        "required": list(properties),
+        "properties": properties,
+    }
+
+
+# -- tool_choice and parallel_tool_calls ------------------------------------------------
+
+
+def test_auto_allows_text_reasoning_and_calls() -> None:
+    grammar = build_grammar(HERMES, tools=TOOLS)
+    assert accepts(grammar, "Hello")
+    assert accepts(grammar, "<think>hm</think>Sure." + CALL + "<|im_end|>")
+    assert accepts(grammar, CALL + CALL)
+
+
+def test_required_needs_a_call_and_no_text() -> None:
+    grammar = build_grammar(HERMES, tools=TOOLS, tool_choice="required")
+    assert not accepts(grammar, "Hello")
+    assert not accepts(grammar, "Sure." + CALL)
+    assert accepts(grammar, "<think>hm</think>\n" + CALL)
+
+
+def test_forced_function_allows_exactly_that_call() -> None:
+    choice = {"type": "function", "function": {"name": "get_time"}}
+    grammar = build_grammar(HERMES, tools=TOOLS, tool_choice=choice)
+    assert accepts(grammar, '<tool_call>{"name": "get_time", "arguments": {}}</tool_call>')
+    assert not accepts(grammar, CALL)
+    assert not accepts(grammar, '<tool_call>{"name": "get_time", "arguments": {}}</tool_call>' * 2)
+
+
+def test_none_forbids_any_call_syntax() -> None:
+    grammar = build_grammar(HERMES, tools=TOOLS, tool_choice="none")
+    assert accepts(grammar, "Just text<|im_end|>")
+    assert not accepts(grammar, CALL)
+    assert not accepts(grammar, "text <tool_call> text")
+
+
+def test_parallel_false_allows_one_call() -> None:
+    grammar = build_grammar(HERMES, tools=TOOLS, parallel_tool_calls=False)
+    assert accepts(grammar, CALL)
+    assert not accepts(grammar, CALL + CALL)
+
+
+def test_allowed_tools_limits_the_names() -> None:
+    choice = {
+        "type": "allowed_tools",
+        "mode": "required",
+        "tools": [{"type": "function", "name": "get_time"}],
+    }
+    grammar = build_grammar(HERMES, tools=TOOLS, tool_choice=choice)
+    assert not accepts(grammar, CALL)
+    assert accepts(
+        grammar, '<tool_call>{"name": "get_time", "arguments": {"zone": "UTC"}}</tool_call>'
+    )
+
+
+def test_without_tools_no_calls() -> None:
+    grammar = build_grammar(HERMES)
+    assert accepts(grammar, "hi")
+    assert not accepts(grammar, CALL)
+
+
+# -- strict schemas ---------------------------------------------------------------------
+
+
+def test_strict_arguments_follow_the_schema() -> None:
+    grammar = build_grammar(HERMES, tools=[WEATHER])
+    assert accepts(grammar, CALL)
+    assert accepts(grammar, CALL.replace('"C"', "null"))
+    assert not accepts(grammar, CALL.replace('"C"', '"K"'))
+    assert not accepts(grammar, CALL.replace(', "days": 2', ""))
+    assert not accepts(grammar, CALL.replace("2}", '2, "x": 1}'))
+    assert not accepts(grammar, CALL.replace("2}", '"2"}'))
+
+
+def test_non_strict_arguments_are_any_object() -> None:
+    grammar = build_grammar(HERMES, tools=[TOOLS[1]])
+    assert accepts(
+        grammar, '<tool_call>{"name": "get_time", "arguments": {"a": [1, {"b": null}]}}</tool_call>'
+    )
+    assert not accepts(grammar, '<tool_call>{"name": "get_time", "arguments": [1]}</tool_call>')
+
+
+def test_strings_never_hold_the_close_delimiter() -> None:
+    grammar = build_grammar(HERMES, tools=[TOOLS[1]])
+    assert not accepts(
+        grammar, '<tool_call>{"name": "get_time", "arguments": {"a": "</tool_call>"}}</tool_call>'
+    )
+
+
+@pytest.mark.parametrize(
+    ("schema", "good", "bad"),
+    [
+        (
+            obj(n={"type": "array", "items": {"type": "integer"}, "minItems": 1, "maxItems": 2}),
+            '{"n": [1, 2]}',
+            '{"n": []}',
+        ),
+        (obj(s={"type": "string", "minLength": 2, "maxLength": 3}), '{"s": "abc"}', '{"s": "a"}'),
+        (obj(s={"type": "string", "pattern": "^[a-z]+-[0-9]$"}), '{"s": "ab-1"}', '{"s": "ab1"}'),
+        (obj(d={"type": "string", "format": "date"}), '{"d": "2024-02-28"}', '{"d": "2024-2-28"}'),
+        (
+            obj(u={"type": "string", "format": "uuid"}),
+            '{"u": "123e4567-e89b-12d3-a456-426614174000"}',
+            '{"u": "123"}',
+        ),
+        (
+            obj(x={"anyOf": [{"type": "number"}, obj(y={"type": "boolean"})]}),
+            '{"x": {"y": true}}',
+            '{"x": "1"}',
+        ),
+        (obj(c={"const": "on"}), '{"c": "on"}', '{"c": "off"}'),
+        (
+            {
+                **obj(t={"$ref": "#/$defs/tree"}),
+                "$defs": {"tree": obj(kids={"type": "array", "items": {"$ref": "#/$defs/tree"}})},
+            },
+            '{"t": {"kids": [{"kids": []}]}}',
+            '{"t": {"kids": [{}]}}',
+        ),
+    ],
+)
+def test_schema_keywords(schema: dict[str, Any], good: str, bad: str) -> None:
+    grammar = build_grammar(HERMES, tools=[strict(schema)], tool_choice="required")
+    wrap = '<tool_call>{{"name": "f", "arguments": {}}}</tool_call>'
+    assert accepts(grammar, wrap.format(good))
+    assert not accepts(grammar, wrap.format(bad))
+
+
+@pytest.mark.parametrize(
+    ("schema", "keyword"),
+    [
+        (obj(n={"type": "integer", "minimum": 1}), "minimum"),
+        (obj(n={"type": "number", "multipleOf": 2}), "multipleOf"),
+        (obj(s={"type": "string", "format": "ipv6"}), "ipv6"),
+        (obj(n={"type": "integer", "exclusiveMaximum": 5}), "exclusiveMaximum"),
+    ],
+)
+def test_uncompilable_keywords_are_named(schema: dict[str, Any], keyword: str) -> None:
+    with pytest.raises(GrammarError, match=keyword) as caught:
+        build_grammar(HERMES, tools=[strict(schema)])
+    assert "tool 'f'" in str(caught.value)
+
+
+def test_request_errors() -> None:
+    with pytest.raises(StrictSchemaError):
+        build_grammar(
+            HERMES, tools=[strict({"type": "object", "properties": {"a": {"type": "string"}}})]
+        )
+    with pytest.raises(ToolChoiceError):
+        build_grammar(
+            HERMES, tools=TOOLS, tool_choice={"type": "function", "function": {"name": "nope"}}
+        )
+    with pytest.raises(GrammarError, match="format"):
+        build_grammar(HERMES, format="ebnf")  # type: ignore[arg-type]
+
+
+# -- template constructs ----------------------------------------------------------------
+
+
+def test_xml_bodies_type_values_from_the_schema() -> None:
+    tool = strict(obj(city={"type": "string"}, days={"type": "integer"}), "get_weather")
+    grammar = build_grammar(XML, tools=[tool], tool_choice="required")
+    good = "<tool_call><function=get_weather><parameter=city>\nParis\n</parameter><parameter=days>3</parameter></function>"
+    assert accepts(grammar, good)
+    assert not accepts(grammar, good.replace(">3<", ">three<"))
+    assert problems(good, _load(XML), "", [tool], "required", True) == []
+
+
+def _load(spec: dict[str, Any]) -> Any:
+    from replyparse import load_template
+
+    return load_template(spec)
+
+
+def test_prefix_that_opens_a_region_starts_inside_it() -> None:
+    grammar = build_grammar(HERMES, tools=TOOLS, prefix="<|im_start|>assistant\n<think>\n")
+    assert accepts(grammar, "still thinking</think>Answer")
+    assert accepts(grammar, "still thinking</think>" + CALL)
+    without = build_grammar(HERMES, tools=TOOLS, tool_choice="required")
+    assert not accepts(without, "still thinking</think>" + CALL)
+
+
+def test_a_name_the_template_cannot_write_is_refused() -> None:
+    # Python-style calls need identifiers: the registry's pythonic template cannot call it.
+    tool = {
+        "type": "function",
+        "function": {"name": "get-weather", "parameters": {"type": "object"}},
+    }
+    with pytest.raises(GrammarError, match="get-weather"):
+        build_grammar("pythonic", tools=[tool])
+
+
+def test_lookaround_in_a_delimiter_is_refused_with_its_path() -> None:
+    template = {
+        "start_anchor": "A:",
+        "fields": {
+            "tool_calls": {
+                "open_pattern": r"<call(?!x)(?P<name>\w+)(?<=\w)>",
+                "close": "</call>",
+                "repeats": True,
+                "content": "json",
+                "transform": {
+                    "type": "function",
+                    "function": {"name": "{name}", "arguments": "{content}"},
+                },
+            },
+            "content": {},
+        },
+    }
+    with pytest.raises(GrammarError, match=r"\$\.fields\.tool_calls\.open"):
+        build_grammar(template, tools=TOOLS, tool_choice="required")
+
+
+def test_custom_tools_take_their_regex_as_input() -> None:
+    custom = {
+        "type": "custom",
+        "name": "set_date",
+        "format": {"type": "grammar", "syntax": "regex", "definition": r"^\d{4}-\d{2}$"},
+    }
+    grammar = build_grammar(XML, tools=[custom], tool_choice="required")
+    text = "<tool_call><function=set_date><parameter=input>2024-05</parameter></function>"
+    assert accepts(grammar, text)
+    assert not accepts(grammar, text.replace("2024-05", "May"))
+    assert problems(text, _load(XML), "", [custom], "required", True) == []
+
+
+# -- formats ----------------------------------------------------------------------------
+
+
+def test_gbnf_and_lark_agree_on_samples() -> None:
+    lark = build_grammar(HERMES, tools=TOOLS)
+    gbnf = build_grammar(HERMES, tools=TOOLS, format="gbnf")
+    assert isinstance(gbnf, str) and gbnf.startswith("root ::=")
+    tokens = ["<think>", "</think>", "<tool_call>", "</tool_call>", "get_weather", "city"]
+    for text in sample_texts(lark, count=8, seed=3, tokens=tokens):
+        assert accepts(gbnf, text), text
+    for text in sample_texts(gbnf, count=8, seed=4, tokens=tokens):
+        assert accepts(lark, text), text
+
+
+def test_structural_tag() -> None:
+    tag = build_grammar(HERMES, tools=[WEATHER], tool_choice="required", format="structural_tag")
+    assert isinstance(tag, dict)
+    form = tag["format"]
+    assert form["triggers"] == ["<tool_call>"]
+    assert form["at_least_one"] is True
+    assert accepts(tag, "hm " + CALL)
+    assert not accepts(tag, "hm")
+    with pytest.raises(GrammarError, match="xml-inline"):
+        build_grammar(XML, tools=TOOLS, format="structural_tag")
+
+
+@pytest.mark.parametrize("engine", sorted(ENGINES))
+def test_upstream_fields(engine: str) -> None:
+    fields = upstream_fields(engine, HERMES, tools=TOOLS, tool_choice="required")  # type: ignore[arg-type]
+    grammar = (
+        fields.get("grammar")
+        or fields.get("ebnf")
+        or fields.get("guided_grammar")
+        or fields["structured_outputs"]["grammar"]
+    )
+    assert accepts(grammar, CALL)
+    assert not accepts(grammar, "text")
+
+
+def test_registry_name_and_samples_of_a_registry_template() -> None:
+    grammar = build_grammar(
+        "qwen3", tools=TOOLS, tool_choice="required", prefix="<|im_start|>assistant\n"
+    )
+    assert accepts(grammar, CALL)

@@ -1,0 +1,84 @@
+"""Every registry family's corpus outputs through both OpenAI streams, whole and one character
+at a time: the streamed result equals the whole-message conversion and argument fragments
+concatenate to the final ``arguments``, whatever the template's shape (json or xml-inline
+bodies, names in the open delimiter or in the body, transform_each lists, harmony channels)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from openai_helpers import constant_clock, load_corpus, replay_chat, replay_responses, run_stream
+
+from replyparse import ResponseParseError, parse_response
+from replyparse.openai import (
+    ChatCompletionStream,
+    ResponsesStream,
+    SequentialIds,
+    to_chat_completion_message,
+    to_response,
+)
+from replyparse.templates import get_entry, list_templates
+
+FAMILIES = list_templates()
+CASES = load_corpus(FAMILIES)
+
+pytestmark = pytest.mark.skipif(not CASES, reason="../shared/corpus/cases.jsonl is not available")
+
+
+def _prefix(case: dict[str, Any]) -> str:
+    if case["prefix"] is not None:
+        return str(case["prefix"])
+    return str(get_entry(case["family"]).prefixes.get("default", ""))
+
+
+def _pieces(text: str, step: int) -> list[str]:
+    return [text[start : start + step] for start in range(0, len(text), step)] or [""]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[case["id"] for case in CASES])
+def test_registry_case_streams_like_the_whole_message(case: dict[str, Any]) -> None:
+    template = get_entry(case["family"]).template
+    prefix = _prefix(case)
+    text = case["text"]
+    try:
+        message = parse_response(text, template, prefix=prefix)
+    except ResponseParseError:
+        pytest.skip("a malformed output; the corpus tests check its error")
+    whole = to_response(message, model="m", ids=SequentialIds(), clock=constant_clock)
+    expected_chat = to_chat_completion_message(message, ids=SequentialIds())
+    for step in (1, len(text) or 1):
+        responses = ResponsesStream(
+            template, prefix=prefix, model="m", ids=SequentialIds(), clock=constant_clock
+        )
+        events = run_stream(responses, _pieces(text, step))
+        streamed_response = replay_responses(events)
+        # The stream emits items in generation order; a whole message (a dict) no longer
+        # knows how content and calls interleaved, so compare the items by id.
+        assert sorted(streamed_response["output"], key=lambda item: item["id"]) == sorted(
+            whole["output"], key=lambda item: item["id"]
+        )
+        assert {**streamed_response, "output": []} == {**whole, "output": []}
+        arguments: dict[str, str] = {}
+        for event in events:
+            if event["type"] == "response.function_call_arguments.delta":
+                item_id = event["item_id"]
+                arguments[item_id] = arguments.get(item_id, "") + event["delta"]
+        whole_items = {item["id"]: item for item in whole["output"]}
+        for item_id, streamed in arguments.items():
+            assert streamed == whole_items[item_id]["arguments"]
+            assert isinstance(json.loads(streamed), dict)
+
+        chat = ChatCompletionStream(
+            template, prefix=prefix, model="m", ids=SequentialIds(), created=0
+        )
+        final = replay_chat(run_stream(chat, _pieces(text, step))).choices[0].message
+        assert final.content == expected_chat["content"]
+        calls = [
+            {"id": call.id, "name": call.function.name, "arguments": call.function.arguments}
+            for call in final.tool_calls or []
+        ]
+        assert calls == [
+            {"id": call["id"], **call["function"]} for call in expected_chat.get("tool_calls", [])
+        ]
