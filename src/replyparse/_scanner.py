@@ -407,10 +407,13 @@ def _is_whitespace_class(item: Any) -> bool:
 
 
 def _sre_parse(source: str) -> Any:
+    """The standard library's regex syntax tree (``re._parser``; ``sre_parse`` before 3.11)."""
+    import importlib
+
     try:
-        from re import _parser as parser  # type: ignore[attr-defined]
+        parser = importlib.import_module("re._parser")
     except ImportError:  # pragma: no cover - Python 3.10
-        import sre_parse as parser
+        parser = importlib.import_module("sre_parse")
     return parser.parse(source)
 
 
