@@ -1,0 +1,451 @@
+"""Results of one benchmark run: the targets, the console tables and docs/performance.md."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+from typing import Any
+
+from _measure import Sample
+
+__all__ = ["Results", "Target", "console_report", "evaluate_targets", "markdown_report"]
+
+OURS = "replyparse"
+REFERENCE = "reference"
+
+#: "A small constant" in the memory target: bytes a parser may hold beyond the text it was fed.
+MEMORY_ALLOWANCE = 16 * 1024
+
+
+@dataclass
+class Results:
+    """Everything one run measured, keyed by template style (and output length)."""
+
+    mode: str
+    machine: dict[str, str] = field(default_factory=dict)
+    settings: dict[str, Any] = field(default_factory=dict)
+    styles: dict[str, str] = field(default_factory=dict)  # name -> title
+    lengths: list[int] = field(default_factory=list)
+    #: (style, length) -> characters of the generated output
+    chars: dict[tuple[str, int], int] = field(default_factory=dict)
+    #: (style, length) -> same messages, one-shot and streamed, from both implementations
+    equal: dict[tuple[str, Any], bool] = field(default_factory=dict)
+    stream: dict[tuple[str, int], dict[str, Sample]] = field(default_factory=dict)
+    one_shot: dict[tuple[str, int], dict[str, Sample]] = field(default_factory=dict)
+    batch: dict[str, dict[str, Sample]] = field(default_factory=dict)
+    batch_shape: dict[str, str] = field(default_factory=dict)
+    #: (style, length) -> {"fed": chars, "text_bytes": sys.getsizeof(fed text), impl: bytes}
+    live_memory: dict[tuple[str, int], dict[str, int]] = field(default_factory=dict)
+    #: style -> {"parsers": n, "fed": average chars fed, "text_bytes": ..., impl: bytes total}
+    many_memory: dict[str, dict[str, float]] = field(default_factory=dict)
+    interleaved: dict[str, dict[str, Sample]] = field(default_factory=dict)
+    interleaved_shape: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Target:
+    name: str
+    measured: str
+    threshold: str
+    passed: bool | None  # None: not measured in this run
+
+
+def _ratio(samples: dict[str, Sample], ours: str = OURS) -> float:
+    """How many times faster replyparse is: reference time / replyparse time."""
+    return samples[REFERENCE].per_unit / samples[ours].per_unit
+
+
+def _us(seconds: float) -> str:
+    return f"{seconds * 1e6:.2f}"
+
+
+def _kib(size: float) -> str:
+    return f"{size / 1024:,.1f}"
+
+
+def _length(length: int) -> str:
+    return f"{length // 1000}k" if length >= 1000 and length % 1000 == 0 else str(length)
+
+
+def evaluate_targets(results: Results) -> list[Target]:
+    """The issue's targets, each checked against this run's medians."""
+    targets: list[Target] = []
+    styles = list(results.styles)
+    small = 10_000 if 10_000 in results.lengths else min(results.lengths)
+    large = 400_000 if 400_000 in results.lengths else max(results.lengths)
+    for style in styles:
+        if large > small and (style, small) in results.stream and (style, large) in results.stream:
+            growth = (
+                results.stream[style, large][OURS].per_unit
+                / results.stream[style, small][OURS].per_unit
+            )
+            targets.append(
+                Target(
+                    f"cost per feed at {_length(large)} / at {_length(small)} ({style})",
+                    f"{growth:.2f}x",
+                    "<= 1.30x",
+                    growth <= 1.3,
+                )
+            )
+    for length, needed in ((100_000, 3.0), (10_000, 1.5), (1_000, 1.0)):
+        for style in styles:
+            key = (style, length)
+            if key not in results.stream:
+                continue
+            ratio = _ratio(results.stream[key])
+            targets.append(
+                Target(
+                    f"streaming speed-up at {_length(length)} ({style})",
+                    f"{ratio:.2f}x",
+                    f">= {needed:.1f}x",
+                    ratio >= needed,
+                )
+            )
+    for style in styles:
+        ratios = [_ratio(results.one_shot[style, n]) for n in results.lengths]
+        if ratios:
+            targets.append(
+                Target(
+                    f"one-shot throughput, worst length ({style})",
+                    f"{min(ratios):.2f}x",
+                    ">= 1.00x",
+                    min(ratios) >= 1.0,
+                )
+            )
+    for style in styles:
+        if style in results.batch:
+            ratio = _ratio(results.batch[style])
+            targets.append(
+                Target(f"batch throughput ({style})", f"{ratio:.2f}x", ">= 1.00x", ratio >= 1.0)
+            )
+    for (style, length), memory in results.live_memory.items():
+        excess = memory[OURS] - memory["text_bytes"]
+        targets.append(
+            Target(
+                f"live parser memory mid-stream, {_length(length)} ({style})",
+                f"text + {_kib(excess)} KiB",
+                f"text + {_kib(MEMORY_ALLOWANCE)} KiB",
+                excess <= MEMORY_ALLOWANCE,
+            )
+        )
+    for style, memory in results.many_memory.items():
+        excess = (memory[OURS] - memory["text_bytes"]) / memory["parsers"]
+        targets.append(
+            Target(
+                f"memory per parser, {int(memory['parsers']):,} concurrent ({style})",
+                f"text + {_kib(excess)} KiB",
+                f"text + {_kib(MEMORY_ALLOWANCE)} KiB",
+                excess <= MEMORY_ALLOWANCE,
+            )
+        )
+    return targets
+
+
+# --- tables (shared by the console and the markdown) --------------------------------------
+
+
+def _tables(results: Results) -> list[tuple[str, list[str], list[list[str]]]]:
+    tables: list[tuple[str, list[str], list[list[str]]]] = []
+
+    rows = []
+    for (style, length), samples in results.stream.items():
+        ours, ref = samples[OURS], samples[REFERENCE]
+        note = " (capped repeats)" if ref.capped else ""
+        rows.append(
+            [
+                style,
+                f"{results.chars[style, length]:,}",
+                f"{int(ours.work):,}",
+                _us(ours.per_unit),
+                _us(ref.per_unit),
+                f"{_ratio(samples):.2f}x",
+                f"{len(ours.times)}{note}",
+            ]
+        )
+    tables.append(
+        (
+            "Streaming: cost per 4-character feed (median, µs)",
+            ["style", "chars", "feeds", "replyparse", "reference", "ratio ref/ours", "repeats"],
+            rows,
+        )
+    )
+
+    rows = []
+    base_length = 10_000 if 10_000 in results.lengths else min(results.lengths)
+    for style in results.styles:
+        if (style, base_length) not in results.stream:
+            continue
+        cells = [style]
+        for impl in (OURS, REFERENCE):
+            base = results.stream[style, base_length][impl].per_unit
+            cells.append(
+                " / ".join(
+                    f"{results.stream[style, n][impl].per_unit / base:.2f}" for n in results.lengths
+                )
+            )
+        rows.append(cells)
+    tables.append(
+        (
+            f"Growth: cost per feed relative to {_length(base_length)} "
+            f"(lengths {', '.join(_length(n) for n in results.lengths)})",
+            ["style", "replyparse", "reference"],
+            rows,
+        )
+    )
+
+    rows = []
+    for (style, length), samples in results.one_shot.items():
+        ours, ref = samples[OURS], samples[REFERENCE]
+        rows.append(
+            [
+                style,
+                f"{results.chars[style, length]:,}",
+                f"{ours.work / ours.median / 1e6:.1f}",
+                f"{ref.work / ref.median / 1e6:.1f}",
+                f"{_ratio(samples):.2f}x",
+            ]
+        )
+    tables.append(
+        (
+            "One-shot parse_response throughput (median, MB/s)",
+            ["style", "chars", "replyparse", "reference", "ratio ref/ours"],
+            rows,
+        )
+    )
+
+    rows = []
+    for style, samples in results.batch.items():
+        ours, ref = samples[OURS], samples[REFERENCE]
+        listed = samples.get(f"{OURS} (list)")
+        rows.append(
+            [
+                style,
+                results.batch_shape[style],
+                f"{ours.work / ours.median:,.0f}",
+                f"{listed.work / listed.median:,.0f}" if listed else "-",
+                f"{ref.work / ref.median:,.0f}",
+                f"{_ratio(samples):.2f}x",
+                f"{_ratio(samples, f'{OURS} (list)'):.2f}x" if listed else "-",
+            ]
+        )
+    tables.append(
+        (
+            "Batch of short outputs (median, outputs/s)",
+            [
+                "style",
+                "outputs",
+                "replyparse loop",
+                "replyparse list",
+                "reference loop",
+                "ratio (loop)",
+                "ratio (list)",
+            ],
+            rows,
+        )
+    )
+
+    rows = []
+    for (style, length), memory in results.live_memory.items():
+        rows.append(
+            [
+                style,
+                f"{memory['fed']:,} of {results.chars[style, length]:,}",
+                _kib(memory["text_bytes"]),
+                _kib(memory[OURS]),
+                _kib(memory[REFERENCE]),
+                f"{memory[REFERENCE] / memory[OURS]:.2f}x",
+            ]
+        )
+    tables.append(
+        (
+            "Memory: one live parser mid-stream (tracemalloc, KiB)",
+            ["style", "chars fed", "text fed (str)", "replyparse", "reference", "ratio ref/ours"],
+            rows,
+        )
+    )
+
+    rows = []
+    for style, memory in results.many_memory.items():
+        parsers = memory["parsers"]
+        rows.append(
+            [
+                style,
+                f"{int(parsers):,}",
+                f"{memory['fed']:.0f}",
+                _kib(memory[OURS]),
+                _kib(memory[REFERENCE]),
+                _kib(memory[OURS] / parsers),
+                _kib(memory[REFERENCE] / parsers),
+                f"{memory[REFERENCE] / memory[OURS]:.2f}x",
+            ]
+        )
+    tables.append(
+        (
+            "Memory: concurrent parsers, each fed half of a short output (tracemalloc, KiB)",
+            [
+                "style",
+                "parsers",
+                "avg chars fed",
+                "replyparse total",
+                "reference total",
+                "replyparse each",
+                "reference each",
+                "ratio ref/ours",
+            ],
+            rows,
+        )
+    )
+
+    rows = []
+    for style, samples in results.interleaved.items():
+        ours, ref = samples[OURS], samples[REFERENCE]
+        rows.append(
+            [
+                style,
+                results.interleaved_shape[style],
+                _us(ours.per_unit),
+                _us(ref.per_unit),
+                f"{_ratio(samples):.2f}x",
+            ]
+        )
+    tables.append(
+        (
+            "Interleaved streams, round-robin: time per generated token (median, µs)",
+            ["style", "streams", "replyparse", "reference", "ratio ref/ours"],
+            rows,
+        )
+    )
+    return tables
+
+
+def _plain_table(header: list[str], rows: list[list[str]]) -> str:
+    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
+    lines = ["  ".join(cell.rjust(width) for cell, width in zip(header, widths, strict=True))]
+    lines.append("  ".join("-" * width for width in widths))
+    lines += [
+        "  ".join(cell.rjust(width) for cell, width in zip(row, widths, strict=True))
+        for row in rows
+    ]
+    return "\n".join(lines)
+
+
+def _markdown_table(header: list[str], rows: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def _target_rows(targets: list[Target]) -> list[list[str]]:
+    verdict = {True: "pass", False: "FAIL", None: "n/a"}
+    return [[t.name, t.measured, t.threshold, verdict[t.passed]] for t in targets]
+
+
+def console_report(results: Results, file: Any = None) -> None:
+    """Print every table and the targets (to ``file``, by default standard output)."""
+    file = file if file is not None else sys.stdout
+    for title, header, rows in _tables(results):
+        print(f"\n{title}", file=file)
+        print(_plain_table(header, rows), file=file)
+    targets = evaluate_targets(results)
+    print("\nTargets", file=file)
+    print(_plain_table(["target", "measured", "needed", ""], _target_rows(targets)), file=file)
+    unequal = [key for key, same in results.equal.items() if not same]
+    if unequal:
+        print(f"\nWARNING: the implementations disagree on {unequal}", file=file)
+
+
+def markdown_report(results: Results, command: str) -> str:
+    """The text of docs/performance.md."""
+    targets = evaluate_targets(results)
+    passed = sum(1 for t in targets if t.passed)
+    settings = results.settings
+    out: list[str] = []
+    out.append("# Performance")
+    out.append("")
+    out.append(
+        "<!-- Generated by bench/run.py; do not edit by hand. Re-run the script to update. -->"
+    )
+    out.append("")
+    out.append(
+        f"replyparse against the reference implementation (transformers "
+        f"`parse_response` / `ResponseParser`), measured in the same process on the same "
+        f"inputs. Run: `{command}` ({results.mode} mode), {results.machine['date']}, "
+        f"{results.machine['duration']}. Ratios are reference time / replyparse time: above "
+        f"1 means replyparse is faster (or, for memory, smaller)."
+    )
+    out.append("")
+    out.append(f"## Targets ({passed} of {len(targets)} met)")
+    out.append("")
+    out.append(_markdown_table(["target", "measured", "needed", ""], _target_rows(targets)))
+    out.append("")
+    unequal = [key for key, same in results.equal.items() if not same]
+    if unequal:
+        out.append(f"**Warning:** the two implementations gave different messages on {unequal}.")
+    else:
+        out.append(
+            "Both implementations give equal messages on every benchmark input (one-shot and "
+            "streamed), checked before timing."
+        )
+    out.append("")
+    for title, header, rows in _tables(results):
+        out.append(f"## {title}")
+        out.append("")
+        out.append(_markdown_table(header, rows))
+        out.append("")
+    out.append("## Machine")
+    out.append("")
+    out.append(_markdown_table(["", ""], [[key, value] for key, value in results.machine.items()]))
+    out.append("")
+    out.append("## Method")
+    out.append("")
+    out.extend(
+        [
+            "- **Inputs.** `bench/_workloads.py` generates each output from a fixed seed: a long "
+            "reasoning section (prose with newlines, punctuation, `<` comparisons and near-miss "
+            "delimiter prefixes such as `<thin`, `</tool_`, `<|en`), then 2 to 8 tool calls "
+            "(about 10% of the text), then the answer (about 15%). Three templates, defined "
+            "inline and given unchanged to both implementations: "
+            + "; ".join(f"`{name}`: {title}" for name, title in results.styles.items())
+            + ". The order reasoning, tool calls, answer is one the reference parses without "
+            "loss, so the two must agree; the run checks that they do.",
+            "- **Streaming.** A parser is created (untimed), then every 4-character feed and "
+            "`finalize()` are timed together; cost per feed = that time / number of feeds. "
+            f"{settings['warmup']} warm-up run(s) per cell, then at least "
+            f"{settings['min_repeats']} and at most {settings['max_repeats']} timed repeats "
+            f"(until {settings['stream_budget']} s have been spent on the cell); the table "
+            "gives the median. If one warm-up run takes over "
+            f"{settings['slow']} s, the cell is cut to 3 repeats and marked so.",
+            "- **One-shot.** `parse_response(text, template, prefix=...)` on the same outputs; "
+            "MB/s = UTF-8 bytes of the output / median time.",
+            f"- **Batch.** {settings['batch']:,} different short outputs per style (half without "
+            "tool calls, a quarter with one, a quarter with two; sizes in the table), parsed "
+            "with one `parse_response` call each; replyparse is also "
+            "timed with its list form (one call for all texts). "
+            f"{settings['batch_repeats']} repeats after a warm-up; median.",
+            "- **Memory.** `tracemalloc` on the allocations made while the parser is built and "
+            "fed (after a warm-up parser has filled any template or regex caches), measured "
+            "while the parser is alive; the events returned by `feed` are dropped. One parser "
+            "fed half of each long output (the middle of its reasoning), and "
+            f"{settings['parsers']:,} parsers each fed half of a different short output. "
+            "'text fed' is `sys.getsizeof` of the fed characters as one string; the target "
+            f"allows that plus {_kib(MEMORY_ALLOWANCE)} KiB.",
+            f"- **Interleaved.** {settings['streams']} streams with outputs of different lengths "
+            "are open at once and each gets one 4-character token per round, round-robin, as "
+            "a server would feed them; each is finalized after its last token. Timed: creating "
+            "the parsers, every feed and finalize. Time per token = total / number of feeds. "
+            f"A warm-up with fewer streams, then {settings['interleaved_repeats']} repeats; "
+            "median.",
+            "- Repeats of the two implementations alternate, so drift on the machine affects "
+            "both alike; `gc.collect()` runs before each timed repeat and the collector stays "
+            "enabled while timing.",
+        ]
+    )
+    out.append("")
+    out.append("## Reproduce")
+    out.append("")
+    out.append("```")
+    out.append("python bench/run.py            # full run, rewrites docs/performance.md")
+    out.append("python bench/run.py --quick    # a fast look; prints only")
+    out.append("```")
+    out.append("")
+    return "\n".join(out)
