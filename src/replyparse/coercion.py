@@ -38,6 +38,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Final
 from urllib.parse import unquote
 
+from replyparse._json_types import json_type
 from replyparse.tools import FunctionTool, Tool
 
 __all__ = ["coerce_to_schema", "type_tool_call"]
@@ -266,7 +267,7 @@ class _Coercer:
         if not isinstance(value, str):
             return value
         for member in allowed:
-            member_type = _json_type(member)
+            member_type = json_type(member)
             if member_type is None or member_type == "string":
                 continue
             converted = _convert(value, member_type)
@@ -461,34 +462,15 @@ def _array_schemas(schema: Mapping[str, Any]) -> tuple[Sequence[object], object 
 # --- values --------------------------------------------------------------------------------
 
 
-def _json_type(value: object) -> str | None:
-    """The JSON type name of a value, or None for non-JSON values."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, dict):
-        return "object"
-    if isinstance(value, list):
-        return "array"
-    return None
-
-
 def _has_type(value: object, name: str) -> bool:
     """Whether ``value`` is of JSON type ``name``. An integral float is not an ``integer``."""
-    actual = _json_type(value)
+    actual = json_type(value)
     return actual == name or (name == "number" and actual == "integer")
 
 
 def _json_equal(left: object, right: object) -> bool:
     """Equality as JSON Schema's ``enum`` sees it: ``1 == 1.0`` but ``True != 1``."""
-    left_type, right_type = _json_type(left), _json_type(right)
+    left_type, right_type = json_type(left), json_type(right)
     numeric = ("integer", "number")
     if left_type in numeric and right_type in numeric:
         return left == right
@@ -511,7 +493,9 @@ def _convert(value: Any, name: str) -> Any:
         # A number or boolean where the schema wants a string: the model wrote these
         # characters (an xml-inline value "5" read by a json value_parser, a zip code
         # written unquoted), so the string is their JSON text, not a guess.
-        return json.dumps(value) if not isinstance(value, float) or math.isfinite(value) else _FAILED
+        return (
+            json.dumps(value) if not isinstance(value, float) or math.isfinite(value) else _FAILED
+        )
     if not isinstance(value, str):
         return _FAILED
     if name == "integer":

@@ -30,6 +30,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias, Union
 
+from replyparse._json_types import json_type
 from replyparse.errors import ToolDefinitionError
 
 __all__ = [
@@ -877,17 +878,9 @@ def _split_choices(description: str) -> tuple[str, list[Any] | None]:
 
 
 def _json_type_of(value: object) -> str | None:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    return None
+    """The JSON type of a scalar choice; None for containers and non-JSON values."""
+    kind = json_type(value)
+    return None if kind in ("object", "array") else kind
 
 
 def _enum_schema(values: Sequence[object], what: str) -> dict[str, Any]:

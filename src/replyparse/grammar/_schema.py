@@ -29,6 +29,7 @@ import keyword
 from collections.abc import Mapping
 from typing import Any, Literal
 
+from replyparse._json_types import json_type
 from replyparse.grammar import _ir as G
 from replyparse.grammar import _regex as R
 from replyparse.grammar._charset import CharSet
@@ -537,19 +538,7 @@ def _python_literal(value: Any) -> str:
 
 
 def _json_type(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    return "object"
+    return json_type(value) or "object"
 
 
 def _resolve(root: Mapping[str, Any], reference: str) -> Any:

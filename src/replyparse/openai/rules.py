@@ -34,6 +34,7 @@ from typing import Any, Literal
 
 import regex
 
+from replyparse._json_types import json_type
 from replyparse.errors import ToolDefinitionError
 from replyparse.openai._calls import ResolvedCall, ToolIndex
 from replyparse.openai.errors import (
@@ -390,21 +391,8 @@ def check_request(tools: ToolIndex, tool_choice: Any, parallel_tool_calls: Any) 
 
 
 def _json_type(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, Mapping):
-        return "object"
-    if isinstance(value, list):
-        return "array"
-    return type(value).__name__
+    """The JSON type name of a value; a Python type name for anything JSON has no type for."""
+    return json_type(value) or type(value).__name__
 
 
 def _is_type(value: Any, name: str) -> bool:
