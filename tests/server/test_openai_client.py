@@ -33,15 +33,20 @@ Serve = Callable[..., AbstractContextManager[Any]]
 def client_for(tmp_path: Path) -> Iterator[Callable[..., Any]]:
     """``client_for(*texts)``: an OpenAI client on a fresh server replaying ``texts``."""
     stack: list[AbstractContextManager[str]] = []
+    clients: list[Any] = []
 
     def make(*texts: str, chunk_size: int = 3) -> Any:
         replay = write_replay(tmp_path / f"replay{len(stack)}.jsonl", *texts)
         context = running(qwen3_config(ReplayBackend(replay, chunk_size=chunk_size)))
         stack.append(context)
         url = context.__enter__()
-        return openai.OpenAI(base_url=url, api_key="unused", max_retries=0, timeout=20)
+        client = openai.OpenAI(base_url=url, api_key="unused", max_retries=0, timeout=20)
+        clients.append(client)
+        return client
 
     yield make
+    for client in clients:
+        client.close()
     for context in reversed(stack):
         context.__exit__(None, None, None)
 

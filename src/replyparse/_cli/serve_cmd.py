@@ -2,7 +2,8 @@
 
 Turns the flags into a :class:`replyparse.server.ServerConfig`: the response template
 (``--template``, else detected from the chat template), the chat template, the backend
-(``--upstream`` or ``--replay``, exactly one), and the model name. The server modules are
+(``--upstream`` or ``--replay``, exactly one, and ``--upstream-engine`` for constrained
+decoding upstream), and the model name. The server modules are
 imported only here, so the rest of the CLI needs no extra; without the ``server`` extra this
 command says how to install it.
 """
@@ -22,6 +23,9 @@ from replyparse.templates import detect_entry, detect_template
 __all__ = ["add_serve_arguments", "run_serve"]
 
 _SERVER_MODULES = ("starlette", "uvicorn", "jinja2", "httpx2")
+#: ``replyparse.grammar.ENGINES``, spelled out so the CLI starts without the grammar package
+#: (a test keeps the two equal).
+UPSTREAM_ENGINES = ("llama.cpp", "vllm", "vllm-legacy", "sglang", "llguidance")
 
 
 def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
@@ -65,6 +69,13 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
         help="bearer token for the upstream (default: $REPLYPARSE_UPSTREAM_API_KEY)",
     )
     parser.add_argument("--upstream-timeout", type=float, default=600.0, metavar="SECONDS")
+    parser.add_argument(
+        "--upstream-engine",
+        choices=("none", *UPSTREAM_ENGINES),
+        default="none",
+        help="the upstream's engine, to send it each request's decoding grammar so strict "
+        "tools, tool_choice and parallel_tool_calls hold (default none: no grammar)",
+    )
     prefix = parser.add_mutually_exclusive_group()
     prefix.add_argument(
         "--prefix", metavar="TEXT", help="the prompt end to parse from, without a chat template"
@@ -171,6 +182,8 @@ def run_serve(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int
             "directory): the server renders the prompt itself",
             status=2,
         )
+    if args.replay is not None and args.upstream_engine != "none":
+        raise CliError("--upstream-engine needs --upstream", status=2)
     prefix = ""
     if chat_template is None:
         prefix = resolve_prefix(
@@ -200,13 +213,15 @@ def run_serve(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int
         prefix=prefix,
         template_kwargs=_template_kwargs(args.chat_template_kwargs),
         custom_tool_deltas=args.custom_tool_deltas,
+        upstream_engine=None if args.upstream_engine == "none" else args.upstream_engine,
     )
 
     def announce(url: str) -> None:
         prompt = f"chat template {chat_template.origin}" if chat_template else "no chat template"
+        grammar = "" if config.upstream_engine is None else f"  grammar: {config.upstream_engine}"
         stderr.write(
             f"replyparse serve: {url}  model {model_name!r}  template {choice.label}  "
-            f"{prompt}  backend: {backend.description}\n"
+            f"{prompt}  backend: {backend.description}{grammar}\n"
         )
         stderr.flush()
 

@@ -7,6 +7,8 @@ prompt sent to the backend, and the generation parsed with the response template
 prompt being the parser's prefix, by the OpenAI layer's stream objects. Those objects check
 the tools and ``tool_choice`` when they are built, so a bad request fails with a 400 before
 anything is generated.
+With ``upstream_engine`` set, the request's decoding grammar goes upstream too
+(:mod:`.constraints`).
 
 Failures after the stream began (the backend dropped, the output does not fit the template)
 end the stream with an error event: a ``data: {"error": ...}`` chunk then ``[DONE]`` for
@@ -31,6 +33,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from replyparse.errors import ResponseParseError
+from replyparse.grammar.upstream import Engine
 from replyparse.openai import (
     ChatCompletionStream,
     FinishReason,
@@ -43,6 +46,7 @@ from replyparse.openai import (
 )
 from replyparse.server.backends import Backend, BackendError, Delta, Generation, GenerationRequest
 from replyparse.server.chat_template import ChatTemplate, tools_for_template
+from replyparse.server.constraints import grammar_fields
 from replyparse.server.errors import Api, ApiError, to_api_error
 from replyparse.server.turn import Turn, read_turn
 from replyparse.template import ResponseTemplate
@@ -74,6 +78,8 @@ class ServerConfig:
             ``"custom"`` (OpenAI's own shape, which the SDK's stream helper cannot
             accumulate) or ``"function"`` (a function delta whose arguments are
             ``{"input": ...}``).
+        upstream_engine: the engine flavour to send each request's decoding grammar to
+            (``replyparse.grammar.ENGINES``), or None to send none.
     """
 
     model_name: str
@@ -84,6 +90,7 @@ class ServerConfig:
     template_kwargs: Mapping[str, Any] = field(default_factory=dict)  # JSON boundary
     reasoning_keys: tuple[str, ...] = ("reasoning_content",)
     custom_tool_deltas: Literal["custom", "function"] = "custom"
+    upstream_engine: Engine | None = None
 
 
 def _quietly(call: Callable[[], _T], on_rule_error: Callable[[ToolCallRuleError], _T]) -> _T:
@@ -167,6 +174,9 @@ class _Handler:
         bos = chat_template.special_tokens.get("bos_token") if chat_template else None
         if isinstance(bos, str) and bos and prompt.startswith(bos):
             extra["add_special_tokens"] = False  # the chat template wrote the BOS token
+        engine = self.config.upstream_engine
+        if engine is not None:
+            extra.update(grammar_fields(engine, self.config.template, turn, prompt))
         return GenerationRequest(
             prompt=prompt,
             max_tokens=turn.max_tokens,

@@ -1,0 +1,190 @@
+"""``--upstream-engine``: each request's decoding grammar goes into the upstream body.
+
+The fake ``/v1/completions`` server of ``test_upstream`` records the bodies; the grammar found
+there is checked with ``replyparse.grammar.accepts`` against the outputs the request allows.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+
+openai = pytest.importorskip("openai")
+pytest.importorskip("httpx2")
+pytest.importorskip("starlette")
+pytest.importorskip("llguidance")
+
+from replyparse._cli.serve_cmd import UPSTREAM_ENGINES  # noqa: E402
+from replyparse.grammar import ENGINES, accepts  # noqa: E402
+from replyparse.server import ServerConfig, UpstreamBackend  # noqa: E402
+from replyparse.templates import get_template  # noqa: E402
+from tests.server.helpers import (  # noqa: E402
+    CHAT_TOOLS,
+    PARALLEL_CALLS,
+    RESPONSES_TOOLS,
+    qwen3_config,
+    running,
+)
+from tests.server.test_upstream import FakeUpstream  # noqa: E402
+
+USER = [{"role": "user", "content": "Weather in Lisbon?"}]
+ONE_CALL = (
+    '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Lisbon", "unit": "celsius"}}\n'
+    "</tool_call><|im_end|>"
+)
+CONTENT = "It is sunny in Lisbon.<|im_end|>"
+
+#: Where each engine flavour takes the grammar, and the other fields it needs.
+FIELDS: dict[str, tuple[tuple[str, ...], dict[str, Any]]] = {
+    "llama.cpp": (("grammar",), {}),
+    "vllm": (("structured_outputs", "grammar"), {}),
+    "vllm-legacy": (("guided_grammar",), {"guided_decoding_backend": "guidance"}),
+    "sglang": (("ebnf",), {}),
+    "llguidance": (("grammar",), {}),
+}
+
+
+@pytest.fixture
+def upstream() -> Iterator[FakeUpstream]:
+    server = FakeUpstream()
+    server.text = ONE_CALL
+    thread = threading.Thread(target=server.serve_forever, args=(0.02,), daemon=True)
+    thread.start()
+    yield server
+    server.shutdown()
+    server.server_close()
+    thread.join(timeout=5)
+
+
+def _config(upstream: FakeUpstream, engine: Any, template: str = "qwen3") -> ServerConfig:
+    backend = UpstreamBackend(upstream.url, model="upstream-model", timeout=10)
+    base = qwen3_config(backend)
+    return ServerConfig(
+        model_name=base.model_name,
+        template=get_template(template),
+        backend=backend,
+        chat_template=base.chat_template,
+        upstream_engine=engine,
+    )
+
+
+@contextmanager
+def _client(config: ServerConfig) -> Iterator[Any]:
+    """An OpenAI client of a running server for ``config``, closed afterwards."""
+    with (
+        running(config) as url,
+        openai.OpenAI(base_url=url, api_key="unused", max_retries=0, timeout=30) as client,
+    ):
+        yield client
+
+
+def test_the_cli_offers_every_engine() -> None:
+    assert set(UPSTREAM_ENGINES) == set(ENGINES)
+
+
+@pytest.mark.parametrize("engine", sorted(FIELDS))
+def test_each_engine_gets_the_grammar_in_its_field(upstream: FakeUpstream, engine: str) -> None:
+    path, others = FIELDS[engine]
+    with _client(_config(upstream, engine)) as client:
+        completion = client.chat.completions.create(
+            model="test-model", messages=USER, tools=CHAT_TOOLS, tool_choice="required"
+        )
+    assert completion.choices[0].message.tool_calls[0].function.name == "get_weather"
+    (body,) = upstream.bodies
+    grammar: Any = body
+    for key in path:
+        grammar = grammar[key]
+    assert isinstance(grammar, str)
+    assert {key: body[key] for key in others} == others
+    assert body["skip_special_tokens"] is False  # the usual fields are still there
+    assert accepts(grammar, ONE_CALL)
+    assert not accepts(grammar, CONTENT)  # "required": no content text
+
+
+def test_no_engine_sends_no_grammar(upstream: FakeUpstream) -> None:
+    with _client(_config(upstream, None)) as client:
+        client.chat.completions.create(
+            model="test-model", messages=USER, tools=CHAT_TOOLS, tool_choice="required"
+        )
+    (body,) = upstream.bodies
+    assert not {"grammar", "ebnf", "structured_outputs", "guided_grammar"} & set(body)
+
+
+def test_the_grammar_follows_the_request(upstream: FakeUpstream) -> None:
+    upstream.text = CONTENT
+    with _client(_config(upstream, "llguidance")) as client:
+        client.chat.completions.create(
+            model="test-model", messages=USER, tools=CHAT_TOOLS, parallel_tool_calls=False
+        )
+        client.responses.create(
+            model="test-model", input="Weather?", tools=RESPONSES_TOOLS, tool_choice="none"
+        )
+    single, none = (body["grammar"] for body in upstream.bodies)
+    assert accepts(single, ONE_CALL) and accepts(single, CONTENT)
+    assert not accepts(single, PARALLEL_CALLS)  # parallel_tool_calls false: one call at most
+    assert accepts(none, CONTENT) and not accepts(none, ONE_CALL)
+
+
+def test_a_custom_tool_regex_constrains_its_input(upstream: FakeUpstream) -> None:
+    tools = [
+        {
+            "type": "custom",
+            "name": "set_code",
+            "format": {"type": "grammar", "syntax": "regex", "definition": "[0-9]{4}"},
+        }
+    ]
+    upstream.text = CONTENT
+    with _client(_config(upstream, "llguidance")) as client:
+        client.responses.create(model="test-model", input="Code?", tools=tools)
+    grammar = upstream.bodies[0]["grammar"]
+    call = '<tool_call>\n{{"name": "set_code", "arguments": "{}"}}\n</tool_call>'
+    assert accepts(grammar, call.format("1234") + "<|im_end|>")
+    assert not accepts(grammar, call.format("12a4") + "<|im_end|>")
+
+
+MINIMUM_TOOL = {
+    "type": "function",
+    "function": {
+        "name": "set_count",
+        "strict": True,
+        "parameters": {
+            "type": "object",
+            "properties": {"n": {"type": "integer", "minimum": 0}},
+            "required": ["n"],
+            "additionalProperties": False,
+        },
+    },
+}
+
+
+def test_a_guarantee_without_a_grammar_is_a_400(upstream: FakeUpstream) -> None:
+    with (
+        _client(_config(upstream, "vllm")) as client,
+        pytest.raises(openai.BadRequestError) as caught,
+    ):
+        client.chat.completions.create(model="test-model", messages=USER, tools=[MINIMUM_TOOL])
+    assert caught.value.status_code == 400
+    error = caught.value.body
+    assert error["code"] == "grammar_unsupported" and error["param"] == "tools"
+    assert "strict tool 'set_count'" in error["message"]
+    assert "the keyword 'minimum'" in error["message"]
+    assert upstream.bodies == []  # nothing was sent upstream
+
+
+def test_no_guarantee_without_a_grammar_goes_unconstrained(
+    upstream: FakeUpstream, caplog: pytest.LogCaptureFixture
+) -> None:
+    upstream.text = "Sunny."
+    plain = [{"type": "function", "function": {"name": "get_weather", "parameters": {}}}]
+    # apertus' call bodies ('json-entries') do not compile into a grammar.
+    config = _config(upstream, "llama.cpp", template="apertus")
+    with caplog.at_level(logging.WARNING, logger="replyparse.server"), _client(config) as client:
+        client.chat.completions.create(model="test-model", messages=USER, tools=plain)
+    (body,) = upstream.bodies
+    assert "grammar" not in body
+    assert any("sending the request unconstrained" in record.message for record in caplog.records)
