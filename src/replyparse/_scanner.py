@@ -259,15 +259,6 @@ class Scanner:
         # start inside the trailing whitespace run (anything after whitespace begins nothing).
         return len(text.rstrip()) if whitespace_leads else len(text)
 
-    def can_skip(self, text: str) -> bool:
-        """Whether no character of ``text`` can begin a delimiter of this scanner."""
-        return self.safe_length(text) == len(text)
-
-    @property
-    def targets(self) -> tuple[int, ...]:
-        """The targets this scanner reports, in entry order."""
-        return tuple(target for _, target, _ in self._entries)
-
     def scan(
         self,
         buffer: str,
@@ -415,9 +406,6 @@ def _sre_parse(source: str) -> Any:
     except ImportError:  # pragma: no cover - Python 3.10
         parser = importlib.import_module("sre_parse")
     return parser.parse(source)
-
-
-_context_sensitive_start = is_context_sensitive
 
 
 def _can_start_with(delimiter: Delimiter, char: str) -> bool:

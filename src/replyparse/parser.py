@@ -284,8 +284,9 @@ class ResponseParser:
         if self.phase is ParserPhase.STREAMING:
             events.extend(self._run("", final=True))
             self._guard(self._close_open_regions, events)
+        message = self.message
         for field in self.template.field_list:
-            if not field.optional and field.name not in self._message_keys():
+            if not field.optional and field.name not in message:
                 self._fail(
                     MissingFieldError(
                         f"the required field {field.name!r} (optional: false) never appeared",
@@ -293,7 +294,6 @@ class ResponseParser:
                         offset=self._base + len(self._buffer),
                     )
                 )
-        message = self.message
         self.phase = ParserPhase.FINISHED
         return message, events
 
@@ -591,9 +591,6 @@ class ResponseParser:
         return result
 
     # -- the message ------------------------------------------------------------------------
-
-    def _message_keys(self) -> set[str]:
-        return set(self._build_message())
 
     def _build_message(self) -> dict[str, Any]:
         defaults = self.template.defaults
