@@ -15,28 +15,24 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
-from replyparse.errors import ParserStateError, ResponseParseError
+from replyparse.errors import ResponseParseError
 from replyparse.openai._arguments import escape_json_text
-from replyparse.openai._calls import ToolIndex, resolve_calls
 from replyparse.openai._ids import CHAT_COMPLETION_PREFIX, Clock, IdFactory, random_id, system_clock
+from replyparse.openai._stream_base import StreamBase
 from replyparse.openai._tracker import (
     CallDelta,
     CallDone,
     CallStart,
-    MessageTracker,
     TextDelta,
     Update,
 )
-from replyparse.openai.errors import RuleViolation
-from replyparse.openai.messages import REASONING_KEY, FinishReason, _Request, finish_reason_for
-from replyparse.openai.rules import check_calls, report
-from replyparse.parser import ResponseParser
-from replyparse.template import ResponseTemplate, load_template
+from replyparse.openai.messages import REASONING_KEY, FinishReason, finish_reason_for
+from replyparse.template import ResponseTemplate
 
 __all__ = ["ChatCompletionStream"]
 
 
-class ChatCompletionStream:
+class ChatCompletionStream(StreamBase):
     """Parse raw model text into ``chat.completion.chunk`` dicts, incrementally.
 
     Args:
@@ -89,24 +85,12 @@ class ChatCompletionStream:
         custom_tool_calls: Literal["custom", "function"] = "custom",
     ) -> None:
         """Check the request and start a parser; see the class docstring."""
-        loaded = load_template(template)
-        self._request = _Request(tools, tool_choice, parallel_tool_calls)
-        self._parser = ResponseParser(
-            loaded, prefix, tools=self._request.raw_tools, include_groups=True
-        )
-        self._tracker = MessageTracker(loaded, self._request.tools, ids)
+        super().__init__(template, prefix, tools, tool_choice, parallel_tool_calls, ids)
         self._model = model
         self._id = completion_id or ids(CHAT_COMPLETION_PREFIX)
         self._created = created if created is not None else int(clock())
         self._reasoning_keys = tuple(reasoning_keys)
         self._custom_as_function = custom_tool_calls == "function"
-        self._started = False
-        self._done = False
-        self._pending = self._tracker.handle(self._parser.initial_events)
-        #: Rule violations found at :meth:`finish` (also warned or raised there).
-        self.violations: list[RuleViolation] = []
-        #: The parsed message, once :meth:`finish` returned.
-        self.message: dict[str, Any] | None = None
 
     # -- rendering ----------------------------------------------------------------------------
 
@@ -183,18 +167,13 @@ class ChatCompletionStream:
 
     # -- public -------------------------------------------------------------------------------
 
-    def _check_open(self, action: str) -> None:
-        if self._done:
-            raise ParserStateError(f"cannot {action}(): this stream already finished")
-
     def start(self) -> list[dict[str, Any]]:
         """The opening chunk (``role: "assistant"``), once; later calls return ``[]``.
 
         Optional: the first :meth:`feed` sends it too. Call it to open the stream before the
         model's first token.
         """
-        self._check_open("start")
-        updates, self._pending = self._pending, []
+        updates = self._take_pending("start")
         return self._render(updates) if not self._started or updates else []
 
     def feed(self, text: str | Sequence[int]) -> list[dict[str, Any]]:
@@ -205,9 +184,7 @@ class ChatCompletionStream:
                 end the stream with :meth:`fail`).
             ParserStateError: the stream already finished.
         """
-        self._check_open("feed")
-        updates, self._pending = self._pending, []
-        updates += self._tracker.handle(self._parser.feed(text))
+        updates = self._feed_updates(text)
         if not updates and self._started:
             return []
         return self._render(updates)
@@ -233,23 +210,13 @@ class ChatCompletionStream:
             ToolCallRuleError: the calls broke a rule the API guarantees; ``.result`` holds
                 these final chunks. Best-effort rules are warned.
         """
-        self._check_open("finish")
-        message, events = self._parser.finalize()
-        self._done = True
-        self.message = message
-        updates, self._pending = self._pending, []
-        updates += self._tracker.handle(events)
-        updates += self._tracker.finish(message)
+        message, updates = self._finish_updates()
         chunks = self._render(updates)
-        calls = resolve_calls(message, self._request.tools)
+        calls = self._resolve_calls(message)
         chunks.append(self._chunk({}, finish_reason_for(finish_reason, calls)))
         if usage is not None:
             chunks.append({**self._chunk({}), "choices": [], "usage": dict(usage)})
-        tools = self._request.tools
-        self.violations = check_calls(
-            calls, tools, self._request.tool_choice, self._request.parallel_tool_calls
-        )
-        report(self.violations, tools, chunks)
+        self._check_rules(calls, chunks)
         return chunks
 
     def fail(self, error: ResponseParseError | str) -> list[dict[str, Any]]:
@@ -264,8 +231,3 @@ class ChatCompletionStream:
         return [
             {"error": {"message": message, "type": "server_error", "param": None, "code": None}}
         ]
-
-    @property
-    def tools(self) -> ToolIndex:
-        """The request's tools, normalized."""
-        return self._request.tools

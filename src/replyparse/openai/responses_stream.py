@@ -25,8 +25,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from replyparse.errors import ParserStateError, ResponseParseError
-from replyparse.openai._calls import ToolIndex, resolve_calls
+from replyparse.errors import ResponseParseError
 from replyparse.openai._ids import (
     CUSTOM_TOOL_CALL_PREFIX,
     FUNCTION_CALL_PREFIX,
@@ -38,19 +37,17 @@ from replyparse.openai._ids import (
     random_id,
     system_clock,
 )
+from replyparse.openai._stream_base import StreamBase
 from replyparse.openai._tracker import (
     CallDelta,
     CallDone,
     CallStart,
-    MessageTracker,
     TextDelta,
     Update,
 )
-from replyparse.openai.errors import RuleViolation
 from replyparse.openai.messages import (
     REASONING_KEY,
     FinishReason,
-    _Request,
     call_item,
     message_item,
     output_text_part,
@@ -58,9 +55,7 @@ from replyparse.openai.messages import (
     response_object,
     response_status,
 )
-from replyparse.openai.rules import check_calls, report
-from replyparse.parser import ResponseParser
-from replyparse.template import ResponseTemplate, load_template
+from replyparse.template import ResponseTemplate
 
 __all__ = ["ResponsesStream"]
 
@@ -77,7 +72,7 @@ class _Item:
     final: dict[str, Any] | None = None
 
 
-class ResponsesStream:
+class ResponsesStream(StreamBase):
     """Parse raw model text into Responses API stream events, incrementally.
 
     Args:
@@ -122,14 +117,9 @@ class ResponsesStream:
         clock: Clock = system_clock,
     ) -> None:
         """Check the request and start a parser; see the class docstring."""
-        loaded = load_template(template)
-        self._request = _Request(tools, tool_choice, parallel_tool_calls)
-        self._parser = ResponseParser(
-            loaded, prefix, tools=self._request.raw_tools, include_groups=True
-        )
+        super().__init__(template, prefix, tools, tool_choice, parallel_tool_calls, ids)
         self._ids = ids
         self._clock = clock
-        self._tracker = MessageTracker(loaded, self._request.tools, ids)
         self._model = model
         self._id = response_id or ids(RESPONSE_PREFIX)
         self._created_at = created_at if created_at is not None else int(clock())
@@ -137,13 +127,6 @@ class ResponsesStream:
         self._items: list[_Item] = []
         self._text_items: dict[str, _Item] = {}
         self._call_items: dict[int, _Item] = {}
-        self._started = False
-        self._done = False
-        self._pending = self._tracker.handle(self._parser.initial_events)
-        #: Rule violations found at :meth:`finish` (also warned or raised there).
-        self.violations: list[RuleViolation] = []
-        #: The parsed message, once :meth:`finish` returned.
-        self.message: dict[str, Any] | None = None
 
     # -- rendering ----------------------------------------------------------------------------
 
@@ -294,19 +277,13 @@ class ResponsesStream:
 
     # -- public -------------------------------------------------------------------------------
 
-    def _check_open(self, action: str) -> None:
-        if self._done:
-            raise ParserStateError(f"cannot {action}(): this stream already finished")
-
     def start(self) -> list[dict[str, Any]]:
         """``response.created`` and ``response.in_progress``, once; later calls return ``[]``.
 
         Optional: the first :meth:`feed` sends them too. Call it to open the stream before
         the model's first token.
         """
-        self._check_open("start")
-        updates, self._pending = self._pending, []
-        return self._render(updates)
+        return self._render(self._take_pending("start"))
 
     def feed(self, text: str | Sequence[int]) -> list[dict[str, Any]]:
         """Parse more model output; return the events it completes (possibly none).
@@ -316,10 +293,7 @@ class ResponsesStream:
                 end the stream with :meth:`fail`).
             ParserStateError: the stream already finished.
         """
-        self._check_open("feed")
-        updates, self._pending = self._pending, []
-        updates += self._tracker.handle(self._parser.feed(text))
-        return self._render(updates)
+        return self._render(self._feed_updates(text))
 
     def finish(
         self,
@@ -342,13 +316,7 @@ class ResponsesStream:
             ToolCallRuleError: the calls broke a rule the API guarantees; ``.result`` holds
                 these final events. Best-effort rules are warned.
         """
-        self._check_open("finish")
-        message, parser_events = self._parser.finalize()
-        self._done = True
-        self.message = message
-        updates, self._pending = self._pending, []
-        updates += self._tracker.handle(parser_events)
-        updates += self._tracker.finish(message)
+        message, updates = self._finish_updates()
         events = self._render(updates)
         status, reason = response_status(finish_reason)
         cut = self._items[-1] if status == "incomplete" and self._items else None
@@ -360,12 +328,7 @@ class ResponsesStream:
             usage=usage,
         )
         events.append(self._event(f"response.{status}", response=final))
-        tools = self._request.tools
-        calls = resolve_calls(message, tools)
-        self.violations = check_calls(
-            calls, tools, self._request.tool_choice, self._request.parallel_tool_calls
-        )
-        report(self.violations, tools, events)
+        self._check_rules(self._resolve_calls(message), events)
         return events
 
     def fail(self, error: ResponseParseError | str) -> list[dict[str, Any]]:
@@ -377,8 +340,3 @@ class ResponsesStream:
         failed["error"] = {"code": "server_error", "message": message}
         events.append(self._event("response.failed", response=failed))
         return events
-
-    @property
-    def tools(self) -> ToolIndex:
-        """The request's tools, normalized."""
-        return self._request.tools
