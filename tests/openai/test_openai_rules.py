@@ -398,15 +398,29 @@ def test_lark_grammar_accepts_and_rejects() -> None:
     assert str(caught.value.violations[0]).startswith("$.tool_calls[0].input:")
 
 
-def test_lark_grammar_lark_cannot_compile_is_reported_unchecked() -> None:
-    pytest.importorskip("lark")
+def test_lark_grammar_lark_cannot_compile_is_checked_by_llguidance() -> None:
+    # The guide's own grammar has "colliding expansions" for Lark; llguidance (which OpenAI
+    # uses) checks it.
+    pytest.importorskip("llguidance")
     tool = {
         "type": "custom",
         "name": "math_exp",
         "format": {"type": "grammar", "syntax": "lark", "definition": GUIDE_MATH_GRAMMAR},
     }
-    with pytest.warns(ToolCallRuleWarning, match="input not checked: Lark cannot compile"):
-        _convert(_custom_call("math_exp", "4 + 4"), tools=[tool])
+    _convert(_custom_call("math_exp", "4 + 4"), tools=[tool])
+    with pytest.raises(ToolCallRuleError, match="lark grammar"):
+        _convert(_custom_call("math_exp", "4 +"), tools=[tool])
+
+
+def test_lark_grammar_too_ambiguous_to_check_is_reported_unchecked() -> None:
+    pytest.importorskip("llguidance")
+    tool = {
+        "type": "custom",
+        "name": "s",
+        "format": {"type": "grammar", "syntax": "lark", "definition": 'start: s\ns: s s | "a"'},
+    }
+    with pytest.warns(ToolCallRuleWarning, match="input not checked: .*too ambiguous"):
+        _convert(_custom_call("s", "a" * 2000), tools=[tool])
 
 
 def test_regex_grammar_accepts_and_rejects() -> None:

@@ -70,6 +70,42 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--upstream-timeout", type=float, default=600.0, metavar="SECONDS")
     parser.add_argument(
+        "--upstream-max-connections",
+        type=int,
+        default=None,
+        metavar="N",
+        help="the most connections open to the upstream at once (default: no limit)",
+    )
+    limits = parser.add_argument_group("request limits")
+    limits.add_argument(
+        "--max-body-bytes",
+        type=int,
+        default=16 * 1024 * 1024,
+        metavar="N",
+        help="the largest request body (default 16 MiB; larger: 413)",
+    )
+    limits.add_argument(
+        "--max-json-depth",
+        type=int,
+        default=64,
+        metavar="N",
+        help="the deepest JSON nesting of a request body, tool schemas included (default 64)",
+    )
+    limits.add_argument(
+        "--render-timeout",
+        type=float,
+        default=10.0,
+        metavar="SECONDS",
+        help="the longest the chat template may take to render one prompt (default 10)",
+    )
+    limits.add_argument(
+        "--max-prompt-chars",
+        type=int,
+        default=4 * 1024 * 1024,
+        metavar="N",
+        help="the longest prompt the chat template may write (default 4 Mi characters)",
+    )
+    parser.add_argument(
         "--upstream-engine",
         choices=("none", *UPSTREAM_ENGINES),
         default="none",
@@ -157,6 +193,7 @@ def run_serve(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int
         BackendError,
         ChatTemplate,
         ChatTemplateError,
+        Limits,
         ReplayBackend,
         ServerConfig,
         UpstreamBackend,
@@ -202,6 +239,7 @@ def run_serve(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int
                 model=args.upstream_model or model_name,
                 api_key=args.upstream_api_key or os.environ.get("REPLYPARSE_UPSTREAM_API_KEY"),
                 timeout=args.upstream_timeout,
+                max_connections=args.upstream_max_connections,
             )
     except BackendError as error:
         raise CliError(str(error)) from None
@@ -214,6 +252,12 @@ def run_serve(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int
         template_kwargs=_template_kwargs(args.chat_template_kwargs),
         custom_tool_deltas=args.custom_tool_deltas,
         upstream_engine=None if args.upstream_engine == "none" else args.upstream_engine,
+        limits=Limits(
+            max_body_bytes=args.max_body_bytes,
+            max_depth=args.max_json_depth,
+            render_timeout=args.render_timeout,
+            max_prompt_chars=args.max_prompt_chars,
+        ),
     )
 
     def announce(url: str) -> None:

@@ -493,6 +493,26 @@ def _decode_arguments(arguments: Any) -> Any:
     return arguments
 
 
+def _json_arguments(arguments: Any, where: str) -> Any:
+    """A Responses ``function_call``'s ``arguments``: JSON text, decoded as for Chat.
+
+    Raises:
+        MessageShapeError: the text is not JSON (the position of the first error named).
+    """
+    if not isinstance(arguments, str):
+        raise MessageShapeError(f"{where}.arguments: expected a JSON string; got {arguments!r:.80}")
+    if not arguments.strip():
+        return {}
+    try:
+        json.loads(arguments)
+    except json.JSONDecodeError as error:
+        raise MessageShapeError(
+            f"{where}.arguments: not valid JSON: {error.msg} at line {error.lineno} column "
+            f"{error.colno} (char {error.pos}): {arguments[max(0, error.pos - 20) : error.pos + 20]!r}"
+        ) from None
+    return _decode_arguments(arguments)
+
+
 _TEXT_PART_TYPES = ("input_text", "output_text", "text", "reasoning_text", "summary_text")
 
 
@@ -508,10 +528,15 @@ def _content(content: Any, where: str) -> Any:
     for position, raw in enumerate(content):
         part = _plain(raw, f"{where}[{position}]")
         kind = part.get("type")
-        if kind in _TEXT_PART_TYPES:
-            parts.append({"type": "text", "text": part.get("text", "")})
-        elif kind == "refusal":
-            parts.append({"type": "text", "text": part.get("refusal", "")})
+        if kind in _TEXT_PART_TYPES or kind == "refusal":
+            key = "refusal" if kind == "refusal" else "text"
+            text = part.get(key)
+            if not isinstance(text, str):
+                raise MessageShapeError(
+                    f"{where}[{position}].{key}: a {kind} part needs a string {key!r}; "
+                    f"got {text!r:.80}"
+                )
+            parts.append({"type": "text", "text": text})
         elif kind in ("input_image", "image_url"):
             url = part.get("image_url")
             url = url.get("url") if isinstance(url, Mapping) else url
@@ -604,12 +629,16 @@ def from_responses_input(
             if not isinstance(name, str) or not isinstance(call_id, str):
                 raise MessageShapeError(f"{where}: a {kind} needs string 'name' and 'call_id'")
             names[call_id] = name
-            payload = item.get("arguments") if kind == "function_call" else item.get("input", "")
+            arguments = (
+                _json_arguments(item.get("arguments"), where)
+                if kind == "function_call"
+                else _decode_arguments(item.get("input", ""))
+            )
             target.setdefault("tool_calls", []).append(
                 {
                     "id": call_id,
                     "type": "function",
-                    "function": {"name": name, "arguments": _decode_arguments(payload)},
+                    "function": {"name": name, "arguments": arguments},
                 }
             )
         elif kind in ("function_call_output", "custom_tool_call_output"):
@@ -687,6 +716,11 @@ def from_chat_messages(messages: Sequence[Any]) -> list[dict[str, Any]]:
             ]
         if converted["role"] == "tool":
             call_id = converted.get("tool_call_id")
+            if not isinstance(call_id, str) or not call_id:
+                raise MessageShapeError(
+                    f"{where}.tool_call_id: a tool message needs the string id of the call it "
+                    f"answers; got {call_id!r:.80}"
+                )
             if isinstance(call_id, str) and call_id in names and "name" not in converted:
                 converted["name"] = names[call_id]
         result.append(converted)

@@ -21,7 +21,6 @@ Knows nothing of parsing, streaming or wire shapes beyond the tool-choice forms.
 from __future__ import annotations
 
 import datetime
-import functools
 import ipaddress
 import json
 import math
@@ -32,11 +31,16 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-import regex
-
 from replyparse._json_types import json_type
 from replyparse.errors import ToolDefinitionError
 from replyparse.openai._calls import ResolvedCall, ToolIndex
+from replyparse.openai._patterns import (
+    PatternTimeout,
+    compile_pattern,
+    lark_accepts,
+    pattern_problem,
+    search,
+)
 from replyparse.openai.errors import (
     RuleViolation,
     StrictSchemaError,
@@ -378,6 +382,8 @@ def check_request(tools: ToolIndex, tool_choice: Any, parallel_tool_calls: Any) 
             )
         elif isinstance(tool, CustomTool):
             _compile_grammar_or_raise(tool)
+        if isinstance(tool, FunctionTool):
+            _check_schema_patterns(tool)
     if violations:
         raise StrictSchemaError(violations)
     if not isinstance(parallel_tool_calls, bool):
@@ -665,17 +671,15 @@ class _Validator:
                 self.add(where, f"must be a multiple of {multiple}; got {_short(value)}")
 
 
-@functools.lru_cache(maxsize=256)
-def _compile(pattern: str) -> Any:
-    try:
-        return regex.compile(pattern)
-    except (regex.error, TypeError):
-        return None
-
-
 def _search(pattern: str, text: str) -> bool:
-    compiled = _compile(pattern)
-    return compiled is None or compiled.search(text) is not None
+    """Whether ``pattern`` finds ``text``; true when that is unknown (refused, timed out)."""
+    compiled = compile_pattern(pattern)
+    if compiled is None:
+        return True
+    try:
+        return search(compiled, text)
+    except PatternTimeout:
+        return True
 
 
 def validate_arguments(
@@ -715,11 +719,33 @@ def validate_arguments(
 # -- custom tool grammars -------------------------------------------------------------------
 
 
-@functools.lru_cache(maxsize=64)
-def _lark_parser(definition: str) -> Any:
-    import lark
+def _check_schema_patterns(tool: FunctionTool) -> None:
+    """Refuse a ``pattern`` / ``patternProperties`` regex that cannot be checked safely.
 
-    return lark.Lark(definition, start="start", parser="earley")
+    Raises:
+        ToolDefinitionError: naming the schema path and the problem (``a{4294967294}``).
+    """
+    stack: list[tuple[str, Any]] = [("parameters", tool.parameters)]
+    while stack:
+        where, node = stack.pop()
+        if isinstance(node, list):
+            stack.extend((f"{where}[{index}]", item) for index, item in enumerate(node))
+            continue
+        if not isinstance(node, Mapping):
+            continue
+        patterns = [(f"{where}.pattern", node.get("pattern"))]
+        properties = node.get("patternProperties")
+        if isinstance(properties, Mapping):
+            patterns += [(f"{where}.patternProperties", key) for key in properties]
+        for place, pattern in patterns:
+            problem = pattern_problem(pattern) if isinstance(pattern, str) else None
+            if problem is not None:
+                raise ToolDefinitionError(f"tool {tool.name!r}: {place} {pattern!r:.80} {problem}")
+        stack.extend(
+            (f"{where}.{key}", value)
+            for key, value in node.items()
+            if isinstance(value, (Mapping, list)) and key != "enum" and key != "const"
+        )
 
 
 def _grammar_of(tool: CustomTool) -> tuple[str, str] | None:
@@ -735,12 +761,9 @@ def _compile_grammar_or_raise(tool: CustomTool) -> None:
         return
     syntax, definition = grammar
     if syntax == "regex":
-        try:
-            regex.compile(definition)
-        except regex.error as error:
-            raise ToolDefinitionError(
-                f"custom tool {tool.name!r}: format.definition is not a valid regex: {error}"
-            ) from None
+        problem = pattern_problem(definition)
+        if problem is not None:
+            raise ToolDefinitionError(f"custom tool {tool.name!r}: format.definition {problem}")
     # A lark grammar that Lark cannot compile is not rejected here: OpenAI compiles grammars
     # with LLGuidance, which accepts some that Lark refuses (the guide's own math_exp example
     # has "colliding expansions"). Such inputs are reported unchecked by check_custom_input.
@@ -762,8 +785,14 @@ def check_custom_input(text: str, tool: CustomTool, *, path: Path = ()) -> list[
         return []
     syntax, definition = grammar
     if syntax == "regex":
-        compiled = _compile(definition)
-        if compiled is not None and compiled.fullmatch(text) is None:
+        compiled = compile_pattern(definition)
+        try:
+            matched = compiled is None or search(compiled, text, full=True)
+        except PatternTimeout as error:
+            return [
+                RuleViolation("grammar_unchecked", path, f"input not checked: {error}", tool.name)
+            ]
+        if not matched:
             return [
                 RuleViolation(
                     "custom_grammar",
@@ -775,35 +804,33 @@ def check_custom_input(text: str, tool: CustomTool, *, path: Path = ()) -> list[
             ]
         return []
     try:
-        parser = _lark_parser(definition)
+        accepted = lark_accepts(definition, text)
     except ImportError:
         return [
             RuleViolation(
                 "grammar_unchecked",
                 path,
-                "the tool's lark grammar was not checked: install lark (pip install lark)",
+                "the tool's lark grammar was not checked: install llguidance "
+                "(pip install 'replyparse[grammar]')",
                 tool.name,
             )
         ]
-    except Exception as error:  # lark raises several unrelated types for grammars it refuses
+    except (ValueError, PatternTimeout) as error:
         first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         return [
             RuleViolation(
                 "grammar_unchecked",
                 path,
-                f"input not checked: Lark cannot compile the tool's grammar ({first})",
+                f"input not checked: llguidance cannot check the tool's grammar ({first})",
                 tool.name,
             )
         ]
-    try:
-        parser.parse(text)
-    except Exception as error:  # lark's UnexpectedInput family, and others on odd grammars
-        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+    if not accepted:
         return [
             RuleViolation(
                 "custom_grammar",
                 path,
-                f"input does not follow the tool's lark grammar ({first}); got {_short(text)}",
+                f"input does not follow the tool's lark grammar; got {_short(text)}",
                 tool.name,
             )
         ]

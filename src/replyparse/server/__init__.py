@@ -18,7 +18,13 @@ from replyparse.server.backends import (
     ReplayBackend,
     UpstreamBackend,
 )
-from replyparse.server.chat_template import ChatTemplate, ChatTemplateError, tools_for_template
+from replyparse.server.chat_template import (
+    ChatTemplate,
+    ChatTemplateError,
+    ChatTemplateLimitError,
+    tools_for_template,
+)
+from replyparse.server.limits import Limits
 from replyparse.server.run import bind_socket, run
 
 __all__ = [
@@ -26,9 +32,11 @@ __all__ = [
     "BackendError",
     "ChatTemplate",
     "ChatTemplateError",
+    "ChatTemplateLimitError",
     "Delta",
     "Generation",
     "GenerationRequest",
+    "Limits",
     "ReplayBackend",
     "ServerConfig",
     "UpstreamBackend",

@@ -17,8 +17,8 @@ Chat Completions; ``error`` then ``response.failed`` for Responses.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
-import json
 import logging
 import time
 import warnings
@@ -47,7 +47,8 @@ from replyparse.openai import (
 from replyparse.server.backends import Backend, BackendError, Delta, Generation, GenerationRequest
 from replyparse.server.chat_template import ChatTemplate, tools_for_template
 from replyparse.server.constraints import grammar_fields
-from replyparse.server.errors import Api, ApiError, to_api_error
+from replyparse.server.errors import INTERNAL_ERROR, Api, ApiError, to_api_error
+from replyparse.server.limits import Limits, decode_body
 from replyparse.server.turn import Turn, read_turn
 from replyparse.template import ResponseTemplate
 from replyparse.tools import normalize_tools
@@ -80,6 +81,7 @@ class ServerConfig:
             ``{"input": ...}``).
         upstream_engine: the engine flavour to send each request's decoding grammar to
             (``replyparse.grammar.ENGINES``), or None to send none.
+        limits: what one request may cost (body size, nesting, chat-template rendering).
     """
 
     model_name: str
@@ -91,6 +93,7 @@ class ServerConfig:
     reasoning_keys: tuple[str, ...] = ("reasoning_content",)
     custom_tool_deltas: Literal["custom", "function"] = "custom"
     upstream_engine: Engine | None = None
+    limits: Limits = field(default_factory=Limits)
 
 
 def _quietly(call: Callable[[], _T], on_rule_error: Callable[[ToolCallRuleError], _T]) -> _T:
@@ -166,7 +169,14 @@ class _Handler:
             return self.config.prefix
         tools = tools_for_template(normalize_tools(turn.tools)) if turn.tools else None
         kwargs = {**self.config.template_kwargs, **turn.template_kwargs}
-        return chat_template.render(turn.messages, tools=tools, **kwargs)
+        limits = self.config.limits
+        return chat_template.render(
+            turn.messages,
+            tools=tools,
+            timeout=limits.render_timeout,
+            max_chars=limits.max_prompt_chars,
+            **kwargs,
+        )
 
     def generation_request(self, turn: Turn, prompt: str) -> GenerationRequest:
         extra: dict[str, Any] = {}
@@ -204,32 +214,64 @@ class _Handler:
             )
         return ResponsesStream(self.config.template, **settings)
 
+    async def body(self, request: Request) -> Any:
+        """The decoded JSON body, read no further than the size limit (a 413 past it)."""
+        limit = self.config.limits.max_body_bytes
+        declared = request.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > limit:
+            raise ApiError(
+                f"the request body is {declared} bytes; this server accepts at most {limit} "
+                "(--max-body-bytes)",
+                status=413,
+                code="request_too_large",
+            )
+        chunks: list[bytes] = []
+        size = 0
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > limit:
+                raise ApiError(
+                    f"the request body is over {limit} bytes, the most this server accepts "
+                    "(--max-body-bytes)",
+                    status=413,
+                    code="request_too_large",
+                )
+            chunks.append(chunk)
+        # Off the event loop: the nesting scan and decoding are linear, but a body can be big.
+        return await asyncio.to_thread(decode_body, b"".join(chunks), self.config.limits)
+
+    def prepare(
+        self, body: Any, api: Api
+    ) -> tuple[Turn, str, ChatCompletionStream | ResponsesStream]:
+        """Read the turn, render its prompt and build its stream (run in a worker thread:
+        the chat template and the request's patterns cost time the event loop must not spend).
+        """
+        turn = read_turn(body, api)
+        if turn.model != self.config.model_name:
+            raise ApiError(
+                f"the model {turn.model!r} does not exist; this server serves "
+                f"{self.config.model_name!r}",
+                param="model",
+                code="model_not_found",
+            )
+        prompt = self.prompt(turn)
+        return turn, prompt, self.stream(turn, prompt)
+
     # -- routes -------------------------------------------------------------------------------
 
     async def handle(self, request: Request, api: Api) -> Response:
         try:
+            body = await self.body(request)
+            turn, prompt, stream = await asyncio.to_thread(self.prepare, body, api)
+            request_ = await asyncio.to_thread(self.generation_request, turn, prompt)
             try:
-                body = json.loads(await request.body())
-            except ValueError as error:
-                raise ApiError(f"the request body is not valid JSON: {error}") from None
-            turn = read_turn(body, api)
-            if turn.model != self.config.model_name:
-                raise ApiError(
-                    f"the model {turn.model!r} does not exist; this server serves "
-                    f"{self.config.model_name!r}",
-                    param="model",
-                    code="model_not_found",
-                )
-            prompt = self.prompt(turn)
-            stream = self.stream(turn, prompt)
-            try:
-                generation = await self.config.backend.start(self.generation_request(turn, prompt))
+                generation = await self.config.backend.start(request_)
             except BackendError as error:
-                raise ApiError(str(error), status=502, type="server_error") from None
+                raise _backend_api_error(error) from None
         except Exception as error:  # every failure before generation is an error object
             api_error = to_api_error(error, api)
-            if api_error.status >= 500:
-                logger.exception("request failed", exc_info=error)
+            if api_error.status >= 500 and not isinstance(error, ApiError):
+                logger.error("request failed", exc_info=error)
             return JSONResponse(api_error.body(), status_code=api_error.status)
         if turn.stream:
             events = (
@@ -248,16 +290,20 @@ class _Handler:
             async for delta in generation:
                 outcome.note(delta)
                 if delta.text:
-                    stream.feed(delta.text)
-            _quietly(lambda: stream.finish(finish_reason=outcome.finish_reason), lambda e: [])
+                    await asyncio.to_thread(stream.feed, delta.text)
+            await asyncio.to_thread(
+                _quietly, lambda: stream.finish(finish_reason=outcome.finish_reason), lambda e: []
+            )
         except Exception as error:
             api_error = (
-                ApiError(str(error), status=502, type="server_error")
+                _backend_api_error(error)
                 if isinstance(error, BackendError)
                 else to_api_error(error, turn.api)
             )
-            if api_error.status >= 500:
-                logger.error("generation failed: %s", api_error.message)
+            if isinstance(error, BackendError):
+                logger.error("generation failed: %s", error)
+            elif api_error.status >= 500:
+                logger.error("generation failed", exc_info=error)
             return JSONResponse(api_error.body(), status_code=api_error.status)
         finally:
             await generation.aclose()
@@ -271,16 +317,18 @@ class _Handler:
         }
         if turn.api == "chat":
             usage = _chat_usage(outcome.usage)
-            result = _quietly(
+            result = await asyncio.to_thread(
+                _quietly,
                 lambda: to_chat_completion(
                     message, usage=usage, reasoning_keys=self.config.reasoning_keys, **settings
                 ),
                 lambda error: dict(error.result),
             )
         else:
-            usage = _responses_usage(outcome.usage)
-            result = _quietly(
-                lambda: to_response(message, usage=usage, **settings),
+            responses_usage = _responses_usage(outcome.usage)
+            result = await asyncio.to_thread(
+                _quietly,
+                lambda: to_response(message, usage=responses_usage, **settings),
                 lambda error: dict(error.result),
             )
         return JSONResponse(result)
@@ -295,10 +343,12 @@ class _Handler:
             async for delta in generation:
                 outcome.note(delta)
                 if delta.text:
-                    for frame in chat_sse(stream.feed(delta.text), done=False):
+                    pieces = await asyncio.to_thread(stream.feed, delta.text)
+                    for frame in chat_sse(pieces, done=False):
                         yield frame
             usage = _chat_usage(outcome.usage) if turn.include_usage else None
-            chunks = _quietly(
+            chunks = await asyncio.to_thread(
+                _quietly,
                 lambda: stream.finish(finish_reason=outcome.finish_reason, usage=usage),
                 lambda error: list(error.result),
             )
@@ -320,10 +370,12 @@ class _Handler:
             async for delta in generation:
                 outcome.note(delta)
                 if delta.text:
-                    for frame in responses_sse(stream.feed(delta.text)):
+                    pieces = await asyncio.to_thread(stream.feed, delta.text)
+                    for frame in responses_sse(pieces):
                         yield frame
             usage = _responses_usage(outcome.usage)
-            events = _quietly(
+            events = await asyncio.to_thread(
+                _quietly,
                 lambda: stream.finish(finish_reason=outcome.finish_reason, usage=usage),
                 lambda error: list(error.result),
             )
@@ -367,8 +419,14 @@ def _failure(error: Exception) -> str:
     if isinstance(error, ResponseParseError):
         logger.error("the model's output does not fit the template: %s", error.detail)
         return f"the model's output does not fit the response template: {error.detail}"
-    logger.exception("stream failed", exc_info=error)
-    return f"internal error: {type(error).__name__}: {error}"
+    logger.error("stream failed", exc_info=error)
+    return INTERNAL_ERROR
+
+
+def _backend_api_error(error: BackendError) -> ApiError:
+    """A backend failure as the client sees it: 504 when it timed out, else 502."""
+    status = getattr(error, "status", 502)
+    return ApiError(str(error), status=status, type="server_error")
 
 
 def _responses_failure(stream: ResponsesStream, message: str) -> list[dict[str, Any]]:

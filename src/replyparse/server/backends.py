@@ -35,7 +35,39 @@ _KNOWN_FINISH_REASONS = ("length", "content_filter")
 
 
 class BackendError(Exception):
-    """The backend failed; the message is one line, safe to show to API clients."""
+    """The backend failed; the message is one line, safe to show to API clients.
+
+    Attributes:
+        status: the HTTP status a client gets: 502 (unreachable, refused, broken), 504 (a
+            timeout, the message says which).
+    """
+
+    def __init__(self, message: str, *, status: int = 502) -> None:
+        """Record the message and status."""
+        super().__init__(message)
+        self.status = status
+
+
+def _http_failure(error: Exception, url: str, when: str) -> BackendError:
+    """An httpx2 failure as a :class:`BackendError` naming its cause (a timeout: which one)."""
+    import httpx2
+
+    causes = (
+        (
+            httpx2.PoolTimeout,
+            "no upstream connection came free in time (raise "
+            "--upstream-max-connections, or --upstream-timeout)",
+        ),
+        (httpx2.ConnectTimeout, "connecting to the upstream timed out"),
+        (httpx2.ReadTimeout, "the upstream sent nothing for --upstream-timeout seconds"),
+        (httpx2.WriteTimeout, "sending the request upstream timed out"),
+    )
+    for kind, cause in causes:
+        if isinstance(error, kind):
+            return BackendError(f"{cause} ({url}, {when})", status=504)
+    if when == "mid-stream":
+        return BackendError(f"the upstream connection failed mid-stream: {error}")
+    return BackendError(f"cannot reach the upstream at {url}: {error}")
 
 
 @dataclass(frozen=True)
@@ -219,24 +251,39 @@ def _error_text(body: bytes, status: int) -> str:
 
 
 class _UpstreamGeneration:
-    def __init__(self, response: Any) -> None:
+    def __init__(self, response: Any, url: str) -> None:
         self._response = response
+        self._url = url
 
     async def _deltas(self) -> AsyncIterator[Delta]:
         import httpx2
 
+        content_type = self._response.headers.get("content-type", "")
         try:
+            if "json" in content_type and "event-stream" not in content_type:
+                # Some servers ignore stream: true and answer with one JSON object.
+                delta = _completion_delta((await self._response.aread()).decode("utf-8", "replace"))
+                if delta is not None:
+                    yield delta
+                return
+            events = 0
             async for line in self._response.aiter_lines():
                 if not line.startswith("data:"):
                     continue
+                events += 1
                 data = line[5:].strip()
                 if data == "[DONE]":
                     return
                 delta = _completion_delta(data)
                 if delta is not None:
                     yield delta
+            if not events:
+                raise BackendError(
+                    "the upstream answered 200 without an event stream or a JSON completion "
+                    f"(content-type {content_type or 'none'!r})"
+                )
         except httpx2.HTTPError as error:
-            raise BackendError(f"the upstream connection failed mid-stream: {error}") from None
+            raise _http_failure(error, self._url, "mid-stream") from None
         finally:
             await self._response.aclose()
 
@@ -262,7 +309,14 @@ def _completion_delta(data: str) -> Delta | None:
     text = ""
     finish_reason: str | None = None
     choices = chunk.get("choices")
+    if "choices" in chunk and not isinstance(choices, list):
+        raise BackendError(f"the upstream sent a malformed stream chunk: {data[:200]!r}")
     if isinstance(choices, list) and choices and isinstance(choices[0], dict):
+        if "message" in choices[0] and "text" not in choices[0]:
+            raise BackendError(
+                "the upstream answered in the Chat Completions shape (choices[0].message); "
+                "--upstream must be a /v1/completions endpoint"
+            )
         text = choices[0].get("text") or ""
         reason = choices[0].get("finish_reason")
         finish_reason = reason if reason in _KNOWN_FINISH_REASONS else None
@@ -290,10 +344,19 @@ class UpstreamBackend:
         model: the upstream model name to send.
         api_key: sent as a bearer token when given.
         timeout: seconds to wait for a connection and for each piece.
+        max_connections: the most connections open to the upstream at once (None: no
+            limit, the default: the upstream's own scheduler queues requests, and a cap here
+            would only turn load into timeouts).
     """
 
     def __init__(
-        self, url: str, *, model: str, api_key: str | None = None, timeout: float = 600.0
+        self,
+        url: str,
+        *,
+        model: str,
+        api_key: str | None = None,
+        timeout: float = 600.0,
+        max_connections: int | None = None,
     ) -> None:
         """Prepare a connection pool; nothing is sent until the first request."""
         import httpx2
@@ -301,7 +364,8 @@ class UpstreamBackend:
         self._url = completions_url(url)
         self._model = model
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        self._client = httpx2.AsyncClient(headers=headers, timeout=timeout)
+        limits = httpx2.Limits(max_connections=max_connections, max_keepalive_connections=64)
+        self._client = httpx2.AsyncClient(headers=headers, timeout=timeout, limits=limits)
         self.description = f"upstream {self._url} (model {model!r})"
 
     def body(self, request: GenerationRequest) -> dict[str, Any]:
@@ -331,12 +395,12 @@ class UpstreamBackend:
         try:
             response = await self._client.send(http_request, stream=True)
         except httpx2.HTTPError as error:
-            raise BackendError(f"cannot reach the upstream at {self._url}: {error}") from None
+            raise _http_failure(error, self._url, "before the answer") from None
         if response.status_code != 200:
             body = await response.aread()
             await response.aclose()
             raise BackendError(_error_text(body, response.status_code))
-        return _UpstreamGeneration(response)
+        return _UpstreamGeneration(response, self._url)
 
     async def close(self) -> None:
         """Close the connection pool."""

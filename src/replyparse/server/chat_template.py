@@ -13,7 +13,10 @@ Needs ``jinja2`` (the ``server`` extra). Knows nothing of HTTP or parsing.
 
 from __future__ import annotations
 
+import contextvars
 import json
+import logging
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -28,7 +31,9 @@ from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from replyparse.tools import CustomTool, FunctionTool, Tool
 
-__all__ = ["ChatTemplate", "ChatTemplateError", "tools_for_template"]
+__all__ = ["ChatTemplate", "ChatTemplateError", "ChatTemplateLimitError", "tools_for_template"]
+
+logger = logging.getLogger("replyparse.server")
 
 #: Tokenizer config keys whose values templates read as variables (``bos_token``...).
 _SPECIAL_TOKEN_KEYS = (
@@ -44,6 +49,42 @@ _SPECIAL_TOKEN_KEYS = (
 
 class ChatTemplateError(ValueError):
     """A chat template cannot be read or rendered; the message says which and why."""
+
+
+class ChatTemplateLimitError(ChatTemplateError):
+    """Rendering took longer or wrote more than the render bound allows."""
+
+
+#: (deadline on the monotonic clock, or None) of the render running in this context.
+_DEADLINE: contextvars.ContextVar[float | None] = contextvars.ContextVar(
+    "replyparse_render_deadline", default=None
+)
+
+
+def _check_deadline() -> None:
+    deadline = _DEADLINE.get()
+    if deadline is not None and time.monotonic() > deadline:
+        raise ChatTemplateLimitError("rendering the chat template took too long")
+
+
+class _BoundedEnvironment(ImmutableSandboxedEnvironment):
+    """The sandbox, checking the render deadline on every call, attribute and item access.
+
+    A template loop that writes nothing still calls or reads something on each turn, so
+    the deadline holds for every template, not only those that write a lot.
+    """
+
+    def call(self, __context: Any, __obj: Any, *args: Any, **kwargs: Any) -> Any:
+        _check_deadline()
+        return super().call(__context, __obj, *args, **kwargs)
+
+    def getattr(self, obj: Any, attribute: str) -> Any:
+        _check_deadline()
+        return super().getattr(obj, attribute)
+
+    def getitem(self, obj: Any, argument: Any) -> Any:
+        _check_deadline()
+        return super().getitem(obj, argument)
 
 
 class _TemplateRaised(Exception):
@@ -83,7 +124,7 @@ class _GenerationBlock(jinja2.ext.Extension):
 
 
 def _environment() -> ImmutableSandboxedEnvironment:
-    environment = ImmutableSandboxedEnvironment(
+    environment = _BoundedEnvironment(
         trim_blocks=True,
         lstrip_blocks=True,
         extensions=[jinja2.ext.loopcontrols, _GenerationBlock],
@@ -213,6 +254,8 @@ class ChatTemplate:
         *,
         tools: Sequence[Mapping[str, Any]] | None = None,
         add_generation_prompt: bool = True,
+        timeout: float | None = None,
+        max_chars: int | None = None,
         **kwargs: Any,
     ) -> str:
         """Render ``messages`` (and ``tools``) into a prompt.
@@ -223,21 +266,26 @@ class ChatTemplate:
             tools: tools in the Chat Completions shape (see :func:`tools_for_template`),
                 or None.
             add_generation_prompt: end with the assistant header the model continues.
+            timeout: seconds the rendering may take (None: no bound).
+            max_chars: the longest prompt it may write (None: no bound).
             **kwargs: extra template variables (``enable_thinking``, ``reasoning_effort``...).
 
         Returns:
             The prompt text.
 
         Raises:
+            ChatTemplateLimitError: over ``timeout`` or ``max_chars``.
             ChatTemplateError: the template does not compile, raises (``raise_exception``)
-                or fails while rendering.
+                or fails while rendering. Messages never name the template's path (they
+                reach API clients); it is logged.
         """
         source = self.tool_source if tools and self.tool_source else self.source
         try:
             template = _compiled(source)
         except jinja2.TemplateSyntaxError as error:
+            logger.error("%s: chat template syntax error: %s", self.origin, error)
             raise ChatTemplateError(
-                f"{self.origin}: chat template syntax error at line {error.lineno}: {error}"
+                f"chat template syntax error at line {error.lineno}: {error.message}"
             ) from None
         variables: dict[str, Any] = {**self.special_tokens, **kwargs}
         variables.update(
@@ -245,16 +293,51 @@ class ChatTemplate:
             tools=list(tools) if tools else None,
             add_generation_prompt=add_generation_prompt,
         )
+        token = _DEADLINE.set(time.monotonic() + timeout if timeout is not None else None)
         try:
-            return template.render(**variables)
+            return _bounded_render(template, variables, max_chars)
+        except ChatTemplateLimitError as error:
+            raise ChatTemplateLimitError(
+                f"{error} (bounds: {timeout} s, {max_chars} characters; --render-timeout, "
+                "--max-prompt-chars)"
+            ) from None
         except _TemplateRaised as error:
             raise ChatTemplateError(
                 f"the chat template rejected the conversation: {error}"
             ) from None
-        except (jinja2.TemplateError, TypeError, ValueError, KeyError, AttributeError) as error:
+        except (
+            jinja2.TemplateError,
+            TypeError,
+            ValueError,
+            KeyError,
+            AttributeError,
+            RecursionError,
+            OverflowError,
+            MemoryError,
+        ) as error:
+            logger.error("%s: rendering the chat template failed: %r", self.origin, error)
             raise ChatTemplateError(
-                f"{self.origin}: rendering the chat template failed: {type(error).__name__}: {error}"
+                f"rendering the chat template failed: {type(error).__name__}: {error}"
             ) from None
+        finally:
+            _DEADLINE.reset(token)
+
+
+def _bounded_render(
+    template: jinja2.Template, variables: Mapping[str, Any], max_chars: int | None
+) -> str:
+    """Render piece by piece, stopping at the deadline or once over ``max_chars``."""
+    pieces: list[str] = []
+    size = 0
+    for piece in template.generate(**variables):
+        size += len(piece)
+        if max_chars is not None and size > max_chars:
+            raise ChatTemplateLimitError(
+                f"the chat template wrote more than {max_chars} characters"
+            )
+        _check_deadline()
+        pieces.append(piece)
+    return "".join(pieces)
 
 
 _ENVIRONMENT: ImmutableSandboxedEnvironment | None = None

@@ -14,9 +14,9 @@ from typing import Any, Literal
 
 from replyparse.errors import ResponseParseError, ToolDefinitionError
 from replyparse.openai import MessageShapeError, StrictSchemaError, ToolChoiceError
-from replyparse.server.chat_template import ChatTemplateError
+from replyparse.server.chat_template import ChatTemplateError, ChatTemplateLimitError
 
-__all__ = ["ApiError", "one_line", "to_api_error"]
+__all__ = ["INTERNAL_ERROR", "ApiError", "one_line", "to_api_error"]
 
 Api = Literal["chat", "responses"]
 
@@ -79,11 +79,23 @@ def _strict_param(error: StrictSchemaError, api: Api) -> str:
     )
 
 
+def _shape_param(error: MessageShapeError, messages_key: str) -> str:
+    """The path a message-shape error starts with (``messages[2].tool_call_id``), else the key."""
+    head = str(error).split(":", 1)[0].strip()
+    return head if head.startswith(messages_key) and " " not in head else messages_key
+
+
+#: What a client sees of an unexpected failure; the details go to the log only (they name
+#: server files and internal functions).
+INTERNAL_ERROR = "the server failed while handling this request; the details are in its log"
+
+
 def to_api_error(error: Exception, api: Api) -> ApiError:
     """The OpenAI error for an exception raised while handling a request.
 
     Request problems are 400s; a model output that does not fit the response template is a
-    422 (retrying would not help); anything unexpected is a 500.
+    422 (retrying would not help); anything unexpected is a 500 whose message names nothing
+    internal (the caller logs the exception).
     """
     messages_key = "messages" if api == "chat" else "input"
     if isinstance(error, ApiError):
@@ -98,7 +110,9 @@ def to_api_error(error: Exception, api: Api) -> ApiError:
         param = "parallel_tool_calls" if "parallel_tool_calls" in str(error) else "tool_choice"
         return ApiError(str(error), param=param)
     if isinstance(error, MessageShapeError):
-        return ApiError(str(error), param=messages_key)
+        return ApiError(str(error), param=_shape_param(error, messages_key))
+    if isinstance(error, ChatTemplateLimitError):
+        return ApiError(str(error), param=messages_key, code="chat_template_limit")
     if isinstance(error, ChatTemplateError):
         return ApiError(str(error), param=messages_key, code="chat_template_error")
     if isinstance(error, ResponseParseError):
@@ -108,6 +122,4 @@ def to_api_error(error: Exception, api: Api) -> ApiError:
             type="model_output_error",
             code="response_parse_error",
         )
-    return ApiError(
-        f"internal error: {type(error).__name__}: {error}", status=500, type="server_error"
-    )
+    return ApiError(INTERNAL_ERROR, status=500, type="server_error")

@@ -90,10 +90,21 @@ def _stop(body: Mapping[str, Any]) -> list[str] | None:
     raise ApiError("'stop' must be a string or an array of strings", param="stop")
 
 
+#: Chat-template variables the server sets itself; a request may not override them.
+_RESERVED_TEMPLATE_KWARGS = ("messages", "tools", "add_generation_prompt")
+
+
 def _template_kwargs(body: Mapping[str, Any], effort: Any) -> dict[str, Any]:
     kwargs = body.get("chat_template_kwargs")
     if kwargs is not None and not isinstance(kwargs, dict):
         raise ApiError("'chat_template_kwargs' must be an object", param="chat_template_kwargs")
+    reserved = sorted(set(kwargs or {}) & set(_RESERVED_TEMPLATE_KWARGS))
+    if reserved:
+        raise ApiError(
+            f"'chat_template_kwargs' may not set {reserved}: the server sets "
+            f"{list(_RESERVED_TEMPLATE_KWARGS)} from the request itself",
+            param=f"chat_template_kwargs.{reserved[0]}",
+        )
     result: dict[str, Any] = {}
     if isinstance(effort, str):
         result["reasoning_effort"] = effort
@@ -108,6 +119,73 @@ def _tools(body: Mapping[str, Any]) -> list[Any] | None:
     if not isinstance(tools, list):
         raise ApiError(f"'tools' must be an array; got {_type_name(tools)}", param="tools")
     return tools or None
+
+
+#: Numeric settings and their allowed ranges (inclusive; None: unbounded), as OpenAI's.
+_RANGES: dict[str, tuple[float, float | None]] = {
+    "temperature": (0.0, 2.0),
+    "top_p": (0.0, 1.0),
+    "max_tokens": (1, None),
+    "max_completion_tokens": (1, None),
+    "max_output_tokens": (1, None),
+}
+
+
+def _check_ranges(body: Mapping[str, Any]) -> None:
+    """Refuse sampling settings out of OpenAI's ranges (``temperature: -5``, ``top_p: 7``...)."""
+    for key, (low, high) in _RANGES.items():
+        value = body.get(key)
+        if value is None or isinstance(value, bool) or not isinstance(value, (int, float)):
+            continue  # absent, or ill-typed: the type check names it
+        if value < low or (high is not None and value > high):
+            bound = f"between {low:g} and {high:g}" if high is not None else f"at least {low:g}"
+            raise ApiError(f"'{key}' must be {bound}; got {value!r}", param=key)
+
+
+def _check_effort(body: Mapping[str, Any], api: Api) -> None:
+    if api == "chat":
+        effort = body.get("reasoning_effort")
+        key = "reasoning_effort"
+    else:
+        reasoning = body.get("reasoning")
+        effort = reasoning.get("effort") if isinstance(reasoning, dict) else None
+        key = "reasoning.effort"
+    if effort is not None and not isinstance(effort, str):
+        raise ApiError(f"'{key}' must be a string; got {_type_name(effort)}", param=key)
+
+
+def _check_tool_shapes(tools: list[Any] | None, tool_choice: Any, api: Api) -> None:
+    """Refuse tools in the other API's shape, and ``tool_choice: "required"`` without tools."""
+    for position, tool in enumerate(tools or ()):
+        if not isinstance(tool, dict):
+            continue  # the tool layer names it
+        if api == "responses" and tool.get("type") == "function" and "function" in tool:
+            raise ApiError(
+                f"tools[{position}]: a Chat Completions tool ({{'type': 'function', "
+                "'function': {...}}); /v1/responses takes {'type': 'function', 'name': ..., "
+                "'parameters': ...}",
+                param=f"tools[{position}]",
+                code="invalid_tools",
+            )
+        if api == "chat" and tool.get("type") == "function" and "function" not in tool:
+            raise ApiError(
+                f"tools[{position}].function: missing; /v1/chat/completions takes "
+                "{'type': 'function', 'function': {'name': ..., 'parameters': ...}}",
+                param=f"tools[{position}].function",
+                code="invalid_tools",
+            )
+    if not tools and tool_choice is not None and tool_choice not in ("none", "auto"):
+        raise ApiError(
+            f"'tool_choice' is {tool_choice!r:.80} but the request has no tools",
+            param="tool_choice",
+        )
+
+
+def _check_values(body: Mapping[str, Any], api: Api, tools: list[Any] | None) -> None:
+    """The value checks beyond types: ranges, shapes that belong to the other API."""
+    _check_ranges(body)
+    _check_effort(body, api)
+    _check_tool_shapes(tools, body.get("tool_choice"), api)
 
 
 def read_turn(body: Any, api: Api) -> Turn:
@@ -152,11 +230,13 @@ def read_turn(body: Any, api: Api) -> Turn:
         effort = reasoning.get("effort")
         stop = None
         include_usage = True
+    tools = _tools(body)
+    _check_values(body, api, tools)
     return Turn(
         api=api,
         model=model,
         messages=messages,
-        tools=_tools(body),
+        tools=tools,
         tool_choice=body.get("tool_choice"),
         parallel_tool_calls=parallel,
         stream=stream,
