@@ -66,6 +66,32 @@ class _Handler(BaseHTTPRequestHandler):
             self.end_headers()
             self.wfile.write(message)
             return
+        if mode in ("plain_json", "html"):
+            answer = (
+                json.dumps(
+                    {
+                        "id": "cmpl-1",
+                        "object": "text_completion",
+                        "choices": [
+                            {"index": 0, "text": self.server.text, "finish_reason": "stop"}
+                        ],
+                        "usage": {"prompt_tokens": 42, "completion_tokens": 17},
+                    }
+                )
+                if mode == "plain_json"
+                else "<html>maintenance</html>"
+            ).encode()
+            self.send_response(200)
+            kind = "application/json" if mode == "plain_json" else "text/html"
+            self.send_header("Content-Type", kind)
+            self.send_header("Content-Length", str(len(answer)))
+            self.end_headers()
+            self.wfile.write(answer)
+            return
+        if mode == "silent":
+            threading.Event().wait(3)  # longer than the backend's read timeout
+            self.close_connection = True
+            return
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Transfer-Encoding", "chunked")
@@ -234,3 +260,31 @@ def test_unreachable_upstream_is_a_502() -> None:
         client = openai.OpenAI(base_url=base, api_key="unused", max_retries=0)
         with pytest.raises(openai.InternalServerError, match="cannot reach the upstream"):
             client.responses.create(model="test-model", input="hi")
+
+
+def test_plain_json_answer_is_read_as_one_completion(upstream: FakeUpstream, client: Any) -> None:
+    upstream.mode = "plain_json"
+    completion = client.chat.completions.create(model="test-model", messages=USER, tools=CHAT_TOOLS)
+    message = completion.choices[0].message
+    assert [call.function.name for call in message.tool_calls] == ["get_weather", "get_weather"]
+    assert completion.usage is not None and completion.usage.prompt_tokens == 42
+
+
+def test_answer_neither_stream_nor_json_fails_clearly(upstream: FakeUpstream, client: Any) -> None:
+    upstream.mode = "html"
+    with pytest.raises(openai.InternalServerError) as caught:
+        client.chat.completions.create(model="test-model", messages=USER)
+    assert caught.value.status_code == 502
+    assert "without an event stream or a JSON completion" in str(caught.value)
+    assert "text/html" in str(caught.value)
+
+
+def test_upstream_timeout_is_a_504_naming_its_cause(upstream: FakeUpstream) -> None:
+    upstream.mode = "silent"
+    backend = UpstreamBackend(upstream.url, model="m", timeout=0.5)
+    with running(qwen3_config(backend)) as url:
+        client = openai.OpenAI(base_url=url, api_key="unused", max_retries=0, timeout=20)
+        with pytest.raises(openai.APIStatusError) as caught:
+            client.chat.completions.create(model="test-model", messages=USER)
+    assert caught.value.status_code == 504
+    assert "the upstream sent nothing for --upstream-timeout seconds" in str(caught.value)
