@@ -225,3 +225,22 @@ def load_corpus(families: Iterable[str]) -> list[dict[str, Any]]:
         if case["family"] in wanted:
             cases.append(case)
     return cases
+
+
+def joined_text(item: dict[str, Any]) -> str:
+    return "".join(part["text"] for part in item["content"])
+
+
+def assert_same_as_whole(streamed: list[dict[str, Any]], whole: list[dict[str, Any]]) -> None:
+    """The streamed items are the whole message's, with one kind's text split at calls."""
+    calls = [item for item in streamed if item["type"] not in ("reasoning", "message")]
+    assert calls == [item for item in whole if item["type"] not in ("reasoning", "message")]
+    for kind in ("reasoning", "message"):
+        parts = [joined_text(item) for item in streamed if item["type"] == kind]
+        (expected,) = [joined_text(item) for item in whole if item["type"] == kind] or [""]
+        position = 0
+        for part in parts:  # each part, in order, in the whole text (joined by separators)
+            found = expected.find(part, position)
+            assert found >= 0, (kind, part, expected)
+            position = found + len(part)
+        assert sum(map(len, parts)) <= len(expected)

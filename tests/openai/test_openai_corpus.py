@@ -14,6 +14,7 @@ import pytest
 from openai_helpers import (
     HERMES,
     QWEN3_CODER,
+    assert_same_as_whole,
     constant_clock,
     load_corpus,
     replay_chat,
@@ -65,15 +66,17 @@ def test_corpus_case_streams_like_the_whole_message(case: dict[str, Any]) -> Non
             template, prefix=prefix, model="m", ids=SequentialIds(), clock=constant_clock
         )
         events = run_stream(responses, _pieces(text, step))
-        assert replay_responses(events) == whole
-        arguments: dict[int, str] = {}
+        streamed = replay_responses(events)
+        assert {**streamed, "output": []} == {**whole, "output": []}
+        assert_same_as_whole(streamed["output"], whole["output"])
+        arguments: dict[str, str] = {}
         for event in events:
             if event["type"] == "response.function_call_arguments.delta":
-                arguments[event["output_index"]] = (
-                    arguments.get(event["output_index"], "") + event["delta"]
-                )
-        for index, text_so_far in arguments.items():
-            assert text_so_far == whole["output"][index]["arguments"]
+                item_id = event["item_id"]
+                arguments[item_id] = arguments.get(item_id, "") + event["delta"]
+        whole_items = {item["id"]: item for item in whole["output"]}
+        for item_id, text_so_far in arguments.items():
+            assert text_so_far == whole_items[item_id]["arguments"]
             assert isinstance(json.loads(text_so_far), dict)
 
         chat = ChatCompletionStream(

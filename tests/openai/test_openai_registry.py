@@ -9,7 +9,14 @@ import json
 from typing import Any
 
 import pytest
-from openai_helpers import constant_clock, load_corpus, replay_chat, replay_responses, run_stream
+from openai_helpers import (
+    assert_same_as_whole,
+    constant_clock,
+    load_corpus,
+    replay_chat,
+    replay_responses,
+    run_stream,
+)
 
 from replyparse import ResponseParseError, parse_response
 from replyparse.openai import (
@@ -58,11 +65,9 @@ def test_registry_case_streams_like_the_whole_message(case: dict[str, Any]) -> N
         )
         events = run_stream(responses, _pieces(text, step))
         streamed_response = replay_responses(events) if validate else events[-1]["response"]
-        # The stream emits items in generation order; a whole message (a dict) no longer
-        # knows how content and calls interleaved, so compare the items by id.
-        assert sorted(streamed_response["output"], key=lambda item: item["id"]) == sorted(
-            whole["output"], key=lambda item: item["id"]
-        )
+        # The stream emits items in generation order, text after a call a new item; a whole
+        # message (a dict) no longer knows how content and calls interleaved.
+        assert_same_as_whole(streamed_response["output"], whole["output"])
         assert {**streamed_response, "output": []} == {**whole, "output": []}
         arguments: dict[str, str] = {}
         for event in events:

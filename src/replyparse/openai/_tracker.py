@@ -40,10 +40,16 @@ TEXT_KEYS = (REASONING_KEY, CONTENT_KEY)
 
 @dataclass(frozen=True)
 class TextDelta:
-    """More text of ``key`` (``reasoning_content`` or ``content``)."""
+    """More text of ``key`` (``reasoning_content`` or ``content``).
+
+    ``separator`` is the start of ``text`` that joins it to the field's earlier captures
+    (the parser's blank line or the field's ``join``): an adapter that starts a new item
+    for the new capture drops it.
+    """
 
     key: str
     text: str
+    separator: str = ""
 
 
 @dataclass(frozen=True)
@@ -125,7 +131,7 @@ class MessageTracker:
             separator = self._separator(key)  # an empty capture gets no separator
         self._capture[key] += text
         self._streamed[key] += separator + text
-        updates.append(TextDelta(key, separator + text))
+        updates.append(TextDelta(key, separator + text, separator))
 
     def _open_text(self, key: str, updates: list[Update]) -> None:
         field = self._template.fields[key]
@@ -133,7 +139,7 @@ class MessageTracker:
         if field.repeats and field.join and self._captures[key]:
             # join separates every capture, empty ones included, as the parser joins them.
             self._streamed[key] += field.join
-            updates.append(TextDelta(key, field.join))
+            updates.append(TextDelta(key, field.join, field.join))
         self._captures[key] += 1
 
     def _close_text(self, key: str, value: Any, updates: list[Update]) -> None:

@@ -9,14 +9,16 @@ events, ``response.output_item.done``; then ``response.completed`` (or
 announcement order. Sans-IO: it returns dicts; :func:`replyparse.openai.sse.responses_sse`
 frames them.
 
-Items are announced in the order the model writes them. A tool call's item is complete as
-soon as its region closes (so a client can run it early); the reasoning and message items
-stay open until :meth:`ResponsesStream.finish`, because a template may capture those fields
-again later and their text must stay one item, as in the whole-message conversion.
+Items are announced in the order the model writes them, and, as OpenAI streams them, each
+item is done before the next is added: a reasoning or message item is finished as soon as
+the model writes anything else (a call, or the other text field), and a tool call's item is
+finished when its region closes (so a client can run it early). Text the model writes after
+a call (or reasoning that resumes) is a new item.
 
 Invariant: ``response.completed.response`` equals :func:`~.messages.to_response` of the
-parsed message (same ids with a deterministic id factory), and every ``.delta`` sequence
-concatenates to its ``.done`` value.
+parsed message (same ids with a deterministic id factory) once the text items of one kind
+are joined into the first (the whole message no longer knows how text and calls
+interleaved); every ``.delta`` sequence concatenates to its ``.done`` value.
 """
 
 from __future__ import annotations
@@ -125,8 +127,9 @@ class ResponsesStream(StreamBase):
         self._created_at = created_at if created_at is not None else int(clock())
         self._sequence = 0
         self._items: list[_Item] = []
-        self._text_items: dict[str, _Item] = {}
         self._call_items: dict[int, _Item] = {}
+        #: The reasoning or message item being written, if any: at most one is open.
+        self._open: _Item | None = None
 
     # -- rendering ----------------------------------------------------------------------------
 
@@ -164,7 +167,7 @@ class ResponsesStream(StreamBase):
         prefix = REASONING_PREFIX if reasoning else MESSAGE_PREFIX
         item = _Item(len(self._items), self._ids(prefix), "reasoning" if reasoning else "message")
         self._items.append(item)
-        self._text_items[key] = item
+        self._open = item
         initial = (
             reasoning_item(item.item_id, "", "in_progress")
             if reasoning
@@ -186,22 +189,27 @@ class ResponsesStream(StreamBase):
         return item
 
     def _text(self, update: TextDelta, events: list[dict[str, Any]]) -> None:
-        item = self._text_items.get(update.key) or self._add_text_item(update.key, events)
-        item.text += update.text
+        kind = "reasoning" if update.key == REASONING_KEY else "message"
+        item = self._open
+        text = update.text
+        if item is None or item.kind != kind:
+            text = text[len(update.separator) :]  # a new item: nothing to join to
+            if not text:
+                return
+            self._close_open_item(None, events)
+            item = self._add_text_item(update.key, events)
+        item.text += text
         location = {"item_id": item.item_id, "output_index": item.index, "content_index": 0}
         if item.kind == "reasoning":
-            events.append(
-                self._event("response.reasoning_text.delta", **location, delta=update.text)
-            )
+            events.append(self._event("response.reasoning_text.delta", **location, delta=text))
         else:
             events.append(
-                self._event(
-                    "response.output_text.delta", **location, delta=update.text, logprobs=[]
-                )
+                self._event("response.output_text.delta", **location, delta=text, logprobs=[])
             )
 
     def _call(self, update: CallStart | CallDelta | CallDone, events: list[dict[str, Any]]) -> None:
         if isinstance(update, CallStart):
+            self._close_open_item(None, events)
             custom = update.custom
             prefix = CUSTOM_TOOL_CALL_PREFIX if custom else FUNCTION_CALL_PREFIX
             item = _Item(
@@ -251,29 +259,27 @@ class ResponsesStream(StreamBase):
                 self._call(update, events)
         return events
 
-    def _close_text_items(self, cut: _Item | None, events: list[dict[str, Any]]) -> None:
-        """Finish the reasoning and message items; ``cut`` (the last item) is incomplete."""
-        for item in sorted(self._text_items.values(), key=lambda entry: entry.index):
-            status = "incomplete" if item is cut else "completed"
-            location = {"item_id": item.item_id, "output_index": item.index, "content_index": 0}
-            if item.kind == "reasoning":
-                events.append(
-                    self._event("response.reasoning_text.done", **location, text=item.text)
-                )
-                part: dict[str, Any] = {"type": "reasoning_text", "text": item.text}
-                item.final = reasoning_item(item.item_id, item.text, status)
-            else:
-                events.append(
-                    self._event(
-                        "response.output_text.done", **location, text=item.text, logprobs=[]
-                    )
-                )
-                part = output_text_part(item.text)
-                item.final = message_item(item.item_id, item.text, status)
-            events.append(self._event("response.content_part.done", **location, part=part))
+    def _close_open_item(self, cut: _Item | None, events: list[dict[str, Any]]) -> None:
+        """Finish the open reasoning or message item, if any; ``cut`` is incomplete."""
+        item, self._open = self._open, None
+        if item is None:
+            return
+        status = "incomplete" if item is cut else "completed"
+        location = {"item_id": item.item_id, "output_index": item.index, "content_index": 0}
+        if item.kind == "reasoning":
+            events.append(self._event("response.reasoning_text.done", **location, text=item.text))
+            part: dict[str, Any] = {"type": "reasoning_text", "text": item.text}
+            item.final = reasoning_item(item.item_id, item.text, status)
+        else:
             events.append(
-                self._event("response.output_item.done", output_index=item.index, item=item.final)
+                self._event("response.output_text.done", **location, text=item.text, logprobs=[])
             )
+            part = output_text_part(item.text)
+            item.final = message_item(item.item_id, item.text, status)
+        events.append(self._event("response.content_part.done", **location, part=part))
+        events.append(
+            self._event("response.output_item.done", output_index=item.index, item=item.final)
+        )
 
     # -- public -------------------------------------------------------------------------------
 
@@ -320,7 +326,7 @@ class ResponsesStream(StreamBase):
         events = self._render(updates)
         status, reason = response_status(finish_reason)
         cut = self._items[-1] if status == "incomplete" and self._items else None
-        self._close_text_items(cut, events)
+        self._close_open_item(cut, events)
         final = self._response(
             status,
             reason,
