@@ -62,6 +62,13 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
         help="extra chat-template variables for every request, e.g. '{\"enable_thinking\": false}'",
     )
     parser.add_argument("--model-name", metavar="NAME", help="the model /v1/models lists")
+    parser.add_argument(
+        "--call-id-form",
+        choices=("openai", "alphanumeric9"),
+        default=None,
+        help="the form of the tool-call ids the server makes, the one the chat template "
+        "accepts back (default: the registry family's; openai otherwise)",
+    )
     parser.add_argument("--upstream-model", metavar="NAME", help="the model name sent upstream")
     parser.add_argument(
         "--upstream-api-key",
@@ -252,6 +259,7 @@ def run_serve(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int
         template_kwargs=_template_kwargs(args.chat_template_kwargs),
         custom_tool_deltas=args.custom_tool_deltas,
         upstream_engine=None if args.upstream_engine == "none" else args.upstream_engine,
+        call_id_form=args.call_id_form or (choice.entry.call_id_form if choice.entry else "openai"),
         limits=Limits(
             max_body_bytes=args.max_body_bytes,
             max_depth=args.max_json_depth,

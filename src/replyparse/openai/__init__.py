@@ -17,7 +17,7 @@ Pure functions and sans-IO objects: nothing here does networking.
 
 from __future__ import annotations
 
-from replyparse.openai._ids import SequentialIds, random_id
+from replyparse.openai._ids import SequentialIds, call_id_factory, random_id
 from replyparse.openai.chat_stream import ChatCompletionStream
 from replyparse.openai.errors import (
     MessageShapeError,
@@ -59,6 +59,7 @@ __all__ = [
     "ToolCallRuleWarning",
     "ToolChoice",
     "ToolChoiceError",
+    "call_id_factory",
     "chat_sse",
     "check_strict_schema",
     "from_chat_messages",

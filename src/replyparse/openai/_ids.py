@@ -11,6 +11,7 @@ Invariant: one factory never returns the same identifier twice for the same pref
 from __future__ import annotations
 
 import secrets
+import string
 import time
 from collections.abc import Callable
 
@@ -25,6 +26,7 @@ __all__ = [
     "Clock",
     "IdFactory",
     "SequentialIds",
+    "call_id_factory",
     "random_id",
     "system_clock",
 ]
@@ -86,3 +88,40 @@ class SequentialIds:
         count = self._counters.get(prefix, 0) + 1
         self._counters[prefix] = count
         return f"{prefix}{count}"
+
+
+_ALPHANUMERIC = string.ascii_letters + string.digits
+
+
+def _alphanumeric9(prefix: str) -> str:
+    """Mistral's form for ``call_`` ids (9 letters and digits); ``random_id`` for the rest."""
+    if prefix != CALL_PREFIX:
+        return random_id(prefix)
+    return "".join(secrets.choice(_ALPHANUMERIC) for _ in range(9))
+
+
+#: An :data:`IdFactory` per form of tool-call id a chat template requires (a registry
+#: family's ``call_id_form``).
+_CALL_ID_FACTORIES: dict[str, IdFactory] = {"openai": random_id, "alphanumeric9": _alphanumeric9}
+
+
+def call_id_factory(form: str) -> IdFactory:
+    """The :data:`IdFactory` whose ``call_`` ids have ``form`` (other ids as :func:`random_id`).
+
+    Args:
+        form: ``"openai"`` (``call_`` and 24 hex digits) or ``"alphanumeric9"`` (9 letters
+            and digits, as Mistral chat templates require).
+
+    Raises:
+        ValueError: an unknown form.
+
+    Example:
+        >>> len(call_id_factory("alphanumeric9")(CALL_PREFIX))
+        9
+    """
+    try:
+        return _CALL_ID_FACTORIES[form]
+    except KeyError:
+        raise ValueError(
+            f"unknown call id form {form!r}; known: {sorted(_CALL_ID_FACTORIES)}"
+        ) from None

@@ -39,6 +39,7 @@ from replyparse.openai import (
     FinishReason,
     ResponsesStream,
     ToolCallRuleError,
+    call_id_factory,
     chat_sse,
     responses_sse,
     to_chat_completion,
@@ -82,6 +83,9 @@ class ServerConfig:
         upstream_engine: the engine flavour to send each request's decoding grammar to
             (``replyparse.grammar.ENGINES``), or None to send none.
         limits: what one request may cost (body size, nesting, chat-template rendering).
+        call_id_form: the form of the tool-call ids the server makes, the one the chat
+            template accepts back (a registry family's ``call_id_form``: ``"openai"`` or
+            ``"alphanumeric9"``).
     """
 
     model_name: str
@@ -94,6 +98,7 @@ class ServerConfig:
     custom_tool_deltas: Literal["custom", "function"] = "custom"
     upstream_engine: Engine | None = None
     limits: Limits = field(default_factory=Limits)
+    call_id_form: str = "openai"
 
 
 def _quietly(call: Callable[[], _T], on_rule_error: Callable[[ToolCallRuleError], _T]) -> _T:
@@ -160,6 +165,7 @@ class _Handler:
     def __init__(self, config: ServerConfig) -> None:
         self.config = config
         self.created = int(time.time())
+        self.ids = call_id_factory(config.call_id_form)
 
     # -- steps --------------------------------------------------------------------------------
 
@@ -204,6 +210,7 @@ class _Handler:
             "tools": turn.tools,
             "tool_choice": turn.tool_choice,
             "parallel_tool_calls": turn.parallel_tool_calls,
+            "ids": self.ids,
         }
         if turn.api == "chat":
             return ChatCompletionStream(
@@ -314,6 +321,7 @@ class _Handler:
             "tool_choice": turn.tool_choice,
             "parallel_tool_calls": turn.parallel_tool_calls,
             "finish_reason": outcome.finish_reason,
+            "ids": self.ids,
         }
         if turn.api == "chat":
             usage = _chat_usage(outcome.usage)

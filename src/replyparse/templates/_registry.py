@@ -56,6 +56,10 @@ DIGESTS_FILE = "_chat_template_digests.json"
 
 _PACKAGE = "replyparse.templates"
 
+#: The forms of tool-call ids chat templates require (``call_id_form``); the OpenAI layer
+#: makes ids of each (``replyparse.openai.call_id_factory``).
+CALL_ID_FORMS = ("openai", "alphanumeric9")
+
 #: Keys of a family data file: name -> (required, JSON type description).
 ENTRY_KEYS: dict[str, tuple[bool, str]] = {
     "name": (True, "string: the family id (the file name without .json)"),
@@ -66,6 +70,11 @@ ENTRY_KEYS: dict[str, tuple[bool, str]] = {
     "chat_template_markers": (False, "list of strings: all appear in this family's templates"),
     "prefixes": (True, "dict of string -> string with a 'default' key: generation prompts"),
     "notes": (False, "string: format notes, quirks, known-wrong corpus cases"),
+    "call_id_form": (
+        False,
+        "string: the form of tool-call ids the family's chat template requires: 'openai' "
+        "(default, call_ and hex digits) or 'alphanumeric9' (Mistral: 9 letters and digits)",
+    ),
     "response_template": (True, "dict: the response template"),
 }
 
@@ -87,6 +96,8 @@ class RegistryEntry:
             e.g. ``thinking`` / ``no_thinking``).
         notes: format notes and quirks.
         template: the compiled response template.
+        call_id_form: the form of tool-call ids the family's chat template accepts
+            (``"openai"`` or ``"alphanumeric9"``; see :data:`CALL_ID_FORMS`).
     """
 
     name: str
@@ -99,6 +110,7 @@ class RegistryEntry:
     notes: str
     template: ResponseTemplate
     _template_json: str = field(repr=False, compare=False)
+    call_id_form: str = "openai"
 
     @property
     def response_template(self) -> dict[str, Any]:
@@ -337,6 +349,18 @@ def _load_family(file_name: str, text: str) -> _Family:
                 description,
             )
         )
+    call_id_form = raw.get("call_id_form", "openai")
+    if call_id_form not in CALL_ID_FORMS:
+        issues.append(
+            _issue(
+                file_name,
+                ("call_id_form",),
+                "invalid_value",
+                f"'call_id_form' must be one of {list(CALL_ID_FORMS)}; got {call_id_form!r}.",
+                call_id_form,
+            )
+        )
+        call_id_form = "openai"
     notes = raw.get("notes", "")
     if not isinstance(notes, str):
         issues.append(
@@ -396,6 +420,7 @@ def _load_family(file_name: str, text: str) -> _Family:
         notes=notes,
         template=template,
         _template_json=json.dumps(response_template),
+        call_id_form=str(call_id_form),
     )
     return _Family(stem, entry, issues, raw)
 
