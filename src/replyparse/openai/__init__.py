@@ -30,6 +30,7 @@ from replyparse.openai.errors import (
 )
 from replyparse.openai.messages import (
     FinishReason,
+    fold_call_preambles,
     from_chat_messages,
     from_responses_input,
     to_chat_completion,
@@ -62,6 +63,7 @@ __all__ = [
     "call_id_factory",
     "chat_sse",
     "check_strict_schema",
+    "fold_call_preambles",
     "from_chat_messages",
     "from_responses_input",
     "parse_tool_choice",

@@ -37,6 +37,7 @@ from replyparse.openai.rules import ToolChoice, check_calls, check_request, repo
 
 __all__ = [
     "FinishReason",
+    "fold_call_preambles",
     "from_chat_messages",
     "from_responses_input",
     "to_chat_completion",
@@ -747,3 +748,31 @@ def _chat_call(call: dict[str, Any], where: str, names: dict[str, str]) -> dict[
         converted = {"id": call_id, **converted}
         names[call_id] = name
     return converted
+
+
+def fold_call_preambles(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Messages for a chat template that takes one text per tool-call message.
+
+    Some templates (gpt-oss) render an assistant message with tool calls with one analysis
+    text and refuse one that has both ``content`` (a preamble the model wrote before its
+    call) and reasoning. Such a message gets its reasoning and content joined, with a blank
+    line, into its reasoning; every other message is kept as it is.
+    """
+    folded: list[dict[str, Any]] = []
+    for message in messages:
+        reasoning = message.get("reasoning_content")
+        content = message.get("content")
+        if (
+            message.get("role") == "assistant"
+            and message.get("tool_calls")
+            and isinstance(reasoning, str)
+            and reasoning
+            and isinstance(content, str)
+            and content
+        ):
+            folded.append(
+                {**message, "reasoning_content": f"{reasoning}\n\n{content}", "content": ""}
+            )
+        else:
+            folded.append(dict(message))
+    return folded

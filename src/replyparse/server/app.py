@@ -41,6 +41,7 @@ from replyparse.openai import (
     ToolCallRuleError,
     call_id_factory,
     chat_sse,
+    fold_call_preambles,
     responses_sse,
     to_chat_completion,
     to_response,
@@ -176,8 +177,11 @@ class _Handler:
         tools = tools_for_template(normalize_tools(turn.tools)) if turn.tools else None
         kwargs = {**self.config.template_kwargs, **turn.template_kwargs}
         limits = self.config.limits
+        messages = turn.messages
+        if chat_template.one_text_per_call_message:
+            messages = fold_call_preambles(messages)
         return chat_template.render(
-            turn.messages,
+            messages,
             tools=tools,
             timeout=limits.render_timeout,
             max_chars=limits.max_prompt_chars,

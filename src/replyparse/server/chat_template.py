@@ -14,6 +14,7 @@ Needs ``jinja2`` (the ``server`` extra). Knows nothing of HTTP or parsing.
 from __future__ import annotations
 
 import contextvars
+import functools
 import json
 import logging
 import time
@@ -247,6 +248,34 @@ class ChatTemplate:
         if not isinstance(raw, str):
             raise ChatTemplateError(f"{origin}: no 'chat_template' string in this config")
         return cls(raw, _special_tokens(config), tool_source, origin)
+
+    @functools.cached_property
+    def one_text_per_call_message(self) -> bool:
+        """Whether the template refuses an assistant tool-call message with both reasoning
+        and content (gpt-oss: one analysis text per call), found by rendering a probe once.
+        """
+        call = {"id": "a1b2c3d4e", "type": "function", "function": {"name": "f", "arguments": {}}}
+        function = {
+            "name": "f",
+            "description": "d",
+            "parameters": {"type": "object", "properties": {}, "required": []},
+        }
+        tools = [{"type": "function", "function": function}]
+
+        def renders(assistant: dict[str, Any]) -> bool:
+            probe = [
+                {"role": "user", "content": "q"},
+                {"role": "assistant", "tool_calls": [call], **assistant},
+                {"role": "tool", "tool_call_id": "a1b2c3d4e", "name": "f", "content": "r"},
+            ]
+            try:
+                self.render(probe, tools=tools, timeout=5.0)
+            except ChatTemplateError:
+                return False
+            return True
+
+        both = {"content": "preamble", "reasoning_content": "thought"}
+        return not renders(both) and renders({"content": "", "reasoning_content": "thought"})
 
     def render(
         self,
