@@ -49,7 +49,7 @@ from replyparse.openai import (
 from replyparse.server.backends import Backend, BackendError, Delta, Generation, GenerationRequest
 from replyparse.server.chat_template import ChatTemplate, tools_for_template
 from replyparse.server.constraints import grammar_fields
-from replyparse.server.errors import INTERNAL_ERROR, Api, ApiError, to_api_error
+from replyparse.server.errors import Api, ApiError, to_api_error
 from replyparse.server.limits import Limits, decode_body
 from replyparse.server.turn import Turn, read_turn
 from replyparse.template import ResponseTemplate
@@ -367,7 +367,7 @@ class _Handler:
             for frame in chat_sse(chunks):
                 yield frame
         except Exception as error:
-            for frame in chat_sse(stream.fail(_failure(error))):
+            for frame in chat_sse(_chat_failure(stream, _failure(error, "chat"))):
                 yield frame
         finally:
             await generation.aclose()
@@ -394,7 +394,7 @@ class _Handler:
             for frame in responses_sse(events):
                 yield frame
         except Exception as error:
-            for frame in responses_sse(_responses_failure(stream, _failure(error))):
+            for frame in responses_sse(_responses_failure(stream, _failure(error, "responses"))):
                 yield frame
         finally:
             await generation.aclose()
@@ -423,16 +423,22 @@ class _Handler:
         }
 
 
-def _failure(error: Exception) -> str:
-    """The one-line message a stream ends with."""
+def _failure(error: Exception, api: Api) -> ApiError:
+    """The error a stream ends with: the same type and code as a whole answer's."""
     if isinstance(error, BackendError):
         logger.error("generation failed: %s", error)
-        return str(error)
+        return _backend_api_error(error)
     if isinstance(error, ResponseParseError):
         logger.error("the model's output does not fit the template: %s", error.detail)
-        return f"the model's output does not fit the response template: {error.detail}"
-    logger.error("stream failed", exc_info=error)
-    return INTERNAL_ERROR
+    else:
+        logger.error("stream failed", exc_info=error)
+    return to_api_error(error, api)
+
+
+def _chat_failure(stream: ChatCompletionStream, error: ApiError) -> list[dict[str, Any]]:
+    """The last ``data:`` payload: the error object a whole answer would have had."""
+    stream.fail(error.message)
+    return [error.body()]
 
 
 def _backend_api_error(error: BackendError) -> ApiError:
@@ -441,19 +447,22 @@ def _backend_api_error(error: BackendError) -> ApiError:
     return ApiError(str(error), status=status, type="server_error")
 
 
-def _responses_failure(stream: ResponsesStream, message: str) -> list[dict[str, Any]]:
-    """An ``error`` event, then ``response.failed`` (numbered after it)."""
-    events = stream.fail(message)
+def _responses_failure(stream: ResponsesStream, error: ApiError) -> list[dict[str, Any]]:
+    """An ``error`` event, then ``response.failed`` (numbered after it), both with the code
+    a whole answer's error object would have had."""
+    events = stream.fail(error.message)
     failed = events[-1]
-    error = {
+    code = error.code or error.type
+    event = {
         "type": "error",
         "sequence_number": failed["sequence_number"],
-        "code": "server_error",
-        "message": message,
-        "param": None,
+        "code": code,
+        "message": error.message,
+        "param": error.param,
     }
     failed["sequence_number"] += 1
-    return [*events[:-1], error, failed]
+    failed["response"]["error"] = {"code": code, "message": error.message}
+    return [*events[:-1], event, failed]
 
 
 async def _http_error(request: Request, error: Exception) -> Response:

@@ -132,11 +132,13 @@ class Backend(Protocol):
 
 # -- replay ---------------------------------------------------------------------------------
 
+#: One recorded generation: its text, finish reason and token counts.
+_Record = tuple[str, str | None, Mapping[str, int] | None]
+
 
 class _ReplayGeneration:
-    def __init__(self, text: str, finish_reason: str | None, chunk_size: int, delay: float) -> None:
-        self._text = text
-        self._finish_reason = finish_reason
+    def __init__(self, record: _Record, chunk_size: int, delay: float) -> None:
+        self._text, self._finish_reason, self._usage = record
         self._chunk_size = chunk_size
         self._delay = delay
 
@@ -147,7 +149,7 @@ class _ReplayGeneration:
             else:
                 await asyncio.sleep(0)  # let the server flush between pieces
             yield Delta(self._text[start : start + self._chunk_size])
-        yield Delta("", self._finish_reason)
+        yield Delta("", self._finish_reason, self._usage)
 
     def __aiter__(self) -> AsyncIterator[Delta]:
         return self._deltas()
@@ -160,7 +162,9 @@ class ReplayBackend:
     """Serves recorded generations in order, cycling, a few characters at a time.
 
     The file is JSONL, one generation per line: ``{"text": "..."}``, optionally with
-    ``"finish_reason": "length"`` to replay a cut generation. The prompt is ignored.
+    ``"finish_reason": "length"`` to replay a cut generation and ``"usage":
+    {"prompt_tokens": N, "completion_tokens": M}`` to report token counts (without it the
+    answer has no ``usage``: replay has no tokenizer to count with). The prompt is ignored.
 
     Args:
         path: the JSONL file.
@@ -180,7 +184,7 @@ class ReplayBackend:
             raise BackendError(
                 f"{location}: cannot read the replay file: {error.strerror}"
             ) from None
-        self._records: list[tuple[str, str | None]] = []
+        self._records: list[_Record] = []
         for number, line in enumerate(lines, start=1):
             if not line.strip():
                 continue
@@ -196,16 +200,16 @@ class ReplayBackend:
 
     async def start(self, request: GenerationRequest) -> Generation:
         """The next recorded generation (the request is ignored)."""
-        text, finish_reason = self._records[self._next % len(self._records)]
+        record = self._records[self._next % len(self._records)]
         self._next += 1
-        return _ReplayGeneration(text, finish_reason, self._chunk_size, self._delay)
+        return _ReplayGeneration(record, self._chunk_size, self._delay)
 
     async def close(self) -> None:
         """Nothing to release."""
         return None
 
 
-def _replay_record(line: str, where: str) -> tuple[str, str | None]:
+def _replay_record(line: str, where: str) -> _Record:
     try:
         record = json.loads(line)
     except ValueError as error:
@@ -218,7 +222,19 @@ def _replay_record(line: str, where: str) -> tuple[str, str | None]:
             f'{where}: "finish_reason" must be one of {list(_KNOWN_FINISH_REASONS)} or null; '
             f"got {finish_reason!r}"
         )
-    return record["text"], finish_reason
+    usage = record.get("usage")
+    counts = ("prompt_tokens", "completion_tokens")
+    if usage is not None and not (
+        isinstance(usage, dict)
+        and all(
+            isinstance(usage.get(key), int) and not isinstance(usage.get(key), bool)
+            for key in counts
+        )
+    ):
+        raise BackendError(
+            f'{where}: "usage" must be {{"prompt_tokens": N, "completion_tokens": M}}'
+        )
+    return record["text"], finish_reason, ({key: usage[key] for key in counts} if usage else None)
 
 
 # -- upstream -------------------------------------------------------------------------------

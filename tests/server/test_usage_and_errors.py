@@ -1,0 +1,86 @@
+"""Usage passthrough (replay records carry counts; ``stream_options.include_usage``) and one
+error type and code for a model output that does not fit the template, whole or streamed,
+in both APIs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+openai = pytest.importorskip("openai")
+httpx2 = pytest.importorskip("httpx2")
+pytest.importorskip("starlette")
+
+from replyparse.server import BackendError, ReplayBackend  # noqa: E402
+from tests.server.helpers import BROKEN_CALL, FINAL_ANSWER, qwen3_config, running  # noqa: E402
+
+USER = [{"role": "user", "content": "Weather?"}]
+USAGE = {"prompt_tokens": 40, "completion_tokens": 25}
+
+
+def _replay(tmp_path: Path, *records: dict[str, Any]) -> ReplayBackend:
+    path = tmp_path / "r.jsonl"
+    path.write_text("".join(json.dumps(record) + "\n" for record in records), encoding="utf-8")
+    return ReplayBackend(path)
+
+
+def test_replay_usage_is_passed_through(tmp_path: Path) -> None:
+    backend = _replay(tmp_path, {"text": FINAL_ANSWER, "usage": USAGE})
+    with running(qwen3_config(backend)) as url:
+        client = openai.OpenAI(base_url=url, api_key="unused", max_retries=0, timeout=20)
+        whole = client.chat.completions.create(model="test-model", messages=USER)
+        chunks = list(
+            client.chat.completions.create(
+                model="test-model",
+                messages=USER,
+                stream=True,
+                stream_options={"include_usage": True},
+            )
+        )
+        plain = list(client.chat.completions.create(model="test-model", messages=USER, stream=True))
+        response = client.responses.create(model="test-model", input="Weather?")
+    assert whole.usage is not None
+    assert (whole.usage.prompt_tokens, whole.usage.total_tokens) == (40, 65)
+    assert chunks[-1].usage is not None and chunks[-1].usage.completion_tokens == 25
+    assert all(chunk.usage is None for chunk in plain)
+    assert response.usage is not None and response.usage.input_tokens == 40
+
+
+def test_replay_without_counts_reports_no_usage(tmp_path: Path) -> None:
+    with running(qwen3_config(_replay(tmp_path, {"text": FINAL_ANSWER}))) as url:
+        client = openai.OpenAI(base_url=url, api_key="unused", max_retries=0, timeout=20)
+        assert client.chat.completions.create(model="test-model", messages=USER).usage is None
+
+
+def test_malformed_replay_usage_is_named(tmp_path: Path) -> None:
+    with pytest.raises(BackendError, match=r'r.jsonl:1: "usage" must be'):
+        _replay(tmp_path, {"text": "x", "usage": {"prompt_tokens": "many"}})
+
+
+def _events(url: str, path: str, body: dict[str, Any]) -> list[dict[str, Any]]:
+    with httpx2.stream("POST", f"{url}/{path}", json=body, timeout=20) as answer:
+        lines = [line for line in answer.iter_lines() if line.startswith("data: ")]
+    return [json.loads(line[6:]) for line in lines if line != "data: [DONE]"]
+
+
+def test_a_parse_failure_has_one_type_and_code_whole_or_streamed(tmp_path: Path) -> None:
+    backend = _replay(tmp_path, {"text": BROKEN_CALL})
+    with running(qwen3_config(backend)) as url:
+        chat = {"model": "test-model", "messages": USER}
+        whole = httpx2.post(f"{url}/chat/completions", json=chat, timeout=20)
+        streamed = _events(url, "chat/completions", {**chat, "stream": True})
+        responses = {"model": "test-model", "input": "Weather?", "stream": True}
+        events = _events(url, "responses", responses)
+    assert whole.status_code == 422
+    expected = whole.json()["error"]
+    assert (expected["type"], expected["code"]) == ("model_output_error", "response_parse_error")
+    assert streamed[-1] == {"error": expected}
+    error, failed = events[-2:]
+    assert (error["type"], error["code"]) == ("error", "response_parse_error")
+    assert error["message"] == expected["message"]
+    assert failed["type"] == "response.failed"
+    assert failed["response"]["error"]["code"] == "response_parse_error"
+    assert failed["sequence_number"] == error["sequence_number"] + 1
