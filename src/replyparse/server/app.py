@@ -51,6 +51,7 @@ from replyparse.server.chat_template import ChatTemplate, tools_for_template
 from replyparse.server.constraints import grammar_fields
 from replyparse.server.errors import Api, ApiError, to_api_error
 from replyparse.server.limits import Limits, decode_body
+from replyparse.server.structured import log_content_problems
 from replyparse.server.turn import Turn, read_turn
 from replyparse.template import ResponseTemplate
 from replyparse.tools import normalize_tools
@@ -288,7 +289,7 @@ class _Handler:
             events = (
                 self.chat_events(stream, generation, turn)
                 if isinstance(stream, ChatCompletionStream)
-                else self.responses_events(stream, generation)
+                else self.responses_events(stream, generation, turn)
             )
             return StreamingResponse(events, media_type="text/event-stream", headers=_SSE_HEADERS)
         return await self.whole(turn, stream, generation)
@@ -305,6 +306,7 @@ class _Handler:
             await asyncio.to_thread(
                 _quietly, lambda: stream.finish(finish_reason=outcome.finish_reason), lambda e: []
             )
+            log_content_problems(turn.response_format, stream.message)
         except Exception as error:
             api_error = (
                 _backend_api_error(error)
@@ -364,6 +366,7 @@ class _Handler:
                 lambda: stream.finish(finish_reason=outcome.finish_reason, usage=usage),
                 lambda error: list(error.result),
             )
+            log_content_problems(turn.response_format, stream.message)
             for frame in chat_sse(chunks):
                 yield frame
         except Exception as error:
@@ -373,7 +376,7 @@ class _Handler:
             await generation.aclose()
 
     async def responses_events(
-        self, stream: ResponsesStream, generation: Generation
+        self, stream: ResponsesStream, generation: Generation, turn: Turn
     ) -> AsyncIterator[str]:
         outcome = _Outcome()
         try:
@@ -391,6 +394,7 @@ class _Handler:
                 lambda: stream.finish(finish_reason=outcome.finish_reason, usage=usage),
                 lambda error: list(error.result),
             )
+            log_content_problems(turn.response_format, stream.message)
             for frame in responses_sse(events):
                 yield frame
         except Exception as error:

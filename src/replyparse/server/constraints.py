@@ -49,6 +49,8 @@ def guarantees(turn: Turn) -> list[str]:
         found.append(f"tool_choice {shown!r}")
     if not turn.parallel_tool_calls:
         found.append("parallel_tool_calls false")
+    if turn.response_format is not None:
+        found.append(f"{turn.response_format.param} {turn.response_format.kind!r}")
     return found
 
 
@@ -69,8 +71,18 @@ def grammar_fields(
 
     Raises:
         ApiError: a 400 (code ``grammar_unsupported``) when the grammar cannot be built and
-            the request asked for a guarantee that needs it.
+            the request asked for a guarantee that needs it; always for a structured-output
+            format (the grammar does not constrain the content's JSON yet).
     """
+    form = turn.response_format
+    if form is not None:
+        raise ApiError(
+            f"cannot constrain the upstream's decoding to keep {form.param} {form.kind!r}: "
+            "the decoding grammar does not constrain the content to a JSON schema yet; "
+            "send the request without it, or serve without --upstream-engine",
+            param=form.param,
+            code="grammar_unsupported",
+        )
     try:
         return upstream_fields(
             engine,

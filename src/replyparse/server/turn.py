@@ -19,6 +19,7 @@ from typing import Any
 
 from replyparse.openai import from_chat_messages, from_responses_input
 from replyparse.server.errors import Api, ApiError
+from replyparse.server.structured import ResponseFormat, read_response_format
 
 __all__ = ["Turn", "read_turn"]
 
@@ -39,6 +40,8 @@ class Turn:
         max_tokens, temperature, top_p, seed, stop: sampling settings.
         template_kwargs: extra chat-template variables (``chat_template_kwargs``, and
             ``reasoning_effort`` / ``reasoning.effort``).
+        response_format: the structured-output format (``response_format`` /
+            ``text.format``), None for plain text.
     """
 
     api: Api
@@ -55,6 +58,7 @@ class Turn:
     seed: int | None = None
     stop: list[str] | None = None
     template_kwargs: dict[str, Any] = field(default_factory=dict)  # JSON boundary
+    response_format: ResponseFormat | None = None
 
 
 def _type_name(value: Any) -> str:
@@ -247,6 +251,7 @@ def read_turn(body: Any, api: Api) -> Turn:
         seed=_optional(body, "seed", (int,), "an integer"),
         stop=stop,
         template_kwargs=_template_kwargs(body, effort),
+        response_format=read_response_format(body, api),
     )
 
 
