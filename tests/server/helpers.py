@@ -15,9 +15,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from replyparse.server import ChatTemplate, ServerConfig, bind_socket
+import pytest
+
+from replyparse.server import ChatTemplate, ReplayBackend, ServerConfig, bind_socket
 from replyparse.server.run import base_url, uvicorn_server
-from replyparse.templates import get_template
+from replyparse.templates import get_entry, get_template
 
 #: A ChatML chat template with tools, tool calls and tool results, Qwen-style.
 CHATML = """\
@@ -132,3 +134,59 @@ def running(config: ServerConfig) -> Iterator[str]:
         server.should_exit = True
         thread.join(timeout=10)
         sock.close()
+
+
+#: The tool loops of the end-to-end client tests (openai-agents, langchain-openai): the
+#: model calls get_weather(city="Lisbon"), then answers FINAL, in each family's format.
+CHAT_TEMPLATES = Path(__file__).resolve().parents[2] / ".." / "shared" / "chat_templates"
+FINAL = "Lisbon is sunny, 21 °C."
+#: family -> (chat template file, special tokens, the call, the answer after the result)
+FAMILIES: dict[str, tuple[str, dict[str, str], str, str]] = {
+    "qwen3": (
+        "qwen3.jinja",
+        {"eos_token": "<|im_end|>"},
+        "<think>\nI need the weather tool.\n</think>\n\n<tool_call>\n"
+        '{"name": "get_weather", "arguments": {"city": "Lisbon"}}\n</tool_call><|im_end|>',
+        f"<think>\nThe tool said sunny.\n</think>\n\n{FINAL}<|im_end|>",
+    ),
+    "gpt-oss": (
+        "gpt-oss.jinja",
+        {},
+        "<|channel|>analysis<|message|>Need the tool.<|end|>"
+        "<|start|>assistant<|channel|>commentary<|message|>Checking the weather.<|end|>"
+        "<|start|>assistant<|channel|>commentary to=functions.get_weather <|constrain|>json"
+        '<|message|>{"city": "Lisbon"}<|call|>',
+        f"<|channel|>analysis<|message|>Sunny.<|end|><|start|>assistant<|channel|>final"
+        f"<|message|>{FINAL}<|return|>",
+    ),
+    "mistral-v11": (
+        "mistral-v11.jinja",
+        {"bos_token": "<s>", "eos_token": "</s>"},
+        '[TOOL_CALLS]get_weather[ARGS]{"city": "Lisbon"}</s>',
+        f"{FINAL}</s>",
+    ),
+    "qwen3-coder": (
+        "qwen3-coder.jinja",
+        {"eos_token": "<|im_end|>"},
+        "<tool_call>\n<function=get_weather>\n<parameter=city>\nLisbon\n</parameter>\n"
+        "</function>\n</tool_call><|im_end|>",
+        f"{FINAL}<|im_end|>",
+    ),
+}
+
+
+def family_config(family: str, tmp_path: Path) -> ServerConfig:
+    """A server for ``family`` with its real chat template, replaying its tool loop."""
+
+    file_name, tokens, call, answer = FAMILIES[family]
+    path = CHAT_TEMPLATES / file_name
+    if not path.is_file():
+        pytest.skip(f"{path} is not available")
+    entry = get_entry(family)
+    return ServerConfig(
+        model_name="test-model",
+        template=entry.template,
+        backend=ReplayBackend(write_replay(tmp_path / "r.jsonl", call, answer)),
+        chat_template=ChatTemplate(path.read_text(encoding="utf-8"), tokens),
+        call_id_form=entry.call_id_form,
+    )

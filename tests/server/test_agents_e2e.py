@@ -7,6 +7,7 @@ real chat template."""
 from __future__ import annotations
 
 import asyncio
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -16,61 +17,9 @@ agents = pytest.importorskip("agents")
 openai = pytest.importorskip("openai")
 pytest.importorskip("starlette")
 
-from replyparse.server import ChatTemplate, ReplayBackend, ServerConfig  # noqa: E402
-from replyparse.templates import get_entry  # noqa: E402
-from tests.server.helpers import running, write_replay  # noqa: E402
+from tests.server.helpers import FAMILIES, FINAL, family_config, running  # noqa: E402
 
-CHAT_TEMPLATES = Path(__file__).resolve().parents[2] / ".." / "shared" / "chat_templates"
-FINAL = "Lisbon is sunny, 21 °C."
-#: family -> (chat template file, special tokens, the call, the answer after the result)
-FAMILIES: dict[str, tuple[str, dict[str, str], str, str]] = {
-    "qwen3": (
-        "qwen3.jinja",
-        {"eos_token": "<|im_end|>"},
-        "<think>\nI need the weather tool.\n</think>\n\n<tool_call>\n"
-        '{"name": "get_weather", "arguments": {"city": "Lisbon"}}\n</tool_call><|im_end|>',
-        f"<think>\nThe tool said sunny.\n</think>\n\n{FINAL}<|im_end|>",
-    ),
-    "gpt-oss": (
-        "gpt-oss.jinja",
-        {},
-        "<|channel|>analysis<|message|>Need the tool.<|end|>"
-        "<|start|>assistant<|channel|>commentary<|message|>Checking the weather.<|end|>"
-        "<|start|>assistant<|channel|>commentary to=functions.get_weather <|constrain|>json"
-        '<|message|>{"city": "Lisbon"}<|call|>',
-        f"<|channel|>analysis<|message|>Sunny.<|end|><|start|>assistant<|channel|>final"
-        f"<|message|>{FINAL}<|return|>",
-    ),
-    "mistral-v11": (
-        "mistral-v11.jinja",
-        {"bos_token": "<s>", "eos_token": "</s>"},
-        '[TOOL_CALLS]get_weather[ARGS]{"city": "Lisbon"}</s>',
-        f"{FINAL}</s>",
-    ),
-    "qwen3-coder": (
-        "qwen3-coder.jinja",
-        {"eos_token": "<|im_end|>"},
-        "<tool_call>\n<function=get_weather>\n<parameter=city>\nLisbon\n</parameter>\n"
-        "</function>\n</tool_call><|im_end|>",
-        f"{FINAL}<|im_end|>",
-    ),
-}
 calls: list[str] = []
-
-
-def _config(family: str, tmp_path: Path) -> ServerConfig:
-    file_name, tokens, call, answer = FAMILIES[family]
-    path = CHAT_TEMPLATES / file_name
-    if not path.is_file():
-        pytest.skip(f"{path} is not available")
-    entry = get_entry(family)
-    return ServerConfig(
-        model_name="test-model",
-        template=entry.template,
-        backend=ReplayBackend(write_replay(tmp_path / "r.jsonl", call, answer)),
-        chat_template=ChatTemplate(path.read_text(encoding="utf-8"), tokens),
-        call_id_form=entry.call_id_form,
-    )
 
 
 @agents.function_tool
@@ -105,7 +54,38 @@ async def _run(agent: Any, streamed: bool) -> str:
 def test_agent_tool_loop_completes(tmp_path: Path, family: str, api: str, streamed: bool) -> None:
     agents.set_tracing_disabled(True)
     calls.clear()
-    with running(_config(family, tmp_path)) as url:
+    with running(family_config(family, tmp_path)) as url:
         final = asyncio.run(_run(_agent(url, api), streamed))
     assert calls == ["Lisbon"]
     assert final == FINAL
+
+
+def test_agent_tool_loop_over_an_upstream(tmp_path: Path) -> None:
+    """The same loop with the generations streamed by a fake /v1/completions upstream."""
+    from dataclasses import replace
+
+    from replyparse.server import UpstreamBackend
+    from tests.server.test_upstream import FakeUpstream
+
+    agents.set_tracing_disabled(True)
+    calls.clear()
+    upstream = FakeUpstream()
+    thread = threading.Thread(target=upstream.serve_forever, args=(0.02,), daemon=True)
+    thread.start()
+    try:
+        _, _, call, answer = FAMILIES["qwen3"]
+        upstream.queue = [call, answer, call, answer]
+        config = replace(
+            family_config("qwen3", tmp_path),
+            backend=UpstreamBackend(upstream.url, model="upstream-model", timeout=10),
+        )
+        with running(config) as url:
+            for api in ("chat", "responses"):
+                assert asyncio.run(_run(_agent(url, api), streamed=api == "responses")) == FINAL
+    finally:
+        upstream.shutdown()
+        upstream.server_close()
+        thread.join(timeout=5)
+    assert calls == ["Lisbon", "Lisbon"]
+    assert len(upstream.bodies) == 4
+    assert "<tool_response>" in upstream.bodies[1]["prompt"]  # the result went back upstream

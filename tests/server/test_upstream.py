@@ -33,6 +33,8 @@ class FakeUpstream(ThreadingHTTPServer):
         super().__init__(("127.0.0.1", 0), _Handler)
         self.mode = "ok"
         self.text = PARALLEL_CALLS
+        #: Texts for the next requests, in order (then ``text``).
+        self.queue: list[str] = []
         self.bodies: list[dict[str, Any]] = []
 
     @property
@@ -96,7 +98,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
-        text = self.server.text
+        text = self.server.queue.pop(0) if self.server.queue else self.server.text
         pieces = [text[i : i + 5] for i in range(0, len(text), 5)]
         for number, piece in enumerate(pieces):
             if mode in ("drop", "error_chunk") and number == len(pieces) // 2:
