@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import threading
 import time
 import warnings
 from collections.abc import AsyncIterator, Callable, Mapping
@@ -61,6 +62,8 @@ __all__ = ["ServerConfig", "create_app"]
 logger = logging.getLogger("replyparse.server")
 
 _T = TypeVar("_T")
+#: Serializes :func:`_quietly` (``warnings.catch_warnings`` is not thread-safe).
+_WARNINGS_LOCK = threading.Lock()
 _SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 
 
@@ -107,9 +110,10 @@ def _quietly(call: Callable[[], _T], on_rule_error: Callable[[ToolCallRuleError]
     """Run ``call``; log the rule warnings it raises instead of letting them escape.
 
     Broken tool-calling rules never lose the model's output: a ``ToolCallRuleError`` is
-    logged and its ``result`` (what would have been returned) is used.
+    logged and its ``result`` (what would have been returned) is used. Runs in worker
+    threads; ``warnings.catch_warnings`` swaps process-wide state, so one call at a time.
     """
-    with warnings.catch_warnings(record=True) as caught:
+    with _WARNINGS_LOCK, warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
             result = call()
