@@ -1,10 +1,10 @@
 """Usage passthrough (replay records carry counts; ``stream_options.include_usage``) and one
-error type and code for a model output that does not fit the template, whole or streamed,
-in both APIs."""
+error type, code and message for a failure, whole or streamed, in both APIs."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -14,8 +14,8 @@ openai = pytest.importorskip("openai")
 httpx2 = pytest.importorskip("httpx2")
 pytest.importorskip("starlette")
 
-from replyparse.server import BackendError, ReplayBackend  # noqa: E402
-from tests.server.helpers import BROKEN_CALL, FINAL_ANSWER, qwen3_config, running  # noqa: E402
+from replyparse.server import BackendError, Delta, GenerationRequest, ReplayBackend  # noqa: E402
+from tests.server.helpers import FINAL_ANSWER, qwen3_config, running  # noqa: E402
 
 USER = [{"role": "user", "content": "Weather?"}]
 USAGE = {"prompt_tokens": 40, "completion_tokens": 25}
@@ -66,21 +66,44 @@ def _events(url: str, path: str, body: dict[str, Any]) -> list[dict[str, Any]]:
     return [json.loads(line[6:]) for line in lines if line != "data: [DONE]"]
 
 
-def test_a_parse_failure_has_one_type_and_code_whole_or_streamed(tmp_path: Path) -> None:
-    backend = _replay(tmp_path, {"text": BROKEN_CALL})
-    with running(qwen3_config(backend)) as url:
+class _FailingBackend:
+    """Generates a few characters, then loses its upstream (a ``BackendError`` mid-stream)."""
+
+    description = "failing"
+
+    async def start(self, request: GenerationRequest) -> Any:
+        async def deltas() -> AsyncIterator[Delta]:
+            yield Delta("<think>\nhm")
+            raise BackendError("the upstream connection failed mid-stream: reset")
+
+        class _Generation:
+            def __aiter__(self) -> AsyncIterator[Delta]:
+                return deltas()
+
+            async def aclose(self) -> None:
+                return None
+
+        return _Generation()
+
+    async def close(self) -> None:
+        return None
+
+
+def test_a_failure_has_one_type_and_code_whole_or_streamed() -> None:
+    with running(qwen3_config(_FailingBackend())) as url:
         chat = {"model": "test-model", "messages": USER}
         whole = httpx2.post(f"{url}/chat/completions", json=chat, timeout=20)
         streamed = _events(url, "chat/completions", {**chat, "stream": True})
         responses = {"model": "test-model", "input": "Weather?", "stream": True}
         events = _events(url, "responses", responses)
-    assert whole.status_code == 422
+    assert whole.status_code == 502
     expected = whole.json()["error"]
-    assert (expected["type"], expected["code"]) == ("model_output_error", "response_parse_error")
+    assert expected["type"] == "server_error"
+    assert "failed mid-stream: reset" in expected["message"]
     assert streamed[-1] == {"error": expected}
     error, failed = events[-2:]
-    assert (error["type"], error["code"]) == ("error", "response_parse_error")
+    assert (error["type"], error["code"]) == ("error", "server_error")
     assert error["message"] == expected["message"]
     assert failed["type"] == "response.failed"
-    assert failed["response"]["error"]["code"] == "response_parse_error"
+    assert failed["response"]["error"] == {"code": "server_error", "message": expected["message"]}
     assert failed["sequence_number"] == error["sequence_number"] + 1

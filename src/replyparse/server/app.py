@@ -310,6 +310,7 @@ class _Handler:
             await asyncio.to_thread(
                 _quietly, lambda: stream.finish(finish_reason=outcome.finish_reason), lambda e: []
             )
+            _log_issues(stream)
             log_content_problems(turn.response_format, stream.message)
         except Exception as error:
             api_error = (
@@ -370,6 +371,7 @@ class _Handler:
                 lambda: stream.finish(finish_reason=outcome.finish_reason, usage=usage),
                 lambda error: list(error.result),
             )
+            _log_issues(stream)
             log_content_problems(turn.response_format, stream.message)
             for frame in chat_sse(chunks):
                 yield frame
@@ -398,6 +400,7 @@ class _Handler:
                 lambda: stream.finish(finish_reason=outcome.finish_reason, usage=usage),
                 lambda error: list(error.result),
             )
+            _log_issues(stream)
             log_content_problems(turn.response_format, stream.message)
             for frame in responses_sse(events):
                 yield frame
@@ -429,6 +432,12 @@ class _Handler:
             "created": self.created,
             "owned_by": "replyparse",
         }
+
+
+def _log_issues(stream: ChatCompletionStream | ResponsesStream) -> None:
+    """Log what recover mode did about the model's output (the answer is still a 200)."""
+    for issue in stream.issues:
+        logger.warning("the model's output did not fit the template: %s", issue.summary())
 
 
 def _failure(error: Exception, api: Api) -> ApiError:
