@@ -279,7 +279,7 @@ def test_templates_list_and_show() -> None:
     status, out, _err = run("templates", "show", "Qwen/Qwen3-8B")
     assert status == 0 and "tool_calls" in json.loads(out)["fields"]
     status, out, _err = run("templates", "show", "qwen3", "--entry")
-    assert json.loads(out)["prefixes"]["default"] == QWEN_PREFIX
+    assert json.loads(out)["prefixes"]["thinking_2507"] == QWEN_PREFIX
 
 
 def test_templates_check(files: dict[str, Path], tmp_path: Path) -> None:

@@ -20,6 +20,7 @@ from replyparse.openai import (
     to_response,
 )
 from replyparse.templates import get_entry, list_templates
+from replyparse.templates.check import prefix_for
 
 FAMILIES = list_templates()
 CASES = load_corpus(FAMILIES)
@@ -28,9 +29,7 @@ pytestmark = pytest.mark.skipif(not CASES, reason="../shared/corpus/cases.jsonl 
 
 
 def _prefix(case: dict[str, Any]) -> str:
-    if case["prefix"] is not None:
-        return str(case["prefix"])
-    return str(get_entry(case["family"]).prefixes.get("default", ""))
+    return prefix_for(case, get_entry(case["family"]))
 
 
 def _pieces(text: str, step: int) -> list[str]:

@@ -20,9 +20,15 @@ with the case's ``expected`` fields:
   failure (its ``partial_message`` is what gets compared, for the report).
 
 The prefix is the case's ``prefix`` when the corpus records one, else the family's
-``prefixes["default"]``. Cases believed wrong in their source (or testing a partial pipeline
-replyparse does not reproduce) are listed with a written reason in ``corpus_exceptions.json``;
-they are reported as "known wrong", and one that passes is a failure.
+``prefixes["default"]`` (what the family's own chat template renders with its default
+kwargs). ``corpus_exceptions.json`` maps a case id to either
+
+* a written reason (a string): the case is believed wrong in its source (or tests a partial
+  pipeline replyparse does not reproduce); it is reported as "known wrong", and one that
+  passes is a failure; or
+* ``{"prefix": NAME, "reason": ...}``: the case was generated after another of the family's
+  prompts than the default (e.g. thinking switched off) and the corpus does not record it;
+  it is parsed with ``prefixes[NAME]`` and must pass.
 
 Options: ``--shared DIR`` (default: ``../shared`` next to the repository), ``--family NAME``
 (repeatable), ``-v`` (print every failing case), ``--write-docs`` (rewrite the pass table in
@@ -38,6 +44,7 @@ import re
 import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cache
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -55,6 +62,7 @@ from replyparse.templates._registry import (
 
 __all__ = [
     "CaseResult",
+    "PrefixOverride",
     "chat_template_digests",
     "check_case",
     "compare_message",
@@ -63,6 +71,7 @@ __all__ = [
     "format_table",
     "load_cases",
     "load_exceptions",
+    "load_prefix_overrides",
     "main",
     "normalize_text",
     "parse_both_ways",
@@ -99,21 +108,59 @@ def load_cases(path: Path) -> list[dict[str, Any]]:
     return cases
 
 
-def load_exceptions() -> dict[str, str]:
-    """The known-wrong corpus cases, ``{case_id: reason}``; every reason must be written out."""
+@cache
+def _exceptions_data() -> dict[str, Any]:
+    """``corpus_exceptions.json`` as read (package data: immutable, read once)."""
     resource = resources.files("replyparse.templates") / EXCEPTIONS_FILE
     if not resource.is_file():
         return {}
     data = json.loads(resource.read_text(encoding="utf-8"))
     if not isinstance(data, dict):
         raise ValueError(f"{EXCEPTIONS_FILE} must hold a JSON object {{case_id: reason}}")
-    for case_id, reason in data.items():
+    for case_id, value in data.items():
+        reason = value.get("reason") if isinstance(value, dict) else value
         if not isinstance(reason, str) or len(reason.strip()) < 20:
             raise ValueError(
                 f"{EXCEPTIONS_FILE}: case {case_id!r} needs a written reason (a sentence, "
                 f"not {reason!r})"
             )
+        if isinstance(value, dict) and (
+            set(value) != {"prefix", "reason"} or not isinstance(value["prefix"], str)
+        ):
+            raise ValueError(
+                f"{EXCEPTIONS_FILE}: case {case_id!r}: an object must be "
+                f'{{"prefix": NAME, "reason": TEXT}}, got keys {sorted(value)}'
+            )
     return dict(data)
+
+
+def load_exceptions() -> dict[str, str]:
+    """The known-wrong corpus cases, ``{case_id: reason}``; every reason must be written out."""
+    return {
+        case_id: value for case_id, value in _exceptions_data().items() if isinstance(value, str)
+    }
+
+
+@dataclass(frozen=True)
+class PrefixOverride:
+    """A corpus case parsed after a named prompt of its family instead of the default.
+
+    Attributes:
+        prefix: the name of the family prefix (a key of ``prefixes``).
+        reason: why (which prompt the case's source generated it after).
+    """
+
+    prefix: str
+    reason: str
+
+
+def load_prefix_overrides() -> dict[str, PrefixOverride]:
+    """Cases that pass with another of their family's prefixes, ``{case_id: override}``."""
+    return {
+        case_id: PrefixOverride(value["prefix"], value["reason"])
+        for case_id, value in _exceptions_data().items()
+        if isinstance(value, dict)
+    }
 
 
 def normalize_text(text: str) -> str:
@@ -175,7 +222,22 @@ def tools_for(case: Mapping[str, Any]) -> list[dict[str, Any]] | None:
 
 
 def prefix_for(case: Mapping[str, Any], entry: RegistryEntry) -> str:
-    """The case's recorded prefix, else the family's default generation prompt."""
+    """The prompt a case is parsed after.
+
+    Its prefix override in ``corpus_exceptions.json`` (a named prefix of the family), else
+    the case's recorded prefix, else the family's default generation prompt.
+
+    Raises:
+        KeyError: an override names a prefix the family does not declare.
+    """
+    override = load_prefix_overrides().get(str(case.get("id")))
+    if override is not None:
+        if override.prefix not in entry.prefixes:
+            raise KeyError(
+                f"{EXCEPTIONS_FILE}: case {case.get('id')!r} names prefix {override.prefix!r}, "
+                f"which family {entry.name!r} does not declare (it has {sorted(entry.prefixes)})"
+            )
+        return entry.prefixes[override.prefix]
     prefix = case.get("prefix")
     return prefix if isinstance(prefix, str) else entry.prefixes["default"]
 
@@ -420,7 +482,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     cases = load_cases(cases_path)
     results, missing = run_corpus(cases, options.family)
     known_ids = {case["id"] for case in cases}
-    stale = sorted(set(load_exceptions()) - known_ids)
+    stale = sorted(set(_exceptions_data()) - known_ids)
     table = format_table(results, missing if options.family is None else None)
     print(table)
     failed = [result for result in results if result.status == "fail"]
