@@ -65,7 +65,9 @@ def test_prefix_overrides_name_a_declared_prefix_and_pass() -> None:
         assert override.prefix != "default", f"{case_id}: an override names another prompt"
         assert prefix_for(case, entry) == entry.prefixes[override.prefix]
         message = parse_response(
-            case["text"], entry.template, prefix=entry.prefixes[override.prefix],
+            case["text"],
+            entry.template,
+            prefix=entry.prefixes[override.prefix],
             tools=tools_for(case),
         )
         assert compare_message(message, case["expected"]) == [], case_id
