@@ -37,12 +37,12 @@ def _pieces(text: str, step: int) -> list[str]:
 
 
 #: Cases whose streamed arguments differ from the whole message's, with the reason.
-STREAM_GAPS = {
-    case_id: "minimax-m3 nested parameter tags (an object as nested namespaced tags): the "
-    "streamed arguments text stops at the first inner close tag while the final message's "
-    "value runs to the matching close (a backreference in the tag pattern)"
-    for case_id in ("minimax-m3-call-8", "minimax-m3-call-9")
-}
+STREAM_GAPS = dict.fromkeys(
+    ("minimax-m3-call-8", "minimax-m3-call-9"),
+    "minimax-m3 nested parameter tags (an object as nested namespaced tags): the streamed "
+    "arguments text stops at the first inner close tag while the final message's value runs "
+    "to the matching close (a backreference in the tag pattern)",
+)
 PARAMS = [
     pytest.param(
         case,
