@@ -110,7 +110,7 @@ KNOWN_GAPS: dict[str, str] = {
     "writes its own layout",
     "hyperclovax-seed-think": "arg_key/arg_value values JSON-encoded (value_parser json); the "
     "grammar writes raw values",
-    "gigachat3.5": "GCML string=\"true\" parameters are the string alternative of a json value "
+    "gigachat3.5": 'GCML string="true" parameters are the string alternative of a json value '
     "parser with string delimiters; the grammar writes JSON values",
     "nemotron-json-call-4": "JSON-string arguments (a string holding JSON); the grammar writes an "
     "object",
