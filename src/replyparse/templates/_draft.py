@@ -66,8 +66,8 @@ TOOLS: list[dict[str, Any]] = [
         },
     },
 ]
-CALL_ONE = {"name": "get_weather", "arguments": {"city": "Paris", "days": 3}}
-CALL_TWO = {
+CALL_ONE: dict[str, Any] = {"name": "get_weather", "arguments": {"city": "Paris", "days": 3}}
+CALL_TWO: dict[str, Any] = {
     "name": "set_options",
     "arguments": {"enabled": True, "tags": ["a", "b"], "limits": {"max": 2}},
 }
@@ -90,9 +90,7 @@ class DraftProblem:
     got: Any
 
     def __str__(self) -> str:
-        return (
-            f"{self.probe}: field {self.field!r}: expected {self.expected!r}, got {self.got!r}"
-        )
+        return f"{self.probe}: field {self.field!r}: expected {self.expected!r}, got {self.got!r}"
 
 
 @dataclass
@@ -181,7 +179,7 @@ class _Prober:
         """The text the template renders for ``message`` after the user turn, or None."""
         try:
             text = self._render([USER, message], generation=False)
-        except Exception:  # noqa: BLE001 - templates raise anything; the probe is then skipped
+        except Exception:
             return None
         if not text.startswith(self.base):
             return None
@@ -190,7 +188,9 @@ class _Prober:
     def calls(self, calls: Sequence[Mapping[str, Any]]) -> str | None:
         for as_strings in (False, True):
             for content in (ANSWER, ""):
-                turn = self.turn(_assistant(content, tool_calls=_tool_calls(calls, as_strings=as_strings)))
+                turn = self.turn(
+                    _assistant(content, tool_calls=_tool_calls(calls, as_strings=as_strings))
+                )
                 if turn is not None and all(call["name"] in turn for call in calls):
                     return turn
         return None
@@ -201,7 +201,7 @@ class _Prober:
             try:
                 full = self._render([USER], generation=True, **kwargs)
                 bare = self._render([USER], generation=False, **kwargs)
-            except Exception:  # noqa: BLE001 - a template without the switch may reject it
+            except Exception:
                 continue
             if full.startswith(bare):
                 prompts[label] = full[len(bare) :]
@@ -253,8 +253,8 @@ def _named_opener(text: str, name: str) -> str:
 
 def _read_call(call_text: str) -> _Call:
     """Classify one rendered call (``CALL_ONE``) and derive its delimiters."""
-    name = CALL_ONE["name"]
-    arguments = CALL_ONE["arguments"]
+    name: str = CALL_ONE["name"]
+    arguments: dict[str, Any] = CALL_ONE["arguments"]
     found = _find_json(call_text, lambda value: _is_call_object(value, name))
     listed = _find_json(
         call_text,
@@ -277,7 +277,9 @@ def _read_call(call_text: str) -> _Call:
         key = _arguments_key(value) or "arguments"
         opener = call_text[:start].strip()
         if not opener:
-            raise _error("a call is a bare JSON object with no delimiter; a draft cannot tell it from content")
+            raise _error(
+                "a call is a bare JSON object with no delimiter; a draft cannot tell it from content"
+            )
         return _Call(
             _lit(opener),
             _lit(call_text[end:].strip()) or "(?!)",
@@ -337,7 +339,7 @@ def _read_xml_call(call_text: str, name: str) -> _Call:
         raise _error("cannot find where a parameter value ends in the rendered call", call_text)
     tag_pattern = (
         _lit(call_text[tag_start:key_at])
-        + "(?P<key>[^<>\"=\\n]+?)"
+        + '(?P<key>[^<>"=\\n]+?)'
         + _lit(call_text[key_at + len("city") : value_at])
         + "(?P<value>.*?)"
         + _lit(call_text[value_end : close_end + 1])
@@ -358,7 +360,8 @@ def _read_xml_call(call_text: str, name: str) -> _Call:
 
 def _split_section(one: str, two: str, call: _Call) -> tuple[str, str]:
     """The section wrapper around calls: what one call's text has that a second call lacks."""
-    first_name, second_name = CALL_ONE["name"], CALL_TWO["name"]
+    first_name: str = CALL_ONE["name"]
+    second_name: str = CALL_TWO["name"]
     second_at = two.find(second_name)
     first_at = two.find(first_name)
     if second_at < 0 or first_at < 0:
@@ -367,13 +370,11 @@ def _split_section(one: str, two: str, call: _Call) -> tuple[str, str]:
     # a separator and the second call's opener before its name.
     between = two[first_at:second_at]
     opener_one = one[: one.find(first_name)]
-    opener_two = between[between.rfind(_common_suffix(opener_one, between) or "\x00") :]
     call_open = _common_suffix(opener_one, between)
     section_open = opener_one[: len(opener_one) - len(call_open)] if call_open else ""
     tail_one = one[one.rfind(first_name) :]
     tail_two = two[two.rfind(second_name) :]
     section_close = _common_suffix(tail_one, tail_two)
-    del opener_two
     return section_open.strip(), section_close.strip()
 
 
@@ -416,8 +417,10 @@ def draft(
         prober = _Prober(render)
     except TemplateError:
         raise
-    except Exception as error:  # noqa: BLE001 - any rendering failure makes it unreadable
-        raise _error(f"the chat template cannot render a user turn: {type(error).__name__}: {error}") from None
+    except Exception as error:
+        raise _error(
+            f"the chat template cannot render a user turn: {type(error).__name__}: {error}"
+        ) from None
     notes: list[str] = []
     plain = prober.turn(_assistant())
     if plain is None or ANSWER not in plain:
@@ -432,6 +435,16 @@ def draft(
     reasoning = _reasoning(prober, header, notes)
     if reasoning is not None:
         fields["reasoning_content"] = reasoning
+        opener = reasoning.get("opener", "")
+        if opener and opener in anchor:
+            anchor = anchor[: anchor.find(opener)]
+        reasoning.pop("opener", None)
+    if not anchor.strip():
+        token = re.search(r"(\[[^\[\]\s]+\]|<[^<>\s]+>)\s*$", prober.base)
+        if token is None:
+            raise _error("cannot find where the assistant turn starts (no role header)")
+        anchor = token.group(1)
+        notes.append(f"no assistant role header: the turn starts after {anchor!r}")
     one = prober.calls([CALL_ONE])
     if one is None:
         notes.append("the chat template renders no tool calls: a content/reasoning-only draft")
@@ -447,7 +460,12 @@ def draft(
             two_text = two.split(ANSWER, 1)[1] if ANSWER in two else two[len(header) :]
             section_open, section_close = _split_section(call_text, two_text, call)
             if section_open and open_pattern.startswith(_lit(section_open)):
-                open_pattern = "(?:" + _lit(section_open) + "\\s*)?" + open_pattern[len(_lit(section_open)) :].lstrip("\\s*")
+                open_pattern = (
+                    "(?:"
+                    + _lit(section_open)
+                    + "\\s*)?"
+                    + open_pattern[len(_lit(section_open)) :].lstrip("\\s*")
+                )
             if section_close and close_pattern.endswith(_lit(section_close)):
                 inner = close_pattern[: -len(_lit(section_close))]
                 while inner.endswith("\\s*"):
@@ -476,7 +494,11 @@ def draft(
         "fields": fields,
     }
     prefixes = {"default": prober.generation_prompt, **prober.switch_prompts()}
-    prefixes = {key: value for key, value in prefixes.items() if key == "default" or value != prefixes["default"]}
+    prefixes = {
+        key: value
+        for key, value in prefixes.items()
+        if key == "default" or value != prefixes["default"]
+    }
     entry = {
         "name": name,
         "description": "Drafted from a chat template by replyparse.templates.draft (review it).",
@@ -489,7 +511,9 @@ def draft(
     try:
         load_template(response_template)
     except TemplateError as error:
-        result.problems.append(DraftProblem("load", "response_template", "a valid template", str(error)))
+        result.problems.append(
+            DraftProblem("load", "response_template", "a valid template", str(error))
+        )
         return result
     result.problems.extend(_round_trip(prober, response_template, reasoning is not None))
     return result
@@ -515,7 +539,11 @@ def _reasoning(prober: _Prober, header: str, notes: list[str]) -> dict[str, Any]
     if not opener:
         notes.append("the reasoning opener is in the prompt only; reasoning opens before its close")
         return {"open_pattern": "(?=" + _lit(closer) + ")", "close": closer}
-    return {"open_pattern": _lit(opener) + "|(?=" + _lit(closer) + ")", "close": closer}
+    return {
+        "open_pattern": _lit(opener) + "|(?=" + _lit(closer) + ")",
+        "close": closer,
+        "opener": opener,
+    }
 
 
 def _markers(source: str, fields: Mapping[str, Any], end: str) -> list[str]:
@@ -563,13 +591,19 @@ def _round_trip(
         try:
             parsed = parse_response(generation, dict(response_template), prefix=prefix, tools=TOOLS)
         except ResponseParseError as error:
-            problems.append(DraftProblem(label, error.field or "?", "a message", f"{error} (text {error.raw!r})"))
+            problems.append(
+                DraftProblem(
+                    label, error.field or "?", "a message", f"{error} (text {error.raw!r})"
+                )
+            )
             continue
         content = parsed.get("content") or ""
         if ANSWER in text and content.strip() != ANSWER:
             problems.append(DraftProblem(label, "content", ANSWER, parsed.get("content")))
         if label == "reasoning" and (parsed.get("reasoning_content") or "").strip() != REASONING:
-            problems.append(DraftProblem(label, "reasoning_content", REASONING, parsed.get("reasoning_content")))
+            problems.append(
+                DraftProblem(label, "reasoning_content", REASONING, parsed.get("reasoning_content"))
+            )
         got = [
             {"name": call["function"]["name"], "arguments": call["function"]["arguments"]}
             for call in parsed.get("tool_calls") or []
