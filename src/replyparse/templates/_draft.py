@@ -371,7 +371,11 @@ def _split_section(one: str, two: str, call: _Call) -> tuple[str, str]:
     between = two[first_at:second_at]
     opener_one = one[: one.find(first_name)]
     call_open = _common_suffix(opener_one, between)
-    section_open = opener_one[: len(opener_one) - len(call_open)] if call_open else ""
+    split = len(opener_one) - len(call_open) if call_open else 0
+    # Cut between tokens: move the split to the start of the next tag or line.
+    while 0 < split < len(opener_one) and opener_one[split] not in "<[\n":
+        split += 1
+    section_open = opener_one[:split] if split < len(opener_one) else ""
     tail_one = one[one.rfind(first_name) :]
     tail_two = two[two.rfind(second_name) :]
     section_close = _common_suffix(tail_one, tail_two)
@@ -460,12 +464,10 @@ def draft(
             two_text = two.split(ANSWER, 1)[1] if ANSWER in two else two[len(header) :]
             section_open, section_close = _split_section(call_text, two_text, call)
             if section_open and open_pattern.startswith(_lit(section_open)):
-                open_pattern = (
-                    "(?:"
-                    + _lit(section_open)
-                    + "\\s*)?"
-                    + open_pattern[len(_lit(section_open)) :].lstrip("\\s*")
-                )
+                rest = open_pattern[len(_lit(section_open)) :]
+                while rest.startswith("\\s*"):
+                    rest = rest[3:]
+                open_pattern = "(?:" + _lit(section_open) + "\\s*)?" + rest
             if section_close and close_pattern.endswith(_lit(section_close)):
                 inner = close_pattern[: -len(_lit(section_close))]
                 while inner.endswith("\\s*"):
