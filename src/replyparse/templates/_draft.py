@@ -437,6 +437,9 @@ def draft(
         notes.append("the generation prompt and the rendered turn share no role header")
     fields: dict[str, Any] = {}
     reasoning = _reasoning(prober, header, notes)
+    rendered_reasoning = reasoning is not None
+    if reasoning is None:
+        reasoning = _reasoning_from_prompts(prober, chat_template, notes)
     if reasoning is not None:
         fields["reasoning_content"] = reasoning
         opener = reasoning.get("opener", "")
@@ -517,7 +520,7 @@ def draft(
             DraftProblem("load", "response_template", "a valid template", str(error))
         )
         return result
-    result.problems.extend(_round_trip(prober, response_template, reasoning is not None))
+    result.problems.extend(_round_trip(prober, response_template, rendered_reasoning))
     return result
 
 
@@ -546,6 +549,38 @@ def _reasoning(prober: _Prober, header: str, notes: list[str]) -> dict[str, Any]
         "close": closer,
         "opener": opener,
     }
+
+
+_OPENER_AT_END = re.compile(r"(<[A-Za-z_:|]*think[A-Za-z_:|]*>)\s*$")
+
+
+def _reasoning_from_prompts(
+    prober: _Prober, source: str, notes: list[str]
+) -> dict[str, Any] | None:
+    """Reasoning a template does not render in history: a prompt that pre-opens it, or the
+    ``<think>``/``</think>`` pair in the template source."""
+    for prompt in (prober.generation_prompt, *prober.switch_prompts().values()):
+        found = _OPENER_AT_END.search(prompt)
+        if found is not None:
+            opener = found.group(1)
+            closer = "</" + opener[1:]
+            if closer in source:
+                notes.append(
+                    f"reasoning guessed from the generation prompt, which pre-opens {opener!r}; "
+                    f"closed by {closer!r} (the template source writes it)"
+                )
+                return {
+                    "open_pattern": _lit(opener) + "|(?=" + _lit(closer) + ")",
+                    "close": closer,
+                    "opener": opener,
+                }
+    if "<think>" in source and "</think>" in source:
+        notes.append(
+            "reasoning guessed from the template source (<think>…</think>): the rendered "
+            "history drops it"
+        )
+        return {"open_pattern": "<think>|(?=</think>)", "close": "</think>", "opener": "<think>"}
+    return None
 
 
 def _markers(source: str, fields: Mapping[str, Any], end: str) -> list[str]:
@@ -586,7 +621,12 @@ def _round_trip(
                 continue
         generation_prompt = prober.generation_prompt
         if not text.startswith(generation_prompt):
+            # The rendered turn differs from the prompt (a history turn closes reasoning the
+            # prompt leaves open): parse it after the role header only.
             common = _common_prefix(text, generation_prompt)
+            anchor = str(response_template["start_anchor"])
+            if common.startswith(anchor):
+                common = common[: len(anchor)]
             prefix, generation = prober.base + common, text[len(common) :]
         else:
             prefix, generation = prober.prompt, text[len(generation_prompt) :]
