@@ -358,7 +358,7 @@ def _read_xml_call(call_text: str, name: str) -> _Call:
     )
 
 
-def _split_section(one: str, two: str, call: _Call) -> tuple[str, str]:
+def _split_section(one: str, two: str) -> tuple[str, str]:
     """The section wrapper around calls: what one call's text has that a second call lacks."""
     first_name: str = CALL_ONE["name"]
     second_name: str = CALL_TWO["name"]
@@ -465,7 +465,7 @@ def draft(
         open_pattern, close_pattern = call.open_pattern, call.close_pattern
         if two is not None and not call.transform_each:
             two_text = two.split(ANSWER, 1)[1] if ANSWER in two else two[len(header) :]
-            section_open, section_close = _split_section(call_text, two_text, call)
+            section_open, section_close = _split_section(call_text, two_text)
             if section_open and open_pattern.startswith(_lit(section_open)):
                 rest = open_pattern[len(_lit(section_open)) :]
                 while rest.startswith("\\s*"):
