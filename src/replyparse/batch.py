@@ -21,7 +21,8 @@ extras).
 Output columns (``output_columns(openai=...)``), each nullable:
 
 * ``message``: the message as JSON text (tool arguments differ row by row, so no fixed
-  columnar schema fits them); None when the row failed.
+  columnar schema fits them); in raise mode, a failed row's partial message; None for a
+  row that could not be read.
 * ``content``, ``reasoning_content``: the strings (JSON text when a template makes them
   something else).
 * ``tool_calls``: the calls as JSON text, None when there are none.
@@ -378,7 +379,7 @@ class BatchParser:
 
     def row_values(self, result: RowResult) -> tuple[Any, ...]:
         """One result's output values, in column order."""
-        message = result.message if result.error is None else None
+        message = result.message
         values: tuple[Any, ...] = (
             _json(message),
             _text(message, "content"),
@@ -577,13 +578,18 @@ def parse_ray_dataset(
         **options: ``BatchParser`` options.
     """
     BatchParser(template, **options)  # a bad template or option fails here, not in actors
+    import ray.data
+
     constructor: dict[str, Any] = {"template": _template_source(template), **options}
+    extra: dict[str, Any] = {}
+    if concurrency is not None:
+        extra["compute"] = ray.data.ActorPoolStrategy(size=concurrency)
     return dataset.map_batches(
         BatchParser,
         fn_constructor_kwargs=constructor,
         batch_format="pyarrow",
         batch_size=batch_size,
-        concurrency=concurrency,
+        **extra,
     )
 
 
