@@ -23,6 +23,7 @@ import concurrent.futures
 import contextlib
 import itertools
 import json
+import logging
 import os
 import sys
 from collections.abc import Iterable, Iterator
@@ -295,10 +296,18 @@ def _ray_outputs(
     columns = output_columns(options.openai)
     started = not ray.is_initialized()
     if started:
-        ray.init(address=address, num_cpus=None if address else workers, log_to_driver=False)
+        ray.init(
+            address=address,
+            num_cpus=None if address else workers,
+            log_to_driver=False,
+            logging_level=logging.WARNING,
+        )
+    # Our progress bar and messages only: Ray Data logs every stage at INFO.
+    logging.getLogger("ray.data").setLevel(logging.WARNING)
     try:
         context = ray.data.DataContext.get_current()
         context.execution_options.preserve_order = True
+        context.enable_progress_bars = False
         rows: Iterator[dict[str, Any]] = iter(())
         if tables:
             dataset = parse_ray_dataset(
@@ -308,7 +317,7 @@ def _ray_outputs(
                 batch_size=CHUNK_ROWS,
                 **options.ray_kwargs(),
             )
-            rows = dataset.iter_rows()
+            rows = iter(dataset.iter_rows())
         for chunk in chunks:
             outputs: dict[str, list[Any]] = {name: [] for name in columns}
             for _ in range(_row_count(chunk)):
@@ -316,6 +325,8 @@ def _ray_outputs(
                 for name in columns:
                     outputs[name].append(row[name])
             yield chunk, outputs
+        for _ in rows:  # end Ray's iteration before the shutdown (there is no row left)
+            pass
     finally:
         if started:
             ray.shutdown()
