@@ -313,7 +313,7 @@ def _ray_outputs(
             dataset = parse_ray_dataset(
                 ray.data.from_arrow(tables),
                 options.source,
-                concurrency=workers,
+                concurrency=min(workers, len(tables)),  # more actors than blocks idle
                 batch_size=CHUNK_ROWS,
                 **options.ray_kwargs(),
             )
