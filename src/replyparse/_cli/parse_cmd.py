@@ -646,8 +646,8 @@ def _write_rows(
                 failures += 1
                 progress.message(f"replyparse: {where}: error: {error}\n")
             if isinstance(writer, _ParquetWriter):
-                if row_inputs is not None and input_format == "jsonl":
-                    row_inputs = _jsonl_cells(row_inputs)
+                if input_format == "jsonl":
+                    row_inputs = _jsonl_cells(row_inputs) if row_inputs else {"line": number}
                 writer.add(number, row_inputs, error, row_values)
             else:
                 writer.write(number, error, row_values)
