@@ -190,7 +190,7 @@ class BatchParser:
             for key, value in self.__dict__.items()
             if key not in ("template", "_prepared", "_tools_cache")
         }
-        state["template"] = self.template.to_json(sort_keys=True)
+        state["template"] = self.template.to_json()
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -350,6 +350,20 @@ class BatchParser:
         Raises:
             ValueError: a column whose length is not that of ``texts``.
         """
+        return self.to_columns(
+            self.parse_rows(texts, prefixes=prefixes, tools=tools, finish_reasons=finish_reasons)
+        )
+
+    def parse_rows(
+        self,
+        texts: Sequence[Any],
+        *,
+        prefixes: Sequence[Any] | None = None,
+        tools: Sequence[Any] | None = None,
+        finish_reasons: Sequence[str | None] | None = None,
+    ) -> list[RowResult]:
+        """Parse rows as ``parse_columns`` does; return one ``RowResult`` per row (Python
+        values, no JSON text)."""
         count = len(texts)
         for name, column in (
             (self.prefix_column, prefixes),
@@ -358,40 +372,35 @@ class BatchParser:
         ):
             if column is not None and len(column) != count:
                 raise ValueError(f"column {name!r} has {len(column)} rows; expected {count}")
-        results = [
+        return [
             self.parse_row(
                 texts[index],
                 prefix=prefixes[index] if prefixes is not None else None,
                 tools=tools[index] if tools is not None else None,
                 finish_reason=finish_reasons[index] if finish_reasons is not None else None,
             )
-            for index in range(count)
+            for index in range(len(texts))
         ]
-        return self.to_columns(results)
 
     def to_columns(self, results: Sequence[RowResult]) -> dict[str, list[Any]]:
-        """Row results as the output columns."""
-        columns: dict[str, list[Any]] = {name: [] for name in self.columns}
-        for result in results:
-            for name, value in zip(self.columns, self.row_values(result), strict=True):
-                columns[name].append(value)
-        return columns
-
-    def row_values(self, result: RowResult) -> tuple[Any, ...]:
-        """One result's output values, in column order."""
-        message = result.message
-        values: tuple[Any, ...] = (
-            _json(message),
-            _text(message, "content"),
-            _text(message, "reasoning_content"),
-            _json(message.get("tool_calls") or None) if message is not None else None,
-            result.issues,
-            result.error,
-            result.in_progress,
-        )
+        """Row results as the output columns (see the module docstring)."""
+        messages = [result.message for result in results]
+        columns: dict[str, list[Any]] = {
+            "message": [None if message is None else _ENCODE(message) for message in messages],
+            "content": [_text(message, "content") for message in messages],
+            "reasoning_content": [_text(message, "reasoning_content") for message in messages],
+            "tool_calls": [
+                _json(message.get("tool_calls") or None) if message is not None else None
+                for message in messages
+            ],
+            "issues": [result.issues for result in results],
+            "error": [result.error for result in results],
+            "in_progress": [result.in_progress for result in results],
+        }
         if self.openai is not None:
-            values += (_json(result.output), result.warnings)
-        return values
+            columns[_OPENAI_COLUMN[self.openai]] = [_json(result.output) for result in results]
+            columns["warnings"] = [result.warnings for result in results]
+        return columns
 
     # -- batches of datasets, Ray Data, pyarrow and pandas ----------------------------------
 
@@ -507,8 +516,12 @@ def _to_list(values: Any) -> list[Any]:
     return list(values)
 
 
+# One encoder for every cell: json.dumps with options builds a new encoder per call.
+_ENCODE = json.JSONEncoder(ensure_ascii=False).encode
+
+
 def _json(value: Any) -> str | None:
-    return None if value is None else json.dumps(value, ensure_ascii=False)
+    return None if value is None else _ENCODE(value)
 
 
 def _text(message: Mapping[str, Any] | None, key: str) -> str | None:
@@ -517,7 +530,7 @@ def _text(message: Mapping[str, Any] | None, key: str) -> str | None:
     value = message.get(key)
     if value is None or isinstance(value, str):
         return value
-    return json.dumps(value, ensure_ascii=False)
+    return _ENCODE(value)
 
 
 # -- pipelines -------------------------------------------------------------------------------
