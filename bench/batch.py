@@ -131,13 +131,15 @@ def _init(template: dict[str, Any], prefix: str) -> None:
     _WORKER = BatchParser(template, prefix=prefix)
 
 
-def _parse_chunk(texts: list[str]) -> tuple[int, int, int]:
-    """``(pid, rows parsed, resident KiB after)``: the columns are dropped, as a writer would."""
+def _parse_chunk(texts: list[str]) -> tuple[int, int, int, float]:
+    """``(pid, rows parsed, resident KiB after, CPU seconds)``: the columns are dropped, as a
+    writer would."""
     assert _WORKER is not None
+    start = time.process_time()
     columns = _WORKER.parse_columns(texts)
     rows = len(columns["message"])
     del columns
-    return os.getpid(), rows, _rss_kib()
+    return os.getpid(), rows, _rss_kib(), time.process_time() - start
 
 
 def _chunks(texts: Sequence[str]) -> list[list[str]]:
@@ -154,23 +156,27 @@ def _memory(samples: dict[int, list[int]]) -> dict[str, list[int]]:
 
 def scale_local(style: Style, texts: Sequence[str], workers: int) -> dict[str, Any]:
     samples: dict[int, list[int]] = {}
+    cpu = 0.0
     start = time.perf_counter()
     if workers == 1:
         _init(style.template, style.prefix)
-        for chunk in _chunks(texts):
-            pid, _rows, rss = _parse_chunk(chunk)
+        results: Any = map(_parse_chunk, _chunks(texts))
+        for pid, _rows, rss, seconds in results:
             samples.setdefault(pid, []).append(rss)
+            cpu += seconds
     else:
         with concurrent.futures.ProcessPoolExecutor(
             max_workers=workers, initializer=_init, initargs=(style.template, style.prefix)
         ) as pool:
-            for pid, _rows, rss in pool.map(_parse_chunk, _chunks(texts)):
+            for pid, _rows, rss, seconds in pool.map(_parse_chunk, _chunks(texts)):
                 samples.setdefault(pid, []).append(rss)
-    seconds = time.perf_counter() - start
+                cpu += seconds
+    wall = time.perf_counter() - start
     return {
         "workers": workers,
-        "rows_per_second": len(texts) / seconds,
-        "seconds": seconds,
+        "rows_per_second": len(texts) / wall,
+        "rows_per_cpu_second": len(texts) / cpu,
+        "seconds": wall,
         "rss_kib": _memory(samples),
     }
 
@@ -199,19 +205,17 @@ def scale_ray(style: Style, texts: Sequence[str], cpus: int) -> dict[str, Any]:
             count = sum(batch.num_rows for batch in parsed.iter_batches(batch_format="pyarrow"))
             return count, time.perf_counter() - start
 
-        # The fixed cost of a run (starting the actors, scheduling): two chunks.
-        _small_rows, fixed = run(blocks[:cpus])
+        # A first run on two chunks starts Ray's worker processes (reported, not counted).
+        _small_rows, first = run(blocks[:cpus])
         rows, seconds = run(blocks)
     finally:
         ray.shutdown()
     assert rows == len(texts)
-    steady = (len(texts) - cpus * CHUNK) / max(seconds - fixed, 1e-9)
     return {
         "cpus": cpus,
         "rows_per_second": len(texts) / seconds,
-        "steady_rows_per_second": steady,
         "seconds": seconds,
-        "fixed_seconds": fixed,
+        "first_run_seconds": first,
         "startup_seconds": startup,
     }
 
@@ -230,7 +234,10 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         f"{os.cpu_count()} CPUs, {platform.machine()}",
         "per_core": [],
     }
-    print(f"# batch benchmark ({results['machine']})\n")
+    load = os.getloadavg() if hasattr(os, "getloadavg") else (0.0, 0.0, 0.0)
+    results["load_average"] = load[0]
+    # Wall-time scaling needs idle cores: the load average says how busy the machine was.
+    print(f"# batch benchmark ({results['machine']}, load average {load[0]:.1f})\n")
     print(f"## per core: {args.batch:,} short outputs, CPU time, best of {args.repeats}\n")
     print("| style | tools | loop rows/s | parse_rows | parse_columns |")
     print("|---|---|---|---|---|")
@@ -258,22 +265,25 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         "2": two,
         "ratio": two["rows_per_second"] / one["rows_per_second"],
     }
-    print("| run | rows/s | seconds | resident KiB per worker (first, half, last chunk) |")
-    print("|---|---|---|---|")
+    print(
+        "| run | rows/s (wall) | rows per worker CPU-second | seconds "
+        "| resident KiB per worker (first, half, last chunk) |"
+    )
+    print("|---|---|---|---|---|")
     for run in (one, two):
         memory = "; ".join(" / ".join(f"{kib:,}" for kib in rss) for rss in run["rss_kib"].values())
         print(
             f"| {run['workers']} worker{'s' if run['workers'] > 1 else ''} "
-            f"| {run['rows_per_second']:,.0f} | {run['seconds']:.1f} | {memory} |"
+            f"| {run['rows_per_second']:,.0f} | {run['rows_per_cpu_second']:,.0f} "
+            f"| {run['seconds']:.1f} | {memory} |"
         )
     if not args.no_ray:
         ray_run = scale_ray(style, texts, 2)
         results["scaling"]["ray"] = ray_run
         print(
-            f"| Ray, 2 CPUs | {ray_run['rows_per_second']:,.0f} "
-            f"(without the {ray_run['fixed_seconds']:.1f} s fixed cost of a run: "
-            f"{ray_run['steady_rows_per_second']:,.0f}) | {ray_run['seconds']:.1f} "
-            f"| (ray.init {ray_run['startup_seconds']:.1f} s, not counted) |"
+            f"| Ray, 2 CPUs | {ray_run['rows_per_second']:,.0f} | | {ray_run['seconds']:.1f} "
+            f"| (not counted: ray.init {ray_run['startup_seconds']:.1f} s, a first run on "
+            f"{2 * CHUNK:,} rows {ray_run['first_run_seconds']:.1f} s) |"
         )
     print(f"\nscaling ratio, 2 workers / 1: {results['scaling']['ratio']:.2f}x")
     if args.json:
