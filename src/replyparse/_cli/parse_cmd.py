@@ -493,7 +493,7 @@ def run_parse(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int
         text_column=args.text_column,
     )
     if input_format == "text":
-        return _parse_text(args, choice, options, stdout, stderr)
+        return _parse_text(args, options, stdout, stderr)
     return _parse_rows(args, options, input_format, stdout, stderr)
 
 
@@ -508,7 +508,6 @@ def _input_format(args: argparse.Namespace) -> str:
 
 def _parse_text(
     args: argparse.Namespace,
-    choice: TemplateChoice,
     options: _Options,
     stdout: IO[str],
     stderr: IO[str],
@@ -519,14 +518,7 @@ def _parse_text(
     finally:
         if handle is not sys.stdin:
             handle.close()
-    parser = BatchParser(
-        choice.template,
-        prefix=options.prefix,
-        tools=options.tools,
-        recover=options.recover,
-        openai=options.openai,
-        model=options.model,
-    )
+    parser = options.parser()
     result = parser.parse_row(text)
     for issue in result.issues:
         stderr.write(f"replyparse: warning: {issue['message']}\n")
