@@ -256,27 +256,21 @@ class BatchParser:
     ) -> RowResult:
         """The one per-row parse: a parser on the shared template and prepared tools."""
         try:
-            parser = ResponseParser(self.template, prefix, tools=tools, tokenizer=self.tokenizer)
+            parser = ResponseParser(
+                self.template, prefix, tools=tools, tokenizer=self.tokenizer, recover=self.recover
+            )
         except (ValueError, TypeError) as error:
             raise _RowError(f"the prefix could not be read: {_one_line(str(error))}") from None
         try:
             parser.feed(text)
-            message, _ = parser.finalize()
-        except ResponseParseError as error:
-            issue = {
-                "kind": type(error).__name__,
-                "field": error.field,
-                "offset": error.offset,
-                "raw": error.raw or "",
-                "message": _one_line(str(error)),
-            }
-            if self.recover:
-                # Until the core's recover mode: the partial message and the error as an issue.
-                return RowResult(error.partial_message, issues=[issue])
+            message, _ = parser.finalize(partial=partial)
+        except ResponseParseError as error:  # raise mode: the row fails, its partial message kept
             return RowResult(error.partial_message, error=_one_line(str(error)))
         except (ValueError, TypeError) as error:  # token ids that do not decode
             raise _RowError(f"the text could not be read: {_one_line(str(error))}") from None
-        return RowResult(message)
+        in_progress = parser.in_progress.field if parser.in_progress is not None else None
+        issues = [issue.to_dict() for issue in parser.issues]
+        return RowResult(message, issues=issues, in_progress=in_progress)
 
     def _row_tools(self, tools: Any) -> tuple[list[Any] | None, PreparedTools | None]:
         if tools is None:

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from replyparse import ResponseParseError, parse_response
+from replyparse import ParseResult, ResponseParseError, parse_output, parse_response
 from replyparse.templates import get_entry, list_templates
 from replyparse.templates.check import tools_for
 from tests.registry.helpers import corpus
@@ -75,3 +75,17 @@ def expected(family: str, text: str, prefix: str, tools: str | None) -> dict[str
         )
     except ResponseParseError as error:
         return error
+
+
+def recovered(family: str, text: str, prefix: str, tools: str | None) -> ParseResult:
+    """What recover mode (``parse_output``) gives for one row."""
+    return parse_output(
+        text,
+        get_entry(family).template,
+        prefix=prefix,
+        tools=json.loads(tools) if tools is not None else None,
+    )
+
+
+def issue_dicts(result: ParseResult) -> list[dict[str, Any]]:
+    return [issue.to_dict() for issue in result.issues]

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from replyparse import ResponseParseError
+from replyparse import ResponseParseError, parse_output
 from replyparse.batch import BatchParser, output_columns
 from replyparse.templates import get_entry, get_template
 from tests.batch.helpers import (
@@ -53,23 +53,29 @@ def test_every_corpus_row_equals_parse_response_in_raise_mode() -> None:
     assert compared > 400 and failed > 0  # the corpus holds malformed calls too
 
 
-def test_recover_mode_is_the_default_and_reports_issues_instead_of_errors() -> None:
+def test_recover_mode_is_the_default_and_equals_parse_output_row_by_row() -> None:
+    recovered = 0
     for family, columns in family_rows().items():
-        out = BatchParser(get_entry(family).template).parse_columns(
+        template = get_entry(family).template
+        out = BatchParser(template).parse_columns(
             columns["text"], prefixes=columns["prefix"], tools=columns["tools"]
         )
         for index, case_id in enumerate(columns["id"]):
-            want = expected(
-                family, columns["text"][index], columns["prefix"][index], columns["tools"][index]
+            tools = columns["tools"][index]
+            want = parse_output(
+                columns["text"][index],
+                template,
+                prefix=columns["prefix"][index],
+                tools=json.loads(tools) if tools is not None else None,
             )
             assert out["error"][index] is None, case_id
-            if isinstance(want, ResponseParseError):
-                assert out["issues"][index], case_id
-                for issue in out["issues"][index]:
-                    assert set(issue) == {"kind", "field", "offset", "raw", "message"}
-                    assert issue["field"] == want.field and issue["message"], case_id
-            else:
-                assert out["issues"][index] == [] and _message(out["message"][index]) == want
+            assert _message(out["message"][index]) == want.message, case_id
+            assert out["issues"][index] == [issue.to_dict() for issue in want.issues], case_id
+            raised = expected(family, columns["text"][index], columns["prefix"][index], tools)
+            if isinstance(raised, ResponseParseError):
+                recovered += 1
+                assert out["issues"][index], case_id  # what raise mode rejects is reported
+    assert recovered > 0
 
 
 def test_per_row_tools_prefix_and_defaults() -> None:
@@ -132,6 +138,13 @@ def test_finish_reason_length_and_openai_shapes() -> None:
     response = json.loads(responses["response"][0])
     assert response["object"] == "response"
     assert response["output"][-1]["content"][0]["text"] == "It is 12 °C."
+    cut = BatchParser("qwen3", prefix=QWEN_PREFIX).parse_columns(
+        ["Let me think about the whole trip, first the", "Let me"],
+        finish_reasons=["length", None],
+    )
+    assert cut["in_progress"] == ["reasoning_content", None]
+    assert _message(cut["message"][0])["reasoning_content"].endswith("first the")
+    assert cut["issues"][0] == [] and cut["issues"][1][0]["kind"] == "unclosed_region"
     with pytest.raises(ValueError, match="openai must be 'chat', 'responses' or None"):
         BatchParser("qwen3", openai="completions")  # type: ignore[arg-type]
 

@@ -17,7 +17,14 @@ from replyparse import ResponseParseError
 from replyparse.batch import BatchParser, parse_ray_dataset
 from replyparse.cli import main
 from replyparse.templates import get_entry
-from tests.batch.helpers import BROKEN, QWEN_PREFIX, expected, family_rows
+from tests.batch.helpers import (
+    BROKEN,
+    QWEN_PREFIX,
+    expected,
+    family_rows,
+    issue_dicts,
+    recovered,
+)
 
 ray = pytest.importorskip("ray")
 pytest.importorskip("ray.data")
@@ -63,12 +70,12 @@ def test_map_batches_on_two_actors_equals_parse_response(local_ray: Any) -> None
     assert [row["score"] for row in out] == columns["score"]  # other columns, in order
     assert [row["id"] for row in out] == columns["id"]
     for row in out:
-        want = expected("qwen3", row["text"], row["prefix"], row["tools"])
-        if isinstance(want, ResponseParseError):
-            assert row["id"] == "broken" and row["issues"][0]["field"] == "tool_calls"
-            assert row["error"] is None
-        else:
-            assert json.loads(row["message"]) == want and list(row["issues"]) == [], row["id"]
+        want = recovered("qwen3", row["text"], row["prefix"], row["tools"])
+        assert json.loads(row["message"]) == want.message, row["id"]
+        assert [dict(issue) for issue in row["issues"]] == issue_dicts(want), row["id"]
+        assert row["error"] is None
+        if row["id"] == "broken":
+            assert row["issues"][0]["field"] == "tool_calls"
     # The class itself, as users pass it (pandas batches this time).
     plain = dataset.limit(8).map_batches(
         BatchParser,

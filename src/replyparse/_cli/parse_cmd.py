@@ -46,6 +46,7 @@ from replyparse._cli.common import (
 from replyparse._cli.progress import Progress
 from replyparse.batch import BatchParser, OpenAIShape, output_columns
 from replyparse.errors import ResponseParseError
+from replyparse.issues import IssueKind, ParseIssue
 from replyparse.openai import (
     ChatCompletionStream,
     ResponsesStream,
@@ -521,7 +522,7 @@ def _parse_text(
     parser = options.parser()
     result = parser.parse_row(text)
     for issue in result.issues:
-        stderr.write(f"replyparse: warning: {issue['message']}\n")
+        stderr.write(f"replyparse: warning: {_issue_line(issue)}\n")
     for note in result.warnings:
         stderr.write(f"replyparse: warning: {note}\n")
     if result.error is not None:
@@ -596,6 +597,14 @@ def _open_output(path: str) -> IO[str]:
         raise CliError(f"{path}: cannot write the output: {error.strerror}") from None
 
 
+def _issue_line(issue: dict[str, Any]) -> str:
+    """An issue column's dict as one line, as ``ParseIssue`` prints itself."""
+    parsed = ParseIssue(
+        IssueKind(issue["kind"]), issue["field"], issue["offset"], issue["raw"], issue["message"]
+    )
+    return " ".join(str(parsed).split())
+
+
 def _jsonl_schema(pa: Any) -> Any:
     return pa.schema(
         [
@@ -631,7 +640,7 @@ def _write_rows(
                 error = row_values["error"]
                 position += 1
                 for issue in row_values["issues"]:
-                    progress.message(f"replyparse: warning: {where}: {issue['message']}\n")
+                    progress.message(f"replyparse: warning: {where}: {_issue_line(issue)}\n")
                 for note in row_values.get("warnings") or ():
                     progress.message(f"replyparse: warning: {where}: {note}\n")
             if error is not None:
@@ -749,7 +758,7 @@ def run_stream(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> in
     try:
         if args.format == "events":
             return _stream_events(choice, prefix, tools, handle, args, printer)
-        return _stream_openai(choice, prefix, tools, model, handle, args, printer)
+        return _stream_openai(choice, prefix, tools, model, handle, args, printer, stderr)
     finally:
         if handle is not sys.stdin:
             handle.close()
@@ -785,6 +794,7 @@ def _stream_openai(
     handle: IO[str],
     args: argparse.Namespace,
     printer: _Printer,
+    stderr: IO[str],
 ) -> int:
     stream: ChatCompletionStream | ResponsesStream
     if args.format == "chat":
@@ -803,4 +813,6 @@ def _stream_openai(
         printer.write(stream.fail(error), done=True)
         raise CliError(" ".join(str(error).split())) from None
     printer.write(final, done=True)
+    for issue in stream.issues:  # recover mode: the stream is answered, the issue reported
+        stderr.write(f"replyparse: warning: {' '.join(issue.summary().split())}\n")
     return 0
