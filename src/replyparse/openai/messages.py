@@ -34,6 +34,7 @@ from replyparse.openai._ids import (
 )
 from replyparse.openai.errors import MessageShapeError
 from replyparse.openai.rules import ToolChoice, check_calls, check_request, report
+from replyparse.tools import responses_shapes
 
 __all__ = [
     "FinishReason",
@@ -151,19 +152,7 @@ def chat_tool_call(call: ResolvedCall, call_id: str) -> dict[str, Any]:
 
 def responses_tools(tools: ToolIndex) -> list[dict[str, Any]]:
     """Echo the request's tools in the Responses shape, namespaced ones regrouped."""
-    rendered: list[dict[str, Any]] = []
-    groups: dict[str, dict[str, Any]] = {}
-    for tool in tools.tools:
-        if tool.namespace is None:
-            rendered.append(tool.to_responses())
-            continue
-        group = groups.get(tool.namespace)
-        if group is None:
-            group = {"type": "namespace", "name": tool.namespace, "description": "", "tools": []}
-            groups[tool.namespace] = group
-            rendered.append(group)
-        group["tools"].append(tool.to_responses())
-    return rendered
+    return responses_shapes(tools.tools)
 
 
 def response_object(
@@ -603,6 +592,9 @@ def from_responses_input(
             name, call_id = item.get("name"), item.get("call_id")
             if not isinstance(name, str) or not isinstance(call_id, str):
                 raise MessageShapeError(f"{where}: a {kind} needs string 'name' and 'call_id'")
+            namespace = item.get("namespace")
+            if isinstance(namespace, str) and namespace:
+                name = f"{namespace}.{name}"  # how the model called it (the prompt's name)
             names[call_id] = name
             payload = item.get("arguments") if kind == "function_call" else item.get("input", "")
             target.setdefault("tool_calls", []).append(
