@@ -34,6 +34,7 @@ from replyparse.openai._ids import (
 )
 from replyparse.openai.errors import MessageShapeError
 from replyparse.openai.rules import ToolChoice, check_calls, check_request, report
+from replyparse.openai.tool_search import SearchItems
 from replyparse.tools import responses_shapes
 
 __all__ = [
@@ -556,6 +557,7 @@ def from_responses_input(
         messages.append({"role": "user", "content": items})
         return messages
     names: dict[str, str] = {}
+    searches = SearchItems()
     assistant: dict[str, Any] | None = None
 
     def current_assistant() -> dict[str, Any]:
@@ -604,6 +606,12 @@ def from_responses_input(
                     "function": {"name": name, "arguments": _decode_arguments(payload)},
                 }
             )
+        elif kind == "tool_search_call":
+            target = current_assistant()
+            target.setdefault("tool_calls", []).append(searches.call(item, where))
+        elif kind == "tool_search_output":
+            assistant = None
+            messages.append(searches.output(item, where))
         elif kind in ("function_call_output", "custom_tool_call_output"):
             assistant = None
             call_id = item.get("call_id")
@@ -618,7 +626,8 @@ def from_responses_input(
             raise MessageShapeError(
                 f"{where}: cannot render an item of type {kind!r} with a chat template; "
                 "supported: message, reasoning, function_call, custom_tool_call, "
-                "function_call_output, custom_tool_call_output"
+                "function_call_output, custom_tool_call_output, tool_search_call, "
+                "tool_search_output"
             )
     return messages
 
