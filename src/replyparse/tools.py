@@ -674,8 +674,8 @@ def _check_duplicates(located: Sequence[_Located], problems: _Problems) -> None:
     top_level = {tool.name: location for tool, location in located if tool.namespace is None}
     namespace_groups: dict[str, str] = {}
     for tool, location in located:
-        if tool.namespace is None:
-            continue
+        if tool.namespace is None or ".tools[" not in location:
+            continue  # not from a namespace group (a normalized tool keeps its namespace)
         group = location.split(".tools[", 1)[0]
         first_group = namespace_groups.setdefault(tool.namespace, group)
         if first_group != group:

@@ -91,17 +91,16 @@ Quietly = Callable[[Callable[[], Any], Callable[[ToolCallRuleError], Any]], Any]
 
 
 def _wants_search(turn: Turn, body: Mapping[str, Any]) -> bool:
-    for tool in turn.tools or ():
-        if not isinstance(tool, Mapping):
-            continue
-        if tool.get("type") == "tool_search" or tool.get("defer_loading"):
-            return True
-        members = tool.get("tools") if tool.get("type") == "namespace" else None
-        if isinstance(members, list) and any(
-            isinstance(member, Mapping) and member.get("defer_loading") for member in members
-        ):
-            return True
-    return bool(loaded_tools(body.get("input")))
+    """Whether the request uses tool search: a tool_search tool, a deferred function (also
+    Chat-shaped, ``defer_loading`` beside or inside ``function``) or earlier search items."""
+    spec, rest = split_tools(turn.tools)
+    if spec is not None or loaded_tools(body.get("input")):
+        return True
+    if any(isinstance(tool, Mapping) and tool.get("defer_loading") for tool in rest):
+        return True
+    return any(
+        isinstance(tool, FunctionTool) and tool.defer_loading for tool in normalize_tools(rest)
+    )
 
 
 class SearchTurn:
