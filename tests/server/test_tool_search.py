@@ -134,6 +134,8 @@ def test_hosted_search_loads_one_of_fifty_then_calls_it(family: Family, tmp_path
         "get_weather_forecast",
         {"city": "Lisbon", "days": 2},
     )
+    # A loaded top-level function is called in its own synthetic namespace, as in the API.
+    assert call["namespace"] == "get_weather_forecast"
     assert response["status"] == "completed"
     assert response["tools"][-1] == HOSTED  # the request's tools are echoed as given
 

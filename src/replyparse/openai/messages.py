@@ -595,8 +595,10 @@ def from_responses_input(
             if not isinstance(name, str) or not isinstance(call_id, str):
                 raise MessageShapeError(f"{where}: a {kind} needs string 'name' and 'call_id'")
             namespace = item.get("namespace")
-            if isinstance(namespace, str) and namespace:
-                name = f"{namespace}.{name}"  # how the model called it (the prompt's name)
+            if isinstance(namespace, str) and namespace and namespace != name:
+                # How the model called it (the prompt's name); a deferred top-level function
+                # comes back with its own name as namespace.
+                name = f"{namespace}.{name}"
             names[call_id] = name
             payload = item.get("arguments") if kind == "function_call" else item.get("input", "")
             target.setdefault("tool_calls", []).append(

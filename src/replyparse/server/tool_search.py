@@ -293,6 +293,16 @@ class _Loop:
             and not item.get("namespace")
         )
 
+    def deferred_call(self, item: Mapping[str, Any]) -> dict[str, Any]:
+        """A call to a loaded top-level deferred function carries ``namespace`` = its name,
+        the Responses API's wire shape for them (the openai-agents SDK dispatches on it)."""
+        result = dict(item)
+        name = item.get("name")
+        top_level = {tool.name for tool in self.search.loaded if tool.namespace is None}
+        if item.get("type") == "function_call" and not item.get("namespace") and name in top_level:
+            result["namespace"] = name
+        return result
+
     def search_call(self, item: Mapping[str, Any], status: str = "completed") -> dict[str, Any]:
         text = item.get("arguments") or ""
         try:
@@ -320,6 +330,8 @@ class _Loop:
                 if self.is_search(item):
                     status = "completed" if kind.endswith("done") else "in_progress"
                     item = self.search_call(item, status)
+                else:
+                    item = self.deferred_call(item)
                 event = {**event, "item": item, "output_index": event["output_index"] + self._base}
             elif event.get("item_id") in self._search_items:
                 continue  # the search call's argument deltas: a tool_search_call has none
@@ -353,7 +365,7 @@ class _Loop:
         self.usage["completion_tokens"] += round_.completion_tokens
         self.usage["seen"] += 1 if (round_.prompt_tokens or round_.completion_tokens) else 0
         items = [
-            self.search_call(item) if self.is_search(item) else dict(item)
+            self.search_call(item) if self.is_search(item) else self.deferred_call(item)
             for item in response["output"]
         ]
         self.output += items
