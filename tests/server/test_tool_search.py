@@ -420,3 +420,70 @@ def test_chat_completions_refuses_deferred_tools(tmp_path: Path) -> None:
         )
     assert reply.status_code == 400
     assert "Responses API features" in reply.json()["error"]["message"]
+
+
+def test_each_round_s_grammar_follows_the_tools_callable_then(tmp_path: Path) -> None:
+    pytest.importorskip("llguidance")
+    from replyparse.grammar import accepts
+
+    forced = {"type": "function", "name": "get_weather_forecast"}
+    strict = [{**tool, "strict": True} if tool is FORECAST else tool for tool in FIFTY]
+    body = {"input": USER, "tools": [*strict, HOSTED], "tool_choice": forced}
+    with serving(QWEN3, tmp_path, QWEN3.search, QWEN3.forecast, engine="llguidance") as (
+        url,
+        backend,
+    ):
+        _whole(url, body)
+    first, second = (request.extra["grammar"] for request in backend.requests)
+    # Round one: the forced tool is not loaded, so only the search may be called...
+    assert accepts(first, QWEN3.search)
+    assert not accepts(first, QWEN3.forecast)
+    # ...round two: it is loaded and forced, and its strict schema holds.
+    assert accepts(second, QWEN3.forecast)
+    assert not accepts(second, QWEN3.search)
+    assert not accepts(second, QWEN3.forecast.replace('"days": 2', '"days": "two"'))
+
+
+class _FailingSecondRound:
+    """Wraps a backend so that the continued generation cannot start."""
+
+    def __init__(self, backend: Any) -> None:
+        self.backend = backend
+        self.description = "failing"
+        self.count = 0
+
+    async def start(self, request: Any) -> Any:
+        from replyparse.server import BackendError
+
+        self.count += 1
+        if self.count > 1:
+            raise BackendError("the upstream went away")
+        return await self.backend.start(request)
+
+    async def close(self) -> None:
+        await self.backend.close()
+
+
+def test_a_failure_while_continuing_ends_the_stream(tmp_path: Path) -> None:
+    from replyparse.server import ReplayBackend, ServerConfig
+    from replyparse.templates import get_template
+    from tests.server.helpers import running, write_replay
+    from tests.server.tool_search_cases import ChatTemplate
+
+    replay = write_replay(tmp_path / "fail.jsonl", QWEN3.search, QWEN3.forecast)
+    config = ServerConfig(
+        model_name="test-model",
+        template=get_template("qwen3"),
+        backend=_FailingSecondRound(ReplayBackend(replay)),
+        chat_template=ChatTemplate.from_path(CHAT_TEMPLATES / "qwen3.jinja"),
+    )
+    body = {"input": USER, "tools": [*FIFTY, HOSTED]}
+    with running(config) as url:
+        events = _events(url, body)
+        whole = _post(url, body)
+    assert [event["type"] for event in events][-2:] == ["error", "response.failed"]
+    failed = events[-1]["response"]
+    assert failed["error"]["message"] == "the upstream went away"
+    # What was done before the failure is kept: the search and its output.
+    assert _types(failed) == ["reasoning", "tool_search_call", "tool_search_output"]
+    assert whole.status_code == 502

@@ -209,9 +209,11 @@ class RecordingBackend:
 
 @contextmanager
 def serving(
-    family: Family, tmp_path: Path, *texts: str, chunk_size: int = 5
+    family: Family, tmp_path: Path, *texts: str, chunk_size: int = 5, engine: Any = None
 ) -> Iterator[tuple[str, RecordingBackend]]:
-    """Serve ``texts`` for ``family`` with its real chat template; yield (url, backend)."""
+    """Serve ``texts`` for ``family`` with its real chat template; yield (url, backend).
+
+    With ``engine`` (an upstream engine flavour) each request also carries its grammar."""
     replay = write_replay(tmp_path / f"{family.name}-{len(texts)}.jsonl", *texts)
     backend = RecordingBackend(ReplayBackend(replay, chunk_size=chunk_size))
     config = ServerConfig(
@@ -219,6 +221,7 @@ def serving(
         template=get_template(family.name),
         backend=backend,
         chat_template=ChatTemplate.from_path(CHAT_TEMPLATES / family.chat_template),
+        upstream_engine=engine,
     )
     with running(config) as url:
         yield url, backend

@@ -236,6 +236,9 @@ class _Round:
             self.completion_tokens = usage.get("completion_tokens", self.completion_tokens)
 
 
+_Started = tuple[ResponsesStream, Generation, _Round]
+
+
 class _Loop:
     """The search rounds of one request, shared by the whole and streaming answers.
 
@@ -273,7 +276,7 @@ class _Loop:
             ids=self.ids,
         )
 
-    async def start(self) -> tuple[ResponsesStream, Generation, _Round]:
+    async def start(self) -> _Started:
         """Render, build the round's stream and start its generation."""
         prompt = self.host.prompt(self.search.prompt_turn(self.messages))
         turn = self.search.round_turn(self.messages)
@@ -442,13 +445,21 @@ def _finish(stream: ResponsesStream, round_: _Round, quietly: Quietly) -> list[d
 async def respond_with_search(host: Host, search: SearchTurn, quietly: Quietly) -> Response:
     """Answer a tool-search request, whole or streaming (see the module docstring)."""
     loop = _Loop(host, search, quietly)
+    try:
+        # The first round starts before answering: a prompt or backend failure is an
+        # error response, not a failed stream.
+        started: _Started | None = await loop.start()
+    except Exception as error:
+        return _error_response(error)
     if search.turn.stream:
+        assert started is not None
         return StreamingResponse(
-            _streamed(loop), media_type="text/event-stream", headers=_SSE_HEADERS
+            _streamed(loop, started), media_type="text/event-stream", headers=_SSE_HEADERS
         )
     try:
         while True:
-            stream, generation, round_ = await loop.start()
+            stream, generation, round_ = started or await loop.start()
+            started = None
             async for _ in _drain(stream, generation, round_):
                 pass
             events = _finish(stream, round_, quietly)
@@ -457,22 +468,28 @@ async def respond_with_search(host: Host, search: SearchTurn, quietly: Quietly) 
             if not go_on:
                 return JSONResponse(loop.final_response(response))
     except Exception as error:
-        api_error = (
-            ApiError(str(error), status=502, type="server_error")
-            if isinstance(error, BackendError)
-            else to_api_error(error, "responses")
-        )
-        if api_error.status >= 500:
-            logger.error("generation failed: %s", api_error.message)
-        return JSONResponse(api_error.body(), status_code=api_error.status)
+        return _error_response(error)
 
 
-async def _streamed(loop: _Loop) -> AsyncIterator[str]:
+def _error_response(error: Exception) -> Response:
+    api_error = (
+        ApiError(str(error), status=502, type="server_error")
+        if isinstance(error, BackendError)
+        else to_api_error(error, "responses")
+    )
+    if api_error.status >= 500:
+        logger.error("generation failed: %s", api_error.message)
+    return JSONResponse(api_error.body(), status_code=api_error.status)
+
+
+async def _streamed(loop: _Loop, started: _Started) -> AsyncIterator[str]:
     first = True
     stream: ResponsesStream | None = None
+    next_round: _Started | None = started
     try:
         while True:
-            stream, generation, round_ = await loop.start()
+            stream, generation, round_ = next_round or await loop.start()
+            next_round = None
             for frame in responses_sse(loop.events(stream.start(), first)):
                 yield frame
             first = False
