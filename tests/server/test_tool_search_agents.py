@@ -67,3 +67,36 @@ def test_an_agent_loads_a_deferred_tool_through_hosted_search(tmp_path: Path) ->
     # Two requests: the search and its continuation in one, the answer in the second.
     assert len(backend.prompts) == 3
     assert "How many days ahead" not in backend.prompts[0]
+
+
+def test_the_runner_recognises_a_client_search_call_and_leaves_it_to_us(tmp_path: Path) -> None:
+    """The SDK does not auto-execute client searches: our item is read as one, then refused."""
+    agents.set_tracing_disabled(True)
+
+    @agents.function_tool(defer_loading=True)
+    def list_open_orders(customer_id: str) -> str:
+        """List open orders for a customer ID.
+
+        Args:
+            customer_id: The CRM customer ID.
+        """
+        return "[]"
+
+    async def run(url: str) -> Any:
+        client = AsyncOpenAI(base_url=url, api_key="unused", max_retries=0, timeout=30)
+        try:
+            agent = agents.Agent(
+                name="crm",
+                model=agents.OpenAIResponsesModel(model="test-model", openai_client=client),
+                tools=[list_open_orders, agents.ToolSearchTool(execution="client")],
+            )
+            return await agents.Runner.run(agent, "Open orders of C-1042?")
+        finally:
+            await client.close()
+
+    with (
+        serving(QWEN3, tmp_path, QWEN3.load_crm) as (url, backend),
+        pytest.raises(agents.exceptions.ModelBehaviorError, match="Client-executed tool_search"),
+    ):
+        asyncio.run(run(url))
+    assert "list_open_orders: List open orders for a customer ID." in backend.prompts[0]
