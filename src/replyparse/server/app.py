@@ -223,7 +223,9 @@ class _Handler:
                 )
             search = prepare_search(turn, body)  # tool_search / defer_loading: its own rounds
             if search is not None:
-                return await respond_with_search(self, search, _quietly)
+                return await respond_with_search(
+                    self, search, quietly=_quietly, usage=_responses_usage
+                )
             prompt = self.prompt(turn)
             stream = self.stream(turn, prompt)
             try:

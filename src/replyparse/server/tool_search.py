@@ -30,7 +30,7 @@ import dataclasses
 import json
 import logging
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol
 
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
@@ -64,7 +64,6 @@ logger = logging.getLogger("replyparse.server")
 
 #: Searches continued within one request, at most.
 MAX_SEARCH_ROUNDS = 4
-_T = TypeVar("_T")
 _SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 
 
@@ -87,7 +86,10 @@ class Host(Protocol):
     def generation_request(self, turn: Turn, prompt: str) -> GenerationRequest: ...
 
 
+#: The server's way of running a conversion whose rule errors are logged, not raised.
 Quietly = Callable[[Callable[[], Any], Callable[[ToolCallRuleError], Any]], Any]
+#: The server's Responses ``usage`` object from backend token counts.
+Usage = Callable[[Mapping[str, int]], Any]
 
 
 def _wants_search(turn: Turn, body: Mapping[str, Any]) -> bool:
@@ -247,10 +249,11 @@ class _Loop:
     call's events into ``tool_search_call`` item events.
     """
 
-    def __init__(self, host: Host, search: SearchTurn, quietly: Quietly) -> None:
+    def __init__(self, host: Host, search: SearchTurn, quietly: Quietly, usage: Usage) -> None:
         self.host = host
         self.search = search
         self.quietly = quietly
+        self.usage_object = usage
         self.ids = random_id
         self.response_id = random_id(RESPONSE_PREFIX)
         self.messages = list(search.turn.messages)
@@ -395,14 +398,8 @@ class _Loop:
     def final_response(self, response: Mapping[str, Any]) -> dict[str, Any]:
         final = self.echo(response, self.output)
         if self.usage["seen"]:
-            prompt, completion = self.usage["prompt_tokens"], self.usage["completion_tokens"]
-            final["usage"] = {
-                "input_tokens": prompt,
-                "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
-                "output_tokens": completion,
-                "output_tokens_details": {"reasoning_tokens": 0},
-                "total_tokens": prompt + completion,
-            }
+            counts = {key: self.usage[key] for key in ("prompt_tokens", "completion_tokens")}
+            final["usage"] = self.usage_object(counts)
         self.final = final
         return final
 
@@ -442,9 +439,18 @@ def _finish(stream: ResponsesStream, round_: _Round, quietly: Quietly) -> list[d
     return events
 
 
-async def respond_with_search(host: Host, search: SearchTurn, quietly: Quietly) -> Response:
-    """Answer a tool-search request, whole or streaming (see the module docstring)."""
-    loop = _Loop(host, search, quietly)
+async def respond_with_search(
+    host: Host, search: SearchTurn, *, quietly: Quietly, usage: Usage
+) -> Response:
+    """Answer a tool-search request, whole or streaming (see the module docstring).
+
+    Args:
+        host: the server's request handler (prompt rendering, generation requests).
+        search: the request's tool-search state (:func:`prepare_search`).
+        quietly: runs a conversion, logging the tool-calling rules it reports as broken.
+        usage: the Responses ``usage`` object for summed token counts.
+    """
+    loop = _Loop(host, search, quietly, usage)
     try:
         # The first round starts before answering: a prompt or backend failure is an
         # error response, not a failed stream.
