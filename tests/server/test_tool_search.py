@@ -251,7 +251,9 @@ def test_client_executed_search_round_trip(family: Family, tmp_path: Path) -> No
     assert (orders["namespace"], orders["name"]) == ("crm", "list_open_orders")
     assert json.loads(orders["arguments"]) == {"customer_id": "C-1042"}
     first, second = backend.prompts
-    assert "The CRM customer ID." not in first
+    # A namespace whose members are all deferred shows only its name and description.
+    assert "crm (namespace): CRM tools for customer lookup and order management." in first
+    assert "list_open_orders" not in first
     assert "The CRM customer ID." in second
 
 
