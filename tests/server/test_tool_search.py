@@ -21,7 +21,6 @@ import pytest
 openai = pytest.importorskip("openai")
 pytest.importorskip("starlette")
 pytest.importorskip("uvicorn")
-httpx = pytest.importorskip("httpx2")
 
 from openai.types.responses import Response, ResponseStreamEvent  # noqa: E402
 from pydantic import TypeAdapter  # noqa: E402
@@ -49,33 +48,30 @@ EVENTS = TypeAdapter(ResponseStreamEvent)
 FAMILY_IDS = [family.name for family in FAMILIES]
 
 
-def _post(url: str, body: dict[str, Any]) -> httpx.Response:
-    return httpx.post(f"{url}/responses", json={"model": "test-model", **body}, timeout=30)
+def _sdk(url: str) -> Any:
+    return openai.OpenAI(base_url=url, api_key="unused", max_retries=0, timeout=30)
 
 
 def _whole(url: str, body: dict[str, Any]) -> dict[str, Any]:
-    """A whole response, validated against the SDK's ``Response``."""
-    reply = _post(url, body)
-    assert reply.status_code == 200, reply.text
-    raw: dict[str, Any] = reply.json()
+    """A whole response through the openai client, its JSON validated as the SDK's ``Response``."""
+    with _sdk(url) as client:
+        reply = client.responses.with_raw_response.create(model="test-model", **body)
+        raw: dict[str, Any] = json.loads(reply.text)
     Response.model_validate(raw)
     return raw
 
 
 def _events(url: str, body: dict[str, Any]) -> list[dict[str, Any]]:
-    """A streamed response's events, each validated against the SDK's stream event union."""
-    with httpx.stream(
-        "POST",
-        f"{url}/responses",
-        json={"model": "test-model", "stream": True, **body},
-        timeout=30,
-    ) as reply:
-        assert reply.status_code == 200
-        events = [
-            json.loads(line[len("data: ") :])
-            for line in reply.iter_lines()
-            if line.startswith("data: ")
-        ]
+    """A streamed response through the openai client: every event's JSON validated against
+    the SDK's stream event union, numbered from 0 without gaps."""
+    with (
+        _sdk(url) as client,
+        client.responses.with_streaming_response.create(
+            model="test-model", stream=True, **body
+        ) as reply,
+    ):
+        lines = list(reply.iter_lines())
+    events = [json.loads(line[len("data: ") :]) for line in lines if line.startswith("data: ")]
     for event in events:
         EVENTS.validate_python(event)
     assert [event["sequence_number"] for event in events] == list(range(len(events)))
@@ -347,9 +343,12 @@ def test_a_call_outside_the_forced_choice_is_reported(
 
 
 def _error(url: str, body: dict[str, Any]) -> str:
-    reply = _post(url, body)
-    assert reply.status_code == 400, reply.text
-    message: str = reply.json()["error"]["message"]
+    """The message of the 400 the request gets."""
+    with _sdk(url) as client, pytest.raises(openai.BadRequestError) as caught:
+        client.responses.create(model="test-model", **body)
+    assert caught.value.status_code == 400
+    error = caught.value.body
+    message: str = error["message"]
     return message
 
 
@@ -410,18 +409,17 @@ def test_tool_choice_naming_an_unknown_tool_is_a_400(tmp_path: Path) -> None:
 
 def test_chat_completions_refuses_deferred_tools(tmp_path: Path) -> None:
     chat_forecast = {key: value for key, value in FORECAST.items() if key != "type"}
-    with serving(GPT_OSS, tmp_path, GPT_OSS.answer) as (url, _):
-        reply = httpx.post(
-            f"{url}/chat/completions",
-            json={
-                "model": "test-model",
-                "messages": [{"role": "user", "content": USER}],
-                "tools": [{"type": "function", "function": chat_forecast}],
-            },
-            timeout=30,
+    with (
+        serving(GPT_OSS, tmp_path, GPT_OSS.answer) as (url, _),
+        _sdk(url) as client,
+        pytest.raises(openai.BadRequestError) as caught,
+    ):
+        client.chat.completions.create(
+            model="test-model",
+            messages=[{"role": "user", "content": USER}],
+            tools=[{"type": "function", "function": chat_forecast}],
         )
-    assert reply.status_code == 400
-    assert "Responses API features" in reply.json()["error"]["message"]
+    assert "Responses API features" in caught.value.body["message"]
 
 
 def test_each_round_s_grammar_follows_the_tools_callable_then(tmp_path: Path) -> None:
@@ -482,10 +480,11 @@ def test_a_failure_while_continuing_ends_the_stream(tmp_path: Path) -> None:
     body = {"input": USER, "tools": [*FIFTY, HOSTED]}
     with running(config) as url:
         events = _events(url, body)
-        whole = _post(url, body)
+        with _sdk(url) as client, pytest.raises(openai.InternalServerError) as caught:
+            client.responses.create(model="test-model", **body)
     assert [event["type"] for event in events][-2:] == ["error", "response.failed"]
     failed = events[-1]["response"]
     assert failed["error"]["message"] == "the upstream went away"
     # What was done before the failure is kept: the search and its output.
     assert _types(failed) == ["reasoning", "tool_search_call", "tool_search_output"]
-    assert whole.status_code == 502
+    assert caught.value.status_code == 502
