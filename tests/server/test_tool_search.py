@@ -25,7 +25,16 @@ pytest.importorskip("uvicorn")
 from openai.types.responses import Response, ResponseStreamEvent  # noqa: E402
 from pydantic import TypeAdapter  # noqa: E402
 
+from replyparse.server import (  # noqa: E402
+    BackendError,
+    ChatTemplate,
+    Delta,
+    ReplayBackend,
+    ServerConfig,
+)
 from replyparse.server.tool_search import MAX_SEARCH_ROUNDS  # noqa: E402
+from replyparse.templates import get_template  # noqa: E402
+from tests.server.helpers import running, write_replay  # noqa: E402
 from tests.server.tool_search_cases import (  # noqa: E402
     CHAT_TEMPLATES,
     CRM,
@@ -453,8 +462,6 @@ class _FailingSecondRound:
         self.count = 0
 
     async def start(self, request: Any) -> Any:
-        from replyparse.server import BackendError
-
         self.count += 1
         if self.count > 1:
             raise BackendError("the upstream went away")
@@ -465,10 +472,6 @@ class _FailingSecondRound:
 
 
 def test_a_failure_while_continuing_ends_the_stream(tmp_path: Path) -> None:
-    from replyparse.server import ReplayBackend, ServerConfig
-    from replyparse.templates import get_template
-    from tests.server.helpers import running, write_replay
-    from tests.server.tool_search_cases import ChatTemplate
 
     replay = write_replay(tmp_path / "fail.jsonl", QWEN3.search, QWEN3.forecast)
     config = ServerConfig(
@@ -488,3 +491,48 @@ def test_a_failure_while_continuing_ends_the_stream(tmp_path: Path) -> None:
     # What was done before the failure is kept: the search and its output.
     assert _types(failed) == ["reasoning", "tool_search_call", "tool_search_output"]
     assert caught.value.status_code == 502
+
+
+class _Counted:
+    """A backend whose generations are one recorded text and its token counts."""
+
+    def __init__(self, *texts: str) -> None:
+        self.texts = list(texts)
+        self.description = "counted"
+
+    async def start(self, request: Any) -> Any:
+        text = self.texts.pop(0)
+        usage = {"prompt_tokens": len(request.prompt) // 4, "completion_tokens": len(text) // 4}
+
+        class _Generation:
+            async def _deltas(self) -> Any:
+                yield Delta(text)
+                yield Delta("", None, usage)
+
+            def __aiter__(self) -> Any:
+                return self._deltas()
+
+            async def aclose(self) -> None:
+                return None
+
+        return _Generation()
+
+    async def close(self) -> None:
+        return None
+
+
+def test_usage_is_summed_over_the_rounds() -> None:
+
+    backend = _Counted(QWEN3.search, QWEN3.forecast)
+    config = ServerConfig(
+        model_name="test-model",
+        template=get_template("qwen3"),
+        backend=backend,
+        chat_template=ChatTemplate.from_path(CHAT_TEMPLATES / "qwen3.jinja"),
+    )
+    with running(config) as url:
+        response = _whole(url, {"input": USER, "tools": [*FIFTY, HOSTED]})
+    completion = len(QWEN3.search) // 4 + len(QWEN3.forecast) // 4
+    assert response["usage"]["output_tokens"] == completion
+    assert response["usage"]["input_tokens"] > 0
+    assert response["usage"]["total_tokens"] == response["usage"]["input_tokens"] + completion
