@@ -148,7 +148,7 @@ def test_an_output_answering_no_call_is_refused() -> None:
 
 def test_an_output_without_call_id_answers_the_oldest_call() -> None:
     items = SearchItems()
-    items.call({"type": "tool_search_call", "call_id": "a", "arguments": "{}"}, "input[0]")
+    items.call({"type": "tool_search_call", "call_id": "a", "arguments": "{}"})
     message = items.output({"type": "tool_search_output", "tools": [FORECAST]}, "input[1]")
     assert message["tool_call_id"] == "a"
     assert items.loaded == [FORECAST]

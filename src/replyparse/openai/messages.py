@@ -610,7 +610,7 @@ def from_responses_input(
             )
         elif kind == "tool_search_call":
             target = current_assistant()
-            target.setdefault("tool_calls", []).append(searches.call(item, where))
+            target.setdefault("tool_calls", []).append(searches.call(item))
         elif kind == "tool_search_output":
             assistant = None
             messages.append(searches.output(item, where))

@@ -401,7 +401,7 @@ class SearchItems:
         self._unanswered: list[str] = []
         self._anonymous = 0
 
-    def call(self, item: Mapping[str, Any], where: str) -> dict[str, Any]:
+    def call(self, item: Mapping[str, Any]) -> dict[str, Any]:
         """The chat-template tool call of a ``tool_search_call`` item."""
         call_id = item.get("call_id")
         if not isinstance(call_id, str) or not call_id:
