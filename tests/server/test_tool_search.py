@@ -536,3 +536,31 @@ def test_usage_is_summed_over_the_rounds() -> None:
     assert response["usage"]["output_tokens"] == completion
     assert response["usage"]["input_tokens"] > 0
     assert response["usage"]["total_tokens"] == response["usage"]["input_tokens"] + completion
+
+
+def test_a_continuation_cut_by_the_token_limit_is_incomplete(tmp_path: Path) -> None:
+    cut = QWEN3.forecast[: QWEN3.forecast.index('"days"')]
+    replay = tmp_path / "cut.jsonl"
+    replay.write_text(
+        json.dumps({"text": QWEN3.search})
+        + "\n"
+        + json.dumps({"text": cut, "finish_reason": "length"})
+        + "\n",
+        encoding="utf-8",
+    )
+    config = ServerConfig(
+        model_name="test-model",
+        template=get_template("qwen3"),
+        backend=ReplayBackend(replay),
+        chat_template=ChatTemplate.from_path(CHAT_TEMPLATES / "qwen3.jinja"),
+    )
+    with running(config) as url:
+        response = _whole(url, {"input": USER, "tools": [*FIFTY, HOSTED]})
+        events = _events(url, {"input": USER, "tools": [*FIFTY, HOSTED]})
+    assert response["status"] == "incomplete"
+    assert response["incomplete_details"] == {"reason": "max_output_tokens"}
+    assert _types(response)[:3] == ["reasoning", "tool_search_call", "tool_search_output"]
+    call = response["output"][-1]
+    assert call["type"] == "function_call" and call["name"] == "get_weather_forecast"
+    assert events[-1]["type"] == "response.incomplete"
+    assert events[-1]["response"]["output"][-1]["name"] == "get_weather_forecast"

@@ -224,7 +224,7 @@ class _Handler:
             search = prepare_search(turn, body)  # tool_search / defer_loading: its own rounds
             if search is not None:
                 return await respond_with_search(
-                    self, search, quietly=_quietly, usage=_responses_usage
+                    self, search, quietly=_quietly, usage=_responses_usage, log_issues=_log_issues
                 )
             prompt = self.prompt(turn)
             stream = self.stream(turn, prompt)

@@ -90,6 +90,8 @@ class Host(Protocol):
 Quietly = Callable[[Callable[[], Any], Callable[[ToolCallRuleError], Any]], Any]
 #: The server's Responses ``usage`` object from backend token counts.
 Usage = Callable[[Mapping[str, int]], Any]
+#: The server's logging of what recover mode did about a round's output.
+LogIssues = Callable[[ResponsesStream], None]
 
 
 def _wants_search(turn: Turn, body: Mapping[str, Any]) -> bool:
@@ -249,11 +251,14 @@ class _Loop:
     call's events into ``tool_search_call`` item events.
     """
 
-    def __init__(self, host: Host, search: SearchTurn, quietly: Quietly, usage: Usage) -> None:
+    def __init__(
+        self, host: Host, search: SearchTurn, quietly: Quietly, usage: Usage, log_issues: LogIssues
+    ) -> None:
         self.host = host
         self.search = search
         self.quietly = quietly
         self.usage_object = usage
+        self.log_issues = log_issues
         self.ids = random_id
         self.response_id = random_id(RESPONSE_PREFIX)
         self.messages = list(search.turn.messages)
@@ -431,16 +436,17 @@ async def _drain(
         await generation.aclose()
 
 
-def _finish(stream: ResponsesStream, round_: _Round, quietly: Quietly) -> list[dict[str, Any]]:
-    events: list[dict[str, Any]] = quietly(
+def _finish(loop: _Loop, stream: ResponsesStream, round_: _Round) -> list[dict[str, Any]]:
+    events: list[dict[str, Any]] = loop.quietly(
         lambda: stream.finish(finish_reason=round_.finish_reason),
         lambda error: list(error.result),
     )
+    loop.log_issues(stream)
     return events
 
 
 async def respond_with_search(
-    host: Host, search: SearchTurn, *, quietly: Quietly, usage: Usage
+    host: Host, search: SearchTurn, *, quietly: Quietly, usage: Usage, log_issues: LogIssues
 ) -> Response:
     """Answer a tool-search request, whole or streaming (see the module docstring).
 
@@ -449,8 +455,9 @@ async def respond_with_search(
         search: the request's tool-search state (:func:`prepare_search`).
         quietly: runs a conversion, logging the tool-calling rules it reports as broken.
         usage: the Responses ``usage`` object for summed token counts.
+        log_issues: logs what recover mode did about a round's output.
     """
-    loop = _Loop(host, search, quietly, usage)
+    loop = _Loop(host, search, quietly, usage, log_issues)
     try:
         # The first round starts before answering: a prompt or backend failure is an
         # error response, not a failed stream.
@@ -468,7 +475,7 @@ async def respond_with_search(
             started = None
             async for _ in _drain(stream, generation, round_):
                 pass
-            events = _finish(stream, round_, quietly)
+            events = _finish(loop, stream, round_)
             response = events[-1]["response"]
             _, go_on = loop.finish_round(response, round_)
             if not go_on:
@@ -502,7 +509,7 @@ async def _streamed(loop: _Loop, started: _Started) -> AsyncIterator[str]:
             async for events in _drain(stream, generation, round_):
                 for frame in responses_sse(loop.events(events, False)):
                     yield frame
-            events = _finish(stream, round_, loop.quietly)
+            events = _finish(loop, stream, round_)
             response = events[-1]["response"]
             for frame in responses_sse(loop.events(events, False)):
                 yield frame
