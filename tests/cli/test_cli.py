@@ -17,17 +17,17 @@ import pytest
 from replyparse.cli import main
 
 QWEN_PREFIX = "<|im_start|>assistant\n<think>\n"
-#: Generations written for these tests in Qwen3's format (the prompt pre-opened <think>).
+#: Generations written for these tests in Qwen3's format, after its default (hybrid) prompt:
+#: the model opens <think> itself (after QWEN_PREFIX, which pre-opens it, the repeated opener
+#: is absorbed).
 CALLS = (
-    "The user wants two forecasts.\n</think>\n\nOn it.\n\n"
+    "<think>The user wants two forecasts.\n</think>\n\nOn it.\n\n"
     '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Porto", "days": "3"}}\n</tool_call>\n'
     '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Bergen", "days": "1"}}\n</tool_call>'
     "<|im_end|>"
 )
-ANSWER = "Simple question.\n</think>\n\nIt is 12 °C.<|im_end|>"
-BROKEN = (
-    'Hm.\n</think>\n\n<tool_call>\n{"name": "get_weather", "arguments": {</tool_call><|im_end|>'
-)
+ANSWER = "<think>Simple question.\n</think>\n\nIt is 12 °C.<|im_end|>"
+BROKEN = '<think>Hm.\n</think>\n\n<tool_call>\n{"name": "get_weather", "arguments": {</tool_call><|im_end|>'
 TOOLS = [
     {
         "type": "function",
@@ -182,7 +182,7 @@ def test_parse_jsonl_reports_bad_lines_and_writes_the_rest(files: dict[str, Path
 
 def test_parse_jsonl_with_workers_keeps_order(files: dict[str, Path], tmp_path: Path) -> None:
     batch = tmp_path / "many.jsonl"
-    texts = [f"r{i}\n</think>\n\nanswer {i}<|im_end|>" for i in range(300)]
+    texts = [f"<think>r{i}\n</think>\n\nanswer {i}<|im_end|>" for i in range(300)]
     batch.write_text("".join(json.dumps({"text": text}) + "\n" for text in texts), encoding="utf-8")
     status, out, err = run(
         "parse", str(batch), "-t", "qwen3", "--workers", "2", "--progress", "always"
@@ -231,7 +231,15 @@ def test_invalid_template_file_lists_every_issue(tmp_path: Path) -> None:
 
 def test_stream_events(files: dict[str, Path]) -> None:
     status, out, _err = run(
-        "stream", str(files["calls"]), "-t", "qwen3", "--chunk-size", "4", "--with-message"
+        "stream",
+        str(files["calls"]),
+        "-t",
+        "qwen3",
+        "--prefix-name",
+        "thinking_2507",
+        "--chunk-size",
+        "4",
+        "--with-message",
     )
     assert status == 0
     events = [json.loads(line) for line in out.splitlines()]
@@ -281,7 +289,7 @@ def test_templates_list_and_show() -> None:
     status, out, _err = run("templates", "show", "Qwen/Qwen3-8B")
     assert status == 0 and "tool_calls" in json.loads(out)["fields"]
     status, out, _err = run("templates", "show", "qwen3", "--entry")
-    assert json.loads(out)["prefixes"]["default"] == QWEN_PREFIX
+    assert json.loads(out)["prefixes"]["thinking_2507"] == QWEN_PREFIX
 
 
 def test_templates_check(files: dict[str, Path], tmp_path: Path) -> None:
@@ -410,6 +418,8 @@ def test_module_serve_replay_binds_loopback_and_answers(tmp_path: Path) -> None:
             str(replay),
             "-t",
             "qwen3",
+            "--prefix-name",
+            "thinking_2507",
             "--port",
             "0",
             "--model-name",
@@ -475,4 +485,7 @@ def test_serve_detects_the_template_from_the_chat_template(tmp_path: Path) -> No
     status, _out, err = run(
         "serve", "--replay", str(config), "--chat-template", str(tmp_path / "other.jinja")
     )
-    assert status == 1 and "cannot pick a response template" in err and "--template" in err
+    # No registry family and no drafted template that passes its round trip: refused, with
+    # how to write one (tests/cli/test_serve_draft.py covers the accepted draft).
+    assert status == 1 and "no registry family matches" in err and "--template" in err
+    assert "replyparse templates draft" in err

@@ -89,6 +89,37 @@ KNOWN_GAPS: dict[str, str] = {
     "<|START_RESPONSE|> opens reasoning with a zero-width delimiter; neither is written",
     "cohere2-moe": "call objects carry a tool_call_id key besides the name and arguments",
     "gpt-oss-no-call-11": "a built-in tool call (to=container.exec); only function calls are written",
+    # Families added for issue 15; each reason is where llguidance rejects the corpus output.
+    "granite4-parallel-3": "JSON-string arguments (a string holding JSON); the grammar writes an "
+    "object",
+    "functiongemma": "like gemma4: unquoted keys and <escape> string quotes; the grammar writes "
+    "standard JSON",
+    "kimi-k3": "the content field is an explicit region (<|open|>response<|sep|>) in a template "
+    "without an implicit field; the grammar does not write it",
+    "glimmer": "no implicit field: messages are regions opened by ' to=RECIPIENT<|message|>' "
+    "headers and a call's header names the tool; the grammar does not write these headers",
+    "minimax-m3": "a turn may start with a bare </mm:think> (zero-width reasoning opener); the "
+    "grammar does not write zero-width opens",
+    "laguna": "zero-width reasoning opener (a bare </think>) and values with leading "
+    "indentation; the grammar writes neither",
+    "cogito-no-call-edge-7": "content ended by <｜tool▁outputs▁begin｜> (an end of turn that is "
+    "a tool-output block); the grammar ends the turn with <｜end▁of▁sentence｜>",
+    "dots-parallel-4": "two <dots_function_call> blocks back to back; the grammar writes one "
+    "block wrapper per call list",
+    "hunyuan-hy3": "arg_key/arg_value pairs right after <tool_sep> with no newline; the grammar "
+    "writes its own layout",
+    "hyperclovax-seed-think": "arg_key/arg_value values JSON-encoded (value_parser json); the "
+    "grammar writes raw values",
+    "gigachat3.5": 'GCML string="true" parameters are the string alternative of a json value '
+    "parser with string delimiters; the grammar writes JSON values",
+    "nemotron-json-call-4": "JSON-string arguments (a string holding JSON); the grammar writes an "
+    "object",
+    "mimo-v2-flash-call-5": "a newline between <function=NAME> and <parameter=...>; the grammar "
+    "writes its own layout",
+    "k2-horizon": "tool_call_format=json bodies inside <ifm|tool_call> (a format the template "
+    "does not read as a call either)",
+    "solar-open2": "a newline between the call name and <|tool_arg:start|>; the grammar writes "
+    "its own layout",
 }
 
 

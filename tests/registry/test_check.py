@@ -7,6 +7,8 @@ from pathlib import Path
 import pytest
 
 from replyparse.templates.check import (
+    DRAFT_TABLE_END,
+    DRAFT_TABLE_START,
     TABLE_END,
     TABLE_START,
     CaseResult,
@@ -112,15 +114,19 @@ def test_write_docs_replaces_only_the_table(tmp_path: Path) -> None:
 def test_docs_have_the_table_markers() -> None:
     text = default_docs_path().read_text(encoding="utf-8")
     assert TABLE_START in text and TABLE_END in text
+    draft_docs = default_docs_path().with_name("draft.md").read_text(encoding="utf-8")
+    assert DRAFT_TABLE_START in draft_docs and DRAFT_TABLE_END in draft_docs
 
 
 @requires_shared
 def test_command_line(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["--shared", str(SHARED), "--family", "qwen3", "--family", "lfm2", "-v"]) == 0
+    argv = ["--shared", str(SHARED), "--family", "qwen3", "--family", "lfm2", "--family", "hermes"]
+    assert main([*argv, "-v"]) == 0
     output = capsys.readouterr().out
-    assert "| qwen3 | 12 |" in output
+    # qwen3-reasoning-4 passes with the prefix its corpus_exceptions.json entry names.
+    assert "| qwen3 | 12 | 12 | 0 | 0 |" in output
     assert "| lfm2 | 15 | 15 | 0 | 0 |" in output
-    assert "KNOWN_WRONG qwen3-reasoning-4" in output
+    assert "KNOWN_WRONG hermes-no-call-edge-6" in output
 
 
 def test_command_line_without_a_corpus(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

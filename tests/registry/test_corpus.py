@@ -13,7 +13,14 @@ import pytest
 
 from replyparse import ContentParseError, ResponseParseError, parse_response
 from replyparse.templates import get_entry, list_templates
-from replyparse.templates.check import check_case, compare_message, load_exceptions, tools_for
+from replyparse.templates.check import (
+    check_case,
+    compare_message,
+    load_exceptions,
+    load_prefix_overrides,
+    prefix_for,
+    tools_for,
+)
 from tests.registry.helpers import corpus, requires_shared
 
 
@@ -46,20 +53,24 @@ def _case(case_id: str) -> dict[str, Any]:
 
 
 @requires_shared
-@pytest.mark.parametrize(
-    ("case_id", "prefix_key"),
-    [
-        ("qwen3-reasoning-4", "no_thinking"),
-        ("olmo3-reasoning-14", "thinking"),
-        ("olmo3-reasoning-15", "thinking"),
-    ],
-)
-def test_known_wrong_cases_pass_with_their_real_prompt(case_id: str, prefix_key: str) -> None:
-    """These cases are listed only because the corpus does not record the prompt they assume."""
-    case = _case(case_id)
-    entry = get_entry(case["family"])
-    message = parse_response(case["text"], entry.template, prefix=entry.prefixes[prefix_key])
-    assert compare_message(message, case["expected"]) == []
+def test_prefix_overrides_name_a_declared_prefix_and_pass() -> None:
+    """Cases listed with a prefix were generated after another of the family's prompts."""
+    overrides = load_prefix_overrides()
+    assert overrides, "corpus_exceptions.json lists no prefix overrides"
+    by_id = {case["id"]: case for case in corpus()}
+    for case_id, override in overrides.items():
+        case = by_id[case_id]
+        entry = get_entry(case["family"])
+        assert override.prefix in entry.prefixes, f"{case_id}: {override.prefix!r} undeclared"
+        assert override.prefix != "default", f"{case_id}: an override names another prompt"
+        assert prefix_for(case, entry) == entry.prefixes[override.prefix]
+        message = parse_response(
+            case["text"],
+            entry.template,
+            prefix=entry.prefixes[override.prefix],
+            tools=tools_for(case),
+        )
+        assert compare_message(message, case["expected"]) == [], case_id
 
 
 @requires_shared
@@ -76,7 +87,7 @@ def test_known_wrong_malformed_calls_raise_with_the_partial_message(
 ) -> None:
     case = _case(case_id)
     entry = get_entry(case["family"])
-    prefix = case["prefix"] if case["prefix"] is not None else entry.prefixes["default"]
+    prefix = prefix_for(case, entry)
     with pytest.raises(ContentParseError) as caught:
         parse_response(case["text"], entry.template, prefix=prefix, tools=tools_for(case))
     assert caught.value.field == "tool_calls"

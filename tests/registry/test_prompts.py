@@ -23,7 +23,11 @@ from tests.registry.helpers import (
 ANSWER = "Final answer."
 #: Generations of a plain answer where the prompt leaves the model a slot to fill first
 #: (functionary v3.2's prompt ends with ">>>", where the model names a function or "all").
-GENERATIONS = {"functionary-v3.2": "all\n" + ANSWER}
+GENERATIONS = {
+    "functionary-v3.2": "all\n" + ANSWER,
+    # glimmer has no implicit field: an answer is a message addressed to the user.
+    "glimmer": " to=user<|message|>" + ANSWER + "<|eot|>",
+}
 
 
 def _prompts(file_name: str) -> dict[str, str]:

@@ -13,12 +13,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 from pathlib import Path
 from typing import IO, Any
 
 from replyparse._cli.common import CliError, TemplateChoice, resolve_prefix, resolve_template
 from replyparse.errors import TemplateError, UnknownTemplateError
-from replyparse.templates import detect_entry, detect_template
+from replyparse.template import load_template
+from replyparse.templates import detect_entry, detect_template, draft
 
 __all__ = ["add_serve_arguments", "run_serve"]
 
@@ -168,8 +170,14 @@ def _template_kwargs(text: str | None) -> dict[str, Any]:
     return value
 
 
-def _detected(chat_template_path: str, source: str) -> TemplateChoice:
-    """The template for a chat template: the config's own, else the registry family's."""
+def _detected(
+    chat_template_path: str,
+    source: str,
+    special_tokens: dict[str, Any] | None = None,
+    stderr: IO[str] | None = None,
+) -> TemplateChoice:
+    """The template for a chat template: the config's own, else the registry family's, else
+    a draft that passes its round trip (with a warning naming what it guessed)."""
     location = Path(chat_template_path)
     evidence: dict[str, Any] = (
         {"tokenizer_config": location}
@@ -178,7 +186,14 @@ def _detected(chat_template_path: str, source: str) -> TemplateChoice:
     )
     try:
         template = detect_template(**evidence)
-    except (UnknownTemplateError, TemplateError) as error:
+    except UnknownTemplateError as error:
+        if error.suggestions or not str(error).startswith("no registry template matches"):
+            raise CliError(
+                f"cannot pick a response template for {chat_template_path}: "
+                f"{' '.join(str(error).split())} Pass --template NAME|PATH."
+            ) from None
+        return _drafted(chat_template_path, source, special_tokens, stderr)
+    except TemplateError as error:
         raise CliError(
             f"cannot pick a response template for {chat_template_path}: "
             f"{' '.join(str(error).split())} Pass --template NAME|PATH."
@@ -190,6 +205,41 @@ def _detected(chat_template_path: str, source: str) -> TemplateChoice:
     if entry is not None and entry.template is template:
         return TemplateChoice(entry.name, template, entry, entry.name)
     return TemplateChoice(location.name, template, None, {})
+
+
+def _drafted(
+    chat_template_path: str,
+    source: str,
+    special_tokens: dict[str, Any] | None,
+    stderr: IO[str] | None,
+) -> TemplateChoice:
+    """No registry family matches: a drafted template, only when its round trip passes."""
+    how = (
+        f"Write one: `replyparse templates draft {chat_template_path} --output template.json`, "
+        "fix the fields it names (docs/draft.md), then pass --template template.json."
+    )
+    try:
+        result = draft(source, name=Path(chat_template_path).stem, special_tokens=special_tokens)
+    except TemplateError as error:
+        raise CliError(
+            f"no registry family matches {chat_template_path}, and no response template can "
+            f"be drafted from it: {error.issues[0].message if error.issues else error}. {how}"
+        ) from None
+    if not result.ok:
+        failures = "; ".join(str(problem) for problem in result.problems)
+        raise CliError(
+            f"no registry family matches {chat_template_path}, and the drafted response "
+            f"template fails its round trip ({failures}). {how}"
+        )
+    guessed = " ".join(result.notes) or "the delimiters shown by the rendered turns"
+    print(
+        f"warning: no registry family matches {chat_template_path}; serving a response "
+        f"template drafted from it (round trip passed). Guessed: {guessed}. Review it with "
+        f"`replyparse templates draft {chat_template_path}`.",
+        file=stderr if stderr is not None else sys.stderr,
+    )
+    spec = result.response_template
+    return TemplateChoice(Path(chat_template_path).name, load_template(spec), None, spec)
 
 
 def run_serve(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
@@ -217,7 +267,9 @@ def run_serve(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int
     if spec is not None:
         choice = resolve_template(spec)
     elif chat_template is not None:
-        choice = _detected(args.chat_template, chat_template.source)
+        choice = _detected(
+            args.chat_template, chat_template.source, dict(chat_template.special_tokens), stderr
+        )
     else:
         raise CliError("pass --template NAME|PATH (or --chat-template to detect it)", status=2)
     if args.upstream is not None and chat_template is None:

@@ -1,4 +1,9 @@
-"""``replyparse templates list | show | check``: browse the registry, validate template files.
+"""``replyparse templates list | show | check | draft``: browse the registry, validate files.
+
+``draft PATH`` (a ``.jinja``, a ``tokenizer_config.json`` or a model folder) drafts a family
+data file from the chat template, prints it as JSON on stdout and the round-trip verdict on
+stderr; exit status 1 when the round trip fails (each failing field and its text named), 2
+when the chat template cannot be read.
 
 ``check FILE`` reports every load-time problem of a template file, one
 ``error[code] $.path: message`` line each, then parses each ``--sample`` (plain text, or
@@ -9,6 +14,7 @@ every registry data file. Exit status 1 when anything failed.
 from __future__ import annotations
 
 import argparse
+import json
 import shutil
 from pathlib import Path
 from typing import IO, Any
@@ -24,9 +30,9 @@ from replyparse._cli.common import (
     resolve_template,
     template_from_file,
 )
-from replyparse.errors import ResponseParseError
+from replyparse.errors import ResponseParseError, TemplateError
 from replyparse.parser import parse_response
-from replyparse.templates import get_entry, list_templates, validate_registry
+from replyparse.templates import draft_from_path, get_entry, list_templates, validate_registry
 
 __all__ = ["add_templates_arguments", "run_templates"]
 
@@ -60,6 +66,41 @@ def add_templates_arguments(parser: argparse.ArgumentParser) -> None:
         "--prefix-file", metavar="FILE", help="read the samples' prefix from a file"
     )
     check.add_argument("--tools", metavar="FILE", help="a JSON array of tools for the samples")
+    _add_draft_arguments(commands)
+
+
+def _add_draft_arguments(commands: Any) -> None:
+    draft = commands.add_parser(
+        "draft", help="draft a response template from a chat template, checked by round trip"
+    )
+    draft.add_argument(
+        "path", metavar="PATH", help="a .jinja file, a tokenizer_config.json or a model folder"
+    )
+    draft.add_argument("--name", default=None, help="the family id to write (default: file name)")
+    draft.add_argument("--output", default=None, metavar="FILE", help="write the JSON here")
+
+
+def _draft(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
+
+    try:
+        result = draft_from_path(args.path, name=args.name)
+    except TemplateError as error:
+        message = error.issues[0].message if error.issues else str(error)
+        print(f"error: cannot draft from {args.path}: {message}", file=stderr)
+        return 2
+    if args.output is not None:
+        text = json.dumps(result.entry, indent=2, ensure_ascii=False)
+        Path(args.output).write_text(text + "\n", encoding="utf-8")
+    else:
+        dump_json(result.entry, stdout, indent=2)
+    for note in result.notes:
+        print(f"note: {note}", file=stderr)
+    if result.ok:
+        print("round trip: ok (every probe turn parses back to its message)", file=stderr)
+        return 0
+    for problem in result.problems:
+        print(f"round trip FAILED: {problem}", file=stderr)
+    return 1
 
 
 def _entry_json(name: str) -> dict[str, Any]:
@@ -182,6 +223,8 @@ def run_templates(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) ->
         return _list(args, stdout)
     if args.templates_command == "show":
         return _show(args, stdout)
+    if args.templates_command == "draft":
+        return _draft(args, stdout, stderr)
     if args.file is None:
         if args.sample:
             raise CliError("--sample needs a template FILE", status=2)

@@ -53,6 +53,7 @@ from replyparse.server.constraints import grammar_fields
 from replyparse.server.errors import Api, ApiError, to_api_error
 from replyparse.server.limits import Limits, decode_body
 from replyparse.server.structured import log_content_problems
+from replyparse.server.tool_search import prepare_search, respond_with_search
 from replyparse.server.turn import Turn, read_turn
 from replyparse.template import ResponseTemplate
 from replyparse.tools import normalize_tools
@@ -256,12 +257,8 @@ class _Handler:
         # Off the event loop: the nesting scan and decoding are linear, but a body can be big.
         return await asyncio.to_thread(decode_body, b"".join(chunks), self.config.limits)
 
-    def prepare(
-        self, body: Any, api: Api
-    ) -> tuple[Turn, str, ChatCompletionStream | ResponsesStream]:
-        """Read the turn, render its prompt and build its stream (run in a worker thread:
-        the chat template and the request's patterns cost time the event loop must not spend).
-        """
+    def read(self, body: Any, api: Api) -> Turn:
+        """Read the turn and check its model."""
         turn = read_turn(body, api)
         if turn.model != self.config.model_name:
             raise ApiError(
@@ -270,15 +267,27 @@ class _Handler:
                 param="model",
                 code="model_not_found",
             )
+        return turn
+
+    def prepare(self, turn: Turn) -> tuple[str, ChatCompletionStream | ResponsesStream]:
+        """Render the prompt and build the stream (run in a worker thread: the chat template
+        and the request's patterns cost time the event loop must not spend).
+        """
         prompt = self.prompt(turn)
-        return turn, prompt, self.stream(turn, prompt)
+        return prompt, self.stream(turn, prompt)
 
     # -- routes -------------------------------------------------------------------------------
 
     async def handle(self, request: Request, api: Api) -> Response:
         try:
             body = await self.body(request)
-            turn, prompt, stream = await asyncio.to_thread(self.prepare, body, api)
+            turn = await asyncio.to_thread(self.read, body, api)
+            search = prepare_search(turn, body)  # tool_search / defer_loading: its own rounds
+            if search is not None:
+                return await respond_with_search(
+                    self, search, quietly=_quietly, usage=_responses_usage, log_issues=_log_issues
+                )
+            prompt, stream = await asyncio.to_thread(self.prepare, turn)
             request_ = await asyncio.to_thread(self.generation_request, turn, prompt)
             try:
                 generation = await self.config.backend.start(request_)

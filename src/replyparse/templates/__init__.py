@@ -8,6 +8,10 @@ notes. ``docs/registry.md`` describes the format and how to add a model.
 Lookups are lazy: nothing is read at import time; the first lookup loads and compiles every
 data file once and keeps them in a module-level cache for the life of the process.
 
+A family the registry lacks can be drafted from its chat template: ``draft(chat_template)``
+(or ``replyparse templates draft PATH``) renders probe conversations, diffs them into a
+response template and validates it by round trip (``docs/draft.md``).
+
 Example:
     >>> from replyparse import parse_response
     >>> from replyparse.templates import get_entry
@@ -19,6 +23,7 @@ Example:
 
 from __future__ import annotations
 
+from replyparse.templates._draft import Draft, DraftProblem, draft, draft_from_path
 from replyparse.templates._registry import (
     RegistryEntry,
     chat_template_digest,
@@ -33,11 +38,15 @@ from replyparse.templates._registry import (
 )
 
 __all__ = [
+    "Draft",
+    "DraftProblem",
     "RegistryEntry",
     "chat_template_digest",
     "clear_cache",
     "detect_entry",
     "detect_template",
+    "draft",
+    "draft_from_path",
     "get_entry",
     "get_template",
     "list_templates",

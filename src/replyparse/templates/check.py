@@ -20,13 +20,21 @@ with the case's ``expected`` fields:
   failure (its ``partial_message`` is what gets compared, for the report).
 
 The prefix is the case's ``prefix`` when the corpus records one, else the family's
-``prefixes["default"]``. Cases believed wrong in their source (or testing a partial pipeline
-replyparse does not reproduce) are listed with a written reason in ``corpus_exceptions.json``;
-they are reported as "known wrong", and one that passes is a failure.
+``prefixes["default"]`` (what the family's own chat template renders with its default
+kwargs). ``corpus_exceptions.json`` maps a case id to either
+
+* a written reason (a string): the case is believed wrong in its source (or tests a partial
+  pipeline replyparse does not reproduce); it is reported as "known wrong", and one that
+  passes is a failure; or
+* ``{"prefix": NAME, "reason": ...}``: the case was generated after another of the family's
+  prompts than the default (e.g. thinking switched off) and the corpus does not record it;
+  it is parsed with ``prefixes[NAME]`` and must pass.
 
 Options: ``--shared DIR`` (default: ``../shared`` next to the repository), ``--family NAME``
 (repeatable), ``-v`` (print every failing case), ``--write-docs`` (rewrite the pass table in
-``docs/registry.md``), ``--write-digests`` (rewrite the chat template digests used by exact
+``docs/registry.md``), ``--drafts`` (draft a response template from every chat template a
+family claims and measure its agreement with the family on the family's corpus cases;
+``--write-docs`` then also rewrites the table in ``docs/draft.md``), ``--write-digests`` (rewrite the chat template digests used by exact
 detection from the shared chat templates). The exit status is 1 when any case fails.
 """
 
@@ -38,6 +46,7 @@ import re
 import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cache
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -55,14 +64,19 @@ from replyparse.templates._registry import (
 
 __all__ = [
     "CaseResult",
+    "DraftAgreement",
+    "PrefixOverride",
     "chat_template_digests",
     "check_case",
     "compare_message",
     "default_shared_dir",
     "digests_path",
+    "draft_agreement",
+    "format_draft_table",
     "format_table",
     "load_cases",
     "load_exceptions",
+    "load_prefix_overrides",
     "main",
     "normalize_text",
     "parse_both_ways",
@@ -77,6 +91,8 @@ TEXT_FIELDS = ("content", "reasoning_content")
 _TOOL_NAME = re.compile(r"[a-zA-Z0-9_-]{1,64}")
 TABLE_START = "<!-- registry-pass-table:start -->"
 TABLE_END = "<!-- registry-pass-table:end -->"
+DRAFT_TABLE_START = "<!-- draft-agreement-table:start -->"
+DRAFT_TABLE_END = "<!-- draft-agreement-table:end -->"
 
 
 def default_shared_dir() -> Path:
@@ -99,21 +115,59 @@ def load_cases(path: Path) -> list[dict[str, Any]]:
     return cases
 
 
-def load_exceptions() -> dict[str, str]:
-    """The known-wrong corpus cases, ``{case_id: reason}``; every reason must be written out."""
+@cache
+def _exceptions_data() -> dict[str, Any]:
+    """``corpus_exceptions.json`` as read (package data: immutable, read once)."""
     resource = resources.files("replyparse.templates") / EXCEPTIONS_FILE
     if not resource.is_file():
         return {}
     data = json.loads(resource.read_text(encoding="utf-8"))
     if not isinstance(data, dict):
         raise ValueError(f"{EXCEPTIONS_FILE} must hold a JSON object {{case_id: reason}}")
-    for case_id, reason in data.items():
+    for case_id, value in data.items():
+        reason = value.get("reason") if isinstance(value, dict) else value
         if not isinstance(reason, str) or len(reason.strip()) < 20:
             raise ValueError(
                 f"{EXCEPTIONS_FILE}: case {case_id!r} needs a written reason (a sentence, "
                 f"not {reason!r})"
             )
+        if isinstance(value, dict) and (
+            set(value) != {"prefix", "reason"} or not isinstance(value["prefix"], str)
+        ):
+            raise ValueError(
+                f"{EXCEPTIONS_FILE}: case {case_id!r}: an object must be "
+                f'{{"prefix": NAME, "reason": TEXT}}, got keys {sorted(value)}'
+            )
     return dict(data)
+
+
+def load_exceptions() -> dict[str, str]:
+    """The known-wrong corpus cases, ``{case_id: reason}``; every reason must be written out."""
+    return {
+        case_id: value for case_id, value in _exceptions_data().items() if isinstance(value, str)
+    }
+
+
+@dataclass(frozen=True)
+class PrefixOverride:
+    """A corpus case parsed after a named prompt of its family instead of the default.
+
+    Attributes:
+        prefix: the name of the family prefix (a key of ``prefixes``).
+        reason: why (which prompt the case's source generated it after).
+    """
+
+    prefix: str
+    reason: str
+
+
+def load_prefix_overrides() -> dict[str, PrefixOverride]:
+    """Cases that pass with another of their family's prefixes, ``{case_id: override}``."""
+    return {
+        case_id: PrefixOverride(value["prefix"], value["reason"])
+        for case_id, value in _exceptions_data().items()
+        if isinstance(value, dict)
+    }
 
 
 def normalize_text(text: str) -> str:
@@ -175,7 +229,22 @@ def tools_for(case: Mapping[str, Any]) -> list[dict[str, Any]] | None:
 
 
 def prefix_for(case: Mapping[str, Any], entry: RegistryEntry) -> str:
-    """The case's recorded prefix, else the family's default generation prompt."""
+    """The prompt a case is parsed after.
+
+    Its prefix override in ``corpus_exceptions.json`` (a named prefix of the family), else
+    the case's recorded prefix, else the family's default generation prompt.
+
+    Raises:
+        KeyError: an override names a prefix the family does not declare.
+    """
+    override = load_prefix_overrides().get(str(case.get("id")))
+    if override is not None:
+        if override.prefix not in entry.prefixes:
+            raise KeyError(
+                f"{EXCEPTIONS_FILE}: case {case.get('id')!r} names prefix {override.prefix!r}, "
+                f"which family {entry.name!r} does not declare (it has {sorted(entry.prefixes)})"
+            )
+        return entry.prefixes[override.prefix]
     prefix = case.get("prefix")
     return prefix if isinstance(prefix, str) else entry.prefixes["default"]
 
@@ -366,6 +435,109 @@ def format_table(results: Sequence[CaseResult], missing: Mapping[str, int] | Non
     return "\n".join(lines)
 
 
+@dataclass(frozen=True)
+class DraftAgreement:
+    """How a draft of one chat template compares with its registry family.
+
+    Attributes:
+        family: the registry family that claims the chat template.
+        chat_template: the chat template file name.
+        status: ``ok`` (round trip passed), ``round trip fails`` or ``unreadable``.
+        agreeing: corpus cases of the family where the draft gives the family's messages
+            (whole and one character at a time; an error counts as its field).
+        cases: the family's corpus cases.
+        first_problem: the first round-trip problem or the drafting error.
+    """
+
+    family: str
+    chat_template: str
+    status: str
+    agreeing: int
+    cases: int
+    first_problem: str = ""
+
+
+def _both_ways_or_error(
+    text: str, template: Any, prefix: str, tools: Sequence[Any] | None
+) -> tuple[Any, Any]:
+    results: list[Any] = []
+    for streamed in (False, True):
+        try:
+            if streamed:
+                parser = ResponseParser(template, prefix, tools=tools)
+                for char in text:
+                    parser.feed(char)
+                results.append(parser.finalize()[0])
+            else:
+                results.append(parse_response(text, template, prefix=prefix, tools=tools))
+        except ResponseParseError as error:
+            results.append(("error", error.field))
+    return results[0], results[1]
+
+
+def draft_agreement(
+    cases: Sequence[Mapping[str, Any]], chat_templates_dir: Path
+) -> list[DraftAgreement]:
+    """Draft every chat template a family claims and compare it with the family on its cases."""
+    from replyparse.templates._draft import draft_from_path
+
+    rows: list[DraftAgreement] = []
+    for family in list_templates():
+        entry = get_entry(family)
+        family_cases = [case for case in cases if case["family"] == family]
+        for file_name in entry.chat_templates:
+            path = chat_templates_dir / file_name
+            if not path.is_file():
+                continue
+            try:
+                result = draft_from_path(path)
+            except TemplateError as error:
+                message = error.issues[0].message if error.issues else str(error)
+                rows.append(
+                    DraftAgreement(family, file_name, "unreadable", 0, len(family_cases), message)
+                )
+                continue
+            status = "ok" if result.ok else "round trip fails"
+            agreeing = 0
+            checked = family_cases
+            if any(problem.probe == "load" for problem in result.problems):
+                status, checked = "invalid draft", []
+            for case in checked:
+                prefix = prefix_for(case, entry)
+                tools = tools_for(case)
+                want = _both_ways_or_error(case["text"], entry.template, prefix, tools)
+                got = _both_ways_or_error(case["text"], result.response_template, prefix, tools)
+                agreeing += want == got
+            first = str(result.problems[0]) if result.problems else ""
+            rows.append(
+                DraftAgreement(family, file_name, status, agreeing, len(family_cases), first)
+            )
+    return rows
+
+
+def format_draft_table(rows: Sequence[DraftAgreement]) -> str:
+    """The per-chat-template agreement table, in Markdown, with the summary line."""
+    lines = [
+        "| family | chat template | draft round trip | agreeing cases | agreement |",
+        "| --- | --- | --- | ---: | ---: |",
+    ]
+    for row in rows:
+        share = f"{100 * row.agreeing / row.cases:.0f}%" if row.cases else "-"
+        lines.append(
+            f"| {row.family} | {row.chat_template} | {row.status} | "
+            f"{row.agreeing}/{row.cases} | {share} |"
+        )
+    good = [row for row in rows if row.cases and row.agreeing / row.cases >= 0.95]
+    round_trips = [row for row in rows if row.status == "ok"]
+    lines.append("")
+    lines.append(
+        f"{len(round_trips)} of {len(rows)} claimed chat templates draft a template that "
+        f"round-trips; {len(good)} of {len(rows)} ({100 * len(good) / max(len(rows), 1):.0f}%) "
+        "agree with their family on at least 95% of its corpus cases."
+    )
+    return "\n".join(lines)
+
+
 def chat_template_digests(chat_templates_dir: Path) -> dict[str, str]:
     """``{file name: digest}`` of every ``*.jinja`` file in the shared chat templates."""
     return {
@@ -379,14 +551,15 @@ def digests_path() -> Path:
     return Path(__file__).resolve().parent / DIGESTS_FILE
 
 
-def write_docs(table: str, path: Path) -> None:
-    """Replace the pass table between its markers in ``docs/registry.md``."""
+def write_docs(table: str, path: Path, markers: tuple[str, str] = (TABLE_START, TABLE_END)) -> None:
+    """Replace the table between its markers in ``docs/registry.md`` (or another page)."""
     text = path.read_text(encoding="utf-8")
-    start = text.find(TABLE_START)
-    end = text.find(TABLE_END)
+    start_marker, end_marker = markers
+    start = text.find(start_marker)
+    end = text.find(end_marker)
     if start < 0 or end < start:
-        raise ValueError(f"{path} has no {TABLE_START} ... {TABLE_END} markers")
-    new_text = text[: start + len(TABLE_START)] + "\n" + table + "\n" + text[end:]
+        raise ValueError(f"{path} has no {start_marker} ... {end_marker} markers")
+    new_text = text[: start + len(start_marker)] + "\n" + table + "\n" + text[end:]
     path.write_text(new_text, encoding="utf-8")
 
 
@@ -401,6 +574,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("-v", "--verbose", action="store_true", help="print every failing case")
     parser.add_argument(
         "--write-docs", action="store_true", help="rewrite docs/registry.md's table"
+    )
+    parser.add_argument(
+        "--drafts",
+        action="store_true",
+        help="draft every claimed chat template and measure its agreement with the family",
     )
     parser.add_argument(
         "--write-digests",
@@ -420,7 +598,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     cases = load_cases(cases_path)
     results, missing = run_corpus(cases, options.family)
     known_ids = {case["id"] for case in cases}
-    stale = sorted(set(load_exceptions()) - known_ids)
+    stale = sorted(set(_exceptions_data()) - known_ids)
     table = format_table(results, missing if options.family is None else None)
     print(table)
     failed = [result for result in results if result.status == "fail"]
@@ -436,6 +614,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     if options.write_docs:
         write_docs(table, default_docs_path())
         print(f"\nwrote the table to {default_docs_path()}")
+    if options.drafts:
+        draft_table = format_draft_table(draft_agreement(cases, shared / "chat_templates"))
+        print("\n" + draft_table)
+        if options.write_docs:
+            draft_docs = default_docs_path().with_name("draft.md")
+            write_docs(draft_table, draft_docs, (DRAFT_TABLE_START, DRAFT_TABLE_END))
+            print(f"\nwrote the draft table to {draft_docs}")
     return 1 if failed or stale else 0
 
 

@@ -12,7 +12,7 @@ import pytest
 
 from replyparse import ContentParseError, TransformError, parse_response
 from replyparse.templates import get_entry
-from replyparse.templates.check import compare_message
+from replyparse.templates.check import compare_message, prefix_for
 from tests.registry.families_c._support import describe, parse_both
 from tests.registry.helpers import corpus, requires_shared
 
@@ -27,8 +27,7 @@ def _case(case_id: str) -> dict[str, Any]:
 
 
 def _prefix(case: dict[str, Any]) -> str:
-    entry = get_entry(case["family"])
-    return case["prefix"] if case["prefix"] is not None else entry.prefixes["default"]
+    return prefix_for(case, get_entry(case["family"]))
 
 
 @pytest.mark.parametrize("case_id", ["holo2-reasoning-2", "holo2-reasoning-3", "holo2-reasoning-4"])

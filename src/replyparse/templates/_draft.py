@@ -1,0 +1,672 @@
+"""Draft a response template from a chat template: render probe conversations, diff, round-trip.
+
+The chat template is rendered (with the server's renderer, :class:`replyparse.server.ChatTemplate`,
+as transformers' ``apply_chat_template`` does) for a few probe conversations: the prompt with
+and without the generation prompt (and with the thinking switch on and off), a plain answer,
+an answer with reasoning, one tool call and two parallel calls. Diffing the renderings gives
+the assistant-turn start, the end of turn, the reasoning delimiters, the call delimiters (the
+section wrapper and the per-call ones) and the argument encoding (a JSON object holding the
+name, JSON arguments after a name, XML-style parameters, Python-style calls). The result is a
+family data file (``name``, ``prefixes``, ``chat_template_markers``, ``notes``,
+``response_template``) to review, never installed silently.
+
+Every draft is validated by round trip: the probe assistant turns are rendered and parsed back
+with the drafted template after their real prompt; :attr:`Draft.problems` names each field
+whose value did not come back, with the text.
+
+What a chat template does not show (formats that only appear in model output, e.g. how the
+model opens reasoning when history drops it) is written in the notes, not guessed.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from replyparse.errors import ResponseParseError, TemplateError, TemplateIssue
+from replyparse.parser import parse_response
+from replyparse.template import load_template
+
+__all__ = ["Draft", "DraftProblem", "draft", "draft_from_path"]
+
+USER = {"role": "user", "content": "Probe question one?"}
+ANSWER = "Probe answer text."
+REASONING = "Probe reasoning text."
+#: Tools offered to the template, and used to type the round-tripped arguments.
+TOOLS: list[dict[str, Any]] = [
+    {
+        "type": "function",
+        "function": {
+            "name": "get_weather",
+            "description": "Get the weather in a city.",
+            "parameters": {
+                "type": "object",
+                "properties": {"city": {"type": "string"}, "days": {"type": "integer"}},
+                "required": ["city"],
+            },
+        },
+    },
+    {
+        "type": "function",
+        "function": {
+            "name": "set_options",
+            "description": "Set options.",
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "enabled": {"type": "boolean"},
+                    "tags": {"type": "array", "items": {"type": "string"}},
+                    "limits": {"type": "object"},
+                },
+            },
+        },
+    },
+]
+CALL_ONE: dict[str, Any] = {"name": "get_weather", "arguments": {"city": "Paris", "days": 3}}
+CALL_TWO: dict[str, Any] = {
+    "name": "set_options",
+    "arguments": {"enabled": True, "tags": ["a", "b"], "limits": {"max": 2}},
+}
+_NAME = "(?P<name>[^\\s\"'<>(){}\\[\\]|,:=]+)"
+_SWITCHES: tuple[tuple[str, dict[str, Any]], ...] = (
+    ("thinking", {"enable_thinking": True}),
+    ("no_thinking", {"enable_thinking": False}),
+)
+
+Renderer = Callable[..., str]
+
+
+@dataclass(frozen=True)
+class DraftProblem:
+    """One round-trip failure: which probe, which field, what came back instead."""
+
+    probe: str
+    field: str
+    expected: Any
+    got: Any
+
+    def __str__(self) -> str:
+        return f"{self.probe}: field {self.field!r}: expected {self.expected!r}, got {self.got!r}"
+
+
+@dataclass
+class Draft:
+    """A drafted family file and its round-trip verdict.
+
+    Attributes:
+        entry: the family data file (``name``, ``description``, ``chat_template_markers``,
+            ``prefixes``, ``notes``, ``response_template``), JSON-compatible.
+        problems: round-trip failures; empty means every probe came back.
+        notes: what the chat template did not show, and what was guessed.
+    """
+
+    entry: dict[str, Any]
+    problems: list[DraftProblem] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        """Whether the round trip passed."""
+        return not self.problems
+
+    @property
+    def response_template(self) -> dict[str, Any]:
+        template: dict[str, Any] = self.entry["response_template"]
+        return template
+
+
+def _error(message: str, value: Any = None) -> TemplateError:
+    return TemplateError([TemplateIssue("undraftable", ("chat_template",), message, value)])
+
+
+def _lit(text: str) -> str:
+    """A regex for literal text where every whitespace run may be any whitespace."""
+    parts = re.split(r"(\s+)", text)
+    return "".join("\\s*" if part.isspace() else re.escape(part) for part in parts if part)
+
+
+def _common_prefix(a: str, b: str) -> str:
+    size = 0
+    for left, right in zip(a, b, strict=False):
+        if left != right:
+            break
+        size += 1
+    return a[:size]
+
+
+def _common_suffix(a: str, b: str) -> str:
+    return _common_prefix(a[::-1], b[::-1])[::-1]
+
+
+def _assistant(content: str = ANSWER, **extra: Any) -> dict[str, Any]:
+    return {"role": "assistant", "content": content, **extra}
+
+
+def _tool_calls(calls: Sequence[Mapping[str, Any]], *, as_strings: bool) -> list[dict[str, Any]]:
+    result = []
+    for index, call in enumerate(calls):
+        arguments = json.dumps(call["arguments"]) if as_strings else dict(call["arguments"])
+        result.append(
+            {
+                "id": f"call{index}abcd"[:9],
+                "type": "function",
+                "function": {"name": call["name"], "arguments": arguments},
+            }
+        )
+    return result
+
+
+class _Prober:
+    """Renders probe conversations and cuts the assistant turn out of each."""
+
+    def __init__(self, render: Renderer) -> None:
+        self.render = render
+        self.base = self._render([USER], generation=False)
+        self.prompt = self._render([USER], generation=True)
+        if not self.prompt.startswith(self.base):
+            raise _error("the prompt with the generation prompt does not extend the one without")
+        self.generation_prompt = self.prompt[len(self.base) :]
+
+    def _render(self, messages: Sequence[Mapping[str, Any]], *, generation: bool, **kw: Any) -> str:
+        text: str = self.render(messages, tools=TOOLS, add_generation_prompt=generation, **kw)
+        return text
+
+    def turn(self, message: Mapping[str, Any]) -> str | None:
+        """The text the template renders for ``message`` after the user turn, or None."""
+        try:
+            text = self._render([USER, message], generation=False)
+        except Exception:
+            return None
+        if not text.startswith(self.base):
+            return None
+        return text[len(self.base) :]
+
+    def calls(self, calls: Sequence[Mapping[str, Any]]) -> str | None:
+        for as_strings in (False, True):
+            for content in (ANSWER, ""):
+                turn = self.turn(
+                    _assistant(content, tool_calls=_tool_calls(calls, as_strings=as_strings))
+                )
+                if turn is not None and all(call["name"] in turn for call in calls):
+                    return turn
+        return None
+
+    def switch_prompts(self) -> dict[str, str]:
+        prompts: dict[str, str] = {}
+        for label, kwargs in _SWITCHES:
+            try:
+                full = self._render([USER], generation=True, **kwargs)
+                bare = self._render([USER], generation=False, **kwargs)
+            except Exception:
+                continue
+            if full.startswith(bare):
+                prompts[label] = full[len(bare) :]
+        return prompts
+
+
+@dataclass
+class _Call:
+    """How one call is written: open/close regexes, the content parser, the transform."""
+
+    open_pattern: str
+    close_pattern: str
+    content: str
+    content_args: dict[str, Any] | None
+    transform: dict[str, Any]
+    transform_each: bool = False
+    notes: list[str] = field(default_factory=list)
+
+
+def _find_json(text: str, predicate: Callable[[Any], bool]) -> tuple[int, int, Any] | None:
+    decoder = json.JSONDecoder()
+    for start, char in enumerate(text):
+        if char not in "[{":
+            continue
+        try:
+            value, end = decoder.raw_decode(text, start)
+        except ValueError:
+            continue
+        if predicate(value):
+            return start, end, value
+    return None
+
+
+def _is_call_object(value: Any, name: str) -> bool:
+    return isinstance(value, dict) and value.get("name") == name
+
+
+def _arguments_key(value: Mapping[str, Any]) -> str | None:
+    for key in ("arguments", "parameters", "args"):
+        if key in value:
+            return key
+    return None
+
+
+def _named_opener(text: str, name: str) -> str:
+    at = text.find(name)
+    return _lit(text[:at]) + _NAME + _lit(text[at + len(name) :])
+
+
+def _read_call(call_text: str) -> _Call:
+    """Classify one rendered call (``CALL_ONE``) and derive its delimiters."""
+    name: str = CALL_ONE["name"]
+    arguments: dict[str, Any] = CALL_ONE["arguments"]
+    found = _find_json(call_text, lambda value: _is_call_object(value, name))
+    listed = _find_json(
+        call_text,
+        lambda value: isinstance(value, list) and bool(value) and _is_call_object(value[0], name),
+    )
+    if listed is not None and (found is None or listed[0] < found[0]):
+        start, end, value = listed
+        key = _arguments_key(value[0]) or "arguments"
+        return _Call(
+            _lit(call_text[:start].strip()) or "(?=\\[\\s*\\{)",
+            _lit(call_text[end:].strip()) or "(?!)",
+            "json",
+            None,
+            {"type": "function", "function": {"name": "{name}", "arguments": "{" + key + "}"}},
+            transform_each=True,
+            notes=["calls are one JSON list of {name, arguments} objects"],
+        )
+    if found is not None:
+        start, end, value = found
+        key = _arguments_key(value) or "arguments"
+        opener = call_text[:start].strip()
+        if not opener:
+            raise _error(
+                "a call is a bare JSON object with no delimiter; a draft cannot tell it from content"
+            )
+        return _Call(
+            _lit(opener),
+            _lit(call_text[end:].strip()) or "(?!)",
+            "json",
+            None,
+            {
+                "type": "function",
+                "function": {"name": "{content.name}", "arguments": "{content." + key + "}"},
+            },
+            notes=["each call is a JSON object holding its name"],
+        )
+    at = call_text.find(name)
+    if at < 0:
+        raise _error("the rendered tool call does not contain the tool's name", call_text)
+    body = _find_json(call_text[at:], lambda value: value == arguments)
+    if body is not None:
+        start, end, _value = body
+        start += at
+        end += at
+        return _Call(
+            _named_opener(call_text[:start].rstrip(), name) + "\\s*",
+            "\\s*" + (_lit(call_text[end:].strip()) or "(?!)"),
+            "json",
+            None,
+            {"type": "function", "function": {"name": "{name}", "arguments": "{content}"}},
+            notes=["the name is in the call's opener, the arguments a JSON object"],
+        )
+    pythonic = re.search(re.escape(name) + r"\s*\(", call_text)
+    if pythonic is not None and "city" in call_text[pythonic.end() :]:
+        close = call_text.rfind(")")
+        opener = call_text[: pythonic.start()].strip()
+        closer = call_text[close + 1 :].strip()
+        return _Call(
+            _lit(opener) + "(?=\\s*" + "[A-Za-z_])" if opener else "(?!)",
+            _lit(closer) if closer else "(?!)",
+            "pythonic",
+            None,
+            {"type": "function", "function": {"name": "{name}", "arguments": "{arguments}"}},
+            transform_each=True,
+            notes=["calls are Python-style function calls"],
+        )
+    return _read_xml_call(call_text, name)
+
+
+def _read_xml_call(call_text: str, name: str) -> _Call:
+    """XML-style parameters: a tag holding the key, then the value, then a closing tag."""
+    key_at = call_text.find("city", call_text.find(name) + len(name))
+    value_at = call_text.find("Paris", key_at)
+    if key_at < 0 or value_at < 0:
+        raise _error("cannot find the arguments in the rendered tool call", call_text)
+    tag_start = call_text.rfind("<", 0, key_at)
+    line_start = call_text.rfind("\n", 0, key_at) + 1
+    tag_start = max(tag_start, line_start) if tag_start >= 0 else line_start
+    value_end = value_at + len("Paris")
+    close_end = call_text.find(">", value_end)
+    if close_end < 0:
+        raise _error("cannot find where a parameter value ends in the rendered call", call_text)
+    tag_pattern = (
+        _lit(call_text[tag_start:key_at])
+        + '(?P<key>[^<>"=\\n]+?)'
+        + _lit(call_text[key_at + len("city") : value_at])
+        + "(?P<value>.*?)"
+        + _lit(call_text[value_end : close_end + 1])
+    )
+    # The call closes after the last parameter: the text after the last value's closing tag.
+    days_at = call_text.find("days", close_end)
+    last_close = call_text.find(">", call_text.find("3", days_at)) if days_at >= 0 else close_end
+    closer = call_text[last_close + 1 :].strip()
+    return _Call(
+        _named_opener(call_text[:tag_start].rstrip(), name) + "\\s*",
+        _lit(closer) if closer else "(?!)",
+        "xml-inline",
+        {"tag_pattern": tag_pattern},
+        {"type": "function", "function": {"name": "{name}", "arguments": "{content}"}},
+        notes=["arguments are XML-style parameters; values are raw text typed by tools="],
+    )
+
+
+def _split_section(one: str, two: str) -> tuple[str, str]:
+    """The section wrapper around calls: what one call's text has that a second call lacks."""
+    first_name: str = CALL_ONE["name"]
+    second_name: str = CALL_TWO["name"]
+    second_at = two.find(second_name)
+    first_at = two.find(first_name)
+    if second_at < 0 or first_at < 0:
+        return "", ""
+    # Text from the first call's name to the second's: the first call's body, its close,
+    # a separator and the second call's opener before its name.
+    between = two[first_at:second_at]
+    opener_one = one[: one.find(first_name)]
+    call_open = _common_suffix(opener_one, between)
+    split = len(opener_one) - len(call_open) if call_open else 0
+    # Cut between tokens: move the split to the start of the next tag or line.
+    while 0 < split < len(opener_one) and opener_one[split] not in "<[\n":
+        split += 1
+    section_open = opener_one[:split] if split < len(opener_one) else ""
+    tail_one = one[one.rfind(first_name) :]
+    tail_two = two[two.rfind(second_name) :]
+    section_close = _common_suffix(tail_one, tail_two)
+    return section_open.strip(), section_close.strip()
+
+
+def draft(
+    chat_template: str,
+    *,
+    name: str = "draft",
+    special_tokens: Mapping[str, Any] | None = None,
+    render: Renderer | None = None,
+) -> Draft:
+    """Draft a family data file from a chat template, validated by round trip.
+
+    Args:
+        chat_template: the Jinja chat template text.
+        name: the family id to write into the draft.
+        special_tokens: ``bos_token``, ``eos_token``... as the template sees them.
+        render: a renderer ``(messages, *, tools, add_generation_prompt, **kwargs) -> str``
+            (default: :class:`replyparse.server.ChatTemplate`, which needs the ``server``
+            extra).
+
+    Returns:
+        The draft; ``draft.ok`` says whether every probe came back.
+
+    Raises:
+        TemplateError: (code ``undraftable``) the template cannot be rendered or read:
+            the message says what was missing.
+    """
+    if render is None:
+        from replyparse.server.chat_template import ChatTemplate, ChatTemplateError
+
+        template = ChatTemplate(chat_template, dict(special_tokens or {"eos_token": "</s>"}))
+
+        def render(messages: Sequence[Mapping[str, Any]], **kwargs: Any) -> str:
+            try:
+                return template.render(messages, **kwargs)
+            except ChatTemplateError as error:
+                raise _error(str(error)) from None
+
+    try:
+        prober = _Prober(render)
+    except TemplateError:
+        raise
+    except Exception as error:
+        raise _error(
+            f"the chat template cannot render a user turn: {type(error).__name__}: {error}"
+        ) from None
+    notes: list[str] = []
+    plain = prober.turn(_assistant())
+    if plain is None or ANSWER not in plain:
+        raise _error("the chat template renders no assistant turn with its content")
+    header, _, end_text = plain.partition(ANSWER)
+    end = end_text.strip().split("\n")[0].strip() if end_text.strip() else ""
+    anchor = _common_prefix(prober.generation_prompt, header) or prober.generation_prompt
+    if not anchor.strip():
+        anchor = header or prober.generation_prompt
+        notes.append("the generation prompt and the rendered turn share no role header")
+    fields: dict[str, Any] = {}
+    reasoning = _reasoning(prober, header, notes)
+    rendered_reasoning = reasoning is not None
+    if reasoning is None:
+        reasoning = _reasoning_from_prompts(prober, chat_template, notes)
+    if reasoning is not None:
+        fields["reasoning_content"] = reasoning
+        opener = reasoning.get("opener", "")
+        if opener and opener in anchor:
+            anchor = anchor[: anchor.find(opener)]
+        reasoning.pop("opener", None)
+    if not anchor.strip():
+        token = re.search(r"(\[[^\[\]\s]+\]|<[^<>\s]+>)\s*$", prober.base)
+        if token is None:
+            raise _error("cannot find where the assistant turn starts (no role header)")
+        anchor = token.group(1)
+        notes.append(f"no assistant role header: the turn starts after {anchor!r}")
+    one = prober.calls([CALL_ONE])
+    if one is None:
+        notes.append("the chat template renders no tool calls: a content/reasoning-only draft")
+    else:
+        call_text = one.split(ANSWER, 1)[1] if ANSWER in one else one[len(header) :]
+        if end and call_text.rstrip().endswith(end):
+            call_text = call_text.rstrip()[: -len(end)]
+        call = _read_call(call_text)
+        notes.extend(call.notes)
+        two = prober.calls([CALL_ONE, CALL_TWO])
+        open_pattern, close_pattern = call.open_pattern, call.close_pattern
+        if two is not None and not call.transform_each:
+            two_text = two.split(ANSWER, 1)[1] if ANSWER in two else two[len(header) :]
+            section_open, section_close = _split_section(call_text, two_text)
+            if section_open and open_pattern.startswith(_lit(section_open)):
+                rest = open_pattern[len(_lit(section_open)) :]
+                while rest.startswith("\\s*"):
+                    rest = rest[3:]
+                open_pattern = "(?:" + _lit(section_open) + "\\s*)?" + rest
+            if section_close and close_pattern.endswith(_lit(section_close)):
+                inner = close_pattern[: -len(_lit(section_close))]
+                while inner.endswith("\\s*"):
+                    inner = inner[:-3]
+                close_pattern = (inner or "(?!)") + "(?:\\s*" + _lit(section_close) + ")?"
+        elif two is None:
+            notes.append("the chat template renders no parallel calls; each call is drafted alone")
+        tool_field: dict[str, Any] = {
+            "open_pattern": open_pattern,
+            "close_pattern": close_pattern,
+            "repeats": True,
+            "content": call.content,
+        }
+        if call.content_args:
+            tool_field["content_args"] = call.content_args
+        if call.transform_each:
+            tool_field["transform_each"] = True
+        tool_field["transform"] = call.transform
+        fields["tool_calls"] = tool_field
+    fields["content"] = {"close": [end]} if end else {}
+    if not end:
+        notes.append("no end-of-turn text after the assistant content: the draft has none")
+    response_template: dict[str, Any] = {
+        "defaults": {"role": "assistant"},
+        "start_anchor": anchor,
+        "fields": fields,
+    }
+    prefixes = {"default": prober.generation_prompt, **prober.switch_prompts()}
+    prefixes = {
+        key: value
+        for key, value in prefixes.items()
+        if key == "default" or value != prefixes["default"]
+    }
+    entry = {
+        "name": name,
+        "description": "Drafted from a chat template by replyparse.templates.draft (review it).",
+        "chat_template_markers": _markers(chat_template, fields, end),
+        "prefixes": prefixes,
+        "notes": " ".join(notes),
+        "response_template": response_template,
+    }
+    result = Draft(entry, [], notes)
+    try:
+        load_template(response_template)
+    except TemplateError as error:
+        result.problems.append(
+            DraftProblem("load", "response_template", "a valid template", str(error))
+        )
+        return result
+    result.problems.extend(_round_trip(prober, response_template, rendered_reasoning))
+    return result
+
+
+def _reasoning(prober: _Prober, header: str, notes: list[str]) -> dict[str, Any] | None:
+    turn = prober.turn(_assistant(reasoning_content=REASONING))
+    if turn is None or REASONING not in turn:
+        notes.append(
+            "the chat template does not render reasoning in history: if the model reasons, "
+            "its delimiters only appear in model output (add a reasoning field by hand)"
+        )
+        return None
+    before, _, after = turn.partition(REASONING)
+    between = after.partition(ANSWER)[0]
+    opener = before[len(_common_prefix(before, header)) :].strip()
+    if not opener:
+        opener = before[len(_common_prefix(before, prober.generation_prompt)) :].strip()
+    closer = between.strip()
+    if not closer:
+        notes.append("reasoning is rendered with no closing delimiter: not drafted")
+        return None
+    if not opener:
+        notes.append("the reasoning opener is in the prompt only; reasoning opens before its close")
+        return {"open_pattern": "(?=" + _lit(closer) + ")", "close": closer}
+    return {
+        "open_pattern": _lit(opener) + "|(?=" + _lit(closer) + ")",
+        "close": closer,
+        "opener": opener,
+    }
+
+
+_OPENER_AT_END = re.compile(r"(<[A-Za-z_:|]*think[A-Za-z_:|]*>)\s*$")
+
+
+def _reasoning_from_prompts(
+    prober: _Prober, source: str, notes: list[str]
+) -> dict[str, Any] | None:
+    """Reasoning a template does not render in history: a prompt that pre-opens it, or the
+    ``<think>``/``</think>`` pair in the template source."""
+    for prompt in (prober.generation_prompt, *prober.switch_prompts().values()):
+        found = _OPENER_AT_END.search(prompt)
+        if found is not None:
+            opener = found.group(1)
+            closer = "</" + opener[1:]
+            if closer in source:
+                notes.append(
+                    f"reasoning guessed from the generation prompt, which pre-opens {opener!r}; "
+                    f"closed by {closer!r} (the template source writes it)"
+                )
+                return {
+                    "open_pattern": _lit(opener) + "|(?=" + _lit(closer) + ")",
+                    "close": closer,
+                    "opener": opener,
+                }
+    if "<think>" in source and "</think>" in source:
+        notes.append(
+            "reasoning guessed from the template source (<think>…</think>): the rendered "
+            "history drops it"
+        )
+        return {"open_pattern": "<think>|(?=</think>)", "close": "</think>", "opener": "<think>"}
+    return None
+
+
+def _markers(source: str, fields: Mapping[str, Any], end: str) -> list[str]:
+    candidates = [end]
+    for spec in fields.values():
+        for key in ("open", "close"):
+            if isinstance(spec.get(key), str):
+                candidates.append(spec[key])
+    for literal in re.findall(r"<[|｜][^<>\s]{1,40}[|｜]>|<[a-z_:]{3,30}>", json.dumps(fields)):
+        candidates.append(literal)
+    markers = []
+    for candidate in candidates:
+        if candidate and candidate in source and candidate not in markers:
+            markers.append(candidate)
+    return markers[:4]
+
+
+def _round_trip(
+    prober: _Prober, response_template: Mapping[str, Any], has_reasoning: bool
+) -> list[DraftProblem]:
+    probes: list[tuple[str, dict[str, Any], list[dict[str, Any]]]] = [
+        ("plain answer", _assistant(), []),
+    ]
+    if has_reasoning:
+        probes.append(("reasoning", _assistant(reasoning_content=REASONING), []))
+    if "tool_calls" in response_template["fields"]:
+        probes.append(("one call", _assistant(), [CALL_ONE]))
+        probes.append(("two calls", _assistant(), [CALL_ONE, CALL_TWO]))
+    problems: list[DraftProblem] = []
+    for label, message, calls in probes:
+        if calls:
+            text = prober.calls(calls)
+            if text is None:
+                continue
+        else:
+            text = prober.turn(message)
+            if text is None:
+                continue
+        generation_prompt = prober.generation_prompt
+        if not text.startswith(generation_prompt):
+            # The rendered turn differs from the prompt (a history turn closes reasoning the
+            # prompt leaves open): parse it after the role header only.
+            common = _common_prefix(text, generation_prompt)
+            anchor = str(response_template["start_anchor"])
+            if common.startswith(anchor):
+                common = common[: len(anchor)]
+            prefix, generation = prober.base + common, text[len(common) :]
+        else:
+            prefix, generation = prober.prompt, text[len(generation_prompt) :]
+        try:
+            parsed = parse_response(generation, dict(response_template), prefix=prefix, tools=TOOLS)
+        except ResponseParseError as error:
+            problems.append(
+                DraftProblem(
+                    label, error.field or "?", "a message", f"{error} (text {error.raw!r})"
+                )
+            )
+            continue
+        content = parsed.get("content") or ""
+        if ANSWER in text and content.strip() != ANSWER:
+            problems.append(DraftProblem(label, "content", ANSWER, parsed.get("content")))
+        if label == "reasoning" and (parsed.get("reasoning_content") or "").strip() != REASONING:
+            problems.append(
+                DraftProblem(label, "reasoning_content", REASONING, parsed.get("reasoning_content"))
+            )
+        got = [
+            {"name": call["function"]["name"], "arguments": call["function"]["arguments"]}
+            for call in parsed.get("tool_calls") or []
+        ]
+        if got != [dict(call) for call in calls]:
+            problems.append(DraftProblem(label, "tool_calls", calls, got))
+    return problems
+
+
+def draft_from_path(path: str | Path, *, name: str | None = None) -> Draft:
+    """Draft from a ``.jinja`` file, a ``tokenizer_config.json`` or a model folder.
+
+    Raises:
+        TemplateError: (code ``undraftable``) no chat template there, or it cannot be read.
+    """
+    from replyparse.server.chat_template import ChatTemplate, ChatTemplateError
+
+    try:
+        template = ChatTemplate.from_path(path)
+    except ChatTemplateError as error:
+        raise _error(str(error), str(path)) from None
+    tokens = dict(template.special_tokens) or {"eos_token": "</s>"}
+    family = name if name is not None else Path(path).stem.split(".")[0] or "draft"
+    return draft(template.source, name=family, special_tokens=tokens)

@@ -1,0 +1,306 @@
+"""The drafter: a response template from a chat template, validated by round trip.
+
+Every shared chat template is drafted; the draft must round-trip (the probe turns rendered by
+the template parse back to their messages) except the templates listed in ``DRAFT_GAPS`` with
+the first failure they show (strict xfails: a fixed one must leave the list). The agreement of
+the drafts with the registry families on the corpus is measured by
+``python -m replyparse.templates.check --drafts`` (docs/draft.md).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from replyparse import parse_response
+from replyparse.errors import TemplateError
+from replyparse.templates import draft, draft_from_path
+from tests.registry.helpers import CHAT_TEMPLATES, requires_shared
+
+pytest.importorskip("jinja2")
+
+#: Shared chat templates whose draft does not round-trip yet: the first problem each shows.
+DRAFT_GAPS: dict[str, str] = {
+    "apertus.jinja": (
+        "round trip: two calls: tool_calls came back as \"field 'tool_calls' at offset 51:"
+        " the 'json' content parser rejected th\""
+    ),
+    "apriel-1.6.jinja": ("round trip: reasoning: content came back as 'Probe reasoning text.'"),
+    "cohere2-moe.jinja": (
+        "round trip: plain answer: content came back as 'EXT|>Probe answer text.'"
+    ),
+    "command-r-plus.jinja": (
+        "unreadable: <string>: rendering the chat template failed: UndefinedError: 'dict "
+        "object' has no attribute 'description'"
+    ),
+    "command-r7b.jinja": (
+        "unreadable: the chat template renders no assistant turn with its content"
+    ),
+    "deepseek-r1-llamacpp-tools.jinja": (
+        "unreadable: <string>: rendering the chat template failed: TypeError: Object of "
+        "type generator is not JSON serializable"
+    ),
+    "deepseek-r1-vllm-tools.jinja": (
+        "round trip: two calls: tool_calls came back as \"field 'tool_calls' at offset 97:"
+        " the 'json' content parser rejected th\""
+    ),
+    "deepseek-r1.jinja": ("unreadable: the rendered tool call does not contain the tool's name"),
+    "deepseek-v3.1-vllm.jinja": (
+        "round trip: plain answer: tool_calls came back as \"field 'tool_calls' at offset "
+        "-360: the 'json' content parser rejected \""
+    ),
+    "deepseek-v3.1.jinja": (
+        "round trip: two calls: tool_calls came back as \"field 'tool_calls' at offset 80:"
+        " the 'json' content parser rejected th\""
+    ),
+    "deepseek-v3.2.jinja": (
+        "round trip: plain answer: content came back as '/think>Probe answer text.'"
+    ),
+    "deepseek-v3.jinja": (
+        "unreadable: the chat template renders no assistant turn with its content"
+    ),
+    "deepseek-v4.jinja": (
+        "round trip: one call: tool_calls came back as \"[{'name': 'get_weather', "
+        "'arguments': {'city': 'Paris'}}]\""
+    ),
+    "firefunction-v2.jinja": (
+        "unreadable: <string>: rendering the chat template failed: UndefinedError: "
+        "'functions' is undefined"
+    ),
+    "functionary-v3.1.jinja": (
+        "unreadable: <string>: rendering the chat template failed: UndefinedError: "
+        "'bos_token' is undefined"
+    ),
+    "functionary-v3.2.jinja": (
+        "unreadable: <string>: rendering the chat template failed: UndefinedError: "
+        "'bos_token' is undefined"
+    ),
+    "functiongemma.jinja": ("round trip: plain answer: content came back as 'None'"),
+    "gemma3-pythonic.jinja": (
+        "unreadable: the rendered tool call does not contain the tool's name"
+    ),
+    "gemma4-interleaved.jinja": (
+        "unreadable: the rendered tool call does not contain the tool's name"
+    ),
+    "gemma4.jinja": ("unreadable: the rendered tool call does not contain the tool's name"),
+    "gigachat3.5.jinja": (
+        "round trip: one call: tool_calls came back as \"[{'name': 'get_weather', "
+        "'arguments': {'city': 'Paris'}}]\""
+    ),
+    "glimmer.jinja": (
+        "round trip: plain answer: content came back as 'to=user<|message|>Probe answer text.'"
+    ),
+    "glm4.7.jinja": ("round trip: plain answer: content came back as '/'"),
+    "gpt-oss.jinja": (
+        "round trip: plain answer: content came back as '<|channel|>final<|message|>Probe"
+        " answer text.'"
+    ),
+    "granite-20b-fc.jinja": (
+        "round trip: one call: tool_calls came back as \"field 'tool_calls' at offset -91:"
+        " the 'json' content parser rejected t\""
+    ),
+    "hunyuan-hy3.jinja": (
+        "round trip: reasoning: content came back as '<｜hy_begin_of_sentence:opensource｜># Tools'"
+    ),
+    "hunyuan.jinja": ("round trip: plain answer: content came back as '开头进行回复。'"),
+    "kimi-k2-0711.jinja": (
+        "round trip: two calls: tool_calls came back as \"field 'tool_calls' at offset "
+        "116: the 'json' content parser rejected t\""
+    ),
+    "kimi-k3.jinja": ("round trip: reasoning: content came back as 'Probe reasoning text.'"),
+    "laguna-xs.2.jinja": ("round trip: plain answer: content came back as 'None'"),
+    "laguna-xs2.1.jinja": ("round trip: plain answer: content came back as 'None'"),
+    "llama3-json-vllm.jinja": (
+        "unreadable: a call is a bare JSON object with no delimiter; a draft cannot tell "
+        "it from content"
+    ),
+    "llama3-json.jinja": (
+        "unreadable: a call is a bare JSON object with no delimiter; a draft cannot tell "
+        "it from content"
+    ),
+    "llama3.2-json-vllm.jinja": (
+        "unreadable: a call is a bare JSON object with no delimiter; a draft cannot tell "
+        "it from content"
+    ),
+    "llama3.2-json.jinja": (
+        "unreadable: a call is a bare JSON object with no delimiter; a draft cannot tell "
+        "it from content"
+    ),
+    "llama3.2-pythonic.jinja": (
+        "round trip: one call: tool_calls came back as \"field 'tool_calls' at offset 1: "
+        "the 'pythonic' content parser rejected\""
+    ),
+    "llama3.3-json.jinja": (
+        "unreadable: a call is a bare JSON object with no delimiter; a draft cannot tell "
+        "it from content"
+    ),
+    "llama4-json.jinja": (
+        "unreadable: a call is a bare JSON object with no delimiter; a draft cannot tell "
+        "it from content"
+    ),
+    "llama4-pythonic.jinja": (
+        "round trip: two calls: tool_calls came back as \"field 'tool_calls' at offset 19:"
+        " the 'pythonic' content parser rejecte\""
+    ),
+    "minimax-m1.jinja": (
+        "round trip: load: response_template came back as 'invalid response template (1 problem):'"
+    ),
+    "minimax-m2.jinja": (
+        "round trip: two calls: tool_calls came back as \"[{'name': 'get_weather', "
+        "'arguments': {'city': 'Paris', 'days': 3, 'en\""
+    ),
+    "minimax-m3.jinja": ("round trip: reasoning: content came back as '<'"),
+    "ministral3.jinja": (
+        "round trip: two calls: tool_calls came back as \"field 'tool_calls' at offset 47:"
+        " the 'json' content parser rejected th\""
+    ),
+    "mistral-parallel-vllm.jinja": (
+        "unreadable: the chat template renders no assistant turn with its content"
+    ),
+    "mistral-v11-devstral.jinja": (
+        "round trip: two calls: tool_calls came back as \"field 'tool_calls' at offset 47:"
+        " the 'json' content parser rejected th\""
+    ),
+    "mistral-v11.jinja": (
+        "round trip: two calls: tool_calls came back as \"field 'tool_calls' at offset 47:"
+        " the 'json' content parser rejected th\""
+    ),
+    "nemotron-json-vllm.jinja": ("round trip: plain answer: content came back as 'None'"),
+    "nemotron-nano-v2.jinja": ("round trip: plain answer: content came back as 'None'"),
+    "nemotron3-nano.jinja": ("round trip: reasoning: content came back as 'Probe reasoning text.'"),
+    "phi3.5.jinja": (
+        "unreadable: the prompt with the generation prompt does not extend the one without"
+    ),
+    "phi4-mini.jinja": (
+        "unreadable: cannot find where a parameter value ends in the rendered call"
+    ),
+    "qwen3.5.jinja": ("round trip: reasoning: content came back as 'Probe reasoning text.'"),
+    "solar-open.jinja": (
+        "round trip: plain answer: content came back as '<|content|>Probe answer text.'"
+    ),
+    "step3.5.jinja": ("round trip: reasoning: content came back as 'Probe reasoning text.'"),
+    "toolace.jinja": (
+        "round trip: one call: tool_calls came back as \"field 'tool_calls' at offset 1: "
+        "the 'pythonic' content parser rejected\""
+    ),
+}
+
+
+def _templates() -> list[object]:
+    if not CHAT_TEMPLATES.is_dir():
+        return []
+    params: list[object] = []
+    for path in sorted(CHAT_TEMPLATES.glob("*.jinja")):
+        marks = []
+        if path.name in DRAFT_GAPS:
+            marks.append(pytest.mark.xfail(strict=True, reason=DRAFT_GAPS[path.name]))
+        params.append(pytest.param(path, id=path.name, marks=marks))
+    return params
+
+
+@requires_shared
+@pytest.mark.parametrize("path", _templates())
+def test_the_draft_of_a_shared_chat_template_round_trips(path: Path) -> None:
+    result = draft_from_path(path)
+    assert result.problems == [], [str(problem) for problem in result.problems]
+    assert "default" in result.entry["prefixes"]
+    assert result.entry["response_template"]["start_anchor"]
+
+
+@requires_shared
+def test_a_drafted_qwen3_parses_like_the_registry_family() -> None:
+    result = draft_from_path(CHAT_TEMPLATES / "qwen3.jinja", name="qwen3-draft")
+    assert result.ok and result.entry["name"] == "qwen3-draft"
+    fields = result.response_template["fields"]
+    assert set(fields) == {"reasoning_content", "tool_calls", "content"}
+    text = (
+        '<think>hm</think>Hi<tool_call>{"name": "f", "arguments": {"a": 1}}</tool_call><|im_end|>'
+    )
+    message = parse_response(text, result.response_template, prefix="<|im_start|>assistant\n")
+    assert message == {
+        "role": "assistant",
+        "reasoning_content": "hm",
+        "content": "Hi",
+        "tool_calls": [{"type": "function", "function": {"name": "f", "arguments": {"a": 1}}}],
+    }
+    assert result.entry["prefixes"] == {
+        "default": "<|im_start|>assistant\n",
+        "no_thinking": "<|im_start|>assistant\n<think>\n\n</think>\n\n",
+    }
+
+
+#: A ChatML template with no tool support and no reasoning.
+PLAIN_CHATML = (
+    "{% for message in messages %}<|im_start|>{{ message['role'] }}\n"
+    "{{ message['content'] }}<|im_end|>\n{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+
+
+def test_a_template_without_tools_gives_a_content_only_draft() -> None:
+    result = draft(PLAIN_CHATML, name="plain")
+    assert result.ok, result.problems
+    assert set(result.response_template["fields"]) == {"content"}
+    assert result.response_template["fields"]["content"] == {"close": ["<|im_end|>"]}
+    assert any("renders no tool calls" in note for note in result.notes)
+    assert any("does not render reasoning" in note for note in result.notes)
+    message = parse_response("Hello.<|im_end|>", result.response_template, prefix="")
+    assert message == {"role": "assistant", "content": "Hello."}
+
+
+def test_a_template_that_cannot_render_is_a_clear_error() -> None:
+    with pytest.raises(TemplateError) as caught:
+        draft("{% for message in messages %}{{ message.content | nosuchfilter }}{% endfor %}")
+    assert caught.value.issues[0].code == "undraftable"
+    assert "chat template" in str(caught.value)
+
+
+def test_a_template_that_renders_no_assistant_content_is_a_clear_error() -> None:
+    with pytest.raises(TemplateError, match="renders no assistant turn with its content"):
+        draft("{% for message in messages %}{{ message['role'] }}\n{% endfor %}")
+
+
+def test_a_missing_path_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(TemplateError, match="no such file"):
+        draft_from_path(tmp_path / "absent.jinja")
+
+
+def _cli(*argv: str) -> tuple[int, str, str]:
+    import io
+
+    from replyparse.cli import main
+
+    stdout, stderr = io.StringIO(), io.StringIO()
+    status = main(["templates", "draft", *argv], stdout=stdout, stderr=stderr)
+    return status, stdout.getvalue(), stderr.getvalue()
+
+
+@requires_shared
+def test_cli_draft_prints_the_family_file_and_the_round_trip(tmp_path: Path) -> None:
+    import json
+
+    status, out, err = _cli(str(CHAT_TEMPLATES / "qwen3.jinja"), "--name", "q")
+    assert status == 0, err
+    assert json.loads(out)["name"] == "q"
+    assert "round trip: ok" in err
+    target = tmp_path / "q.json"
+    status, out, err = _cli(str(CHAT_TEMPLATES / "qwen3.jinja"), "--output", str(target))
+    assert status == 0 and out == ""
+    assert json.loads(target.read_text(encoding="utf-8"))["response_template"]["fields"]
+
+
+@requires_shared
+def test_cli_draft_exits_1_naming_the_field_and_text_when_the_round_trip_fails() -> None:
+    status, _out, err = _cli(str(CHAT_TEMPLATES / "gpt-oss.jinja"))
+    assert status == 1
+    assert "round trip FAILED: plain answer: field 'content'" in err
+    assert "<|channel|>final<|message|>Probe answer text." in err
+
+
+def test_cli_draft_exits_2_when_the_chat_template_cannot_be_read(tmp_path: Path) -> None:
+    path = tmp_path / "tokenizer_config.json"
+    path.write_text('{"eos_token": "</s>"}', encoding="utf-8")
+    status, out, err = _cli(str(path))
+    assert status == 2 and out == ""
+    assert "cannot draft from" in err and "chat_template" in err
