@@ -470,6 +470,10 @@ def _value_suffix(pattern: regex.Pattern[str]) -> regex.Pattern[str] | None:
     return compiled
 
 
+#: Characters of an unfinished tag after which only its close is looked for (see handle()).
+_WAIT_AFTER = 256
+
+
 class _XmlArgumentsWriter:
     """Emits the arguments object of an xml-inline body one parameter at a time.
 
@@ -501,6 +505,9 @@ class _XmlArgumentsWriter:
         # The open value (incremental mode): its key, its raw text before ``_tail``.
         self._open_key: str | None = None
         self._open_raw: list[str] = []
+        self._open_fresh = False
+        #: Where in ``_tail`` to look for the close of a tag read with no value yet.
+        self._waiting: int | None = None
         # Partial-value streaming: the key streamed, the text sent, the whitespace held.
         self._streaming_key: str | None = None
         self._streamed_value: list[str] = []
@@ -527,6 +534,15 @@ class _XmlArgumentsWriter:
                 if not self._follow_open_value(out):
                     break
                 continue
+            if self._waiting is not None and self._suffix is not None:
+                # A long tag whose partial match reads no value (the regex reports none for
+                # some patterns, e.g. a lazy key): it cannot complete before its close, so
+                # only that is looked for. A short one is matched again: its value may start.
+                close = self._suffix.search(self._tail, self._waiting, partial=True)
+                if (close is None or close.partial) and len(self._tail) > _WAIT_AFTER:
+                    self._waiting = close.start() if close is not None else len(self._tail)
+                    break
+                self._waiting = None
             body = self._tail
             match = self._pattern.search(body, 0, partial=True)
             if match is None or match.end() == match.start():
@@ -548,6 +564,8 @@ class _XmlArgumentsWriter:
                 )
                 if match.start() > 0:
                     self._tail = body[match.start() :]
+                if self._suffix is not None and match.start("value") < 0:
+                    self._waiting = 0
                 break
             if not self._streams_partial_values and (
                 match.end() == len(body)
@@ -569,6 +587,7 @@ class _XmlArgumentsWriter:
         self._open_key = match.group("key")
         start = match.start("value")
         self._open_raw = []
+        self._open_fresh = True
         self._tail = self._tail[start:]
 
     def _follow_open_value(self, out: list[str]) -> bool:
@@ -583,7 +602,9 @@ class _XmlArgumentsWriter:
             self._tail = tail[close.end() :]
             out.append(self._complete(key, raw))
             return True
-        if cut:
+        if cut or self._open_fresh:
+            # (An empty value read for the first time still opens a streamed string.)
+            self._open_fresh = False
             piece = tail[:cut]
             self._open_raw.append(piece)
             self._tail = tail[cut:]
