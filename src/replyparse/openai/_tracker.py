@@ -16,7 +16,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from replyparse.coercion import coerce_to_schema
 from replyparse.events import Event
@@ -38,9 +38,12 @@ __all__ = ["CallDelta", "CallDone", "CallStart", "MessageTracker", "TextDelta", 
 TEXT_KEYS = (REASONING_KEY, CONTENT_KEY)
 
 
-@dataclass(frozen=True)
-class TextDelta:
-    """More text of ``key`` (``reasoning_content`` or ``content``)."""
+class TextDelta(NamedTuple):
+    """More text of ``key`` (``reasoning_content`` or ``content``).
+
+    (The two per-delta updates are named tuples: built on every delta, a frozen dataclass
+    costs twice as much.)
+    """
 
     key: str
     text: str
@@ -58,8 +61,7 @@ class CallStart:
     custom: bool
 
 
-@dataclass(frozen=True)
-class CallDelta:
+class CallDelta(NamedTuple):
     """More ``arguments`` text (or custom ``input``) of call ``position``."""
 
     position: int
