@@ -10,7 +10,7 @@ import pytest
 from replyparse import load_template
 from replyparse.coercion import coerce_to_schema
 from replyparse.openai._arguments import CallTarget, ToolCallStreamer, analyze_tool_call_field
-from replyparse.openai._json_scan import JsonScanner, Key, StringEnd
+from replyparse.openai._json_scan import JsonScanner, Key, StringEnd, StringPart
 
 HERMES_FIELD = load_template(
     {
@@ -96,6 +96,18 @@ def test_scanner_reports_keys_and_strings_and_fails_on_garbage() -> None:
     number = JsonScanner()
     number.feed("12")
     assert [token.value for token in number.end()] == [12]  # type: ignore[union-attr]
+
+
+def test_scanner_reads_a_strings_plain_run_as_one_part_and_keeps_offsets() -> None:
+    scanner = JsonScanner()
+    first = scanner.feed('{"note": "a long')
+    second = scanner.feed(' run\\n with \\u00e9scapes", "n": 1}')
+    parts = [token.text for token in first + second if isinstance(token, StringPart)]
+    # One part per run of plain characters (per feed), one per escape.
+    assert parts == ["a long", " run", "\n", " with ", "é", "scapes"]
+    end = next(token for token in second if isinstance(token, StringEnd))
+    assert end.value == "a long run\n with éscapes" and end.end == 41
+    assert scanner.done
 
 
 # -- xml-inline bodies, followed incrementally -------------------------------------------------
