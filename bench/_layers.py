@@ -8,7 +8,7 @@ of this process (``_measure.clock``), median of alternating repeats.
   inline style of the same kind.
 * **OpenAI streams.** ``ChatCompletionStream`` and ``ResponsesStream`` fed the same 4-character
   deltas (``feed`` per delta, ``finish`` at the end), against the bare parser built as the
-  streams build theirs (``tools=``, ``include_groups=True``).
+  streams build theirs (``tools=``, ``include_groups=True``, ``recover=True``).
 * **openai-harmony.** Its ``StreamableParser`` on the token ids of the gpt-oss output, one
   ``process`` per token, against replyparse's gpt-oss template fed the same tokens (as text
   pieces, and as ids with a tokenizer).
@@ -93,7 +93,7 @@ def _stream_runs(family: Family, text: str) -> dict[str, Callable[[], float]]:
 
     def parser_run() -> float:
         parser = replyparse.ResponseParser(
-            template, family.prefix, tools=TOOLS, include_groups=True
+            template, family.prefix, tools=TOOLS, include_groups=True, recover=True
         )
         feed = parser.feed
         start = measure.clock()

