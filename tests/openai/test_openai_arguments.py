@@ -10,7 +10,7 @@ import pytest
 from replyparse import load_template
 from replyparse.coercion import coerce_to_schema
 from replyparse.openai._arguments import CallTarget, ToolCallStreamer, analyze_tool_call_field
-from replyparse.openai._json_scan import JsonScanner, Key, StringEnd
+from replyparse.openai._json_scan import JsonScanner, Key, StringEnd, StringPart
 
 HERMES_FIELD = load_template(
     {
@@ -96,3 +96,76 @@ def test_scanner_reports_keys_and_strings_and_fails_on_garbage() -> None:
     number = JsonScanner()
     number.feed("12")
     assert [token.value for token in number.end()] == [12]  # type: ignore[union-attr]
+
+
+def test_scanner_reads_a_strings_plain_run_as_one_part_and_keeps_offsets() -> None:
+    scanner = JsonScanner()
+    first = scanner.feed('{"note": "a long')
+    second = scanner.feed(' run\\n with \\u00e9scapes", "n": 1}')
+    parts = [token.text for token in first + second if isinstance(token, StringPart)]
+    # One part per run of plain characters (per feed), one per escape.
+    assert parts == ["a long", " run", "\n", " with ", "é", "scapes"]
+    end = next(token for token in second if isinstance(token, StringEnd))
+    assert end.value == "a long run\n with éscapes" and end.end == 41
+    assert scanner.done
+
+
+# -- xml-inline bodies, followed incrementally -------------------------------------------------
+
+_NOTE = "Line one < two, a </para near miss,\n<parameter and </arg_ too.\n" * 40 + "the end"
+_XML_SCHEMA = {
+    "type": "object",
+    "properties": {"city": {"type": "string"}, "days": {"type": "integer"},
+                   "note": {"type": "string"}},
+}  # fmt: skip
+_XML_BODIES = {
+    "qwen3-coder": (
+        "<tool_call>\n<function=get_weather>",
+        f"\n<parameter=city>\nParis\n</parameter>\n<parameter=days>\n3\n</parameter>\n"
+        f"<parameter=note>\n{_NOTE}\n</parameter>\n",
+        "</function>\n</tool_call>",
+    ),
+    "glm4.5": (
+        "<tool_call>get_weather",
+        f"\n<arg_key>city</arg_key>\n<arg_value>Paris</arg_value>\n<arg_key>days</arg_key>\n"
+        f"<arg_value>3</arg_value>\n<arg_key>note</arg_key>\n<arg_value>{_NOTE}</arg_value>\n",
+        "</tool_call>",
+    ),
+}
+
+
+@pytest.mark.parametrize("family", sorted(_XML_BODIES))
+def test_xml_inline_arguments_stream_to_the_final_text(family: str) -> None:
+    from replyparse import parse_response
+    from replyparse.openai._arguments import arguments_json
+    from replyparse.templates import get_entry
+
+    template = get_entry(family).template
+    open_tag, body, close_tag = _XML_BODIES[family]
+    tools = [{"type": "function", "function": {"name": "get_weather", "parameters": _XML_SCHEMA}}]
+    message = parse_response(open_tag + body + close_tag, template, prefix="", tools=tools)
+    arguments = message["tool_calls"][0]["function"]["arguments"]
+    assert arguments == {"city": "Paris", "days": 3, "note": _NOTE}
+    final = arguments_json(arguments)
+    shape = analyze_tool_call_field(template.fields["tool_calls"])
+    for step in (1, 3, 64, len(body)):
+        streamer = ToolCallStreamer(
+            shape,
+            {"name": "get_weather"},
+            resolve=lambda name: CallTarget("function", _XML_SCHEMA),
+            coerce=coerce_to_schema,
+        )
+        sent_mid_note = ""
+        for start in range(0, len(body), step):
+            streamer.feed(body[start : start + step])
+            streamer.take()
+            if start <= body.index("the end") < start + step:
+                sent_mid_note = streamer.emitted
+        before_close = streamer.emitted
+        rest, consistent = streamer.finish(final)
+        assert consistent
+        assert before_close + rest == streamer.emitted == final
+        assert final.startswith(sent_mid_note)
+        if family == "qwen3-coder" and step < len(body):
+            # A plain-string value streams before its closing tag, as the model writes it.
+            assert json.dumps("Line one < two")[1:-1] in sent_mid_note

@@ -22,6 +22,18 @@ from replyparse.openai import ResponsesStream, SequentialIds, to_response
 from replyparse.templates import get_entry, get_template, list_templates
 
 CASES = load_corpus(list_templates())
+#: test_openai_registry's STREAM_GAPS: streamed arguments that differ from the whole message's.
+STREAM_GAPS = {"minimax-m3-call-8", "minimax-m3-call-9"}
+PARAMS = [
+    pytest.param(
+        case,
+        id=case["id"],
+        marks=[pytest.mark.xfail(strict=True, reason="minimax-m3 nested parameter tags")]
+        if case["id"] in STREAM_GAPS
+        else [],
+    )
+    for case in CASES
+]
 ITEM_EVENTS = (
     "response.content_part.added",
     "response.content_part.done",
@@ -57,7 +69,7 @@ def assert_items_in_sequence(events: list[dict[str, Any]]) -> None:
 
 
 @pytest.mark.skipif(not CASES, reason="../shared/corpus/cases.jsonl is not available")
-@pytest.mark.parametrize("case", CASES, ids=[case["id"] for case in CASES])
+@pytest.mark.parametrize("case", PARAMS)
 def test_each_item_is_done_before_the_next_is_added(case: dict[str, Any]) -> None:
     template = get_entry(case["family"]).template
     prefix = case["prefix"]

@@ -351,7 +351,8 @@ class _JsonArgumentsWriter:
     def _typed(self, value: Any, path: Path) -> str:
         return arguments_json(_type_at(value, path[len(self._root) :], self._schema, self._coerce))
 
-    def handle(self, token: Token, body: str) -> str:
+    def handle(self, token: Token, body: Callable[[], str]) -> str:
+        """The canonical text ``token`` adds; ``body()`` is the body so far (read rarely)."""
         if self._stopped:
             return ""
         if self._whole is not None:
@@ -386,12 +387,12 @@ class _JsonArgumentsWriter:
             return '"'
         return self._begin_value(token, top)
 
-    def _continue_whole(self, token: Token, body: str) -> str:
+    def _continue_whole(self, token: Token, body: Callable[[], str]) -> str:
         assert self._whole is not None
         path, start = self._whole
         if isinstance(token, Close) and token.path == path:
             self._whole = None
-            return self._typed(json.loads(body[start : token.end], strict=False), path)
+            return self._typed(json.loads(body()[start : token.end], strict=False), path)
         if isinstance(token, StringEnd) and token.path == path:
             self._whole = None
             return self._typed(token.value, path)
@@ -428,7 +429,7 @@ class _JsonInputWriter:
     def __init__(self, root: Path) -> None:
         self._root = root
 
-    def handle(self, token: Token, body: str) -> str:
+    def handle(self, token: Token, body: Callable[[], str]) -> str:
         return token.text if isinstance(token, StringPart) and token.path == self._root else ""
 
 
@@ -445,8 +446,43 @@ def _certainly_not_json(text: str) -> bool:
     return True
 
 
+def _value_suffix(pattern: regex.Pattern[str]) -> regex.Pattern[str] | None:
+    """What follows a lazy ``(?P<value>.*?)`` group that ends ``pattern``'s only branch.
+
+    For such a pattern (every registry xml-inline tag pattern: ``...(?P<value>.*?)\n?</p>``)
+    an open value ends at the first place where this suffix matches, so the value can be
+    followed incrementally instead of re-matching the whole tag on every feed. None when
+    the pattern has another shape (alternatives, a greedy or restricted value, no DOTALL).
+    """
+    source = pattern.pattern
+    marker = "(?P<value>.*?)"
+    if source.count(marker) != 1 or "|" in source or not pattern.flags & regex.DOTALL:
+        return None
+    suffix = source.split(marker, 1)[1]
+    if not suffix:
+        return None
+    try:
+        compiled = regex.compile(suffix, pattern.flags)
+    except regex.error:
+        return None
+    if compiled.groups or compiled.match(""):
+        return None  # a group or an empty-matching suffix: not the simple shape
+    return compiled
+
+
+#: Characters of an unfinished tag after which only its close is looked for (see handle()).
+_WAIT_AFTER = 256
+
+
 class _XmlArgumentsWriter:
-    """Emits the arguments object of an xml-inline body one parameter at a time."""
+    """Emits the arguments object of an xml-inline body one parameter at a time.
+
+    Only the unread rest of the body is kept (``_tail``). While a value is open (its tag
+    opened, its close not yet seen) and the tag pattern has the simple shape
+    (:func:`_value_suffix`), only the text from the last place its close could start is
+    searched again on the next feed, so the cost per feed stays flat however long the
+    value grows.
+    """
 
     def __init__(
         self, parser: Any, schema: Mapping[str, Any] | None, coerce: Coerce | None
@@ -456,32 +492,80 @@ class _XmlArgumentsWriter:
         # read it: with alternatives (a CDATA form and a plain form, both named "value") a
         # partial match may be read through the wrong one.
         self._streams_partial_values = self._pattern.pattern.count("(?P<value>") == 1
+        self._suffix = _value_suffix(self._pattern) if self._streams_partial_values else None
         self._value_parser: Any = parser.value_parser
         self._schema = schema if coerce is not None else None
         self._coerce = coerce
-        self._position = 0
+        #: The body not read yet: from the end of the last complete tag on (or, while a
+        #: value is open, from the first place where its close could start).
+        self._tail = ""
         self._keys: list[str] = []
-        self._streaming_key: str | None = None
-        self._streamed_value = ""
         self._started = False
         self._stopped = False
+        # The open value (incremental mode): its key, its raw text before ``_tail``.
+        self._open_key: str | None = None
+        self._open_raw: list[str] = []
+        self._open_fresh = False
+        #: Where in ``_tail`` to look for the close of a tag read with no value yet.
+        self._waiting: int | None = None
+        # Partial-value streaming: the key streamed, the text sent, the whitespace held.
+        self._streaming_key: str | None = None
+        self._streamed_value: list[str] = []
+        self._lead_stripped = False
+        self._probe = ""
+        self._held = ""
+        self._undecided = True
+        self._no_stream = False
 
     def _key_prefix(self, key: str) -> str:
         separator = "," if self._keys else ""
         self._keys.append(key)
         return f"{separator}{arguments_json(key)}:"
 
-    def handle(self, body: str) -> str:
+    def handle(self, text: str) -> str:
+        """Take the next text of the body; return the argument text it completes."""
         out: list[str] = []
         if not self._started:
             self._started = True
             out.append("{")
+        self._tail += text
         while not self._stopped:
-            match = self._pattern.search(body, self._position, partial=True)
+            if self._open_key is not None:
+                if not self._follow_open_value(out):
+                    break
+                continue
+            if self._waiting is not None and self._suffix is not None:
+                # A long tag whose partial match reads no value (the regex reports none for
+                # some patterns, e.g. a lazy key): it cannot complete before its close, so
+                # only that is looked for. A short one is matched again: its value may start.
+                close = self._suffix.search(self._tail, self._waiting, partial=True)
+                if (close is None or close.partial) and len(self._tail) > _WAIT_AFTER:
+                    self._waiting = close.start() if close is not None else len(self._tail)
+                    break
+                self._waiting = None
+            body = self._tail
+            match = self._pattern.search(body, 0, partial=True)
             if match is None or match.end() == match.start():
                 break
             if match.partial:
-                out.append(self._stream_partial(match))
+                if (
+                    self._suffix is not None
+                    and match.start("value") >= 0
+                    and match.start("key") >= 0
+                ):
+                    # Incremental from here: the value so far is read, the rest followed.
+                    self._begin_open_value(match)
+                    continue
+                out.append(
+                    self._stream_partial(
+                        match.group("key") if match.start("key") >= 0 else None,
+                        match.group("value") if match.start("value") >= 0 else None,
+                    )
+                )
+                if match.start() > 0:
+                    self._tail = body[match.start() :]
+                if self._suffix is not None and match.start("value") < 0:
+                    self._waiting = 0
                 break
             if not self._streams_partial_values and (
                 match.end() == len(body)
@@ -490,10 +574,132 @@ class _XmlArgumentsWriter:
                 # With alternative ways to read a value (a CDATA form before a plain one),
                 # more text could still turn this into a different tag match: wait; the
                 # region close settles it.
+                if match.start() > 0:
+                    self._tail = body[match.start() :]
                 break
-            out.append(self._complete(match))
-            self._position = match.end()
+            out.append(self._complete(match.group("key"), match.group("value") or ""))
+            self._tail = body[match.end() :]
         return "".join(out)
+
+    # -- an open value, followed incrementally ---------------------------------------------
+
+    def _begin_open_value(self, match: regex.Match[str]) -> None:
+        self._open_key = match.group("key")
+        start = match.start("value")
+        self._open_raw = []
+        self._open_fresh = True
+        self._tail = self._tail[start:]
+
+    def _follow_open_value(self, out: list[str]) -> bool:
+        """Read the open value's new text; True when its tag closed (read on)."""
+        assert self._suffix is not None and self._open_key is not None
+        tail = self._tail
+        close = self._suffix.search(tail, 0, partial=True)
+        cut = close.start() if close is not None else len(tail)
+        if close is not None and not close.partial:
+            raw = "".join(self._open_raw) + tail[:cut]
+            key, self._open_key, self._open_raw = self._open_key, None, []
+            self._tail = tail[close.end() :]
+            out.append(self._complete(key, raw))
+            return True
+        if cut or self._open_fresh:
+            # (An empty value read for the first time still opens a streamed string.)
+            self._open_fresh = False
+            piece = tail[:cut]
+            self._open_raw.append(piece)
+            self._tail = tail[cut:]
+            out.append(self._stream_more(self._open_key, piece))
+        return False
+
+    # -- streaming a value before its tag closes -------------------------------------------
+
+    def _start_streaming(self, key: str) -> str | None:
+        """The key's prefix and opening quote when ``key`` streams as a string, else None."""
+        if key in self._keys or not _streams(
+            _child_schema(self._schema, key, self._schema or {}), "string"
+        ):
+            return None
+        self._streaming_key = key
+        return self._key_prefix(key) + '"'
+
+    def _stream_more(self, key: str, raw: str) -> str:
+        """Stream ``raw``, the next raw text of the open value of ``key``."""
+        if self._no_stream or not self._streams_partial_values:
+            return ""
+        parser = self._value_parser
+        stripping = False
+        if parser is not None:
+            if not (
+                getattr(parser, "name", None) == "json" and getattr(parser, "allow_non_json", False)
+            ):
+                self._no_stream = True
+                return ""
+            stripping = True  # non-JSON text is kept stripped; JSON text would be typed
+        if stripping:
+            if not self._lead_stripped:
+                raw = raw.lstrip()
+                if not raw:
+                    return ""
+                self._lead_stripped = True
+            if self._undecided:
+                self._probe += raw
+                if not _certainly_not_json(self._probe):
+                    if any(word.startswith(self._probe) for word in _JSON_WORDS):
+                        return ""  # could still be true/false/null: wait
+                    self._no_stream = True
+                    return ""
+                self._undecided = False
+                raw, self._probe = self._probe, ""
+        head = ""
+        if self._streaming_key is None:
+            started = self._start_streaming(key)
+            if started is None:
+                self._no_stream = True
+                return ""
+            head = started
+        if stripping:
+            text = self._held + raw
+            kept = text.rstrip()
+            self._held = text[len(kept) :]
+            raw = kept
+        if not raw:
+            return head
+        self._streamed_value.append(raw)
+        return head + escape_json_text(raw)
+
+    def _reset_streaming(self) -> str:
+        streamed = "".join(self._streamed_value)
+        self._streaming_key = None
+        self._streamed_value = []
+        self._lead_stripped = False
+        self._probe = ""
+        self._held = ""
+        self._undecided = True
+        self._no_stream = False
+        return streamed
+
+    def _stream_partial(self, key: str | None, raw: str | None) -> str:
+        """Stream a partial tag match read whole (the pattern has not the simple shape)."""
+        if not self._streams_partial_values or key is None or raw is None:
+            return ""
+        if self._streaming_key is not None and key != self._streaming_key:
+            return ""  # pragma: no cover - defensive: the key group re-matched differently
+        value = self._string_value(raw)
+        if value is None:
+            return ""
+        head = ""
+        if self._streaming_key is None:
+            started = self._start_streaming(key)
+            if started is None:
+                return ""
+            head = started
+        streamed = "".join(self._streamed_value)
+        if not value.startswith(streamed):
+            return head  # pragma: no cover - defensive: partial values only grow
+        new = value[len(streamed) :]
+        if new:
+            self._streamed_value.append(new)
+        return head + escape_json_text(new)
 
     def _string_value(self, raw: str) -> str | None:
         """The part of a raw value that is certainly final as a string, or None."""
@@ -507,43 +713,16 @@ class _XmlArgumentsWriter:
             return stripped.rstrip() if _certainly_not_json(stripped) else None
         return None
 
-    def _stream_partial(self, match: regex.Match[str]) -> str:
-        if not self._streams_partial_values:
-            return ""
-        if match.start("key") < 0 or match.start("value") < 0:
-            return ""
-        key = match.group("key")
-        if self._streaming_key is not None and key != self._streaming_key:
-            return ""  # pragma: no cover - defensive: the key group re-matched differently
-        value = self._string_value(match.group("value"))
-        if value is None:
-            return ""
-        head = ""
-        if self._streaming_key is None:
-            if key in self._keys or not _streams(
-                _child_schema(self._schema, key, self._schema or {}), "string"
-            ):
-                return ""
-            self._streaming_key = key
-            head = self._key_prefix(key) + '"'
-        if not value.startswith(self._streamed_value):
-            return head  # pragma: no cover - defensive: partial values only grow
-        new = value[len(self._streamed_value) :]
-        self._streamed_value = value
-        return head + escape_json_text(new)
-
-    def _complete(self, match: regex.Match[str]) -> str:
-        key = match.group("key")
-        raw = match.group("value") or ""
+    def _complete(self, key: str, raw: str) -> str:
         value = self._value_parser.parse(raw) if self._value_parser is not None else raw
         value = _type_at(value, (key,), self._schema, self._coerce)
         if key == self._streaming_key:
-            self._streaming_key = None
-            streamed, self._streamed_value = self._streamed_value, ""
+            streamed = self._reset_streaming()
             if isinstance(value, str) and value.startswith(streamed):
                 return escape_json_text(value[len(streamed) :]) + '"'
             self._stopped = True  # pragma: no cover - defensive: left to the final check
             return ""  # pragma: no cover
+        self._reset_streaming()
         if key in self._keys:
             self._stopped = True  # a repeated key: the parser merges or overwrites
             return ""
@@ -593,7 +772,10 @@ class ToolCallStreamer:
         self._shape = shape
         self._resolve = resolve
         self._coerce = coerce
-        self._body = ""
+        # The body so far, as pieces joined only when a writer needs the whole (a JSON value
+        # typed as a whole, a late name): appending to one string copies it every feed.
+        self._body_parts: list[str] = []
+        self._body_text = ""
         self._scanner = JsonScanner() if shape.content == "json" else None
         self._buffered: list[Token] = []
         self._writer: _JsonArgumentsWriter | _JsonInputWriter | _XmlArgumentsWriter | None = None
@@ -605,6 +787,12 @@ class ToolCallStreamer:
             self._set_name(shape.name_literal)
         elif shape.name_group is not None and groups and shape.name_group in groups:
             self._set_name(groups[shape.name_group])
+
+    def _body(self) -> str:
+        if self._body_parts:
+            self._body_text += "".join(self._body_parts)
+            self._body_parts.clear()
+        return self._body_text
 
     @property
     def emitted(self) -> str:
@@ -631,11 +819,12 @@ class ToolCallStreamer:
             self._buffered.clear()
         elif self.target.kind == "function":
             self._writer = _XmlArgumentsWriter(shape.parser, self.target.schema, self._coerce)
-            self._pending.append(self._writer.handle(self._body))
+            self._pending.append(self._writer.handle(self._body()))
 
     def feed(self, text: str) -> None:
         """Take the next raw text of the region body (a dirty ``region_chunk``)."""
-        self._body += text
+        if self._scanner is not None or self._writer is None:
+            self._body_parts.append(text)
         if self._scanner is not None:
             for token in self._scanner.feed(text):
                 if (
@@ -650,7 +839,7 @@ class ToolCallStreamer:
                 elif self.name is None:
                     self._buffered.append(token)
         elif isinstance(self._writer, _XmlArgumentsWriter):
-            self._pending.append(self._writer.handle(self._body))
+            self._pending.append(self._writer.handle(text))
 
     def take(self) -> str:
         """Return the fragment text produced since the last call (possibly empty)."""

@@ -16,6 +16,7 @@ ignores everything else: the caller falls back to the value of the finished regi
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any
@@ -118,6 +119,8 @@ class _State(Enum):
 
 
 _WHITESPACE = " \t\n\r"
+#: What ends a run of plain string characters: the closing quote or an escape.
+_STRING_STOP = re.compile(r'["\\]')
 _SIMPLE_ESCAPES = {
     '"': '"',
     "\\": "\\",
@@ -174,11 +177,25 @@ class JsonScanner:
     def feed(self, text: str) -> list[Token]:
         """Scan ``text``, the next piece of the JSON text, and return the tokens it completes."""
         tokens: list[Token] = []
-        for char in text:
-            if self._state is _State.FAILED:
+        index = 0
+        length = len(text)
+        while index < length:
+            state = self._state
+            if state is _State.FAILED:
                 break
-            self._step(char, tokens)
+            if state is _State.STRING and self._high_surrogate is None:
+                # The plain characters of a string up to its next quote or escape, as one
+                # part (a Python loop per character is most of the cost of long strings).
+                stop = _STRING_STOP.search(text, index)
+                end = stop.start() if stop is not None else length
+                if end > index:
+                    self._emit_chars(text[index:end], tokens)
+                    self._offset += end - index
+                    index = end
+                    continue
+            self._step(text[index], tokens)
             self._offset += 1
+            index += 1
         return tokens
 
     def end(self) -> list[Token]:

@@ -17,7 +17,7 @@ import dataclasses
 import warnings
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from replyparse.coercion import coerce_to_schema
 from replyparse.events import Event
@@ -40,13 +40,13 @@ __all__ = ["CallDelta", "CallDone", "CallStart", "MessageTracker", "TextDelta", 
 TEXT_KEYS = (REASONING_KEY, CONTENT_KEY)
 
 
-@dataclass(frozen=True)
-class TextDelta:
+class TextDelta(NamedTuple):
     """More text of ``key`` (``reasoning_content`` or ``content``).
 
     ``separator`` is the start of ``text`` that joins it to the field's earlier captures
     (the parser's blank line or the field's ``join``): an adapter that starts a new item
-    for the new capture drops it.
+    for the new capture drops it. (The two per-delta updates are named tuples: built on
+    every delta, a frozen dataclass costs twice as much.)
     """
 
     key: str
@@ -66,8 +66,7 @@ class CallStart:
     custom: bool
 
 
-@dataclass(frozen=True)
-class CallDelta:
+class CallDelta(NamedTuple):
     """More ``arguments`` text (or custom ``input``) of call ``position``."""
 
     position: int
@@ -128,8 +127,10 @@ class MessageTracker:
         self._ids = ids
         field = template.fields.get(TOOL_CALLS_KEY)
         self._shape: ToolCallShape | None = analyze_tool_call_field(field) if field else None
-        self._streamed: dict[str, str] = dict.fromkeys(TEXT_KEYS, "")
-        self._capture: dict[str, str] = dict.fromkeys(TEXT_KEYS, "")
+        # Text streamed per key, and the open capture's text, as pieces: joined only at a
+        # region close or the finish (appending to one string copies it on every delta).
+        self._streamed: dict[str, list[str]] = {key: [] for key in TEXT_KEYS}
+        self._capture: dict[str, list[str]] = {key: [] for key in TEXT_KEYS}
         self._captures: dict[str, int] = dict.fromkeys(TEXT_KEYS, 0)
         self._open: _OpenCall | None = None
         self._used_ids: set[str] = set()
@@ -153,24 +154,26 @@ class MessageTracker:
     def _text(self, key: str, text: str, updates: list[Update]) -> None:
         if not text:
             return
+        capture = self._capture[key]
+        streamed = self._streamed[key]
         separator = ""
-        if not self._capture[key] and self._streamed[key]:
+        if not capture and streamed:
             separator = self._separator(key)  # an empty capture gets no separator
-        self._capture[key] += text
-        self._streamed[key] += separator + text
+        capture.append(text)
+        streamed.append(separator + text)
         updates.append(TextDelta(key, separator + text, separator))
 
     def _open_text(self, key: str, updates: list[Update]) -> None:
         field = self._template.fields[key]
-        self._capture[key] = ""
+        self._capture[key] = []
         if field.repeats and field.join and self._captures[key]:
             # join separates every capture, empty ones included, as the parser joins them.
-            self._streamed[key] += field.join
+            self._streamed[key].append(field.join)
             updates.append(TextDelta(key, field.join, field.join))
         self._captures[key] += 1
 
     def _close_text(self, key: str, value: Any, updates: list[Update]) -> None:
-        capture = self._capture[key]
+        capture = "".join(self._capture[key])
         if isinstance(value, str) and value.startswith(capture):
             self._text(key, value[len(capture) :], updates)
 
@@ -312,10 +315,10 @@ class MessageTracker:
         updates: list[Update] = []
         for key in TEXT_KEYS:
             final = message_text(message, key)
-            streamed = self._streamed[key]
+            streamed = "".join(self._streamed[key])
             if final.startswith(streamed):
                 if len(final) > len(streamed):
-                    self._streamed[key] = final
+                    self._streamed[key] = [final]
                     updates.append(TextDelta(key, final[len(streamed) :]))
             else:
                 _warn(f"{key}: streamed {streamed!r:.200} is not a prefix of {final!r:.200}")
@@ -329,4 +332,7 @@ class MessageTracker:
 
     def text(self, key: str) -> str:
         """Everything streamed so far for a text key."""
-        return self._streamed[key]
+        streamed = self._streamed[key]
+        if len(streamed) > 1:
+            streamed[:] = ["".join(streamed)]
+        return streamed[0] if streamed else ""

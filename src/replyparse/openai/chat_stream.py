@@ -96,6 +96,7 @@ class ChatCompletionStream(StreamBase):
         self._id = completion_id or ids(CHAT_COMPLETION_PREFIX)
         self._created = created if created is not None else int(clock())
         self._reasoning_keys = tuple(reasoning_keys)
+        self._reasoning_set = frozenset(self._reasoning_keys)
         self._custom_as_function = custom_tool_calls == "function"
 
     # -- rendering ----------------------------------------------------------------------------
@@ -149,10 +150,17 @@ class ChatCompletionStream(StreamBase):
         for update in updates:
             last = deltas[-1] if deltas else None
             if isinstance(update, TextDelta):
-                keys = (update.key,) if update.key != REASONING_KEY else self._reasoning_keys
+                if update.key != REASONING_KEY:
+                    key = update.key
+                    if last is not None and len(last) == 1 and key in last:
+                        last[key] += update.text
+                    else:
+                        deltas.append({key: update.text})
+                    continue
+                keys = self._reasoning_keys
                 if not keys:
                     continue
-                if last is not None and set(last) == set(keys):
+                if last is not None and last.keys() == self._reasoning_set:
                     for key in keys:
                         last[key] += update.text
                 else:

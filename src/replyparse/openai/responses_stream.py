@@ -24,7 +24,7 @@ interleaved); every ``.delta`` sequence concatenates to its ``.done`` value.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from replyparse.errors import ResponseParseError
@@ -69,9 +69,16 @@ class _Item:
     index: int
     item_id: str
     kind: str  # "reasoning", "message", "function_call" or "custom_tool_call"
-    text: str = ""
     start: CallStart | None = None
     final: dict[str, Any] | None = None
+    #: the streamed text, as pieces (joined when read: appending to a str copies it)
+    pieces: list[str] = field(default_factory=list)
+
+    @property
+    def text(self) -> str:
+        if len(self.pieces) > 1:
+            self.pieces[:] = ["".join(self.pieces)]
+        return self.pieces[0] if self.pieces else ""
 
 
 class ResponsesStream(StreamBase):
@@ -204,7 +211,7 @@ class ResponsesStream(StreamBase):
                 return
             self._close_open_item(None, events)
             item = self._add_text_item(update.key, events)
-        item.text += text
+        item.pieces.append(text)
         location = {"item_id": item.item_id, "output_index": item.index, "content_index": 0}
         if item.kind == "reasoning":
             events.append(self._event("response.reasoning_text.delta", **location, delta=text))
@@ -245,7 +252,7 @@ class ResponsesStream(StreamBase):
         stem = "response.custom_tool_call_input" if custom else "response.function_call_arguments"
         location = {"item_id": item.item_id, "output_index": item.index}
         if isinstance(update, CallDelta):
-            item.text += update.text
+            item.pieces.append(update.text)
             events.append(self._event(f"{stem}.delta", **location, delta=update.text))
             return
         assert isinstance(update, CallDone) and item.start is not None

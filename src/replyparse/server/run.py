@@ -27,7 +27,7 @@ def bind_socket(host: str, port: int) -> socket.socket:
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind((host, port))
-        sock.listen(128)
+        sock.listen(2048)  # room for a burst of concurrent streams (1,000 in bench/run.py)
     except OSError:
         sock.close()
         raise

