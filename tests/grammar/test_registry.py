@@ -88,6 +88,8 @@ KNOWN_GAPS: dict[str, str] = {
     "command-r7b": "call objects carry a tool_call_id key besides the name and arguments, and "
     "<|START_RESPONSE|> opens reasoning with a zero-width delimiter; neither is written",
     "cohere2-moe": "call objects carry a tool_call_id key besides the name and arguments",
+    "granite4-parallel-3": "a call's arguments written as a JSON string holding the object; "
+    "the grammar writes the object itself",
     "gpt-oss-no-call-11": "a built-in tool call (to=container.exec); only function calls are written",
 }
 
