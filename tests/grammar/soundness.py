@@ -297,6 +297,44 @@ def walk_llguidance(
     return texts, invalid
 
 
+def llguidance_acceptance(grammar: str | dict[str, Any], texts: Sequence[str]) -> list[bool]:
+    """:func:`~replyparse.grammar.accepts` for many texts, with one compiled matcher."""
+    from replyparse.grammar._matcher import text_matcher
+
+    base = text_matcher(grammar).matcher
+    results = []
+    for text in texts:
+        matcher = base.deep_copy()
+        results.append(
+            bool(matcher.consume_tokens(list(text.encode()))) and bool(matcher.is_accepting())
+        )
+    return results
+
+
+def _tags(form: Any) -> list[dict[str, Any]]:
+    if not isinstance(form, dict):
+        return []
+    found = [form] if form.get("type") == "tag" else []
+    for key in ("tags", "elements"):
+        for item in form.get(key, []):
+            found += _tags(item)
+    return found
+
+
+def holds_json_excludes(tag: Any, text: str) -> bool:
+    """Whether ``text`` holds a tag's JSON ``excludes`` string other than in a tag's end."""
+    if not isinstance(tag, dict):
+        return False
+    tags = _tags(tag.get("format"))
+    ends = [item["end"] for item in tags if isinstance(item.get("end"), str)]
+    for item in tags:
+        for excluded in item.get("content", {}).get("excludes", []):
+            written = sum(text.count(end) for end in ends if excluded in end)
+            if text.count(excluded) > written:
+                return True
+    return False
+
+
 def xgrammar_compiled(grammar: str | dict[str, Any], tokens: Sequence[str]) -> tuple[Any, Any]:
     """xgrammar's compiled grammar for a GBNF text or a structural tag, and the vocabulary."""
     import xgrammar
@@ -316,7 +354,7 @@ def xgrammar_accepts(compiled: Any, text: str) -> bool:
     import xgrammar
 
     matcher = xgrammar.GrammarMatcher(compiled, terminate_without_stop_token=True)
-    if text and not matcher.accept_string(text.encode()):
+    if text and not matcher.accept_string(text):
         return False
     return bool(matcher.is_completed())
 
@@ -343,7 +381,13 @@ def walk_xgrammar(
                 break
             matcher.fill_next_token_bitmask(bitmask)
             words = bitmask[0].tolist()
-            allowed = [token for token in range(size) if (words[token // 32] >> (token % 32)) & 1]
+            # Single bytes of multi-byte characters are left out: xgrammar lets a byte-level
+            # vocabulary write stray UTF-8 bytes in free text (its matcher is byte-based).
+            allowed = [
+                token
+                for token in range(size)
+                if (words[token // 32] >> (token % 32)) & 1 and not 0x80 <= token < 256
+            ]
             if not allowed:
                 break
             token = _choose(rng, allowed, vocab.eos, len(data), limit)

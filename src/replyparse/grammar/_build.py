@@ -764,7 +764,7 @@ class _Builder:
             "name": f'{{{name_key}: "f", {arguments_key}: {{}}}}',
             "arguments": f'{{{arguments_key}: {{}}, {name_key}: "f"}}',
         }
-        if self.syntax.placement == "each":
+        if self.syntax.placement == "each" and self.syntax.content == "json":
             texts = {key: f"[{text}]" for key, text in texts.items()}
         orders = tuple(
             first
@@ -803,8 +803,15 @@ class _Builder:
         if self.syntax.content == "json":
             return bracketed
         if self.syntax.content == "pythonic":
+            # Without brackets the body is read as Python statements, where a newline ends
+            # one: no whitespace before the comma between calls (``f()\n, g()`` is refused).
+            bare_separator = punct(",", before=False, after=True)
+            bare_more = G.Repeat(
+                G.seq(bare_separator, item), 0, None if high is None else high - 1
+            )
+            bare = G.seq(item, bare_more) if high != 1 else item
             forms = [
-                bracketed if brackets else G.seq(G.term(_WS), items)
+                bracketed if brackets else G.seq(G.term(_WS), bare)
                 for brackets in self.pythonic_brackets
             ]
             return G.alt(*forms)
