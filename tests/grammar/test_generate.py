@@ -159,6 +159,18 @@ def family_model(name: str) -> tuple[Any, Any]:
     return transformers.LlamaForCausalLM(config).eval(), tokenizer
 
 
+class PreferAddedTokens:
+    """Raise the logits of added tokens and of the end: a random model that, like a real one,
+    writes the family's delimiters often (the grammar still decides what is allowed)."""
+
+    def __init__(self, tokenizer: Any) -> None:
+        self.ids = sorted(set(tokenizer.get_added_vocab().values()) | {tokenizer.eos_token_id})
+
+    def __call__(self, input_ids: Any, scores: Any) -> Any:
+        scores[:, self.ids] += 6.0
+        return scores
+
+
 @pytest.mark.parametrize("name", FAMILIES)
 @pytest.mark.parametrize("tool_choice", ["required", "named"])
 def test_registry_family_with_added_tokens_makes_valid_calls(name: str, tool_choice: str) -> None:
@@ -183,7 +195,7 @@ def test_registry_family_with_added_tokens_makes_valid_calls(name: str, tool_cho
             **prompt,
             do_sample=True,
             max_new_tokens=160,
-            logits_processor=[logits_processor(grammar, tokenizer)],
+            logits_processor=[PreferAddedTokens(tokenizer), logits_processor(grammar, tokenizer)],
             eos_token_id=tokenizer.eos_token_id,
             pad_token_id=tokenizer.eos_token_id,
         )
@@ -204,3 +216,17 @@ def test_registry_family_with_added_tokens_makes_valid_calls(name: str, tool_cho
         assert validate_arguments(arguments, SCHEMA) == [], text
         assert not (message.get("content") or "").strip(), text
     assert finished, "no generation finished within 160 tokens"
+
+
+def test_a_rejected_token_raises_with_the_token_and_step(model_and_tokenizer: Any) -> None:
+    from replyparse.grammar import GrammarError
+
+    _, tokenizer = model_and_tokenizer
+    grammar = build_grammar(TEMPLATE, tools=TOOLS, tool_choice="required")
+    processor = logits_processor(grammar, tokenizer)
+    prompt = tokenizer("<|im_start|>assistant\n", return_tensors="pt")["input_ids"]
+    scores = torch.zeros((1, len(tokenizer)))
+    processor(prompt, scores)
+    wrong = tokenizer("x", add_special_tokens=False)["input_ids"][0]  # required: no text
+    with pytest.raises(GrammarError, match=r"row 0, generated token 0: the grammar rejects token"):
+        processor(torch.cat([prompt, torch.tensor([[wrong]])], dim=1), torch.zeros_like(scores))
