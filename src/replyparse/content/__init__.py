@@ -14,7 +14,14 @@ import difflib
 from collections.abc import Mapping
 from typing import Any
 
-from replyparse.content._base import ArgsReader, ContentError, ContentParser, ContentParserFactory
+from replyparse.content._base import (
+    ArgsReader,
+    ContentError,
+    ContentParser,
+    ContentParserFactory,
+    Recovered,
+    RecoveringParser,
+)
 from replyparse.content.first_of import FirstOfParser
 from replyparse.content.json import JsonParser
 from replyparse.content.json_entries import JsonEntriesParser
@@ -31,6 +38,8 @@ __all__ = [
     "SPEC_PARSERS",
     "ContentError",
     "ContentParser",
+    "Recovered",
+    "RecoveringParser",
     "build_content_parser",
 ]
 
