@@ -806,9 +806,7 @@ class _Builder:
             # Without brackets the body is read as Python statements, where a newline ends
             # one: no whitespace before the comma between calls (``f()\n, g()`` is refused).
             bare_separator = punct(",", before=False, after=True)
-            bare_more = G.Repeat(
-                G.seq(bare_separator, item), 0, None if high is None else high - 1
-            )
+            bare_more = G.Repeat(G.seq(bare_separator, item), 0, None if high is None else high - 1)
             bare = G.seq(item, bare_more) if high != 1 else item
             forms = [
                 bracketed if brackets else G.seq(G.term(_WS), bare)
