@@ -160,11 +160,27 @@ def family_model(name: str) -> tuple[Any, Any]:
 
 
 class PreferAddedTokens:
-    """Raise the logits of added tokens and of the end: a random model that, like a real one,
-    writes the family's delimiters often (the grammar still decides what is allowed)."""
+    """Raise the logits of the added tokens of the call's open and every region's close, and
+    of the end: a random model that, like a real one, gets to its call (the grammar still
+    decides what is allowed)."""
 
-    def __init__(self, tokenizer: Any) -> None:
-        self.ids = sorted(set(tokenizer.get_added_vocab().values()) | {tokenizer.eos_token_id})
+    def __init__(self, tokenizer: Any, template: Any) -> None:
+        from replyparse.grammar import _regex as R
+
+        texts: list[str] = []
+        spec = template.fields["tool_calls"]
+        closes = [field.close for field in template.field_list if not field.is_implicit]
+        for delimiter in (spec.open, *closes):
+            if delimiter is None:
+                continue
+            if delimiter.pattern is None:
+                texts += delimiter.literals
+            else:
+                node = R.parse(delimiter.pattern.pattern, where="", exact=False)
+                texts += [R.canonical(option) for option in R.top_options(node)]
+        added = tokenizer.get_added_vocab()
+        ids = {index for token, index in added.items() if any(token in text for text in texts)}
+        self.ids = sorted(ids | {tokenizer.eos_token_id})
 
     def __call__(self, input_ids: Any, scores: Any) -> Any:
         scores[:, self.ids] += 6.0
@@ -195,7 +211,10 @@ def test_registry_family_with_added_tokens_makes_valid_calls(name: str, tool_cho
             **prompt,
             do_sample=True,
             max_new_tokens=160,
-            logits_processor=[PreferAddedTokens(tokenizer), logits_processor(grammar, tokenizer)],
+            logits_processor=[
+                PreferAddedTokens(tokenizer, entry.template),
+                logits_processor(grammar, tokenizer),
+            ],
             eos_token_id=tokenizer.eos_token_id,
             pad_token_id=tokenizer.eos_token_id,
         )

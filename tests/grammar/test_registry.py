@@ -78,6 +78,11 @@ KNOWN_GAPS: dict[str, str] = {
     "lfm2-call-10": "a JSON call object inside a Python-style call list (json_calls)",
     "lfm2-call-14": "a JSON call object inside a Python-style call list (json_calls)",
     "granite4-parallel-3": "a call's arguments written as a JSON string holding the object; the grammar writes the object itself",
+    "gpt-oss-no-call-12": "a built-in tool call (to=python); only function calls are written",
+    "gpt-oss-no-call-13": "a to=assistant header before the channel; the grammar writes the "
+    "canonical headers (it was accepted only as text in a final_channel header, which the "
+    "parser does not read since that open looks ahead for <|message|>)",
+    "gpt-oss-no-call-14": "a to=assistant header before the channel (as gpt-oss-no-call-13)",
     "gpt-oss-no-call-11": "a built-in tool call (to=container.exec); only function calls are written",
     "command-r7b-no-call-1": "call objects carry a tool_call_id key besides the name and arguments, and <|START_RESPONSE|> opens reasoning with a zero-width delimiter; neither is written",
     "command-r7b-call-3": "call objects carry a tool_call_id key besides the name and arguments, and <|START_RESPONSE|> opens reasoning with a zero-width delimiter; neither is written",

@@ -124,18 +124,28 @@ def _read_delimiter(delimiter: Any, where: str) -> _Delimiter:
     return _Delimiter(where, exact, tuple(options), source, tuple(raw))
 
 
-def _written(delimiter: _Delimiter) -> list[R.Node]:
-    """The forms of a text region's open delimiter the grammar writes.
+def _written(delimiter: _Delimiter, close: _Delimiter | None) -> list[tuple[R.Node, bool]]:
+    """The forms of a text region's open delimiter the grammar writes, each with whether the
+    region's body must then be empty.
 
     A form that looks ahead for fixed text (Apriel's ``\\n(?=Here are my reasoning steps:)``)
-    is written with that text, which starts the body; other lookaheads are not written.
+    is written with that text, which starts the body; when the region's own close starts
+    with that text (gpt-oss's ``...(?=<\\|message\\|>)`` closed by ``<|message|>``), the open is
+    written alone and the close follows at once. Other lookaheads are not written.
     """
+    closes = [R.canonical(node) for node, _ in close.options] if close is not None else []
     forms = []
     for node, look in delimiter.options:
         if look is None:
-            forms.append(node)
-        elif R.literal_text(look.item):
-            forms.append(R.seq(node, look.item))
+            forms.append((node, False))
+            continue
+        ahead = R.literal_text(look.item)
+        if not ahead:
+            continue
+        if closes and all(text.startswith(ahead) for text in closes):
+            forms.append((node, True))
+        else:
+            forms.append((R.seq(node, look.item), False))
     return forms
 
 
@@ -358,7 +368,7 @@ class _Builder:
         # must stop where any of them ends, so they all forbid every delimiter that ends one.
         ending: list[R.Node] = []
         for spec in self.plain_fields:
-            ending += _written(self.opens[spec.name])
+            ending += [node for node, _ in _written(self.opens[spec.name], self.closes[spec.name])]
         if self.end is not None:
             ending += [node for node, _ in self.end.options]
         self.outside_terminators = _unique([t for node in ending for t in _terminator(node)])
@@ -449,14 +459,26 @@ class _Builder:
         open_ = self.opens[spec.name]
         close = self.closes[spec.name]
         low, high = state
-        heads: list[Lead] = (
-            [lead]
+        heads: list[tuple[Lead, bool]] = (
+            [(lead, False)]
             if opened
-            else [(*lead, self.text_then(node), G.Piece(node)) for node in _written(open_)]
+            else [
+                ((*lead, self.text_then(node), G.Piece(node)), empty)
+                for node, empty in _written(open_, close)
+            ]
         )
         scalar = _SCALARS.get(spec.content)
         results: list[G.Expr] = []
-        for head in heads:
+        for head, empty in heads:
+            if empty:
+                assert close is not None
+                for node, look in close.options:
+                    if look is None:
+                        for core, tail in _split_tail(node):
+                            results.append(
+                                G.seq(G.Term((*head, G.Piece(core))), self.state(low, high, tail))
+                            )
+                continue
             if close is not None:
                 for node, look in close.options:
                     if look is not None:
