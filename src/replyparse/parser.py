@@ -75,6 +75,8 @@ class ParserPhase(enum.Enum):
 _SCALARS = (str, int, float, bool, type(None))
 _STREAMING = ParserPhase.STREAMING
 _ENDED = ParserPhase.ENDED
+# Held text longer than this is scanned again only once it has doubled (``_defer``).
+_RESCAN_AFTER = 128
 
 
 class _TextAccumulator:
@@ -193,6 +195,10 @@ class ResponseParser:
         self.trailing_text = ""
         self.unclaimed_text: list[tuple[int, str]] = []
         self._buffer = ""
+        # Held text is scanned again only once it has doubled (see ``_defer``).
+        self._deferred = _TextAccumulator()
+        self._deferred_size = 0
+        self._rescan_at = 0
         self._context = ""
         # Offset of the last zero-width delimiter acted on: no second one is taken there.
         self._empty_match_at = -(10**18)
@@ -241,6 +247,11 @@ class ResponseParser:
         if self.phase is _ENDED:
             self.trailing_text += text
             return []
+        if self._rescan_at:
+            deferred = self._defer(text)
+            if deferred is None:
+                return []
+            text = deferred
         held = self._buffer
         pending = held + text if held else text
         safe = self._scanner.safe_length(pending)
@@ -259,6 +270,7 @@ class ResponseParser:
             if self._context_size:
                 self._context = (self._context + pending[:safe])[-self._context_size :]
         self._buffer = pending[safe:] if safe < len(pending) else ""
+        self._set_rescan()
         return events
 
     def finalize(self) -> tuple[dict[str, Any], list[Event]]:
@@ -274,6 +286,11 @@ class ResponseParser:
         """
         self._check_usable("finalize")
         events: list[Event] = []
+        if self._rescan_at:
+            self._rescan_at = 0
+            deferred = self._defer("")
+            if deferred:
+                events.extend(self._run(deferred, final=False))
         if self._decoder is not None:
             rest = self._decoder.flush()
             if rest:
@@ -324,6 +341,31 @@ class ResponseParser:
         except ResponseParseError as error:
             self._fail(error)
 
+    def _defer(self, text: str) -> str | None:
+        """Hold ``text`` unscanned while the held buffer has not doubled since its last scan.
+
+        A delimiter that may still match (a partial match, a greedy run at the buffer's end)
+        holds the text from its start, and every scan reads the held text again: scanning
+        it at every feed would cost its length squared. Scanning only when it has doubled
+        costs its length, a constant factor, in all. Deferring is feeding a bigger chunk,
+        which changes no result; events of the held text come at most its length later.
+        Returns the text to scan now, or None to wait.
+        """
+        if text:
+            self._deferred.append(text)
+            self._deferred_size += len(text)
+        if self._rescan_at and len(self._buffer) + self._deferred_size < self._rescan_at:
+            return None
+        self._rescan_at = 0
+        self._deferred_size = 0
+        deferred = self._deferred.getvalue()
+        self._deferred = _TextAccumulator()
+        return deferred
+
+    def _set_rescan(self) -> None:
+        held = len(self._buffer)
+        self._rescan_at = 2 * held if held > _RESCAN_AFTER else 0
+
     def _run(self, text: str, final: bool) -> list[Event]:
         events: list[Event] = []
         # Consumed text is kept before the buffer as context for lookbehinds and "^", so
@@ -340,6 +382,7 @@ class ResponseParser:
         if self._context_size:
             self._context = buffer[max(0, consumed - self._context_size) : consumed]
         self._base += consumed
+        self._set_rescan()
         return events
 
     def _scan(self, buffer: str, position: int, final: bool, events: list[Event]) -> int:
