@@ -67,6 +67,11 @@ class Delimiter:
     source: str | tuple[str, ...]
     literals: tuple[str, ...]
     pattern: regex.Pattern[str] | None
+    #: The pattern as used on text that may continue: assertions that look at the next
+    #: character (``\\b``, ``\\B``, ``$``, ``\\Z``, ``(?!...)``) are undecided (a partial
+    #: match) at the end of the buffer, as lookaheads already are; the same object as
+    #: ``pattern`` when it has none (see ``_streaming_source``).
+    streaming: regex.Pattern[str] | None = None
     #: Characters tried after a pattern match that touches the end of the buffer, to learn
     #: whether more text could extend it (see ``_could_extend``).
     probe_chars: str = ""
@@ -96,7 +101,14 @@ class Delimiter:
     def from_pattern(cls, source: str) -> Delimiter:
         """A regex delimiter; raises ``regex.error`` when the pattern does not compile."""
         probes = sorted(set(source) | set(_PROBE_CHARS))
-        return cls(source, (), regex.compile(source, REGEX_FLAGS), "".join(probes))
+        compiled = regex.compile(source, REGEX_FLAGS)
+        streaming_source = _streaming_source(source)
+        streaming = (
+            compiled
+            if streaming_source == source
+            else regex.compile(streaming_source, REGEX_FLAGS)
+        )
+        return cls(source, (), compiled, streaming, "".join(probes))
 
     @property
     def is_pattern(self) -> bool:
@@ -170,13 +182,13 @@ class Delimiter:
         assert pattern is not None
         search_from = position
         while True:
-            found = pattern.search(buffer, search_from, partial=not final)
+            found, settled = self._search(buffer, search_from, final)
             if found is None:
                 return None, None
             start, end = found.span()
             if found.partial:
                 return None, start
-            if not final:
+            if not final and not settled:
                 whole = pattern.fullmatch(buffer, start, partial=True)
                 if whole is not None and (
                     whole.partial or (end == len(buffer) and self._could_extend(buffer[start:]))
@@ -190,6 +202,60 @@ class Delimiter:
             if start >= len(buffer):
                 return None, None
             search_from = start + 1
+
+    def _search(self, buffer: str, position: int, final: bool) -> tuple[Any, bool]:
+        """``pattern.search(buffer, position, partial=not final)``, in bounded windows.
+
+        The regex engine's cost per match attempt grows with the text after the attempt
+        (and its partial search tries every start), so one search over a long buffer can
+        cost its length squared. Here candidate starts are found in windows of
+        ``_WINDOW`` characters: whatever matches, or partially matches, from a start in the
+        whole buffer also does in a window cut after it (matching is prefix-closed, and the
+        streaming pattern makes assertions at the cut undecided). Each candidate is then
+        settled by ``_match_at``. Returns ``(match, settled)``: ``settled`` when the match
+        was proved independent of all text past its window, so more text cannot change it.
+        """
+        length = len(buffer)
+        streaming = self.streaming
+        assert streaming is not None
+        while True:
+            stop = position + _WINDOW
+            if stop >= length:
+                exact = self.pattern if final else streaming
+                assert exact is not None
+                return exact.search(buffer, position, partial=not final), False
+            found = streaming.search(buffer, position, stop, partial=True)
+            if found is None:
+                position = stop
+                continue
+            start = found.start()
+            settled = self._match_at(buffer, start, final)
+            if settled is not None:
+                return settled
+            position = start + 1
+
+    def _match_at(self, buffer: str, start: int, final: bool) -> tuple[Any, bool] | None:
+        """The match (or partial match) of the whole buffer at ``start``, or None, read in
+        windows that double until the match no longer depends on where the window ends:
+        no way through the pattern reaches the window's end (``fullmatch(partial=True)``
+        fails on the window). Costs about the length of text the pattern explores."""
+        length = len(buffer)
+        streaming = self.streaming
+        assert streaming is not None
+        width = _WINDOW
+        while True:
+            stop = start + width
+            if stop >= length:
+                exact = self.pattern if final else streaming
+                assert exact is not None
+                found = exact.match(buffer, start, partial=not final)
+                return None if found is None else (found, False)
+            found = streaming.match(buffer, start, stop, partial=True)
+            if found is None:
+                return None
+            if not found.partial and streaming.fullmatch(buffer, start, stop, partial=True) is None:
+                return found, True
+            width *= 2
 
 
 class Scanner:
@@ -317,6 +383,57 @@ class Scanner:
         if best is not None and best.start < held:
             return best.start, best
         return held, None
+
+
+#: Width of the windows in which patterns are searched (see ``Delimiter._search``).
+_WINDOW = 256
+
+#: An assertion's streaming form: first require a next character (undecided, so a partial
+#: match, at the end of the buffer), then the assertion itself.
+_NEXT = "(?=[\\s\\S])"
+
+
+def _streaming_source(source: str) -> str:
+    r"""``source`` with every assertion that reads the next character made undecided at the
+    end of the text: ``\b`` -> ``(?=[\s\S])\b`` (also ``\B``, ``\Z``, ``(?!``), and ``$``
+    (end, or before a final newline) -> ``(?=\n?[\s\S])$``. Away from the end these mean
+    what they meant; at the end the regex engine then reports a partial match, so the
+    scanner holds the text until the next character (or the end of generation) decides.
+    Escapes and character classes are skipped (``[\b]`` is a backspace)."""
+    out: list[str] = []
+    index = 0
+    in_class = False
+    while index < len(source):
+        char = source[index]
+        if char == "\\":
+            pair = source[index : index + 2]
+            if not in_class and pair in ("\\b", "\\B", "\\Z"):
+                out.append(_NEXT)
+            out.append(pair)
+            index += 2
+            continue
+        if in_class:
+            if char == "]":
+                in_class = False
+        elif char == "[":
+            in_class = True
+            out.append(char)
+            index += 1
+            # "[]" and "[^]" open a class whose first member is "]".
+            if source[index : index + 1] == "^":
+                out.append("^")
+                index += 1
+            if source[index : index + 1] == "]":
+                out.append("]")
+                index += 1
+            continue
+        elif source.startswith("(?!", index):
+            out.append(_NEXT)
+        elif char == "$":
+            out.append("(?=\\n?[\\s\\S])")
+        out.append(char)
+        index += 1
+    return "".join(out)
 
 
 def is_context_sensitive(delimiter: Delimiter) -> bool:
