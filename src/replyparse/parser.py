@@ -583,7 +583,7 @@ class ResponseParser:
             elif isinstance(arguments, str):
                 try:
                     parsed = json.loads(arguments) if arguments.strip() else {}
-                except ValueError:
+                except (ValueError, RecursionError):
                     parsed = None
                 if isinstance(parsed, dict):
                     if checked is None:

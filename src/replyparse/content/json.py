@@ -11,7 +11,7 @@ import json as _json
 from dataclasses import dataclass
 from typing import Any
 
-from replyparse.content._base import ArgsReader, ContentError
+from replyparse.content._base import ArgsReader, ContentError, nesting_error
 
 __all__ = ["JsonParser"]
 
@@ -42,6 +42,11 @@ class JsonParser:
 
     def parse(self, body: str) -> Any:
         """Parse the body; see the class docstring for the dialect options."""
+        too_deep = nesting_error(body)
+        if too_deep is not None:
+            if self.allow_non_json:
+                return body.strip()
+            raise too_deep
         try:
             return _json.loads(body)
         except ValueError as strict_error:

@@ -12,7 +12,7 @@ import json as _json
 from dataclasses import dataclass
 from typing import Any
 
-from replyparse.content._base import ArgsReader, ContentError
+from replyparse.content._base import ArgsReader, ContentError, nesting_error
 
 __all__ = ["JsonLinesParser"]
 
@@ -34,6 +34,9 @@ class JsonLinesParser:
 
     def parse(self, body: str) -> list[Any]:
         """Decode the values one after another."""
+        too_deep = nesting_error(body)
+        if too_deep is not None:
+            raise too_deep
         values: list[Any] = []
         position = 0
         end = len(body)
