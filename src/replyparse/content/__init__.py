@@ -14,7 +14,13 @@ import difflib
 from collections.abc import Mapping
 from typing import Any
 
-from replyparse.content._base import ArgsReader, ContentError, ContentParser, ContentParserFactory
+from replyparse.content._base import (
+    MAX_NESTING,
+    ArgsReader,
+    ContentError,
+    ContentParser,
+    ContentParserFactory,
+)
 from replyparse.content.first_of import FirstOfParser
 from replyparse.content.json import JsonParser
 from replyparse.content.json_entries import JsonEntriesParser
@@ -28,6 +34,7 @@ from replyparse.errors import TemplateIssue
 __all__ = [
     "CONTENT_PARSERS",
     "EXTENSION_PARSERS",
+    "MAX_NESTING",
     "SPEC_PARSERS",
     "ContentError",
     "ContentParser",
