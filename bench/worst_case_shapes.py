@@ -89,7 +89,7 @@ def _cuts(text: str) -> list[int]:
     its end."""
     cuts = {1, len(text)}
     for index, char in enumerate(text):
-        if char in ">|｜:=\"\n[{(" and index + 1 < len(text):
+        if char in '>|｜:="\n[{(' and index + 1 < len(text):
             cuts.add(index + 1)
     return sorted(cuts)
 

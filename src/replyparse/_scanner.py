@@ -685,11 +685,7 @@ class _PatternReader:
             if found is None or not (found.group(1) or found.group(3)):
                 raise _Unsupported("{")
             low = int(found.group(1) or 0)
-            high = (
-                int(found.group(3))
-                if found.group(3)
-                else (None if found.group(2) else low)
-            )
+            high = int(found.group(3)) if found.group(3) else (None if found.group(2) else low)
             self.index += found.end()
         else:
             return atom

@@ -29,7 +29,7 @@ from tests.streaming import chunked
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 
-from worst_case_shapes import delimiter_samples, family_shapes, nested_body  # noqa: E402
+from worst_case_shapes import delimiter_samples, family_shapes, nested_body
 
 EXAMPLES = int(os.environ.get("WORST_CASE_EXAMPLES", "8"))
 FAMILIES = list_templates()

@@ -25,7 +25,7 @@ from replyparse.templates import get_entry, list_templates
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 
-from worst_case_shapes import family_shapes  # noqa: E402
+from worst_case_shapes import family_shapes
 
 
 def registry_patterns() -> list[str]:
@@ -132,7 +132,7 @@ def test_assertions_at_the_buffer_end_hold_the_match(source: str, held: str) -> 
 
 
 def test_word_boundary_decided_by_the_next_character() -> None:
-    delimiter = Delimiter.from_pattern(r'<f>(?=\s*<param\b)')
+    delimiter = Delimiter.from_pattern(r"<f>(?=\s*<param\b)")
     assert delimiter.find("<f><param", 0, final=False) == (None, 0)
     assert delimiter.find("<f><parameter", 0, final=False)[0] is None
     match, _ = delimiter.find("<f><param ", 0, final=False)
