@@ -78,6 +78,9 @@ class Delimiter:
     #: Characters whose failed start rules out the starts after it in a run of the same
     #: character (``RunLeads``); None when not known.
     run_leads: RunLeads | None = None
+    #: A literal-then-run start whose failed starts rule out those inside the run
+    #: (``LiteralRun``); None when the pattern does not begin so.
+    literal_run: LiteralRun | None = None
     #: Characters tried after a pattern match that touches the end of the buffer, to learn
     #: whether more text could extend it (see ``_could_extend``).
     probe_chars: str = ""
@@ -108,7 +111,7 @@ class Delimiter:
         """A regex delimiter; raises ``regex.error`` when the pattern does not compile."""
         probes = sorted(set(source) | set(_PROBE_CHARS))
         compiled = regex.compile(source, REGEX_FLAGS)
-        fast_source, run_leads = _analyse(source)
+        fast_source, run_leads, literal_run = _analyse(source)
         exact = compiled if fast_source == source else regex.compile(fast_source, REGEX_FLAGS)
         streaming_source = _streaming_source(fast_source)
         streaming = (
@@ -116,9 +119,11 @@ class Delimiter:
             if streaming_source == fast_source
             else regex.compile(streaming_source, REGEX_FLAGS)
         )
-        delimiter = cls(source, (), compiled, streaming, exact, None, "".join(probes))
-        if run_leads is not None and not is_context_sensitive(delimiter):
-            delimiter = cls(source, (), compiled, streaming, exact, run_leads, "".join(probes))
+        delimiter = cls(source, (), compiled, streaming, exact, None, None, "".join(probes))
+        if not is_context_sensitive(delimiter):
+            delimiter = cls(
+                source, (), compiled, streaming, exact, run_leads, literal_run, "".join(probes)
+            )
         return delimiter
 
     @property
@@ -245,6 +250,8 @@ class Delimiter:
             if settled is not None:
                 return settled
             position = start + 1
+            if self.literal_run is not None:
+                position = self.literal_run.skip_to(buffer, start)
             if leads is not None and buffer[start] in leads:
                 char = buffer[start]
                 while position < length and buffer[position] == char:
@@ -1002,13 +1009,59 @@ def possessive_source(source: str) -> str:
     return _analyse(source)[0]
 
 
-def _analyse(source: str) -> tuple[str, RunLeads | None]:
-    """``(possessive_source(source), its RunLeads or None)``."""
+class LiteralRun(NamedTuple):
+    """A pattern that begins with a literal and then a possessive run (``<function=`` then
+    ``[^>\\s]++``): when no match starts at an occurrence of the literal, none starts at an
+    occurrence inside the run that followed it either (its run ends at the same place, and
+    the rest of the pattern is where it was), so the scanner skips them. Without this,
+    ``<function=f`` written over and over costs its length squared: each start's run
+    reaches the end."""
+
+    literal: str
+    run: regex.Pattern[str]  # the run's class, repeated possessively
+
+    def skip_to(self, buffer: str, start: int) -> int:
+        """The next start worth trying after a failed one at ``start``."""
+        literal = self.literal
+        if not buffer.startswith(literal, start):
+            return start + 1
+        found = self.run.match(buffer, start + len(literal))
+        end = found.end() if found is not None else start + len(literal)
+        return max(start + 1, end - len(literal) + 1)
+
+
+def _literal_run(tree: _Node) -> LiteralRun | None:
+    items = tree.items if tree.kind == "seq" else []
+    literal = ""
+    index = 0
+    while index < len(items):
+        chars = items[index].chars
+        if items[index].kind != "chars" or chars is None or chars.finite is None:
+            break
+        if len(chars.finite) != 1:
+            break
+        literal += next(iter(chars.finite))
+        index += 1
+    if not literal or index == len(items):
+        return None
+    if any(literal[shift:] == literal[: len(literal) - shift] for shift in range(1, len(literal))):
+        return None  # the literal can overlap itself
+    node = items[index]
+    if node.kind == "group" and node.items[0].kind == "seq" and node.items[0].items:
+        node = node.items[0].items[0]
+    body = node.items[0] if node.kind == "repeat" else None
+    if body is None or not node.possessive or node.high is not None or body.chars is None:
+        return None
+    return LiteralRun(literal, regex.compile(f"(?:{body.chars.source})*+", REGEX_FLAGS))
+
+
+def _analyse(source: str) -> tuple[str, RunLeads | None, LiteralRun | None]:
+    """``(possessive_source(source), its RunLeads or None, its LiteralRun or None)``."""
     try:
         tree = _PatternReader(source).parse()
         ends = _possessive_ends(tree, [])
     except _Unsupported:
-        return source, None
+        return source, None, None
     out = source
     for end in sorted(ends, reverse=True):
         out = out[:end] + "+" + out[end:]
@@ -1019,4 +1072,4 @@ def _analyse(source: str) -> tuple[str, RunLeads | None]:
         found = None
     if found is not None and found.runs and not found.nullable:
         leads = RunLeads(found.runs, found.others)
-    return out, leads
+    return out, leads, _literal_run(tree)
