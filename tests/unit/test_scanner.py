@@ -175,6 +175,16 @@ def test_failed_starts_inside_a_run_are_skipped_without_losing_a_match() -> None
         assert match is not None and (match.start, match.end) == (2_001, len(text))
 
 
+@pytest.mark.parametrize("final", [False, True])
+def test_failed_literal_then_run_starts_skip_their_run_without_losing_a_match(final: bool) -> None:
+    delimiter = Delimiter.from_pattern(r"<function=(?P<name>[^>\s]+)>")
+    assert delimiter.literal_run is not None
+    text = "<function=f" * 500 + " <function=g<function=h>"
+    match, held = delimiter.find(text, 0, final)
+    assert match is not None and match.groups == {"name": "g<function=h"}
+    assert (match.start, held) == (len(text) - len("<function=g<function=h>"), None)
+
+
 class _Counting:
     """A compiled pattern that counts the characters each call is handed."""
 
