@@ -107,6 +107,9 @@ class _TextAccumulator:
                 last = blocks.pop()
                 blocks[-1] += last
 
+    def __bool__(self) -> bool:
+        return bool(self._pieces or self._blocks)
+
     def getvalue(self) -> str:
         if self._pieces:
             self._blocks.append("".join(self._pieces))
@@ -212,7 +215,9 @@ class ResponseParser:
         self._body = _TextAccumulator()
         self._body_offset = 0
         self._started = False  # a stripping clean field has seen non-whitespace
-        self._pending_whitespace = ""
+        # Whitespace held until more text follows (an accumulator: a long run arrives in many
+        # small pieces, and appending to one string would copy it each time).
+        self._pending_whitespace = _TextAccumulator()
         self._captures: dict[str, list[Any]] = {}
 
         prefix_text = self._decode_prefix(prefix)
@@ -448,7 +453,7 @@ class ResponseParser:
         self._body = _TextAccumulator()
         self._body_offset = offset
         self._started = False
-        self._pending_whitespace = ""
+        self._pending_whitespace = _TextAccumulator()
 
     def _append_body(self, field: FieldSpec, text: str, events: list[Event]) -> None:
         self._body.append(text)
@@ -471,21 +476,22 @@ class ResponseParser:
         kept = text.rstrip()
         if kept is text:  # no trailing whitespace (rstrip returns the same object)
             if self._pending_whitespace:
-                text = self._pending_whitespace + text
-                self._pending_whitespace = ""
+                text = self._pending_whitespace.getvalue() + text
+                self._pending_whitespace = _TextAccumulator()
             events.append(
                 {"type": "region_chunk", "field": field.name, "text": text, "dirty": False}
             )
         elif kept:
             trailing = text[len(kept) :]
             if self._pending_whitespace:
-                kept = self._pending_whitespace + kept
+                kept = self._pending_whitespace.getvalue() + kept
             events.append(
                 {"type": "region_chunk", "field": field.name, "text": kept, "dirty": False}
             )
-            self._pending_whitespace = trailing
+            self._pending_whitespace = _TextAccumulator()
+            self._pending_whitespace.append(trailing)
         else:
-            self._pending_whitespace += text
+            self._pending_whitespace.append(text)
 
     def _open_region(self, field: FieldSpec, match: DelimiterMatch, events: list[Event]) -> None:
         self._field = field
