@@ -10,6 +10,7 @@ from replyparse.errors import (
     ContentParseError,
     MissingFieldError,
     ParserStateError,
+    ReplyparseError,
     ResponseParseError,
     ResponseTemplateError,
     TemplateError,
@@ -19,8 +20,21 @@ from replyparse.errors import (
     TransformError,
     UnknownTemplateError,
 )
-from replyparse.events import Event, RegionChunkEvent, RegionCloseEvent, RegionOpenEvent
-from replyparse.parser import ParserPhase, ResponseParser, parse_response
+from replyparse.events import (
+    Event,
+    ParseIssueEvent,
+    RegionChunkEvent,
+    RegionCloseEvent,
+    RegionOpenEvent,
+)
+from replyparse.issues import InProgressRegion, IssueKind, ParseIssue
+from replyparse.parser import (
+    ParseResult,
+    ParserPhase,
+    ResponseParser,
+    parse_output,
+    parse_response,
+)
 from replyparse.template import FieldSpec, ResponseTemplate, load_template
 from replyparse.tokens import get_response_parser, load_response_template, save_response_template
 
@@ -30,12 +44,18 @@ __all__ = [
     "ContentParseError",
     "Event",
     "FieldSpec",
+    "InProgressRegion",
+    "IssueKind",
     "MissingFieldError",
+    "ParseIssue",
+    "ParseIssueEvent",
+    "ParseResult",
     "ParserPhase",
     "ParserStateError",
     "RegionChunkEvent",
     "RegionCloseEvent",
     "RegionOpenEvent",
+    "ReplyparseError",
     "ResponseParseError",
     "ResponseParser",
     "ResponseTemplate",
@@ -50,6 +70,7 @@ __all__ = [
     "get_response_parser",
     "load_response_template",
     "load_template",
+    "parse_output",
     "parse_response",
     "save_response_template",
 ]

@@ -2,19 +2,31 @@
 
 Every error the library raises on purpose is one of these::
 
-    ResponseTemplateError                  base; never raised directly
+    ReplyparseError                        base; never raised directly (alias:
+    │                                      ResponseTemplateError, its first name)
     ├── TemplateError(ValueError)          a malformed response template, at load time;
     │                                      .issues lists every problem found
     ├── ResponseParseError(ValueError)     model output that does not fit the template;
-    │   │                                  .field, .raw, .offset, .partial_message
+    │   │                                  .field, .raw, .offset, .partial_message,
+    │   │                                  .index (in a batch); never with recover=True
     │   ├── ContentParseError              a content parser rejected a region body
     │   ├── TransformError                 a transform path did not resolve
     │   └── MissingFieldError              a field with ``optional: false`` never appeared
     ├── ParserStateError(RuntimeError)     misuse of a ResponseParser (feed after finalize...)
     ├── ToolDefinitionError(ValueError)    a tool given in ``tools=`` is malformed
+    │   └── StrictSchemaError              replyparse.openai: a strict schema breaks the rules
     ├── TokenizerError(ValueError)         token ids without a tokenizer, or a tokenizer with
     │                                      no response template
-    └── UnknownTemplateError(LookupError)  a registry lookup miss; lists close matches
+    ├── UnknownTemplateError(LookupError)  a registry lookup miss; lists close matches
+    ├── ContentError                       replyparse.content: a content parser's own signal
+    │                                      (the parser turns it into ContentParseError)
+    ├── TransformPathError                 replyparse.transform: likewise, into TransformError
+    ├── ToolChoiceError(ValueError)        replyparse.openai: a tool_choice the tools cannot
+    │                                      satisfy
+    ├── MessageShapeError(ValueError)      replyparse.openai: a message or call in no known
+    │                                      shape
+    ├── ToolCallRuleError(ValueError)      replyparse.openai: output broke a guaranteed rule
+    └── GrammarError(ValueError)           replyparse.grammar: no exact grammar for a request
 
 The ``ValueError`` / ``RuntimeError`` / ``LookupError`` bases keep code written against the
 reference implementation (which raises ``ValueError``) working unchanged.
@@ -32,6 +44,7 @@ __all__ = [
     "ContentParseError",
     "MissingFieldError",
     "ParserStateError",
+    "ReplyparseError",
     "ResponseParseError",
     "ResponseTemplateError",
     "TemplateError",
@@ -63,8 +76,12 @@ def format_path(path: Sequence[str | int]) -> str:
     return "".join(parts)
 
 
-class ResponseTemplateError(Exception):
+class ReplyparseError(Exception):
     """Base class of every error replyparse raises on purpose. Never raised directly."""
+
+
+#: The root's first name, kept so that ``except ResponseTemplateError`` still catches all.
+ResponseTemplateError = ReplyparseError
 
 
 @dataclass(frozen=True)
@@ -135,10 +152,19 @@ class ResponseParseError(ResponseTemplateError, ValueError):
         self.raw = raw
         self.offset = offset
         self.partial_message: dict[str, Any] = dict(partial_message or {})
+        #: In a batch, the position of the generation that failed; None otherwise.
+        self.index: int | None = None
         super().__init__(self._render())
+
+    def at_index(self, index: int) -> None:
+        """Name the position of the failing generation in a batch (in ``str(error)`` too)."""
+        self.index = index
+        self.args = (self._render(),)
 
     def _render(self) -> str:
         where = f"field {self.field!r}" if self.field is not None else "response"
+        if self.index is not None:
+            where = f"generation {self.index}: {where}"
         if self.offset is not None:
             where += f" at offset {self.offset}"
         lines = [f"{where}: {self.detail}"]

@@ -13,7 +13,15 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - Python 3.10
     from typing_extensions import NotRequired
 
-__all__ = ["Event", "RegionChunkEvent", "RegionCloseEvent", "RegionOpenEvent"]
+from replyparse.issues import ParseIssue
+
+__all__ = [
+    "Event",
+    "ParseIssueEvent",
+    "RegionChunkEvent",
+    "RegionCloseEvent",
+    "RegionOpenEvent",
+]
 
 
 class RegionOpenEvent(TypedDict):
@@ -45,4 +53,12 @@ class RegionCloseEvent(TypedDict):
     value: Any  # JSON boundary: whatever the content parser and transform produced
 
 
-Event = RegionOpenEvent | RegionChunkEvent | RegionCloseEvent
+class ParseIssueEvent(TypedDict):
+    """Recover mode only (an extension): the output did not fit; ``issue`` says where and
+    what was done. Comes just before the ``region_close`` of the region it concerns."""
+
+    type: Literal["parse_issue"]
+    issue: ParseIssue
+
+
+Event = RegionOpenEvent | RegionChunkEvent | RegionCloseEvent | ParseIssueEvent

@@ -27,10 +27,11 @@ import copy
 import enum
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, overload
 
 from replyparse._scanner import DelimiterMatch
-from replyparse.content import ContentError
+from replyparse.content import ContentError, RecoveringParser
 from replyparse.errors import (
     ContentParseError,
     MissingFieldError,
@@ -39,14 +40,16 @@ from replyparse.errors import (
     TransformError,
 )
 from replyparse.events import Event, RegionOpenEvent
+from replyparse.issues import InProgressRegion, IssueKind, ParseIssue
 from replyparse.template import FieldSpec, ResponseTemplate, load_template
+from replyparse.template._call_shape import ARGUMENT_KEYS, CallShape, find_call_parts
 from replyparse.template._loader import END_OF_TURN, REGION_CLOSE
 from replyparse.transform import TransformPathError, apply_transform
 
 if TYPE_CHECKING:
     from replyparse.tokens import TokenizerLike
 
-__all__ = ["ParserPhase", "ResponseParser", "parse_response"]
+__all__ = ["ParseResult", "ParserPhase", "ResponseParser", "parse_output", "parse_response"]
 
 #: Separator between two captures of a non-repeating string field (see README, "Divergences").
 CAPTURE_SEPARATOR = "\n\n"
@@ -73,6 +76,19 @@ class ParserPhase(enum.Enum):
 
 
 _SCALARS = (str, int, float, bool, type(None))
+#: Marks a region that recover mode turns into content instead of a value of its field.
+_DEMOTED: Any = object()
+#: No value could be read.
+_NOTHING: Any = object()
+
+
+def _close_name(field: FieldSpec) -> str:
+    close = field.close
+    if close is None:
+        return "none"
+    return repr(close.source if isinstance(close.source, str) else close.source[0])
+
+
 _STREAMING = ParserPhase.STREAMING
 _ENDED = ParserPhase.ENDED
 # Held text longer than this is scanned again only once it has doubled (``_defer``).
@@ -152,12 +168,26 @@ class ResponseParser:
         tokenizer: anything with ``decode(ids)``; needed when feeding or prefixing token ids.
         include_groups: add the open delimiter's named groups to ``region_open`` events as
             ``"groups"`` (an extension; off by default so events keep the spec's shape).
+        recover: never raise for what the model wrote (see "Recover mode" below). Off by
+            default: malformed output raises ``ResponseParseError``, as the reference does.
 
     Attributes:
         initial_events: the events produced by the prefix (replay them before any feed).
         trailing_text: text after the end of the turn, never parsed.
         unclaimed_text: ``(offset, text)`` of non-whitespace text outside every region, for
             templates without an implicit field.
+        issues: in recover mode, every place the output did not fit (``ParseIssue``).
+        in_progress: after ``finalize(partial=True)``, the region the generation was cut
+            in (``InProgressRegion``), else None.
+
+    Recover mode: a body its content parser or transform rejects is read as far as it can
+    be. A tool call whose name can be read stays a call, with ``arguments`` the raw text the
+    model wrote (a string, as OpenAI allows); a call whose name cannot be read becomes
+    content text, delimiters included, at its position; any other field keeps its raw text;
+    text a body has no place for (prose after a JSON value, between xml-inline parameters)
+    becomes content; near misses (``arguments`` where the format says ``parameters``) are
+    read as meant. Each of these is a ``ParseIssue`` in ``issues`` and, when streaming, a
+    ``parse_issue`` event just before the ``region_close`` it concerns.
 
     Example:
         >>> parser = ResponseParser(
@@ -177,6 +207,7 @@ class ResponseParser:
         tools: Iterable[Any] | None = None,
         tokenizer: TokenizerLike | None = None,
         include_groups: bool = False,
+        recover: bool = False,
     ) -> None:
         if prefix is None:
             raise ValueError(_PREFIX_REQUIRED)
@@ -191,6 +222,11 @@ class ResponseParser:
         if tools is not None:
             self._tool_typer, self._custom_tool_names = _make_tool_typer(tools)
         self._include_groups = include_groups
+        self.recover = recover
+        self.issues: list[ParseIssue] = []
+        self.in_progress: InProgressRegion | None = None
+        self._partial = False
+        self._open_text = ""  # the open delimiter's text, for a region demoted to content
         self._tokenizer = tokenizer
         self._decoder: Any = None
 
@@ -240,56 +276,86 @@ class ResponseParser:
 
         Raises:
             ResponseParseError: a region closed whose body does not fit its content parser or
-                transform. ``partial_message`` holds everything parsed before it.
+                transform (never in recover mode). ``partial_message`` holds everything
+                parsed before it.
+            TokenizerError: token ids without a tokenizer that can decode them.
             ParserStateError: the parser already finished or failed.
+
+        Any exception but ``ParserStateError`` leaves the parser ``FAILED``: further calls
+        raise ``ParserStateError``.
         """
         if self.phase is not _STREAMING:
             self._check_usable("feed")
-        if not isinstance(text, str):
-            text = self._decode_ids(text)
-        if not text:
-            return []
-        if self.phase is _ENDED:
-            self.trailing_text += text
-            return []
-        if self._rescan_at:
-            deferred = self._defer(text)
-            if deferred is None:
+        try:
+            if not isinstance(text, str):
+                text = self._decode_ids(text)
+            if not text:
                 return []
-            text = deferred
-        held = self._buffer
-        pending = held + text if held else text
-        safe = self._scanner.safe_length(pending)
-        if safe < 0:
-            return self._run(text, final=False)
-        # Fast path: nothing before ``safe`` can begin a delimiter, so it is region text;
-        # the rest (a trailing whitespace run that may lead a delimiter) stays held.
-        events: list[Event] = []
-        if safe:
-            field = self._field
-            if field is not None:
-                self._append_body(field, pending[:safe] if safe < len(pending) else pending, events)
-            else:
-                self._take_text(pending, 0, safe, events)
-            self._base += safe
-            if self._context_size:
-                self._context = (self._context + pending[:safe])[-self._context_size :]
-        self._buffer = pending[safe:] if safe < len(pending) else ""
-        self._set_rescan()
-        return events
+            if self.phase is _ENDED:
+                self.trailing_text += text
+                return []
+            if self._rescan_at:
+                deferred = self._defer(text)
+                if deferred is None:
+                    return []
+                text = deferred
+            held = self._buffer
+            pending = held + text if held else text
+            safe = self._scanner.safe_length(pending)
+            if safe < 0:
+                return self._run(text, final=False)
+            # Fast path: nothing before ``safe`` can begin a delimiter, so it is region text;
+            # the rest (a trailing whitespace run that may lead a delimiter) stays held.
+            events: list[Event] = []
+            if safe:
+                field = self._field
+                if field is not None:
+                    self._append_body(
+                        field, pending[:safe] if safe < len(pending) else pending, events
+                    )
+                else:
+                    self._take_text(pending, 0, safe, events)
+                self._base += safe
+                if self._context_size:
+                    self._context = (self._context + pending[:safe])[-self._context_size :]
+            self._buffer = pending[safe:] if safe < len(pending) else ""
+            self._set_rescan()
+            return events
+        except ParserStateError:
+            raise
+        except BaseException:
+            # As in h11: whatever went wrong, the parser is spent, never half-updated and
+            # still accepting text.
+            self.phase = ParserPhase.FAILED
+            raise
 
-    def finalize(self) -> tuple[dict[str, Any], list[Event]]:
+    def finalize(self, *, partial: bool = False) -> tuple[dict[str, Any], list[Event]]:
         """End the generation: close any open region and return the message.
+
+        Args:
+            partial: the generation is known to be cut (finish_reason ``length``, a
+                streaming snapshot). A region still open is closed as in progress
+                (``in_progress``), never an error: a tool call keeps its name and the
+                arguments text so far; one whose name is not written yet stays out of the
+                message (its text is in ``in_progress``).
 
         Returns:
             ``(message, events)``: the parsed message and the last events.
 
         Raises:
             ResponseParseError: as for ``feed``; also ``MissingFieldError`` when a field with
-                ``optional: false`` never appeared.
+                ``optional: false`` never appeared (never in recover mode).
             ParserStateError: the parser already finished or failed.
         """
         self._check_usable("finalize")
+        try:
+            return self._finalize(partial)
+        except BaseException:
+            if self.phase is not ParserPhase.FINISHED:
+                self.phase = ParserPhase.FAILED
+            raise
+
+    def _finalize(self, partial: bool) -> tuple[dict[str, Any], list[Event]]:
         events: list[Event] = []
         if self._rescan_at:
             self._rescan_at = 0
@@ -305,16 +371,21 @@ class ResponseParser:
                     events.extend(self._run(rest, final=False))
         if self.phase is ParserPhase.STREAMING:
             events.extend(self._run("", final=True))
+            self._partial = partial
             self._guard(self._close_open_regions, events)
+            self._partial = False
         message = self.message
         for field in self.template.field_list:
             if not field.optional and field.name not in message:
-                self._fail(
-                    MissingFieldError(
-                        f"the required field {field.name!r} (optional: false) never appeared",
-                        field=field.name,
-                        offset=self._base + len(self._buffer),
-                    )
+                error = MissingFieldError(
+                    f"the required field {field.name!r} (optional: false) never appeared",
+                    field=field.name,
+                    offset=self._base + len(self._buffer),
+                )
+                if not self.recover:
+                    self._fail(error)
+                self._note(
+                    IssueKind.MISSING_FIELD, field.name, error.offset or 0, "", error.detail, events
                 )
         self.phase = ParserPhase.FINISHED
         return message, events
@@ -331,8 +402,8 @@ class ResponseParser:
             raise ParserStateError(f"cannot {action}(): this parser was already finalized")
         if self.phase is ParserPhase.FAILED:
             raise ParserStateError(
-                f"cannot {action}(): this parser failed earlier with a ResponseParseError; "
-                "its partial_message holds what was parsed"
+                f"cannot {action}(): this parser failed earlier (a ResponseParseError's "
+                "partial_message holds what was parsed)"
             )
 
     def _fail(self, error: ResponseParseError) -> None:
@@ -413,13 +484,16 @@ class ResponseParser:
                 return len(buffer)
             if match.target == REGION_CLOSE:
                 assert field is not None
-                self._close_region(field, match.groups, match.start, events)
+                self._close_region(
+                    field, match.groups, match.start, events, buffer[match.start : match.end]
+                )
                 self._field = None
                 self._scanner = template.outside_scanner
             else:
                 if self._implicit_open:
                     assert template.implicit_field is not None
                     self._close_region(template.implicit_field, {}, match.start, events)
+                self._open_text = buffer[match.start : match.end]
                 self._open_region(template.field_list[match.target], match, events)
 
     def _take_text(self, buffer: str, start: int, end: int, events: list[Event]) -> None:
@@ -508,7 +582,22 @@ class ResponseParser:
     def _close_open_regions(self, events: list[Event], match: DelimiterMatch | None = None) -> None:
         end = self._base + (match.start if match is not None else len(self._buffer))
         if self._field is not None:
-            self._close_region(self._field, {}, end - self._base, events)
+            field = self._field
+            if self._partial and match is None:
+                self._close_in_progress(field, events)
+            else:
+                body = self._body.getvalue()
+                if self.recover and match is None and field.close is not None and body.strip():
+                    self._note(
+                        IssueKind.UNCLOSED_REGION,
+                        field.name,
+                        self._body_offset,
+                        body,
+                        f"the region has no close delimiter ({_close_name(field)}); it was "
+                        "closed where the generation ends",
+                        events,
+                    )
+                self._close_region(field, {}, end - self._base, events)
             self._field = None
             self._scanner = self.template.outside_scanner
         elif self._implicit_open:
@@ -516,33 +605,77 @@ class ResponseParser:
             groups = match.groups if match is not None else {}
             self._close_region(self.template.implicit_field, groups, end - self._base, events)
 
+    def _close_in_progress(self, field: FieldSpec, events: list[Event]) -> None:
+        """Close the region a cut generation ended in (``finalize(partial=True)``)."""
+        body = self._body.getvalue()
+        self._body = _TextAccumulator()
+        value: Any = None
+        try:
+            value = self._parse_body(field, body, self._open_groups)
+        except ResponseParseError:
+            if field.call_shape is not None:
+                value = self._salvage_call(field, field.call_shape, body, self._open_groups, None)
+            else:
+                value = body.strip() if field.parser.strips else body
+        self.in_progress = InProgressRegion(field.name, self._body_offset, body, value is not None)
+        events.append({"type": "region_close", "field": field.name, "value": value})
+        if value is not None:
+            self._captures.setdefault(field.name, []).append(value)
+
     def _close_region(
         self,
         field: FieldSpec,
         close_groups: Mapping[str, str | None],
         end: int,
         events: list[Event],
+        close_text: str = "",
     ) -> None:
         body = self._body.getvalue()
+        self._body = _TextAccumulator()
         self._implicit_open = False if field.is_implicit else self._implicit_open
         groups = {**self._open_groups, **close_groups} if close_groups else self._open_groups
-        value = self._parse_body(field, body, groups)
+        if not self.recover:
+            value = self._parse_body(field, body, groups)
+            events.append({"type": "region_close", "field": field.name, "value": value})
+            self._captures.setdefault(field.name, []).append(value)
+            return
+        value, stray = self._recover_body(field, body, groups, events)
+        if value is _DEMOTED:
+            # The region cannot be used as its field: its whole text, delimiters included,
+            # is content at its position.
+            events.append({"type": "region_close", "field": field.name, "value": None})
+            self._add_as_content(
+                self._body_offset - len(self._open_text),
+                self._open_text + body + close_text,
+                events,
+            )
+            return
         events.append({"type": "region_close", "field": field.name, "value": value})
         self._captures.setdefault(field.name, []).append(value)
-        self._body = _TextAccumulator()
+        for position, text in stray:
+            self._add_as_content(self._body_offset + position, text, events)
 
     def _parse_body(self, field: FieldSpec, body: str, groups: Mapping[str, str | None]) -> Any:
         try:
             value = field.parser.parse(body)
         except ContentError as error:
-            where = f" at char {error.position} of the body" if error.position is not None else ""
-            raise ContentParseError(
-                f"the {field.content!r} content parser rejected the region body{where}: "
-                f"{error.message}",
-                field=field.name,
-                raw=body,
-                offset=self._body_offset,
-            ) from None
+            raise self._content_error(field, body, error) from None
+        return self._finish_value(field, value, body, groups)
+
+    def _content_error(self, field: FieldSpec, body: str, error: ContentError) -> ContentParseError:
+        where = f" at char {error.position} of the body" if error.position is not None else ""
+        return ContentParseError(
+            f"the {field.content!r} content parser rejected the region body{where}: "
+            f"{error.message}",
+            field=field.name,
+            raw=body,
+            offset=self._body_offset,
+        )
+
+    def _finish_value(
+        self, field: FieldSpec, value: Any, body: str, groups: Mapping[str, str | None]
+    ) -> Any:
+        """Transform a parsed body, check a tool call's shape, type its arguments."""
         if field.transform is not None:
             try:
                 if field.transform_each:
@@ -565,6 +698,206 @@ class ResponseParser:
         if self._tool_typer is not None:
             value = self._tool_typer(value)
         return value
+
+    # -- recover mode -----------------------------------------------------------------------
+
+    def _note(
+        self,
+        kind: IssueKind,
+        field: str | None,
+        offset: int,
+        raw: str,
+        message: str,
+        events: list[Event],
+    ) -> None:
+        issue = ParseIssue(kind, field, offset, raw, message)
+        self.issues.append(issue)
+        events.append({"type": "parse_issue", "issue": issue})
+
+    def _recover_body(
+        self, field: FieldSpec, body: str, groups: Mapping[str, str | None], events: list[Event]
+    ) -> tuple[Any, tuple[tuple[int, str], ...]]:
+        """The value of a region in recover mode, and the stray text to make content.
+
+        Returns ``_DEMOTED`` as the value when the region cannot be its field's at all.
+        """
+        try:
+            return self._parse_body(field, body, groups), ()
+        except ResponseParseError as error:
+            failure = error
+        parser = field.parser
+        parsed: Any = _NOTHING
+        stray: tuple[tuple[int, str], ...] = ()
+        if isinstance(failure, ContentParseError) and isinstance(parser, RecoveringParser):
+            try:
+                parsed, stray = parser.recover(body)
+            except ContentError:
+                parsed = _NOTHING
+            if parsed is not _NOTHING:
+                try:
+                    value = self._finish_value(field, parsed, body, groups)
+                except ResponseParseError as error:
+                    failure = error
+                else:
+                    for position, text in stray:
+                        self._note(
+                            IssueKind.STRAY_TEXT,
+                            field.name,
+                            self._body_offset + position,
+                            text,
+                            f"{failure.detail}; the value was read and the text became content",
+                            events,
+                        )
+                    return value, stray
+        elif isinstance(failure, TransformError):
+            try:
+                parsed = parser.parse(body)
+            except ContentError:
+                parsed = _NOTHING
+        shape = field.call_shape
+        if shape is None:
+            raw = body.strip() if parser.strips else body
+            self._note(
+                IssueKind.UNPARSED_VALUE,
+                field.name,
+                self._body_offset,
+                body,
+                f"{failure.detail}; the value is the text as written",
+                events,
+            )
+            return raw, ()
+        value = self._salvage_call(field, shape, body, groups, parsed, events, failure)
+        if value is None:
+            self._note(
+                IssueKind.UNREADABLE_CALL,
+                field.name,
+                self._body_offset,
+                body,
+                f"{failure.detail}; no tool name could be read, so the region became content",
+                events,
+            )
+            return _DEMOTED, ()
+        return value, ()
+
+    def _salvage_call(
+        self,
+        field: FieldSpec,
+        shape: CallShape,
+        body: str,
+        groups: Mapping[str, str | None],
+        parsed: Any,
+        events: list[Event] | None = None,
+        failure: ResponseParseError | None = None,
+    ) -> Any:
+        """A tool call built from what can be read of a rejected body, or None.
+
+        ``parsed`` is the body's value when only the transform failed (a near miss such as
+        ``arguments`` for ``parameters``), else ``_NOTHING``.
+        """
+        name: Any = None
+        arguments: Any = None
+        near_miss = False
+        if shape.name_in_body:
+            if shape.each and isinstance(parsed, list) and len(parsed) == 1:
+                parsed = parsed[0]
+            if isinstance(parsed, Mapping):
+                name = parsed.get("name")
+                keys = (
+                    (shape.arguments_key, *ARGUMENT_KEYS) if shape.arguments_key else ARGUMENT_KEYS
+                )
+                used = None
+                for key in keys:
+                    if key is not None and key in parsed:
+                        arguments, used = parsed[key], key
+                        near_miss = key != shape.arguments_key
+                        break
+                else:
+                    arguments = {}
+                if set(parsed) - {"name", used}:
+                    return None  # other keys would be lost: the region becomes content
+            elif body.count('"name"') == 1 or not shape.each:
+                name, arguments = find_call_parts(body)
+        else:
+            name = groups.get(shape.name_source[0])
+            arguments = body.strip()
+        if not isinstance(name, str) or not name.strip():
+            return None
+        if isinstance(arguments, str) and not arguments.strip():
+            arguments = "{}"
+        if arguments is None:
+            arguments = "{}"
+        value: Any = None
+        if shape.each:
+            element = {"name": name, shape.arguments_key or "arguments": arguments}
+            try:
+                value = [
+                    apply_transform(field.transform, {**groups, "content": element, **element})
+                ]
+            except TransformPathError:
+                value = None
+        else:
+            content: Any = arguments
+            if shape.name_in_body:
+                content = {"name": name, shape.arguments_key or "arguments": arguments}
+            try:
+                value = apply_transform(field.transform, {**groups, "content": content})
+            except TransformPathError:
+                value = None
+        if value is None:
+            value = {"type": "function", "function": {"name": name, "arguments": arguments}}
+        if isinstance(arguments, Mapping) and self._tool_typer is not None:
+            value = self._tool_typer(value)
+        if events is not None and failure is not None:
+            if near_miss and isinstance(arguments, Mapping):
+                self._note(
+                    IssueKind.NEAR_MISS,
+                    field.name,
+                    self._body_offset,
+                    body,
+                    f"{failure.detail}; read as the call to {name!r} the model meant",
+                    events,
+                )
+            else:
+                self._note(
+                    IssueKind.MALFORMED_CALL,
+                    field.name,
+                    self._body_offset,
+                    body,
+                    f"{failure.detail}; kept as a call to {name!r} with its arguments as written",
+                    events,
+                )
+        return value
+
+    def _add_as_content(self, offset: int, text: str, events: list[Event]) -> None:
+        """Model text that recover mode could not place: content at its position (or
+        unclaimed text, for a template without an implicit field)."""
+        field = self.template.implicit_field
+        if field is None or not text.strip():
+            if text.strip():
+                self.unclaimed_text.append((offset, text))
+            return
+        was_open = self._implicit_open
+        if was_open:
+            # Close the implicit region first so the text keeps its position.
+            self._close_region(field, {}, 0, events)
+        events.append({"type": "region_open", "field": field.name})
+        if self._include_groups:
+            events[-1]["groups"] = {}  # type: ignore[typeddict-unknown-key]
+        value = text.strip() if field.parser.strips else text
+        events.append(
+            {
+                "type": "region_chunk",
+                "field": field.name,
+                "text": value,
+                "dirty": field.parser.dirty,
+            }
+        )
+        try:
+            parsed = field.parser.parse(text)
+        except ContentError:
+            parsed = value
+        events.append({"type": "region_close", "field": field.name, "value": parsed})
+        self._captures.setdefault(field.name, []).append(parsed)
 
     def _check_tool_calls(self, field: FieldSpec, value: Any, body: str) -> Any:
         """A value shaped like a function call (``{"function": {"name", "arguments"}}``)
@@ -652,7 +985,8 @@ class ResponseParser:
             field = self.template.fields[name]
             if field.repeats:
                 if field.join is not None:
-                    message[name] = field.join.join(values)
+                    if any(value != "" for value in values):
+                        message[name] = field.join.join(values)
                     continue
                 items: list[Any] = []
                 for value in values:
@@ -716,6 +1050,8 @@ def parse_response(
     prefix: str | Sequence[int] | None,
     tools: Iterable[Any] | None = None,
     tokenizer: TokenizerLike | None = None,
+    recover: bool = False,
+    partial: bool = False,
 ) -> dict[str, Any]: ...
 
 
@@ -727,6 +1063,8 @@ def parse_response(
     prefix: Sequence[str] | Sequence[Sequence[int]] | None,
     tools: Iterable[Any] | None = None,
     tokenizer: TokenizerLike | None = None,
+    recover: bool = False,
+    partial: bool = False,
 ) -> list[dict[str, Any]]: ...
 
 
@@ -737,6 +1075,8 @@ def parse_response(
     prefix: Any,
     tools: Iterable[Any] | None = None,
     tokenizer: TokenizerLike | None = None,
+    recover: bool = False,
+    partial: bool = False,
 ) -> dict[str, Any] | list[dict[str, Any]]:
     """Parse a whole generation (or a batch of them) into message dicts.
 
@@ -747,13 +1087,17 @@ def parse_response(
             ``""`` opts out.
         tools: the request's tools, to type tool-call arguments from their schemas.
         tokenizer: decodes token ids; anything with ``decode``.
+        recover: never raise for what the model wrote (see ``ResponseParser``); use
+            ``parse_output`` to also get the issues.
+        partial: the generation is known to be cut (see ``ResponseParser.finalize``).
 
     Returns:
         The message, or a list of messages for a batch.
 
     Raises:
         ResponseParseError: the output does not fit the template (``partial_message`` holds
-            what was parsed).
+            what was parsed; in a batch, ``index`` is the generation's position). Never
+            with ``recover=True``.
         TemplateError: the template is malformed.
         ValueError: ``prefix`` is missing or does not match the batch.
 
@@ -763,6 +1107,98 @@ def parse_response(
         ...     "content": {"close": "<end>"}}}
         >>> parse_response("<think>hmm</think>Hi<end>", template, prefix="")
         {'reasoning_content': 'hmm', 'content': 'Hi'}
+    """
+    result: ParseResult | list[ParseResult] = parse_output(
+        text,
+        template,
+        prefix=prefix,
+        tools=tools,
+        tokenizer=tokenizer,
+        recover=recover,
+        partial=partial,
+    )
+    if isinstance(result, list):
+        return [item.message for item in result]
+    return result.message
+
+
+@dataclass(frozen=True)
+class ParseResult:
+    """Everything ``parse_output`` learned about one generation.
+
+    Attributes:
+        message: the message dict (what ``parse_response`` returns).
+        issues: every place the output did not fit (recover mode; empty otherwise).
+        trailing_text: text after the end of the turn, never parsed.
+        unclaimed_text: ``(offset, text)`` outside every region (templates without an
+            implicit field).
+        in_progress: with ``partial=True``, the region the generation was cut in, if any.
+    """
+
+    message: dict[str, Any]
+    issues: tuple[ParseIssue, ...] = ()
+    trailing_text: str = ""
+    unclaimed_text: tuple[tuple[int, str], ...] = ()
+    in_progress: InProgressRegion | None = None
+
+    @property
+    def ok(self) -> bool:
+        """Whether the output fit the template with nothing to recover."""
+        return not self.issues
+
+
+@overload
+def parse_output(
+    text: str | Sequence[int],
+    template: Mapping[str, Any] | ResponseTemplate | str | None = None,
+    *,
+    prefix: str | Sequence[int] | None,
+    tools: Iterable[Any] | None = None,
+    tokenizer: TokenizerLike | None = None,
+    recover: bool = True,
+    partial: bool = False,
+) -> ParseResult: ...
+
+
+@overload
+def parse_output(
+    text: list[str] | list[list[int]],
+    template: Mapping[str, Any] | ResponseTemplate | str | None = None,
+    *,
+    prefix: Sequence[str] | Sequence[Sequence[int]] | None,
+    tools: Iterable[Any] | None = None,
+    tokenizer: TokenizerLike | None = None,
+    recover: bool = True,
+    partial: bool = False,
+) -> list[ParseResult]: ...
+
+
+def parse_output(
+    text: Any,
+    template: Mapping[str, Any] | ResponseTemplate | str | None = None,
+    *,
+    prefix: Any,
+    tools: Iterable[Any] | None = None,
+    tokenizer: TokenizerLike | None = None,
+    recover: bool = True,
+    partial: bool = False,
+) -> ParseResult | list[ParseResult]:
+    """Parse a whole generation (or a batch) into a ``ParseResult``: the message and the
+    issues, trailing and unclaimed text, and where a cut generation ended.
+
+    Recover mode is the default here: the message is always built, and ``issues`` says what
+    did not fit. In a batch, a malformed item never affects the others; with
+    ``recover=False`` the first failure raises with its ``index``.
+
+    Args: as for ``parse_response``.
+
+    Example:
+        >>> template = {"start_anchor": "A:", "fields": {
+        ...     "answer": {"open": "<n>", "close": "</n>", "content": "int"},
+        ...     "content": {"close": "<end>"}}}
+        >>> result = parse_output("<n>forty</n><end>", template, prefix="")
+        >>> result.message, [issue.kind.value for issue in result.issues]
+        ({'answer': 'forty'}, ['unparsed_value'])
     """
     if prefix is None:
         raise ValueError(_PREFIX_REQUIRED)
@@ -781,14 +1217,38 @@ def parse_response(
                 f"a batch of {len(text)} generations needs {len(text)} prefixes; got {len(prefix)}"
             )
         compiled = load_template(template) if template is not None else None
-        return [
-            parse_response(item, compiled, prefix=item_prefix, tools=tools, tokenizer=tokenizer)
-            for item, item_prefix in zip(text, prefix, strict=False)
-        ]
-    parser = ResponseParser(template, prefix, tools=tools, tokenizer=tokenizer)
+        results = []
+        for index, (item, item_prefix) in enumerate(zip(text, prefix, strict=False)):
+            try:
+                results.append(
+                    _parse_one(item, compiled, item_prefix, tools, tokenizer, recover, partial)
+                )
+            except ResponseParseError as error:
+                error.at_index(index)
+                raise
+        return results
+    return _parse_one(text, template, prefix, tools, tokenizer, recover, partial)
+
+
+def _parse_one(
+    text: Any,
+    template: Mapping[str, Any] | ResponseTemplate | str | None,
+    prefix: Any,
+    tools: Iterable[Any] | None,
+    tokenizer: TokenizerLike | None,
+    recover: bool,
+    partial: bool,
+) -> ParseResult:
+    parser = ResponseParser(template, prefix, tools=tools, tokenizer=tokenizer, recover=recover)
     parser.feed(text)
-    message, _ = parser.finalize()
-    return message
+    message, _ = parser.finalize(partial=partial)
+    return ParseResult(
+        message,
+        tuple(parser.issues),
+        parser.trailing_text,
+        tuple(parser.unclaimed_text),
+        parser.in_progress,
+    )
 
 
 def _is_batch(text: Any) -> bool:

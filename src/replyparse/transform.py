@@ -19,7 +19,7 @@ from typing import Any
 
 import regex
 
-from replyparse.errors import TemplateIssue
+from replyparse.errors import ReplyparseError, TemplateIssue
 
 __all__ = ["TransformPathError", "apply_transform", "check_transform", "iter_placeholders"]
 
@@ -27,7 +27,7 @@ _PLACEHOLDER = regex.compile(r"\{([A-Za-z_][\w-]*(?:\.[\w-]+)*)\}")
 _WHOLE_PLACEHOLDER = regex.compile(r"\A\{([A-Za-z_][\w-]*(?:\.[\w-]+)*)\}\Z")
 
 
-class TransformPathError(Exception):
+class TransformPathError(ReplyparseError):
     """A placeholder path did not resolve in the scope of one region."""
 
     def __init__(self, placeholder: str, message: str) -> None:

@@ -21,7 +21,7 @@ from openai_helpers import (
     run_stream,
 )
 
-from replyparse import ResponseParseError, parse_response
+from replyparse import ResponseParseError, parse_output, parse_response
 from replyparse.openai import (
     ChatCompletionStream,
     ResponsesStream,
@@ -49,14 +49,27 @@ def test_corpus_case_streams_like_the_whole_message(case: dict[str, Any]) -> Non
     try:
         message = parse_response(text, template, prefix=prefix)
     except ResponseParseError:
-        for step in STEPS:  # a malformed call fails the stream too, and the stream ends cleanly
-            stream = ResponsesStream(template, prefix=prefix, model="m", ids=SequentialIds())
-            events = stream.start()
-            with pytest.raises(ResponseParseError) as caught:
-                for piece in _pieces(text, step):
-                    events += stream.feed(piece)
-                events += stream.finish()
-            replay_responses(events + stream.fail(caught.value))
+        # A malformed call never fails a stream (recover mode): every chunking gives the
+        # same answer, equal to the whole conversion of the stream's own message.
+        recovered = parse_output(text, template, prefix=prefix)
+        assert recovered.issues
+        answers = []
+        for step in STEPS:
+            stream = ResponsesStream(
+                template, prefix=prefix, model="m", ids=SequentialIds(), clock=constant_clock
+            )
+            events = run_stream(stream, _pieces(text, step))
+            assert events[-1]["type"] == "response.completed"
+            assert stream.message is not None
+            replayed = replay_responses(events)
+            assert replayed == to_response(
+                stream.message, model="m", ids=SequentialIds(), clock=constant_clock
+            )
+            assert len(stream.message.get("tool_calls", [])) == len(
+                recovered.message.get("tool_calls", [])
+            )
+            answers.append(replayed)
+        assert all(answer == answers[0] for answer in answers)
         return
     whole = to_response(message, model="m", ids=SequentialIds(), clock=constant_clock)
     expected_chat = to_chat_completion_message(message, ids=SequentialIds())

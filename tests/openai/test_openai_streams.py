@@ -265,11 +265,11 @@ def test_sse_framing_round_trips_through_the_sdk_decoder() -> None:
     assert [json.loads(event.data) for event in decoded[:-1]] == chunks
 
 
-def test_parse_failure_ends_the_stream_with_response_failed() -> None:
+def test_parse_failure_without_recover_ends_the_stream_with_response_failed() -> None:
     from replyparse import ResponseParseError
 
     stream = ResponsesStream(
-        HERMES, prefix="", model="m", ids=SequentialIds(), clock=constant_clock
+        HERMES, prefix="", model="m", ids=SequentialIds(), clock=constant_clock, recover=False
     )
     events = stream.feed("Hi ")
     with pytest.raises(ResponseParseError) as caught:

@@ -194,3 +194,24 @@ def test_custom_tools_take_free_text_input() -> None:
     text = '<c>{"name": "run_sql", "arguments": "SELECT 1"}</c>'
     message = parse_response(text, template, prefix="", tools=tools)
     assert message["tool_calls"][0]["function"]["arguments"] == "SELECT 1"
+
+
+def test_any_error_from_feed_leaves_the_parser_failed() -> None:
+    """h11's rule: after an unexpected error (here a tokenizer that raises), the parser is in
+    a defined failed state and refuses more input, instead of streaming on half-updated."""
+    from replyparse import ParserPhase, ParserStateError, ResponseParser
+
+    class BrokenTokenizer:
+        def decode(self, ids: object, **kwargs: object) -> str:
+            raise OSError("the tokenizer's files are gone")
+
+    template = {"start_anchor": "A:", "fields": {"content": {"close": "<end>"}}}
+    parser = ResponseParser(template, "", tokenizer=BrokenTokenizer())
+    parser.feed("Hi")
+    with pytest.raises(OSError):
+        parser.feed([1, 2, 3])
+    assert parser.phase is ParserPhase.FAILED
+    with pytest.raises(ParserStateError, match="failed earlier"):
+        parser.feed("more")
+    with pytest.raises(ParserStateError):
+        parser.finalize()

@@ -375,7 +375,7 @@ def run_stream(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> in
     try:
         if args.format == "events":
             return _stream_events(choice, prefix, tools, handle, args, printer)
-        return _stream_openai(choice, prefix, tools, model, handle, args, printer)
+        return _stream_openai(choice, prefix, tools, model, handle, args, printer, stderr)
     finally:
         if handle is not sys.stdin:
             handle.close()
@@ -411,6 +411,7 @@ def _stream_openai(
     handle: IO[str],
     args: argparse.Namespace,
     printer: _Printer,
+    stderr: IO[str],
 ) -> int:
     stream: ChatCompletionStream | ResponsesStream
     if args.format == "chat":
@@ -429,4 +430,6 @@ def _stream_openai(
         printer.write(stream.fail(error), done=True)
         raise CliError(" ".join(str(error).split())) from None
     printer.write(final, done=True)
+    for issue in stream.issues:  # recover mode: the stream is answered, the issue reported
+        stderr.write(f"replyparse: warning: {' '.join(issue.summary().split())}\n")
     return 0

@@ -20,6 +20,8 @@ from replyparse.content._base import (
     ContentError,
     ContentParser,
     ContentParserFactory,
+    Recovered,
+    RecoveringParser,
 )
 from replyparse.content.first_of import FirstOfParser
 from replyparse.content.json import JsonParser
@@ -38,6 +40,8 @@ __all__ = [
     "SPEC_PARSERS",
     "ContentError",
     "ContentParser",
+    "Recovered",
+    "RecoveringParser",
     "build_content_parser",
 ]
 

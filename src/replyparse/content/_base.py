@@ -13,11 +13,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 import regex
 
-from replyparse.errors import TemplateIssue
+from replyparse.errors import ReplyparseError, TemplateIssue
 
 __all__ = [
     "MAX_NESTING",
@@ -25,6 +25,8 @@ __all__ = [
     "ContentError",
     "ContentParser",
     "ContentParserFactory",
+    "Recovered",
+    "RecoveringParser",
     "nesting_error",
 ]
 
@@ -41,7 +43,7 @@ _PYTHON_TOKENS = regex.compile(
 )
 
 
-class ContentError(Exception):
+class ContentError(ReplyparseError):
     """A body did not parse. ``position`` is an index into the body, when known."""
 
     def __init__(self, message: str, position: int | None = None) -> None:
@@ -107,6 +109,32 @@ class ContentParser(Protocol):
 
     def to_args(self) -> dict[str, Any]:
         """The ``content_args`` this parser was built from (defaults omitted)."""
+        ...
+
+
+class Recovered(NamedTuple):
+    """What a content parser could read from a body it rejects (recover mode only).
+
+    Attributes:
+        value: the value read.
+        stray: ``(position in the body, text)`` of the text the format has no place for;
+            the parser module turns each into content and a ``stray_text`` issue.
+    """
+
+    value: Any
+    stray: tuple[tuple[int, str], ...]
+
+
+@runtime_checkable
+class RecoveringParser(Protocol):
+    """A content parser that can still read a value from a body ``parse`` rejects.
+
+    Declared by having ``recover``; only recover mode calls it, and only after ``parse``
+    raised. It raises ``ContentError`` when nothing can be read either.
+    """
+
+    def recover(self, body: str) -> Recovered:
+        """Read what can be read from a rejected body."""
         ...
 
 

@@ -11,7 +11,7 @@ import json as _json
 from dataclasses import dataclass
 from typing import Any
 
-from replyparse.content._base import ArgsReader, ContentError, nesting_error
+from replyparse.content._base import ArgsReader, ContentError, Recovered, nesting_error
 
 __all__ = ["JsonParser"]
 
@@ -62,6 +62,26 @@ class JsonParser:
         if self.allow_non_json:
             return body.strip()
         raise error
+
+    def recover(self, body: str) -> Recovered:
+        """A JSON value followed by prose (``{"a": 1} Let me know...``): the value, and the
+        prose as stray text. Raises ContentError when the body does not start with one."""
+        too_deep = nesting_error(body)
+        if too_deep is not None:
+            raise too_deep
+        start = len(body) - len(body.lstrip(_WHITESPACE))
+        try:
+            value, end = _DECODER.raw_decode(body, start)
+        except ValueError as error:
+            raise ContentError(
+                f"not valid JSON: {error.msg}",  # type: ignore[attr-defined]
+                getattr(error, "pos", None),
+            ) from None
+        rest = body[end:]
+        if not rest.strip():
+            return Recovered(value, ())
+        lead = len(rest) - len(rest.lstrip())
+        return Recovered(value, ((end + lead, rest.strip()),))
 
     def to_args(self) -> dict[str, Any]:
         """The content_args, defaults omitted."""
@@ -171,7 +191,10 @@ class _DialectReader:
         if delimited is not None:
             return delimited
         if position < len(self.text) and self.text[position] == '"':
-            value, end = _DECODER.raw_decode(self.text, position)
+            try:
+                value, end = _DECODER.raw_decode(self.text, position)
+            except ValueError:
+                raise self.fail("unterminated or invalid string key", position) from None
             return str(value), end
         if self.options.unquoted_keys:
             end = position

@@ -1,7 +1,9 @@
 """The ``xml-inline`` content parser: a flat run of tags, each one a key and a value.
 
-Qwen3-Coder style ``<parameter=city>Paris</parameter>`` bodies. Text between tags is layout,
-not data, and is not part of the value.
+Qwen3-Coder style ``<parameter=city>Paris</parameter>`` bodies. Whitespace and bare markup
+(``</function>``) between tags are layout. Other text between tags (prose the model wrote between two parameters) has no place
+in the value: ``parse`` rejects it rather than drop it, and ``recover`` returns it as stray
+text, which recover mode turns into content.
 """
 
 from __future__ import annotations
@@ -11,12 +13,14 @@ from typing import Any
 
 import regex
 
-from replyparse.content._base import ArgsReader, ContentError, ContentParser
+from replyparse.content._base import ArgsReader, ContentError, ContentParser, Recovered
 from replyparse.content._nested import read_value_parser, value_parser_to_args
 
 __all__ = ["XmlInlineParser"]
 
 _FLAGS = regex.DOTALL | regex.UNICODE
+#: A gap made only of markup (``</function>``, ``<function=f>``) is layout, like whitespace.
+_MARKUP = regex.compile(r"<[^<>]*>(?:\s*<[^<>]*>)*")
 
 
 @dataclass(frozen=True)
@@ -38,13 +42,30 @@ class XmlInlineParser:
     strips: bool = True
 
     def parse(self, body: str) -> dict[str, Any]:
-        """Collect every tag of the body into a dict."""
+        """Collect every tag of the body into a dict; text between tags is an error."""
+        value, stray = self._read(body)
+        if stray:
+            position, text = stray[0]
+            raise ContentError(
+                f"text outside the tags, which the format has no place for: {text[:80]!r}",
+                position,
+            )
+        return value
+
+    def recover(self, body: str) -> Recovered:
+        """The tags as ``parse`` reads them, and the text between them as stray text."""
+        value, stray = self._read(body)
+        return Recovered(value, tuple(stray))
+
+    def _read(self, body: str) -> tuple[dict[str, Any], list[tuple[int, str]]]:
         result: dict[str, Any] = {}
+        stray: list[tuple[int, str]] = []
         # Keys whose value is a list built by merging, told apart from a value that was a
         # list to begin with (a JSON array parsed by value_parser).
         merged: set[str] = set()
         last_end = 0
         for match in self.tag_pattern.finditer(body):
+            _note_gap(body, last_end, match.start(), stray)
             last_end = match.end()
             key = match.group("key")
             raw_value = match.group("value")
@@ -68,7 +89,8 @@ class XmlInlineParser:
             else:
                 result[key] = value
         self._check_not_truncated(body, last_end)
-        return result
+        _note_gap(body, last_end, len(body), stray)
+        return result, stray
 
     def _check_not_truncated(self, body: str, last_end: int) -> None:
         """Text between tags is layout, but a tag cut off by the end of the body is data
@@ -128,3 +150,13 @@ class XmlInlineParser:
         return cls(
             tag_pattern=pattern, value_parser=value_parser, merge_duplicates=merge_duplicates
         )
+
+
+def _note_gap(body: str, start: int, end: int, stray: list[tuple[int, str]]) -> None:
+    """Record the non-whitespace text of ``body[start:end]`` (between two tags)."""
+    if start >= end:
+        return
+    gap = body[start:end]
+    text = gap.strip()
+    if text and not _MARKUP.fullmatch(text):
+        stray.append((start + gap.index(text[0]), text))

@@ -666,7 +666,7 @@ class ToolCallStreamer:
         Returns:
             ``(rest, consistent)``: the text still to send so that every fragment joined is
             ``final``, and whether the fragments sent so far were a prefix of it (when not,
-            ``rest`` is empty and the caller reports the inconsistency).
+            ``rest`` is only what was produced but not yet sent, and the caller decides).
         """
         unsent = self.take()  # produced since the last take(): not sent yet, so sent now
         emitted = self.emitted
@@ -675,4 +675,4 @@ class ToolCallStreamer:
             if rest:
                 self._emitted.append(rest)
             return unsent + rest, True
-        return "", False
+        return unsent, False

@@ -3,6 +3,12 @@
 ``ChatCompletionStream`` and ``ResponsesStream`` differ only in how they render tracker
 updates (chunks or events); checking the request, feeding the parser, finishing it and
 checking the calls against the request's rules are the same and live here.
+
+The parser runs in recover mode by default: a stream never fails because of what the model
+wrote (a malformed call keeps its ``arguments`` as written, as OpenAI passes them), and
+``issues`` lists what did not fit. A generation cut by the token limit
+(``finish_reason="length"``) is parsed as partial: the call it was cut in is returned with
+its arguments so far.
 """
 
 from __future__ import annotations
@@ -11,9 +17,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from replyparse.errors import ParserStateError
-from replyparse.openai._calls import ResolvedCall, ToolIndex, resolve_calls
+from replyparse.issues import ParseIssue
+from replyparse.openai._calls import ResolvedCall, ToolIndex, arguments_text, resolve_calls
 from replyparse.openai._ids import IdFactory
-from replyparse.openai._tracker import MessageTracker, Update
+from replyparse.openai._tracker import CallDone, MessageTracker, Update
 from replyparse.openai.errors import RuleViolation
 from replyparse.openai.messages import _Request
 from replyparse.openai.rules import check_calls, report
@@ -34,11 +41,12 @@ class StreamBase:
         tool_choice: Any,
         parallel_tool_calls: bool,
         ids: IdFactory,
+        recover: bool = True,
     ) -> None:
         loaded = load_template(template)
         self._request = _Request(tools, tool_choice, parallel_tool_calls)
         self._parser = ResponseParser(
-            loaded, prefix, tools=self._request.raw_tools, include_groups=True
+            loaded, prefix, tools=self._request.raw_tools, include_groups=True, recover=recover
         )
         self._tracker = MessageTracker(loaded, self._request.tools, ids)
         self._started = False
@@ -48,6 +56,11 @@ class StreamBase:
         self.violations: list[RuleViolation] = []
         #: The parsed message, once ``finish()`` returned.
         self.message: dict[str, Any] | None = None
+
+    @property
+    def issues(self) -> list[ParseIssue]:
+        """What recover mode did about output that did not fit, so far (see ``ParseIssue``)."""
+        return self._parser.issues
 
     @property
     def tools(self) -> ToolIndex:
@@ -68,15 +81,19 @@ class StreamBase:
         updates += self._tracker.handle(self._parser.feed(text))
         return updates
 
-    def _finish_updates(self) -> tuple[dict[str, Any], list[Update]]:
-        """Finalize the parser: the message and the last updates."""
+    def _finish_updates(self, partial: bool = False) -> tuple[dict[str, Any], list[Update]]:
+        """Finalize the parser (``partial``: the generation was cut): the message and the
+        last updates."""
         self._check_open("finish")
-        message, events = self._parser.finalize()
+        message, events = self._parser.finalize(partial=partial)
         self._done = True
         self.message = message
         updates, self._pending = self._pending, []
+        self._tracker.partial = partial
         updates += self._tracker.handle(events)
+        self._tracker.partial = False
         updates += self._tracker.finish(message)
+        _use_streamed_arguments(message, self._tracker.finished_calls)
         return message, updates
 
     def _resolve_calls(self, message: Mapping[str, Any]) -> list[ResolvedCall]:
@@ -89,3 +106,23 @@ class StreamBase:
             calls, tools, self._request.tool_choice, self._request.parallel_tool_calls
         )
         report(self.violations, tools, output)
+
+
+def _use_streamed_arguments(message: dict[str, Any], finished: Sequence[CallDone]) -> None:
+    """Where a call's arguments did not parse (or were cut), the stream sent what it could
+    read as JSON, then the rest as written; the message says the same, so that a whole
+    answer equals the accumulated stream."""
+    calls = message.get("tool_calls")
+    if not isinstance(calls, list) or len(calls) != len(finished):
+        return
+    for index, (call, done) in enumerate(zip(calls, finished, strict=True)):
+        function = call.get("function") if isinstance(call, dict) else None
+        if not isinstance(function, dict):
+            continue
+        arguments = function.get("arguments")
+        if (
+            isinstance(arguments, str)
+            and done.call.kind == "function"
+            and done.call.arguments != arguments_text(arguments)
+        ):
+            calls[index] = {**call, "function": {**function, "arguments": done.call.arguments}}

@@ -13,6 +13,7 @@ either would not hold (a bug), a :class:`~.errors.StreamConsistencyWarning` is i
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -86,6 +87,34 @@ class _OpenCall:
     given_id: str | None = None  # the model's own call id, from the open delimiter
 
 
+def raw_rest(emitted: str, raw: str) -> str:
+    """What follows, in ``raw`` (arguments as the model wrote them), the part already
+    streamed as ``emitted`` (the same JSON, written compactly): ``raw`` is walked skipping
+    whitespace outside strings while it matches ``emitted``. Empty when ``raw`` does not
+    start with the streamed text (an xml-inline body, streamed as JSON).
+    """
+    position, matched, in_string, escaped = 0, 0, False, False
+    while matched < len(emitted) and position < len(raw):
+        char = raw[position]
+        if not in_string and char in " \t\r\n":
+            position += 1
+            continue
+        if char != emitted[matched]:
+            return ""
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        position += 1
+        matched += 1
+    return raw[position:] if matched == len(emitted) else ""
+
+
 def _warn(message: str) -> None:
     warnings.warn(StreamConsistencyWarning(message), stacklevel=4)
 
@@ -107,6 +136,11 @@ class MessageTracker:
         self._used_ids: set[str] = set()
         self.calls: list[CallStart] = []
         self.finished_calls: list[CallDone] = []
+        # The next call to close did not parse (recover mode), or was cut (a partial
+        # parse): its arguments are what was streamed, then the rest as the model wrote it.
+        self._lenient = False
+        #: Set by the stream while it handles the events of a partial finalize.
+        self.partial = False
 
     # -- text ---------------------------------------------------------------------------------
 
@@ -217,6 +251,11 @@ class MessageTracker:
             done = CallDone(position, resolved, resolved.text)
         else:
             rest, consistent = call.streamer.finish(resolved.text)
+            if not consistent and (self._lenient or self.partial) and resolved.kind == "function":
+                emitted = call.streamer.emitted
+                rest += raw_rest(emitted, resolved.text)
+                resolved = dataclasses.replace(resolved, arguments=emitted + rest)
+                consistent = True
             if not consistent:
                 _warn(
                     f"tool call {call.position}: streamed {call.streamer.emitted!r} is not a "
@@ -230,6 +269,12 @@ class MessageTracker:
 
     def _close_call(self, value: Any, updates: list[Update]) -> None:
         call, self._open = self._open, None
+        if value is None:
+            # Recover mode: the region was no call after all (its text becomes content), or
+            # a cut call whose name was never written.
+            if call is not None and call.started is not None:
+                _warn(f"tool call {call.position}: streamed but the region held no call")
+            return
         values = value if isinstance(value, list) else [value]
         for position, item in enumerate(values):
             resolved = resolve_call(item, self._tools, len(self.finished_calls))
@@ -241,6 +286,10 @@ class MessageTracker:
         """Read parser events; return the updates they make."""
         updates: list[Update] = []
         for event in events:
+            if event["type"] == "parse_issue":
+                if event["issue"].field == TOOL_CALLS_KEY:
+                    self._lenient = True
+                continue
             field = event["field"]
             if event["type"] == "region_open":
                 if field in TEXT_KEYS:
@@ -256,6 +305,7 @@ class MessageTracker:
                 self._close_text(field, event["value"], updates)
             elif field == TOOL_CALLS_KEY:
                 self._close_call(event["value"], updates)
+                self._lenient = False
         return updates
 
     def finish(self, message: Mapping[str, Any]) -> list[Update]:

@@ -46,6 +46,9 @@ class ChatCompletionStream(StreamBase):
         created: Unix seconds of every chunk; ``clock()`` when None.
         ids: the identifier factory (inject :class:`~._ids.SequentialIds` in tests).
         clock: the time source.
+        recover: parse in recover mode (the default): what the model wrote never fails
+            the stream; ``issues`` lists what did not fit. False raises
+            ``ResponseParseError`` as the parser does.
         reasoning_keys: the delta keys carrying reasoning text (an extension; see
             :func:`~.messages.to_chat_completion_message`).
         custom_tool_calls: how a custom tool call streams. ``"custom"`` (default) sends
@@ -81,11 +84,14 @@ class ChatCompletionStream(StreamBase):
         created: int | None = None,
         ids: IdFactory = random_id,
         clock: Clock = system_clock,
+        recover: bool = True,
         reasoning_keys: Sequence[str] = (REASONING_KEY,),
         custom_tool_calls: Literal["custom", "function"] = "custom",
     ) -> None:
         """Check the request and start a parser; see the class docstring."""
-        super().__init__(template, prefix, tools, tool_choice, parallel_tool_calls, ids)
+        super().__init__(
+            template, prefix, tools, tool_choice, parallel_tool_calls, ids, recover=recover
+        )
         self._model = model
         self._id = completion_id or ids(CHAT_COMPLETION_PREFIX)
         self._created = created if created is not None else int(clock())
@@ -210,7 +216,7 @@ class ChatCompletionStream(StreamBase):
             ToolCallRuleError: the calls broke a rule the API guarantees; ``.result`` holds
                 these final chunks. Best-effort rules are warned.
         """
-        message, updates = self._finish_updates()
+        message, updates = self._finish_updates(partial=finish_reason == "length")
         chunks = self._render(updates)
         calls = self._resolve_calls(message)
         chunks.append(self._chunk({}, finish_reason_for(finish_reason, calls)))

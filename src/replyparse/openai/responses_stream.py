@@ -87,6 +87,9 @@ class ResponsesStream(StreamBase):
         created_at: Unix seconds; ``clock()`` when None.
         ids: the identifier factory (inject :class:`~._ids.SequentialIds` in tests).
         clock: the time source (also gives ``completed_at``).
+        recover: parse in recover mode (the default): what the model wrote never fails
+            the stream; ``issues`` lists what did not fit. False raises
+            ``ResponseParseError`` as the parser does.
 
     Raises:
         StrictSchemaError, ToolDefinitionError, ToolChoiceError: the request is invalid.
@@ -115,9 +118,12 @@ class ResponsesStream(StreamBase):
         created_at: float | None = None,
         ids: IdFactory = random_id,
         clock: Clock = system_clock,
+        recover: bool = True,
     ) -> None:
         """Check the request and start a parser; see the class docstring."""
-        super().__init__(template, prefix, tools, tool_choice, parallel_tool_calls, ids)
+        super().__init__(
+            template, prefix, tools, tool_choice, parallel_tool_calls, ids, recover=recover
+        )
         self._ids = ids
         self._clock = clock
         self._model = model
@@ -316,7 +322,7 @@ class ResponsesStream(StreamBase):
             ToolCallRuleError: the calls broke a rule the API guarantees; ``.result`` holds
                 these final events. Best-effort rules are warned.
         """
-        message, updates = self._finish_updates()
+        message, updates = self._finish_updates(partial=finish_reason == "length")
         events = self._render(updates)
         status, reason = response_status(finish_reason)
         cut = self._items[-1] if status == "incomplete" and self._items else None

@@ -250,6 +250,7 @@ class _Handler:
                 if delta.text:
                     stream.feed(delta.text)
             _quietly(lambda: stream.finish(finish_reason=outcome.finish_reason), lambda e: [])
+            _log_issues(stream)
         except Exception as error:
             api_error = (
                 ApiError(str(error), status=502, type="server_error")
@@ -302,6 +303,7 @@ class _Handler:
                 lambda: stream.finish(finish_reason=outcome.finish_reason, usage=usage),
                 lambda error: list(error.result),
             )
+            _log_issues(stream)
             for frame in chat_sse(chunks):
                 yield frame
         except Exception as error:
@@ -327,6 +329,7 @@ class _Handler:
                 lambda: stream.finish(finish_reason=outcome.finish_reason, usage=usage),
                 lambda error: list(error.result),
             )
+            _log_issues(stream)
             for frame in responses_sse(events):
                 yield frame
         except Exception as error:
@@ -357,6 +360,12 @@ class _Handler:
             "created": self.created,
             "owned_by": "replyparse",
         }
+
+
+def _log_issues(stream: ChatCompletionStream | ResponsesStream) -> None:
+    """Log what recover mode did about the model's output (the answer is still a 200)."""
+    for issue in stream.issues:
+        logger.warning("the model's output did not fit the template: %s", issue.summary())
 
 
 def _failure(error: Exception) -> str:

@@ -20,6 +20,7 @@ import regex
 from replyparse._scanner import Delimiter, Scanner, is_context_sensitive
 from replyparse.content import ContentParser, build_content_parser
 from replyparse.errors import TemplateError, TemplateIssue
+from replyparse.template._call_shape import CallShape, call_shape_of
 from replyparse.template._schema import FIELD_KEYS, SUPPORTED_VERSIONS, TOP_LEVEL_KEYS
 from replyparse.transform import check_transform
 
@@ -54,6 +55,8 @@ class FieldSpec:
         optional: False when a missing field is an error.
         transform: the transform, or None.
         transform_each: apply ``transform`` to each element of a list value.
+        call_shape: where the transform puts a tool call's name and arguments, when this
+            field holds tool calls (computed once here; see ``_call_shape``).
     """
 
     name: str
@@ -68,6 +71,7 @@ class FieldSpec:
     optional: bool = True
     transform: Any = None
     transform_each: bool = False
+    call_shape: CallShape | None = None
 
     @property
     def is_implicit(self) -> bool:
@@ -321,6 +325,7 @@ def _read_field(name: str, index: int, spec: Any, issues: _Issues) -> FieldSpec 
         optional=optional,
         transform=transform,
         transform_each=transform_each,
+        call_shape=call_shape_of(transform, transform_each),
     )
 
 

@@ -1,0 +1,165 @@
+"""Model output that does not fit is answered, not refused: the openai client end to end.
+
+A cut generation (``finish_reason: "length"`` from the upstream) and a call with invalid JSON,
+through both APIs, whole and streaming, over the replay backend: every answer is a 200 in
+the shape the OpenAI API uses for the same model behaviour.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+openai = pytest.importorskip("openai")
+pytest.importorskip("starlette")
+pytest.importorskip("uvicorn")
+
+from openai.lib.streaming.chat import ChatCompletionStreamState  # noqa: E402
+
+from replyparse.server import ReplayBackend  # noqa: E402
+from tests.server.helpers import CHAT_TOOLS, RESPONSES_TOOLS, qwen3_config, running  # noqa: E402
+
+USER = [{"role": "user", "content": "Weather in Lisbon and Oslo?"}]
+
+INVALID_JSON = (
+    "<think>\nTwo cities.\n</think>\n\nChecking.\n\n"
+    '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Lisbon", "unit": "celsius"}}\n'
+    "</tool_call>\n"
+    '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Oslo", "unit": "celsius",}}\n'
+    "</tool_call><|im_end|>"
+)
+CUT = (
+    "<think>\nTwo cities.\n</think>\n\n"
+    '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Lisbon", "unit": "celsius"}}\n'
+    "</tool_call>\n"
+    '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Os'
+)
+LISBON = '{"city":"Lisbon","unit":"celsius"}'
+
+
+@pytest.fixture
+def client(tmp_path: Path) -> Iterator[Any]:
+    """A client on a server that replays INVALID_JSON, then CUT (cut by length), in turn."""
+    replay = tmp_path / "replay.jsonl"
+    replay.write_text(
+        json.dumps({"text": INVALID_JSON})
+        + "\n"
+        + json.dumps({"text": CUT, "finish_reason": "length"})
+        + "\n",
+        encoding="utf-8",
+    )
+    with (
+        running(qwen3_config(ReplayBackend(replay, chunk_size=3))) as url,
+        openai.OpenAI(base_url=url, api_key="unused", max_retries=0, timeout=20) as sdk,
+    ):
+        yield sdk
+
+
+def _chat_calls(message: Any) -> list[tuple[str, str]]:
+    return [(call.function.name, call.function.arguments) for call in message.tool_calls or []]
+
+
+def _accumulate(stream: Any) -> Any:
+    state = ChatCompletionStreamState()
+    for chunk in stream:
+        state.handle_chunk(chunk)
+    return state.current_completion_snapshot.choices[0]
+
+
+def test_chat_whole_answers_invalid_json_and_a_cut_call(client: Any) -> None:
+    invalid = client.chat.completions.create(model="test-model", messages=USER, tools=CHAT_TOOLS)
+    choice = invalid.choices[0]
+    assert choice.finish_reason == "tool_calls"
+    assert choice.message.content == "Checking."
+    assert choice.message.reasoning_content == "Two cities."  # type: ignore[attr-defined]
+    assert _chat_calls(choice.message) == [
+        ("get_weather", LISBON),
+        ("get_weather", '{"city":"Oslo","unit":"celsius",}'),
+    ]
+    cut = client.chat.completions.create(model="test-model", messages=USER, tools=CHAT_TOOLS)
+    assert cut.choices[0].finish_reason == "length"
+    assert _chat_calls(cut.choices[0].message) == [
+        ("get_weather", LISBON),
+        ("get_weather", '{"city":"Os'),
+    ]
+
+
+def test_chat_stream_answers_invalid_json_and_a_cut_call(client: Any) -> None:
+    invalid = _accumulate(
+        client.chat.completions.create(
+            model="test-model", messages=USER, tools=CHAT_TOOLS, stream=True
+        )
+    )
+    assert invalid.finish_reason == "tool_calls"
+    assert _chat_calls(invalid.message)[1] == ("get_weather", '{"city":"Oslo","unit":"celsius",}')
+    cut = _accumulate(
+        client.chat.completions.create(
+            model="test-model", messages=USER, tools=CHAT_TOOLS, stream=True
+        )
+    )
+    assert cut.finish_reason == "length"
+    assert _chat_calls(cut.message) == [("get_weather", LISBON), ("get_weather", '{"city":"Os')]
+
+
+def _function_calls(output: list[Any]) -> list[tuple[str, str]]:
+    return [(item.name, item.arguments) for item in output if item.type == "function_call"]
+
+
+def test_responses_whole_answers_invalid_json_and_a_cut_call(client: Any) -> None:
+    invalid = client.responses.create(model="test-model", input="hi", tools=RESPONSES_TOOLS)
+    assert invalid.status == "completed"
+    assert _function_calls(invalid.output)[1] == (
+        "get_weather",
+        '{"city":"Oslo","unit":"celsius",}',
+    )
+    cut = client.responses.create(model="test-model", input="hi", tools=RESPONSES_TOOLS)
+    assert cut.status == "incomplete"
+    assert cut.incomplete_details is not None
+    assert cut.incomplete_details.reason == "max_output_tokens"
+    assert _function_calls(cut.output) == [("get_weather", LISBON), ("get_weather", '{"city":"Os')]
+
+
+def test_responses_stream_ends_completed_then_incomplete_never_failed(client: Any) -> None:
+    events = list(
+        client.responses.create(model="test-model", input="hi", tools=RESPONSES_TOOLS, stream=True)
+    )
+    assert events[-1].type == "response.completed"
+    assert len(_function_calls(events[-1].response.output)) == 2
+    events = list(
+        client.responses.create(model="test-model", input="hi", tools=RESPONSES_TOOLS, stream=True)
+    )
+    types = [event.type for event in events]
+    assert "response.failed" not in types and "error" not in types
+    assert types[-1] == "response.incomplete"
+    final = events[-1].response
+    assert final.incomplete_details.reason == "max_output_tokens"
+    assert _function_calls(final.output)[-1] == ("get_weather", '{"city":"Os')
+
+
+def test_recovery_is_logged_at_warning(client: Any, caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level("WARNING", logger="replyparse.server"):
+        client.chat.completions.create(model="test-model", messages=USER, tools=CHAT_TOOLS)
+    assert any("malformed_call" in record.getMessage() for record in caplog.records)
+
+
+def test_call_to_a_tool_that_was_not_offered_is_passed_through(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The model wrote it: the client sees it (and decides), the server logs it."""
+    replay = tmp_path / "unknown.jsonl"
+    text = '<tool_call>\n{"name": "get_time", "arguments": {"zone": "CET"}}\n</tool_call><|im_end|>'
+    replay.write_text(json.dumps({"text": text}) + "\n", encoding="utf-8")
+    with (
+        caplog.at_level("WARNING", logger="replyparse.server"),
+        running(qwen3_config(ReplayBackend(replay))) as url,
+        openai.OpenAI(base_url=url, api_key="unused", max_retries=0, timeout=20) as sdk,
+    ):
+        chat = sdk.chat.completions.create(model="test-model", messages=USER, tools=CHAT_TOOLS)
+        response = sdk.responses.create(model="test-model", input="hi", tools=RESPONSES_TOOLS)
+    assert _chat_calls(chat.choices[0].message) == [("get_time", '{"zone":"CET"}')]
+    assert _function_calls(response.output) == [("get_time", '{"zone":"CET"}')]
+    assert any("is not among the tools given" in record.getMessage() for record in caplog.records)
