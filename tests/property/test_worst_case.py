@@ -21,7 +21,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from replyparse import ContentParseError, ResponseParseError, ResponseParser, parse_response
+from replyparse import (
+    ContentParseError,
+    ResponseParseError,
+    ResponseParser,
+    parse_output,
+    parse_response,
+)
 from replyparse.content import MAX_NESTING
 from replyparse.templates import get_entry, list_templates
 from tests.property.strategies import cut_points
@@ -119,6 +125,16 @@ def test_deep_nesting_is_a_content_parse_error_one_shot_and_streaming(case: str)
     assert raised.value.field == "tool_calls"
 
 
+@pytest.mark.parametrize("case", sorted(DEEP_CASES))
+def test_deep_nesting_in_recover_mode_is_an_issue_and_keeps_the_text(case: str) -> None:
+    family, text = DEEP_CASES[case]
+    result = parse_output(text, get_entry(family).template, prefix="")
+    (issue,) = result.issues
+    assert issue.field == "tool_calls"
+    assert f"nesting deeper than {MAX_NESTING} levels" in issue.message
+    assert "[" * DEEP + "]" * DEEP in str(result.message)
+
+
 def test_nesting_at_the_limit_still_parses() -> None:
     depth = MAX_NESTING - 2  # the call object and the arguments object are two levels
     text = '<tool_call>{"name": "f", "arguments": ' + nested_body(depth) + "}</tool_call>"
@@ -137,24 +153,42 @@ def test_deep_text_values_stay_text() -> None:
     assert message["tool_calls"][0]["function"]["arguments"] == {"a": value}
 
 
-@pytest.mark.parametrize("case", ["hermes-arguments", "kimi-k2", "pythonic"])
-@pytest.mark.parametrize("api", ["chat", "responses"])
-def test_deep_nesting_through_openai_streams_never_recursion_error(case: str, api: str) -> None:
+def _stream_openai(api: str, family: str, pieces: list[str]) -> list[dict[str, Any]]:
     from replyparse.openai import ChatCompletionStream, ResponsesStream
 
-    family, text = DEEP_CASES[case]
     tools = [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}]
     stream_type = ChatCompletionStream if api == "chat" else ResponsesStream
+    stream = stream_type(get_entry(family).template, prefix="", model="m", tools=tools)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the rules warn: arguments that are not an object
+        out = [item for piece in pieces for item in stream.feed(piece)]
+        return out + stream.finish()
+
+
+@pytest.mark.parametrize("case", ["hermes-arguments", "kimi-k2", "json-lines", "pythonic"])
+@pytest.mark.parametrize("api", ["chat", "responses"])
+def test_deep_nesting_through_openai_streams_is_passed_through(case: str, api: str) -> None:
+    """The OpenAI layer parses in recover mode: a call too deep to read keeps its name and
+    its arguments as written (a readable name), or stays text; never a RecursionError."""
+    family, text = DEEP_CASES[case]
     for step in (len(text), 7):
-        stream = stream_type(get_entry(family).template, prefix="", model="m", tools=tools)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            try:
-                for piece in chunked(text, step):
-                    stream.feed(piece)
-                stream.finish()
-            except ContentParseError as error:
-                assert "nesting deeper than" in str(error)
+        out = _stream_openai(api, family, chunked(text, step))
+        if api == "chat":
+            deltas = [choice for chunk in out for choice in chunk.get("choices", [])]
+            arguments = "".join(
+                call["function"].get("arguments", "")
+                for choice in deltas
+                for call in choice["delta"].get("tool_calls") or []
+            )
+            finish = [choice["finish_reason"] for choice in deltas if choice["finish_reason"]]
+            assert finish == (["stop"] if case == "pythonic" else ["tool_calls"])
+        else:
+            assert out[-1]["type"] == "response.completed"
+            arguments = "".join(item.get("arguments", "") for item in out[-1]["response"]["output"])
+        if case == "pythonic":  # no readable call: the text is content
+            assert arguments == ""
+        else:
+            assert "[" * DEEP + "]" * DEEP in arguments
 
 
 # -- assertions at the end of the buffer (item 6) ----------------------------------------------
