@@ -409,7 +409,7 @@ class Scanner:
 
 
 #: Width of the windows in which patterns are searched (see ``Delimiter._search``).
-_WINDOW = 256
+_WINDOW = 1024
 
 #: An assertion's streaming form: first require a next character (undecided, so a partial
 #: match, at the end of the buffer), then the assertion itself.
