@@ -49,7 +49,14 @@ from replyparse.transform import TransformPathError, apply_transform
 if TYPE_CHECKING:
     from replyparse.tokens import TokenizerLike
 
-__all__ = ["ParseResult", "ParserPhase", "ResponseParser", "parse_output", "parse_response"]
+__all__ = [
+    "ParseResult",
+    "ParserPhase",
+    "PreparedTools",
+    "ResponseParser",
+    "parse_output",
+    "parse_response",
+]
 
 #: Separator between two captures of a non-repeating string field (see README, "Divergences").
 CAPTURE_SEPARATOR = "\n\n"
@@ -164,7 +171,8 @@ class ResponseParser:
         prefix: the prompt sent to the model (text, or token ids with ``tokenizer``); only
             the part after the last start anchor is parsed. Required; ``""`` opts out.
         tools: the request's tools (chat-completions or Responses dicts, or Python
-            functions); tool-call arguments are typed from their JSON Schemas at region close.
+            functions), or a ``PreparedTools`` built once for many parsers; tool-call
+            arguments are typed from their JSON Schemas at region close.
         tokenizer: anything with ``decode(ids)``; needed when feeding or prefixing token ids.
         include_groups: add the open delimiter's named groups to ``region_open`` events as
             ``"groups"`` (an extension; off by default so events keep the spec's shape).
@@ -204,7 +212,7 @@ class ResponseParser:
         template: Mapping[str, Any] | ResponseTemplate | str | None,
         prefix: str | Sequence[int] | None,
         *,
-        tools: Iterable[Any] | None = None,
+        tools: Iterable[Any] | PreparedTools | None = None,
         tokenizer: TokenizerLike | None = None,
         include_groups: bool = False,
         recover: bool = False,
@@ -219,7 +227,9 @@ class ResponseParser:
         self._tool_typer: Callable[[Any], Any] | None = None
         # Custom tools (free-form input, OpenAI "custom" tools) take a string, not an object.
         self._custom_tool_names: frozenset[str] = frozenset()
-        if tools is not None:
+        if isinstance(tools, PreparedTools):
+            self._tool_typer, self._custom_tool_names = tools.typer, tools.custom_names
+        elif tools is not None:
             self._tool_typer, self._custom_tool_names = _make_tool_typer(tools)
         self._include_groups = include_groups
         self.recover = recover
@@ -1026,6 +1036,20 @@ class ResponseParser:
             self._decoder = IncrementalDecoder(self._tokenizer)
         text: str = self._decoder.feed(ids)
         return text
+
+
+class PreparedTools:
+    """Tools checked and indexed once, for many parsers (``ResponseParser(tools=...)``).
+
+    Normalizing tools and building their argument typer costs more than parsing a short
+    generation; a batch job that parses every row against the same tools does it once.
+    """
+
+    __slots__ = ("custom_names", "typer")
+
+    def __init__(self, tools: Iterable[Any]) -> None:
+        """Normalize ``tools``; raises ToolDefinitionError for a malformed one."""
+        self.typer, self.custom_names = _make_tool_typer(tools)
 
 
 def _make_tool_typer(tools: Iterable[Any]) -> tuple[Callable[[Any], Any], frozenset[str]]:

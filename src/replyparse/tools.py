@@ -41,6 +41,8 @@ __all__ = [
     "ToolLike",
     "get_json_schema",
     "normalize_tools",
+    "prompt_function",
+    "responses_shapes",
     "tools_by_name",
 ]
 
@@ -74,6 +76,9 @@ class FunctionTool:
         parameters: the JSON Schema (``"type": "object"``) of the arguments.
         strict: whether the API should enforce the schema; None when not given.
         namespace: the Responses ``namespace`` group holding the tool, or None.
+        namespace_description: that group's ``description``, or None.
+        defer_loading: the tool is deferred: its parameters stay out of the prompt until
+            ``tool_search`` loads it (the guide's ``defer_loading: true``).
     """
 
     name: str
@@ -81,6 +86,8 @@ class FunctionTool:
     parameters: dict[str, Any] = field(default_factory=_empty_parameters)  # JSON boundary
     strict: bool | None = None
     namespace: str | None = None
+    namespace_description: str | None = None
+    defer_loading: bool = False
 
     @property
     def qualified_name(self) -> str:
@@ -118,6 +125,8 @@ class FunctionTool:
             rendered["description"] = self.description
         rendered["parameters"] = self.parameters
         rendered["strict"] = self.strict
+        if self.defer_loading:
+            rendered["defer_loading"] = True
         return rendered
 
 
@@ -132,12 +141,14 @@ class CustomTool:
             ``{"type": "grammar", "syntax": "lark" | "regex", "definition": str}`` (always
             stored in the flat Responses form).
         namespace: the Responses ``namespace`` group holding the tool, or None.
+        namespace_description: that group's ``description``, or None.
     """
 
     name: str
     description: str | None = None
     format: dict[str, Any] | None = None  # JSON boundary
     namespace: str | None = None
+    namespace_description: str | None = None
 
     @property
     def qualified_name(self) -> str:
@@ -189,6 +200,59 @@ Tool: TypeAlias = FunctionTool | CustomTool
 
 def _qualify(namespace: str | None, name: str) -> str:
     return name if namespace is None else f"{namespace}.{name}"
+
+
+def prompt_function(tool: FunctionTool, *, with_parameters: bool = True) -> dict[str, Any]:
+    """A function as a model is shown it: the Chat Completions shape chat templates read.
+
+    A namespaced function is named ``namespace.name`` (how the model calls it) and, since
+    chat templates know only flat function lists, its namespace's description is folded
+    into its own: ``"<description>\n\nPart of <namespace>: <namespace description>"``.
+    ``strict`` and ``defer_loading`` are left out (the model never sees them).
+
+    Args:
+        tool: the function.
+        with_parameters: False for a deferred function before it is loaded: its
+            ``parameters`` are then the empty object schema.
+
+    Returns:
+        ``{"type": "function", "function": {"name", "description"?, "parameters"}}``.
+    """
+    function: dict[str, Any] = {"name": tool.qualified_name}
+    description = tool.description
+    if tool.namespace is not None and tool.namespace_description:
+        note = f"Part of {tool.namespace}: {tool.namespace_description}"
+        description = f"{description}\n\n{note}" if description else note
+    if description is not None:
+        function["description"] = description
+    function["parameters"] = tool.parameters if with_parameters else _empty_parameters()
+    return {"type": "function", "function": function}
+
+
+def responses_shapes(tools: Iterable[Tool]) -> list[dict[str, Any]]:
+    """Normalized tools in the Responses request shape, namespaced ones regrouped.
+
+    Members of one namespace go back into one ``{"type": "namespace", "name",
+    "description", "tools"}`` group, placed where its first member was.
+    """
+    rendered: list[dict[str, Any]] = []
+    groups: dict[str, dict[str, Any]] = {}
+    for tool in tools:
+        if tool.namespace is None:
+            rendered.append(tool.to_responses())
+            continue
+        group = groups.get(tool.namespace)
+        if group is None:
+            group = {
+                "type": "namespace",
+                "name": tool.namespace,
+                "description": tool.namespace_description or "",
+                "tools": [],
+            }
+            groups[tool.namespace] = group
+            rendered.append(group)
+        group["tools"].append(tool.to_responses())
+    return rendered
 
 
 # --------------------------------------------------------------------------------------------
@@ -420,10 +484,23 @@ def _function_from_body(
     if strict is not None and not isinstance(strict, bool):
         problems.add(where, f"'strict' must be true, false or null; got {_short_repr(strict)}.")
         valid = False
+    defer_loading = body.get("defer_loading")
+    if defer_loading is not None and not isinstance(defer_loading, bool):
+        problems.add(
+            where, f"'defer_loading' must be true, false or null; got {_short_repr(defer_loading)}."
+        )
+        valid = False
     if not valid or normalized_parameters is None:
         return []
     assert isinstance(name, str)  # checked by _check_name
-    tool = FunctionTool(name, body.get("description"), normalized_parameters, strict, namespace)
+    tool = FunctionTool(
+        name,
+        body.get("description"),
+        normalized_parameters,
+        strict,
+        namespace,
+        defer_loading=bool(defer_loading),
+    )
     return [(tool, location)]
 
 
@@ -489,6 +566,13 @@ def _custom_from_body(
     where = _where(location, name)
     valid = _check_description(body, where, problems) and valid
     tool_format = _check_custom_format(body.get("format"), where, problems)
+    if body.get("defer_loading"):
+        problems.add(
+            where,
+            "'defer_loading' applies to function tools only: tool_search loads deferred "
+            "functions, so a custom tool cannot be deferred.",
+        )
+        valid = False
     if not valid or tool_format is False:
         return []
     assert isinstance(name, str)  # checked by _check_name
@@ -571,11 +655,42 @@ def _namespace_members(
             )
             continue
         normalized.extend(_normalize_entry(member, member_location, namespace, problems))
-    return normalized if valid else []
+    if not valid:
+        return []
+    description = entry.get("description")
+    return [
+        (dataclasses.replace(tool, namespace_description=description), member_location)
+        for tool, member_location in normalized
+    ]
 
 
 def _check_duplicates(located: Sequence[_Located], problems: _Problems) -> None:
+    """Names unique within a namespace; a namespace name declared once and no tool's name.
+
+    The same member name in two namespaces is fine (``crm.search`` and ``billing.search``):
+    the qualified names tell them apart, as in the Responses API.
+    """
     first_location: dict[tuple[str | None, str], str] = {}
+    top_level = {tool.name: location for tool, location in located if tool.namespace is None}
+    namespace_groups: dict[str, str] = {}
+    for tool, location in located:
+        if tool.namespace is None or ".tools[" not in location:
+            continue  # not from a namespace group (a normalized tool keeps its namespace)
+        group = location.split(".tools[", 1)[0]
+        first_group = namespace_groups.setdefault(tool.namespace, group)
+        if first_group != group:
+            problems.add(
+                f"{group} {tool.namespace!r}",
+                f"duplicate namespace name; {first_group} has the same name. Put all of a "
+                "namespace's tools in one group.",
+            )
+            namespace_groups[tool.namespace] = group  # report each extra group once
+        if tool.namespace in top_level:
+            problems.add(
+                f"{group} {tool.namespace!r}",
+                f"the namespace has the name of the tool {top_level.pop(tool.namespace)}; "
+                "namespace and tool names must differ.",
+            )
     for tool, location in located:
         key = (tool.namespace, tool.name)
         if key in first_location:

@@ -15,6 +15,8 @@ from replyparse.tools import (
     Tool,
     get_json_schema,
     normalize_tools,
+    prompt_function,
+    responses_shapes,
     tools_by_name,
 )
 
@@ -205,7 +207,11 @@ def test_namespace_members_carry_the_namespace() -> None:
     assert profile.qualified_name == "crm.get_customer_profile"
     assert profile.parameters["required"] == ["customer_id"]
     assert orders.namespace == "crm"
-    assert query == CustomTool("crm_query", "Free-form CRM query", namespace="crm")
+    description = CRM_NAMESPACE["description"]
+    assert query == CustomTool(
+        "crm_query", "Free-form CRM query", namespace="crm", namespace_description=description
+    )
+    assert profile.namespace_description == description
     # The inner entry renders without the namespace, as inside the group on the wire.
     assert profile.to_responses() == {
         **CRM_NAMESPACE["tools"][0],
@@ -908,4 +914,51 @@ def test_normalized_tools_pass_through() -> None:
     assert [tool.qualified_name for tool in normalize_tools([grouped])] == [
         "ops.get_weather",
         "ops.calc",
+    ]
+
+
+def test_defer_loading_is_kept_and_echoed() -> None:
+    (tool,) = normalize_tools([{"type": "function", "name": "ping", "defer_loading": True}])
+    assert isinstance(tool, FunctionTool) and tool.defer_loading
+    assert tool.to_responses()["defer_loading"] is True
+    (plain,) = normalize_tools([{"type": "function", "name": "ping"}])
+    assert "defer_loading" not in plain.to_responses()
+
+
+def test_a_deferred_custom_tool_is_refused() -> None:
+    with pytest.raises(ToolDefinitionError, match=r"tools\[0\] 'raw': 'defer_loading' applies"):
+        normalize_tools([{"type": "custom", "name": "raw", "defer_loading": True}])
+
+
+def test_a_namespace_declared_twice_is_refused() -> None:
+    again = {**CRM_NAMESPACE, "tools": [{"type": "function", "name": "other"}]}
+    with pytest.raises(ToolDefinitionError, match=r"tools\[1\] 'crm': duplicate namespace name"):
+        normalize_tools([CRM_NAMESPACE, again])
+
+
+def test_a_namespace_named_like_a_tool_is_refused() -> None:
+    clash = {"type": "function", "name": "crm"}
+    with pytest.raises(ToolDefinitionError, match=r"'crm': the namespace has the name of the tool"):
+        normalize_tools([clash, CRM_NAMESPACE])
+
+
+def test_prompt_function_folds_the_namespace_description() -> None:
+    profile = normalize_tools([CRM_NAMESPACE])[0]
+    assert isinstance(profile, FunctionTool)
+    shown = prompt_function(profile)["function"]
+    assert shown["name"] == "crm.get_customer_profile"
+    assert shown["description"] == (
+        f"{profile.description}\n\nPart of crm: {CRM_NAMESPACE['description']}"
+    )
+    assert prompt_function(profile, with_parameters=False)["function"]["parameters"] == {
+        "type": "object",
+        "properties": {},
+    }
+
+
+def test_responses_shapes_regroup_namespaces_with_their_description() -> None:
+    (group,) = responses_shapes(normalize_tools([CRM_NAMESPACE]))
+    assert group["description"] == CRM_NAMESPACE["description"]
+    assert [tool["name"] for tool in group["tools"]] == [
+        tool["name"] for tool in CRM_NAMESPACE["tools"]
     ]

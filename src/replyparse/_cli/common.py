@@ -26,6 +26,7 @@ __all__ = [
     "decode_escapes",
     "dump_json",
     "is_jsonl",
+    "jsonl_rows",
     "load_tools",
     "read_json_file",
     "resolve_prefix",
@@ -218,8 +219,9 @@ def open_input(path: str) -> IO[str]:
         raise CliError(f"{path}: cannot read the input: {error.strerror}") from None
 
 
-def jsonl_records(lines: Iterator[str], default_prefix: str | None) -> Iterator[tuple[int, Any]]:
-    """``(line number, (text, prefix) | error message)`` for each non-blank JSONL line."""
+def jsonl_rows(lines: Iterator[str]) -> Iterator[tuple[int, dict[str, Any] | str]]:
+    """``(line number, record | error message)`` for each non-blank JSONL line; a record
+    is an object with a string ``"text"``."""
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
@@ -230,6 +232,15 @@ def jsonl_records(lines: Iterator[str], default_prefix: str | None) -> Iterator[
             continue
         if not isinstance(record, dict) or not isinstance(record.get("text"), str):
             yield number, 'expected an object with a string "text"'
+            continue
+        yield number, record
+
+
+def jsonl_records(lines: Iterator[str], default_prefix: str | None) -> Iterator[tuple[int, Any]]:
+    """``(line number, (text, prefix) | error message)`` for each non-blank JSONL line."""
+    for number, record in jsonl_rows(lines):
+        if isinstance(record, str):
+            yield number, record
             continue
         prefix = record.get("prefix", default_prefix)
         if prefix is None:

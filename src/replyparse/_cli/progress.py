@@ -16,11 +16,14 @@ _MIN_INTERVAL = 0.1  # seconds between redraws
 
 
 class Progress:
-    """Counts processed input lines against ``total`` (None when unknown, e.g. stdin)."""
+    """Counts processed input lines (or ``unit``) against ``total`` (None when unknown)."""
 
-    def __init__(self, stream: IO[str], *, total: int | None, enabled: bool) -> None:
+    def __init__(
+        self, stream: IO[str], *, total: int | None, enabled: bool, unit: str = "lines"
+    ) -> None:
         """Start counting; nothing is drawn when ``enabled`` is false."""
         self._stream = stream
+        self._unit = unit
         self._total = total
         self._enabled = enabled
         self._line = 0
@@ -39,14 +42,14 @@ class Progress:
 
     def _draw(self, now: float) -> None:
         elapsed = max(now - self._started, 1e-9)
-        rate = f"{self._count / elapsed:,.0f} lines/s"
+        rate = f"{self._count / elapsed:,.0f} {self._unit}/s"
         if self._total:
             fraction = min(self._line / self._total, 1.0)
             filled = int(fraction * _WIDTH)
             bar = "#" * filled + "-" * (_WIDTH - filled)
-            text = f"[{bar}] {self._line:,}/{self._total:,} lines  {rate}"
+            text = f"[{bar}] {self._line:,}/{self._total:,} {self._unit}  {rate}"
         else:
-            text = f"{self._count:,} lines  {rate}"
+            text = f"{self._count:,} {self._unit}  {rate}"
         self._stream.write(f"\r{text}\x1b[K")
         self._stream.flush()
         self._drawn_at = now

@@ -13,13 +13,20 @@ from typing import Any
 
 from replyparse.content._base import ArgsReader, ContentError, Recovered, nesting_error
 
-__all__ = ["JsonParser"]
+__all__ = ["JsonParser", "json_error"]
 
 _DECODER = _json.JSONDecoder()
 _WHITESPACE = " \t\n\r"
 # Characters allowed in an unquoted key: JavaScript identifiers plus '-' and '.', which
 # models write in tool and parameter names.
 _KEY_STOP = frozenset(":,{}[]\"'" + _WHITESPACE)
+
+
+def json_error(error: ValueError, position: int | None) -> ContentError:
+    """The ContentError for a ``json`` decoding error: its message and position."""
+    return ContentError(
+        f"not valid JSON: {getattr(error, 'msg', error)}", getattr(error, "pos", position)
+    )
 
 
 @dataclass(frozen=True)
@@ -50,10 +57,7 @@ class JsonParser:
         try:
             return _json.loads(body)
         except ValueError as strict_error:
-            error: ContentError = ContentError(
-                f"not valid JSON: {strict_error.msg}",  # type: ignore[attr-defined]
-                getattr(strict_error, "pos", None),
-            )
+            error = json_error(strict_error, None)
         if self.unquoted_keys or self.string_delims:
             try:
                 return _DialectReader(body, self).read_document()
@@ -73,10 +77,7 @@ class JsonParser:
         try:
             value, end = _DECODER.raw_decode(body, start)
         except ValueError as error:
-            raise ContentError(
-                f"not valid JSON: {error.msg}",  # type: ignore[attr-defined]
-                getattr(error, "pos", None),
-            ) from None
+            raise json_error(error, None) from None
         rest = body[end:]
         if not rest.strip():
             return Recovered(value, ())

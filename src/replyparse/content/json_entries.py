@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from replyparse.content._base import ArgsReader, ContentError, nesting_error
+from replyparse.content.json import json_error
 
 __all__ = ["JsonEntriesParser"]
 
@@ -42,10 +43,7 @@ class JsonEntriesParser:
         try:
             value = _json.loads(body)
         except ValueError as error:
-            raise ContentError(
-                f"not valid JSON: {error.msg}",  # type: ignore[attr-defined]
-                getattr(error, "pos", None),
-            ) from None
+            raise json_error(error, None) from None
         if isinstance(value, dict):
             return _entries(value)
         if isinstance(value, list):

@@ -12,7 +12,8 @@ import json as _json
 from dataclasses import dataclass
 from typing import Any
 
-from replyparse.content._base import ArgsReader, ContentError, nesting_error
+from replyparse.content._base import ArgsReader, nesting_error
+from replyparse.content.json import json_error
 
 __all__ = ["JsonLinesParser"]
 
@@ -48,10 +49,7 @@ class JsonLinesParser:
             try:
                 value, position = _DECODER.raw_decode(body, position)
             except ValueError as error:
-                raise ContentError(
-                    f"not valid JSON: {error.msg}",  # type: ignore[attr-defined]
-                    getattr(error, "pos", position),
-                ) from None
+                raise json_error(error, position) from None
             values.append(value)
 
     def to_args(self) -> dict[str, Any]:

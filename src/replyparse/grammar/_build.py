@@ -44,7 +44,7 @@ from replyparse.grammar._request import CallRules, ToolEntry
 from replyparse.grammar._schema import Dialect, ValueCompiler, punct
 from replyparse.parser import ResponseParser, parse_response
 from replyparse.template import FieldSpec, ResponseTemplate
-from replyparse.tools import CustomTool, FunctionTool
+from replyparse.tools import CustomTool, FunctionTool, responses_shapes
 
 __all__ = ["build_ir"]
 
@@ -963,7 +963,7 @@ def _probe(builder: _Builder, entry: ToolEntry) -> None:
         ]
     close = builder.closes["tool_calls"]
     tail = R.canonical(close.options[0][0]) if close is not None and close.options else ""
-    tools = [tool.to_responses() for tool in builder.rules.all_tools]
+    tools = responses_shapes(builder.rules.all_tools)  # namespaces regrouped, not flattened
     for option in options:
         text = _sample(option, builder.grammar) + tail
         problem = None

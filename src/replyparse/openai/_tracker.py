@@ -33,6 +33,7 @@ from replyparse.openai.messages import (
 )
 from replyparse.parser import CAPTURE_SEPARATOR
 from replyparse.template import ResponseTemplate
+from replyparse.template._call_shape import json_chars
 
 __all__ = ["CallDelta", "CallDone", "CallStart", "MessageTracker", "TextDelta", "Update"]
 
@@ -93,26 +94,18 @@ def raw_rest(emitted: str, raw: str) -> str:
     whitespace outside strings while it matches ``emitted``. Empty when ``raw`` does not
     start with the streamed text (an xml-inline body, streamed as JSON).
     """
-    position, matched, in_string, escaped = 0, 0, False, False
-    while matched < len(emitted) and position < len(raw):
-        char = raw[position]
+    if not emitted:
+        return raw
+    matched = 0
+    for index, char, in_string in json_chars(raw):
         if not in_string and char in " \t\r\n":
-            position += 1
             continue
         if char != emitted[matched]:
             return ""
-        if in_string:
-            if escaped:
-                escaped = False
-            elif char == "\\":
-                escaped = True
-            elif char == '"':
-                in_string = False
-        elif char == '"':
-            in_string = True
-        position += 1
         matched += 1
-    return raw[position:] if matched == len(emitted) else ""
+        if matched == len(emitted):
+            return raw[index + 1 :]
+    return ""
 
 
 def _warn(message: str) -> None:

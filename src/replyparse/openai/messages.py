@@ -34,6 +34,8 @@ from replyparse.openai._ids import (
 )
 from replyparse.openai.errors import MessageShapeError
 from replyparse.openai.rules import ToolChoice, check_calls, check_request, report
+from replyparse.openai.tool_search import SearchItems
+from replyparse.tools import responses_shapes
 
 __all__ = [
     "FinishReason",
@@ -151,19 +153,7 @@ def chat_tool_call(call: ResolvedCall, call_id: str) -> dict[str, Any]:
 
 def responses_tools(tools: ToolIndex) -> list[dict[str, Any]]:
     """Echo the request's tools in the Responses shape, namespaced ones regrouped."""
-    rendered: list[dict[str, Any]] = []
-    groups: dict[str, dict[str, Any]] = {}
-    for tool in tools.tools:
-        if tool.namespace is None:
-            rendered.append(tool.to_responses())
-            continue
-        group = groups.get(tool.namespace)
-        if group is None:
-            group = {"type": "namespace", "name": tool.namespace, "description": "", "tools": []}
-            groups[tool.namespace] = group
-            rendered.append(group)
-        group["tools"].append(tool.to_responses())
-    return rendered
+    return responses_shapes(tools.tools)
 
 
 def response_object(
@@ -567,6 +557,7 @@ def from_responses_input(
         messages.append({"role": "user", "content": items})
         return messages
     names: dict[str, str] = {}
+    searches = SearchItems()
     assistant: dict[str, Any] | None = None
 
     def current_assistant() -> dict[str, Any]:
@@ -603,6 +594,11 @@ def from_responses_input(
             name, call_id = item.get("name"), item.get("call_id")
             if not isinstance(name, str) or not isinstance(call_id, str):
                 raise MessageShapeError(f"{where}: a {kind} needs string 'name' and 'call_id'")
+            namespace = item.get("namespace")
+            if isinstance(namespace, str) and namespace and namespace != name:
+                # How the model called it (the prompt's name); a deferred top-level function
+                # comes back with its own name as namespace.
+                name = f"{namespace}.{name}"
             names[call_id] = name
             payload = item.get("arguments") if kind == "function_call" else item.get("input", "")
             target.setdefault("tool_calls", []).append(
@@ -612,6 +608,12 @@ def from_responses_input(
                     "function": {"name": name, "arguments": _decode_arguments(payload)},
                 }
             )
+        elif kind == "tool_search_call":
+            target = current_assistant()
+            target.setdefault("tool_calls", []).append(searches.call(item))
+        elif kind == "tool_search_output":
+            assistant = None
+            messages.append(searches.output(item, where))
         elif kind in ("function_call_output", "custom_tool_call_output"):
             assistant = None
             call_id = item.get("call_id")
@@ -626,7 +628,8 @@ def from_responses_input(
             raise MessageShapeError(
                 f"{where}: cannot render an item of type {kind!r} with a chat template; "
                 "supported: message, reasoning, function_call, custom_tool_call, "
-                "function_call_output, custom_tool_call_output"
+                "function_call_output, custom_tool_call_output, tool_search_call, "
+                "tool_search_output"
             )
     return messages
 

@@ -48,6 +48,7 @@ from replyparse.server.backends import Backend, BackendError, Delta, Generation,
 from replyparse.server.chat_template import ChatTemplate, tools_for_template
 from replyparse.server.constraints import grammar_fields
 from replyparse.server.errors import Api, ApiError, to_api_error
+from replyparse.server.tool_search import prepare_search, respond_with_search
 from replyparse.server.turn import Turn, read_turn
 from replyparse.template import ResponseTemplate
 from replyparse.tools import normalize_tools
@@ -219,6 +220,11 @@ class _Handler:
                     f"{self.config.model_name!r}",
                     param="model",
                     code="model_not_found",
+                )
+            search = prepare_search(turn, body)  # tool_search / defer_loading: its own rounds
+            if search is not None:
+                return await respond_with_search(
+                    self, search, quietly=_quietly, usage=_responses_usage, log_issues=_log_issues
                 )
             prompt = self.prompt(turn)
             stream = self.stream(turn, prompt)

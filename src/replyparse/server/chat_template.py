@@ -26,7 +26,7 @@ import jinja2.nodes
 import jinja2.parser
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
-from replyparse.tools import CustomTool, FunctionTool, Tool
+from replyparse.tools import CustomTool, FunctionTool, Tool, prompt_function
 
 __all__ = ["ChatTemplate", "ChatTemplateError", "tools_for_template"]
 
@@ -112,6 +112,8 @@ def _custom_tool_function(tool: CustomTool) -> dict[str, Any]:
             f"\nThe input must match this {grammar.get('syntax')} grammar:\n"
             f"{grammar.get('definition')}"
         )
+    if tool.namespace is not None and tool.namespace_description:
+        description += f"\n\nPart of {tool.namespace}: {tool.namespace_description}"
     return {
         "type": "function",
         "function": {
@@ -129,21 +131,15 @@ def _custom_tool_function(tool: CustomTool) -> dict[str, Any]:
 def tools_for_template(tools: Sequence[Tool]) -> list[dict[str, Any]]:
     """Tools in the Chat Completions shape chat templates read (``tool.function.name``...).
 
-    Namespaced tools are named ``namespace.name`` (how a model calls them); ``strict`` is
+    Functions as :func:`replyparse.tools.prompt_function` shows them: namespaced ones named
+    ``namespace.name`` with the namespace description folded into theirs; ``strict`` is
     left out (the model never sees it); a custom tool becomes a function taking one string,
     ``input``, its grammar spelled out in the description.
     """
-    rendered: list[dict[str, Any]] = []
-    for tool in tools:
-        if isinstance(tool, FunctionTool):
-            function: dict[str, Any] = {"name": tool.qualified_name}
-            if tool.description is not None:
-                function["description"] = tool.description
-            function["parameters"] = tool.parameters
-            rendered.append({"type": "function", "function": function})
-        else:
-            rendered.append(_custom_tool_function(tool))
-    return rendered
+    return [
+        prompt_function(tool) if isinstance(tool, FunctionTool) else _custom_tool_function(tool)
+        for tool in tools
+    ]
 
 
 @dataclass(frozen=True)

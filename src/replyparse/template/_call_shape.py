@@ -11,13 +11,13 @@ template each time.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from replyparse.transform import iter_placeholders
 
-__all__ = ["ARGUMENT_KEYS", "CallShape", "call_shape_of", "find_call_parts"]
+__all__ = ["ARGUMENT_KEYS", "CallShape", "call_shape_of", "find_call_parts", "json_chars"]
 
 #: The keys a model writes for a call's arguments, in the order they are preferred: the
 #: format's own key first, then these (llama3-json's ``parameters`` written as ``arguments``).
@@ -140,22 +140,10 @@ def _value_text(body: str, start: int) -> str:
     """The text of the value starting at ``start``: up to where the enclosing object
     closes (its brackets balanced, strings skipped), else to the end of the body."""
     depth = 0
-    in_string = False
-    escaped = False
-    position = start
-    for position in range(start, len(body)):
-        char = body[position]
-        if in_string:
-            if escaped:
-                escaped = False
-            elif char == "\\":
-                escaped = True
-            elif char == '"':
-                in_string = False
+    for position, char, in_string in json_chars(body, start):
+        if in_string or char == '"':
             continue
-        if char == '"':
-            in_string = True
-        elif char in "{[":
+        if char in "{[":
             depth += 1
         elif char in "}]":
             if depth == 0:
@@ -166,3 +154,24 @@ def _value_text(body: str, start: int) -> str:
         elif char == "," and depth == 0:
             return body[start:position].rstrip()
     return body[start:].rstrip()
+
+
+def json_chars(text: str, start: int = 0) -> Iterator[tuple[int, str, bool]]:
+    """``(index, char, in_string)`` for each character of JSON-like ``text`` from ``start``:
+    whether it is inside a string (after its opening quote, closing quote included), so
+    that structure can be read without parsing. Linear; never fails."""
+    in_string = escaped = False
+    for index in range(start, len(text)):
+        char = text[index]
+        if in_string:
+            yield index, char, True
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        else:
+            yield index, char, False
+            if char == '"':
+                in_string = True
