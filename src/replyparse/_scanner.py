@@ -67,6 +67,20 @@ class Delimiter:
     source: str | tuple[str, ...]
     literals: tuple[str, ...]
     pattern: regex.Pattern[str] | None
+    #: The pattern as used on text that may continue: assertions that look at the next
+    #: character (``\\b``, ``\\B``, ``$``, ``\\Z``, ``(?!...)``) are undecided (a partial
+    #: match) at the end of the buffer, as lookaheads already are; the same object as
+    #: ``pattern`` when it has none (see ``_streaming_source``).
+    streaming: regex.Pattern[str] | None = None
+    #: The pattern as searched: ``pattern`` with runs made possessive where that finds the
+    #: same matches (``possessive_source``), so that long runs do not backtrack.
+    exact: regex.Pattern[str] | None = None
+    #: Characters whose failed start rules out the starts after it in a run of the same
+    #: character (``RunLeads``); None when not known.
+    run_leads: RunLeads | None = None
+    #: A literal-then-run start whose failed starts rule out those inside the run
+    #: (``LiteralRun``); None when the pattern does not begin so.
+    literal_run: LiteralRun | None = None
     #: Characters tried after a pattern match that touches the end of the buffer, to learn
     #: whether more text could extend it (see ``_could_extend``).
     probe_chars: str = ""
@@ -78,8 +92,8 @@ class Delimiter:
         cache = self.extend_cache
         answer = cache.get(matched)
         if answer is None:
-            assert self.pattern is not None
-            answer = _could_extend(self.pattern, matched, self.probe_chars)
+            assert self.exact is not None
+            answer = _could_extend(self.exact, matched, self.probe_chars)
             if len(cache) >= 1024:
                 cache.clear()
             cache[matched] = answer
@@ -96,7 +110,21 @@ class Delimiter:
     def from_pattern(cls, source: str) -> Delimiter:
         """A regex delimiter; raises ``regex.error`` when the pattern does not compile."""
         probes = sorted(set(source) | set(_PROBE_CHARS))
-        return cls(source, (), regex.compile(source, REGEX_FLAGS), "".join(probes))
+        compiled = regex.compile(source, REGEX_FLAGS)
+        fast_source, run_leads, literal_run = _analyse(source)
+        exact = compiled if fast_source == source else regex.compile(fast_source, REGEX_FLAGS)
+        streaming_source = _streaming_source(fast_source)
+        streaming = (
+            exact
+            if streaming_source == fast_source
+            else regex.compile(streaming_source, REGEX_FLAGS)
+        )
+        delimiter = cls(source, (), compiled, streaming, exact, None, None, "".join(probes))
+        if not is_context_sensitive(delimiter):
+            delimiter = cls(
+                source, (), compiled, streaming, exact, run_leads, literal_run, "".join(probes)
+            )
+        return delimiter
 
     @property
     def is_pattern(self) -> bool:
@@ -166,17 +194,17 @@ class Delimiter:
     def _find_pattern(
         self, buffer: str, position: int, final: bool, no_empty_at: int
     ) -> tuple[DelimiterMatch | None, int | None]:
-        pattern = self.pattern
+        pattern = self.exact
         assert pattern is not None
         search_from = position
         while True:
-            found = pattern.search(buffer, search_from, partial=not final)
+            found, settled = self._search(buffer, search_from, final)
             if found is None:
                 return None, None
             start, end = found.span()
             if found.partial:
                 return None, start
-            if not final:
+            if not final and not settled:
                 whole = pattern.fullmatch(buffer, start, partial=True)
                 if whole is not None and (
                     whole.partial or (end == len(buffer) and self._could_extend(buffer[start:]))
@@ -190,6 +218,67 @@ class Delimiter:
             if start >= len(buffer):
                 return None, None
             search_from = start + 1
+
+    def _search(self, buffer: str, position: int, final: bool) -> tuple[Any, bool]:
+        """``pattern.search(buffer, position, partial=not final)``, in bounded windows.
+
+        The regex engine's cost per match attempt grows with the text after the attempt
+        (and its partial search tries every start), so one search over a long buffer can
+        cost its length squared. Here candidate starts are found in windows of
+        ``_WINDOW`` characters: whatever matches, or partially matches, from a start in the
+        whole buffer also does in a window cut after it (matching is prefix-closed, and the
+        streaming pattern makes assertions at the cut undecided). Each candidate is then
+        settled by ``_match_at``. Returns ``(match, settled)``: ``settled`` when the match
+        was proved independent of all text past its window, so more text cannot change it.
+        """
+        length = len(buffer)
+        streaming = self.streaming
+        assert streaming is not None and self.exact is not None
+        leads = self.run_leads
+        while True:
+            stop = position + _WINDOW
+            if stop >= length:
+                if final:
+                    return self.exact.search(buffer, position), False
+                return streaming.search(buffer, position, partial=True), False
+            found = streaming.search(buffer, position, stop, partial=True)
+            if found is None:
+                position = stop
+                continue
+            start = found.start()
+            settled = self._match_at(buffer, start, final)
+            if settled is not None:
+                return settled
+            position = start + 1
+            if self.literal_run is not None:
+                position = self.literal_run.skip_to(buffer, start)
+            if leads is not None and buffer[start] in leads:
+                char = buffer[start]
+                while position < length and buffer[position] == char:
+                    position += 1
+
+    def _match_at(self, buffer: str, start: int, final: bool) -> tuple[Any, bool] | None:
+        """The match (or partial match) of the whole buffer at ``start``, or None, read in
+        windows that double until the match no longer depends on where the window ends:
+        no way through the pattern reaches the window's end (``fullmatch(partial=True)``
+        fails on the window). Costs about the length of text the pattern explores."""
+        length = len(buffer)
+        streaming = self.streaming
+        assert streaming is not None
+        width = _WINDOW
+        while True:
+            stop = start + width
+            if stop >= length:
+                exact = self.exact if final else streaming
+                assert exact is not None
+                found = exact.match(buffer, start, partial=not final)
+                return None if found is None else (found, False)
+            found = streaming.match(buffer, start, stop, partial=True)
+            if found is None:
+                return None
+            if not found.partial and streaming.fullmatch(buffer, start, stop, partial=True) is None:
+                return found, True
+            width *= 2
 
 
 class Scanner:
@@ -319,6 +408,57 @@ class Scanner:
         return held, None
 
 
+#: Width of the windows in which patterns are searched (see ``Delimiter._search``).
+_WINDOW = 1024
+
+#: An assertion's streaming form: first require a next character (undecided, so a partial
+#: match, at the end of the buffer), then the assertion itself.
+_NEXT = "(?=[\\s\\S])"
+
+
+def _streaming_source(source: str) -> str:
+    r"""``source`` with every assertion that reads the next character made undecided at the
+    end of the text: ``\b`` -> ``(?=[\s\S])\b`` (also ``\B``, ``\Z``, ``(?!``), and ``$``
+    (end, or before a final newline) -> ``(?=\n?[\s\S])$``. Away from the end these mean
+    what they meant; at the end the regex engine then reports a partial match, so the
+    scanner holds the text until the next character (or the end of generation) decides.
+    Escapes and character classes are skipped (``[\b]`` is a backspace)."""
+    out: list[str] = []
+    index = 0
+    in_class = False
+    while index < len(source):
+        char = source[index]
+        if char == "\\":
+            pair = source[index : index + 2]
+            if not in_class and pair in ("\\b", "\\B", "\\Z"):
+                out.append(_NEXT)
+            out.append(pair)
+            index += 2
+            continue
+        if in_class:
+            if char == "]":
+                in_class = False
+        elif char == "[":
+            in_class = True
+            out.append(char)
+            index += 1
+            # "[]" and "[^]" open a class whose first member is "]".
+            if source[index : index + 1] == "^":
+                out.append("^")
+                index += 1
+            if source[index : index + 1] == "]":
+                out.append("]")
+                index += 1
+            continue
+        elif source.startswith("(?!", index):
+            out.append(_NEXT)
+        elif char == "$":
+            out.append("(?=\\n?[\\s\\S])")
+        out.append(char)
+        index += 1
+    return "".join(out)
+
+
 def is_context_sensitive(delimiter: Delimiter) -> bool:
     """Whether a pattern may look at text before where its match starts (lookbehind, ``^``,
     ``\\A``, word boundaries...). Such patterns need the consumed text kept as context.
@@ -439,3 +579,497 @@ def _could_extend(pattern: regex.Pattern[str], matched: str, probe_chars: str) -
         if probe is None or probe.partial or probe.end() != length:
             return True
     return False
+
+
+# -- possessive runs -----------------------------------------------------------------------
+#
+# A backtracking engine gives back the characters of a greedy run one by one when what
+# follows fails: ``\s*(?:<a>)?\s*X`` over n spaces tries every split of the run between the
+# two ``\s*``, n squared steps per attempt. When giving back can never help, the run may be
+# made possessive (``\s*+``), which finds the same first match. It never helps when what
+# follows the run (its continuation, to the end of the pattern) cannot begin with a character
+# of the run's class: after giving some back, the continuation would have to begin with
+# one. Two refinements make the rule cover real delimiters: a later greedy run of a class
+# that contains this one (``\s*`` again) absorbs the given-back characters and is skipped
+# over, and a continuation that can match empty must do so without assertions (an empty
+# continuation then also succeeds where the run ends, so the engine never backtracks).
+# Anything the small parser below does not know leaves the pattern as written.
+
+
+class _Unsupported(Exception):
+    """A regex construct the possessive rewrite does not analyse."""
+
+
+@dataclass(eq=False)
+class _Chars:
+    """One character's matcher: a literal, ``.``, an escape class or a ``[...]`` set."""
+
+    source: str
+    finite: frozenset[str] | None  # every character it matches, when few and known
+
+    def __post_init__(self) -> None:
+        self._compiled = regex.compile(self.source, REGEX_FLAGS)
+
+    def contains(self, char: str) -> bool:
+        return self._compiled.fullmatch(char) is not None
+
+    def disjoint(self, other: _Chars) -> bool:
+        if self.finite is not None:
+            return not any(other.contains(char) for char in self.finite)
+        if other.finite is not None:
+            return not any(self.contains(char) for char in other.finite)
+        return False
+
+    def covers(self, other: _Chars) -> bool:
+        return other.finite is not None and all(self.contains(char) for char in other.finite)
+
+
+@dataclass(eq=False)
+class _Node:
+    kind: str  # "chars", "seq", "alt", "group", "ahead", "look", "assert", "repeat"
+    items: list[_Node] = field(default_factory=list)
+    chars: _Chars | None = None
+    low: int = 0
+    high: int | None = None
+    greedy: bool = True
+    end: int = 0  # source position just after a repeat's quantifier
+    boundary: bool = False  # a group whose inside is matched on its own (lookaround, atomic)
+    possessive: bool = False  # a run made possessive
+
+
+_SPACE_CHARS: frozenset[str] | None = None
+
+
+def _space_chars() -> frozenset[str]:
+    global _SPACE_CHARS
+    if _SPACE_CHARS is None:
+        _SPACE_CHARS = frozenset(
+            char for char in map(chr, range(0x3001)) if regex.fullmatch(r"\s", char)
+        )
+    return _SPACE_CHARS
+
+
+_SIMPLE_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "f": "\f", "v": "\v"}
+
+
+class _PatternReader:
+    """A recursive-descent reader of the regex syntax delimiters use."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self.index = 0
+
+    def parse(self) -> _Node:
+        node = self._alternation()
+        if self.index != len(self.source):
+            raise _Unsupported(self.source[self.index :])
+        return node
+
+    def _peek(self) -> str:
+        return self.source[self.index : self.index + 1]
+
+    def _alternation(self) -> _Node:
+        branches = [self._sequence()]
+        while self._peek() == "|":
+            self.index += 1
+            branches.append(self._sequence())
+        return branches[0] if len(branches) == 1 else _Node("alt", branches)
+
+    def _sequence(self) -> _Node:
+        items: list[_Node] = []
+        while self.index < len(self.source) and self._peek() not in "|)":
+            atom = self._atom()
+            items.append(self._quantified(atom))
+        return _Node("seq", items)
+
+    def _quantified(self, atom: _Node) -> _Node:
+        char = self._peek()
+        if char in ("*", "+", "?"):
+            low, high = {"*": (0, None), "+": (1, None), "?": (0, 1)}[char]
+            self.index += 1
+        elif char == "{":
+            found = regex.match(r"\{(\d*)(,?)(\d*)\}", self.source[self.index :])
+            if found is None or not (found.group(1) or found.group(3)):
+                raise _Unsupported("{")
+            low = int(found.group(1) or 0)
+            high = int(found.group(3)) if found.group(3) else (None if found.group(2) else low)
+            self.index += found.end()
+        else:
+            return atom
+        if atom.kind in ("assert", "look", "ahead"):
+            raise _Unsupported("a quantified assertion")
+        greedy = True
+        if self._peek() == "?":
+            greedy = False
+            self.index += 1
+        elif self._peek() == "+":
+            raise _Unsupported("already possessive")
+        return _Node("repeat", [atom], low=low, high=high, greedy=greedy, end=self.index)
+
+    def _atom(self) -> _Node:
+        source = self.source
+        char = source[self.index]
+        if char == "(":
+            return self._group()
+        if char == "[":
+            return self._class()
+        if char == "\\":
+            return self._escape()
+        if char in "^$":
+            self.index += 1
+            return _Node("assert")
+        if char in "*+?{":
+            raise _Unsupported(char)
+        self.index += 1
+        if char == ".":
+            return _Node("chars", chars=_Chars(".", None))
+        return _Node("chars", chars=_Chars(regex.escape(char), frozenset(char)))
+
+    def _escape(self) -> _Node:
+        source = self.source
+        letter = source[self.index + 1 : self.index + 2]
+        if not letter:
+            raise _Unsupported("\\")
+        self.index += 2
+        if letter in "bBAZ":
+            return _Node("assert")
+        if letter == "s":
+            return _Node("chars", chars=_Chars("\\s", _space_chars()))
+        if letter in "SwWdD":
+            return _Node("chars", chars=_Chars("\\" + letter, None))
+        if letter in _SIMPLE_ESCAPES:
+            return _Node("chars", chars=_Chars("\\" + letter, frozenset(_SIMPLE_ESCAPES[letter])))
+        if letter.isalnum():
+            raise _Unsupported("\\" + letter)  # backreferences, \x, \p{...}: not analysed
+        return _Node("chars", chars=_Chars("\\" + letter, frozenset(letter)))
+
+    def _class(self) -> _Node:
+        source = self.source
+        start = self.index
+        index = start + 1
+        negated = source[index : index + 1] == "^"
+        if negated:
+            index += 1
+        members: set[str] = set()
+        finite = not negated
+        first = True
+        while index < len(source) and (source[index] != "]" or first):
+            first = False
+            char = source[index]
+            if char == "[":
+                raise _Unsupported("a nested set")
+            if char == "\\":
+                letter = source[index + 1 : index + 2]
+                index += 2
+                if letter == "s":
+                    members |= _space_chars()
+                elif letter in "SwWdD":
+                    finite = False
+                elif letter in _SIMPLE_ESCAPES:
+                    members.add(_SIMPLE_ESCAPES[letter])
+                elif letter.isalnum():
+                    raise _Unsupported("\\" + letter)
+                else:
+                    members.add(letter)
+                continue
+            if source[index + 1 : index + 2] == "-" and source[index + 2 : index + 3] not in (
+                "]",
+                "",
+                "\\",
+            ):
+                low, high = ord(char), ord(source[index + 2])
+                if high - low > 4096:
+                    finite = False
+                else:
+                    members |= {chr(code) for code in range(low, high + 1)}
+                index += 3
+                continue
+            members.add(char)
+            index += 1
+        if index >= len(source):
+            raise _Unsupported("an unclosed set")
+        self.index = index + 1
+        text = source[start : self.index]
+        return _Node("chars", chars=_Chars(text, frozenset(members) if finite else None))
+
+    def _group(self) -> _Node:
+        source = self.source
+        self.index += 1
+        kind, boundary = "group", False
+        if source.startswith("?:", self.index):
+            self.index += 2
+        elif source.startswith("?P<", self.index):
+            close = source.find(">", self.index)
+            if close < 0:
+                raise _Unsupported("(?P<")
+            self.index = close + 1
+        elif source.startswith("?>", self.index):
+            self.index += 2
+            boundary = True
+        elif source.startswith("?=", self.index):
+            self.index += 2
+            kind, boundary = "ahead", True
+        elif source.startswith("?!", self.index):
+            self.index += 2
+            kind, boundary = "look", True
+        elif source[self.index : self.index + 3] in ("?<=", "?<!"):
+            self.index += 3
+            kind, boundary = "look", True
+        elif source.startswith("?", self.index):
+            raise _Unsupported("(?" + source[self.index + 1 : self.index + 2])
+        inner = self._alternation()
+        if self._peek() != ")":
+            raise _Unsupported("an unclosed group")
+        self.index += 1
+        return _Node(kind, [inner], boundary=boundary)
+
+
+class _First(NamedTuple):
+    """What can begin a match: character matchers, whether it can be empty, and whether
+    an empty match passes an assertion."""
+
+    chars: list[_Chars]
+    nullable: bool
+    asserts: bool
+
+
+def _first(node: _Node, run: _Chars) -> _First:
+    """What can begin a match of ``node``; greedy runs of a class covering ``run`` are
+    skipped (they absorb characters ``run`` gives back)."""
+    kind = node.kind
+    if kind == "chars":
+        assert node.chars is not None
+        return _First([node.chars], False, False)
+    if kind in ("assert", "look"):
+        return _First([], True, True)
+    if kind == "ahead":
+        # A positive lookahead consumes nothing, but where what follows it must begin
+        # with a character that cannot begin its body, the whole continuation fails.
+        return _first(node.items[0], run)
+    if kind == "group":
+        return _first(node.items[0], run)
+    if kind == "alt":
+        chars: list[_Chars] = []
+        nullable = asserts = False
+        for branch in node.items:
+            found = _first(branch, run)
+            chars += found.chars
+            nullable = nullable or found.nullable
+            asserts = asserts or found.asserts
+        return _First(chars, nullable, asserts)
+    if kind == "repeat":
+        body = node.items[0]
+        if (
+            node.greedy
+            and node.low == 0
+            and node.high is None
+            and body.kind == "chars"
+            and body.chars is not None
+            and body.chars.covers(run)
+        ):
+            return _First([], True, False)
+        found = _first(body, run)
+        return _First(found.chars, found.nullable or node.low == 0, found.asserts)
+    assert kind == "seq"
+    chars = []
+    asserts = False
+    for item in node.items:
+        found = _first(item, run)
+        chars += found.chars
+        asserts = asserts or found.asserts
+        if not found.nullable:
+            return _First(chars, False, asserts)
+    return _First(chars, True, asserts)
+
+
+def _possessive_ends(node: _Node, after: list[tuple[_Node, int]]) -> list[int]:
+    """Source positions after the quantifiers of greedy single-class runs that may be made
+    possessive. ``after`` is the continuation: ``(seq node, index of its next item)`` frames
+    and ``(repeat node, -1)`` for a loop that may go round again, innermost first."""
+    ends: list[int] = []
+    kind = node.kind
+    if kind == "seq":
+        for position, item in enumerate(node.items):
+            ends += _possessive_ends(item, [(node, position + 1), *after])
+    elif kind == "alt":
+        for branch in node.items:
+            ends += _possessive_ends(branch, after)
+    elif kind in ("group", "look", "ahead"):
+        # Lookarounds and atomic groups are matched on their own: nothing after them can
+        # backtrack into them, so their continuation ends with them.
+        ends += _possessive_ends(node.items[0], [] if node.boundary else after)
+    elif kind == "repeat":
+        body = node.items[0]
+        if node.greedy and body.kind == "chars" and body.chars is not None:
+            if node.high != node.low and _continuation_disjoint(body.chars, after):
+                ends.append(node.end)
+                node.possessive = True
+        else:
+            ends += _possessive_ends(body, [(node, -1), *after])
+    return ends
+
+
+def _continuation_disjoint(run: _Chars, after: list[tuple[_Node, int]]) -> bool:
+    chars: list[_Chars] = []
+    asserts = False
+    for frame, start in after:
+        if start < 0:  # a loop: its body may come next, or what follows it
+            found = _first(frame.items[0], run)
+            chars += found.chars
+            asserts = asserts or found.asserts
+            continue
+        nullable = True
+        for item in frame.items[start:]:
+            found = _first(item, run)
+            chars += found.chars
+            asserts = asserts or found.asserts
+            if not found.nullable:
+                nullable = False
+                break
+        if not nullable:
+            return all(run.disjoint(other) for other in chars)
+    # The continuation can match empty: only safe when that needs no assertion.
+    return not asserts and all(run.disjoint(other) for other in chars)
+
+
+class _Lead(NamedTuple):
+    runs: list[_Chars]  # classes of possessive unbounded runs a match can begin with
+    others: list[_Chars]  # everything else a match can begin with
+    nullable: bool
+
+
+class _Unknown(Exception):
+    """An assertion before the first character a match consumes."""
+
+
+def _lead(node: _Node) -> _Lead:
+    kind = node.kind
+    if kind == "chars":
+        assert node.chars is not None
+        return _Lead([], [node.chars], False)
+    if kind in ("assert", "look", "ahead"):
+        raise _Unknown
+    if kind == "group":
+        return _lead(node.items[0])
+    if kind == "repeat":
+        body = node.items[0]
+        if node.possessive and node.high is None and body.chars is not None:
+            return _Lead([body.chars], [], node.low == 0)
+        found = _lead(body)
+        return _Lead(found.runs, found.others, found.nullable or node.low == 0)
+    runs: list[_Chars] = []
+    others: list[_Chars] = []
+    if kind == "alt":
+        nullable = False
+        for branch in node.items:
+            found = _lead(branch)
+            runs += found.runs
+            others += found.others
+            nullable = nullable or found.nullable
+        return _Lead(runs, others, nullable)
+    for item in node.items:
+        found = _lead(item)
+        runs += found.runs
+        others += found.others
+        if not found.nullable:
+            return _Lead(runs, others, False)
+    return _Lead(runs, others, True)
+
+
+class RunLeads:
+    """Characters that can begin a match of a pattern only through a leading possessive
+    run (``\\s*+to=`` begins with a space only through its ``\\s*+``). When no match
+    starts at a position holding such a character, none starts at the positions after it
+    holding the same character either: each way through the pattern eats the same run and
+    is then where it was. The scanner skips those starts: without this, a long run tried
+    from each of its characters costs its length squared."""
+
+    def __init__(self, runs: list[_Chars], others: list[_Chars]) -> None:
+        self._runs = runs
+        self._others = others
+        self._cache: dict[str, bool] = {}
+
+    def __contains__(self, char: object) -> bool:
+        if not isinstance(char, str):
+            return False
+        answer = self._cache.get(char)
+        if answer is None:
+            answer = any(run.contains(char) for run in self._runs) and not any(
+                other.contains(char) for other in self._others
+            )
+            if len(self._cache) < 4096:
+                self._cache[char] = answer
+        return answer
+
+
+def possessive_source(source: str) -> str:
+    """``source`` with greedy runs made possessive where giving back characters can never
+    lead to a match (see above): the same matches, without quadratic backtracking over
+    long runs. ``source`` unchanged when it uses syntax the rewrite does not analyse."""
+    return _analyse(source)[0]
+
+
+class LiteralRun(NamedTuple):
+    """A pattern that begins with a literal and then a possessive run (``<function=`` then
+    ``[^>\\s]++``): when no match starts at an occurrence of the literal, none starts at an
+    occurrence inside the run that followed it either (its run ends at the same place, and
+    the rest of the pattern is where it was), so the scanner skips them. Without this,
+    ``<function=f`` written over and over costs its length squared: each start's run
+    reaches the end."""
+
+    literal: str
+    run: regex.Pattern[str]  # the run's class, repeated possessively
+
+    def skip_to(self, buffer: str, start: int) -> int:
+        """The next start worth trying after a failed one at ``start``."""
+        literal = self.literal
+        if not buffer.startswith(literal, start):
+            return start + 1
+        found = self.run.match(buffer, start + len(literal))
+        end = found.end() if found is not None else start + len(literal)
+        return max(start + 1, end - len(literal) + 1)
+
+
+def _literal_run(tree: _Node) -> LiteralRun | None:
+    items = tree.items if tree.kind == "seq" else []
+    literal = ""
+    index = 0
+    while index < len(items):
+        chars = items[index].chars
+        if items[index].kind != "chars" or chars is None or chars.finite is None:
+            break
+        if len(chars.finite) != 1:
+            break
+        literal += next(iter(chars.finite))
+        index += 1
+    if not literal or index == len(items):
+        return None
+    if any(literal[shift:] == literal[: len(literal) - shift] for shift in range(1, len(literal))):
+        return None  # the literal can overlap itself
+    node = items[index]
+    if node.kind == "group" and node.items[0].kind == "seq" and node.items[0].items:
+        node = node.items[0].items[0]
+    body = node.items[0] if node.kind == "repeat" else None
+    if body is None or not node.possessive or node.high is not None or body.chars is None:
+        return None
+    return LiteralRun(literal, regex.compile(f"(?:{body.chars.source})*+", REGEX_FLAGS))
+
+
+def _analyse(source: str) -> tuple[str, RunLeads | None, LiteralRun | None]:
+    """``(possessive_source(source), its RunLeads or None, its LiteralRun or None)``."""
+    try:
+        tree = _PatternReader(source).parse()
+        ends = _possessive_ends(tree, [])
+    except _Unsupported:
+        return source, None, None
+    out = source
+    for end in sorted(ends, reverse=True):
+        out = out[:end] + "+" + out[end:]
+    leads: RunLeads | None = None
+    try:
+        found = _lead(tree)
+    except _Unknown:
+        found = None
+    if found is not None and found.runs and not found.nullable:
+        leads = RunLeads(found.runs, found.others)
+    return out, leads, _literal_run(tree)

@@ -262,8 +262,7 @@ class BatchParser:
         except (ValueError, TypeError) as error:
             raise _RowError(f"the prefix could not be read: {_one_line(str(error))}") from None
         try:
-            parser.feed(text)
-            message, _ = parser.finalize(partial=partial)
+            message, _ = parser.finalize(text, partial=partial)
         except ResponseParseError as error:  # raise mode: the row fails, its partial message kept
             return RowResult(error.partial_message, error=_one_line(str(error)))
         except (ValueError, TypeError) as error:  # token ids that do not decode

@@ -98,6 +98,8 @@ def _close_name(field: FieldSpec) -> str:
 
 _STREAMING = ParserPhase.STREAMING
 _ENDED = ParserPhase.ENDED
+# Held text longer than this is scanned again only once it has doubled (``_defer``).
+_RESCAN_AFTER = 128
 
 
 class _TextAccumulator:
@@ -127,6 +129,9 @@ class _TextAccumulator:
             while len(blocks) > 1 and len(blocks[-2]) <= len(blocks[-1]):
                 last = blocks.pop()
                 blocks[-1] += last
+
+    def __bool__(self) -> bool:
+        return bool(self._pieces or self._blocks)
 
     def getvalue(self) -> str:
         if self._pieces:
@@ -239,6 +244,10 @@ class ResponseParser:
         self.trailing_text = ""
         self.unclaimed_text: list[tuple[int, str]] = []
         self._buffer = ""
+        # Held text is scanned again only once it has doubled (see ``_defer``).
+        self._deferred = _TextAccumulator()
+        self._deferred_size = 0
+        self._rescan_at = 0
         self._context = ""
         # Offset of the last zero-width delimiter acted on: no second one is taken there.
         self._empty_match_at = -(10**18)
@@ -252,7 +261,9 @@ class ResponseParser:
         self._body = _TextAccumulator()
         self._body_offset = 0
         self._started = False  # a stripping clean field has seen non-whitespace
-        self._pending_whitespace = ""
+        # Whitespace held until more text follows (an accumulator: a long run arrives in many
+        # small pieces, and appending to one string would copy it each time).
+        self._pending_whitespace = _TextAccumulator()
         self._captures: dict[str, list[Any]] = {}
 
         prefix_text = self._decode_prefix(prefix)
@@ -293,6 +304,11 @@ class ResponseParser:
             if self.phase is _ENDED:
                 self.trailing_text += text
                 return []
+            if self._rescan_at:
+                deferred = self._defer(text)
+                if deferred is None:
+                    return []
+                text = deferred
             held = self._buffer
             pending = held + text if held else text
             safe = self._scanner.safe_length(pending)
@@ -313,6 +329,7 @@ class ResponseParser:
                 if self._context_size:
                     self._context = (self._context + pending[:safe])[-self._context_size :]
             self._buffer = pending[safe:] if safe < len(pending) else ""
+            self._set_rescan()
             return events
         except ParserStateError:
             raise
@@ -322,10 +339,15 @@ class ResponseParser:
             self.phase = ParserPhase.FAILED
             raise
 
-    def finalize(self, *, partial: bool = False) -> tuple[dict[str, Any], list[Event]]:
+    def finalize(
+        self, text: str | Sequence[int] = "", *, partial: bool = False
+    ) -> tuple[dict[str, Any], list[Event]]:
         """End the generation: close any open region and return the message.
 
         Args:
+            text: the last piece of the generation, fed and finalized in one step: the same
+                result as ``feed(text)`` then ``finalize()``, faster for a whole generation
+                (nothing is held back, or searched for, as the start of a next piece).
             partial: the generation is known to be cut (finish_reason ``length``, a
                 streaming snapshot). A region still open is closed as in progress
                 (``in_progress``), never an error: a tool call keeps its name and the
@@ -342,23 +364,28 @@ class ResponseParser:
         """
         self._check_usable("finalize")
         try:
-            return self._finalize(partial)
+            return self._finalize(partial, text)
         except BaseException:
             if self.phase is not ParserPhase.FINISHED:
                 self.phase = ParserPhase.FAILED
             raise
 
-    def _finalize(self, partial: bool) -> tuple[dict[str, Any], list[Event]]:
+    def _finalize(
+        self, partial: bool, text: str | Sequence[int]
+    ) -> tuple[dict[str, Any], list[Event]]:
         events: list[Event] = []
+        if self._rescan_at:
+            self._rescan_at = 0
+            deferred = self._defer("")
+            if deferred:
+                events.extend(self._run(deferred, final=False))
+        last = text if isinstance(text, str) else self._decode_ids(text) if len(text) else ""
         if self._decoder is not None:
-            rest = self._decoder.flush()
-            if rest:
-                if self.phase is ParserPhase.ENDED:
-                    self.trailing_text += rest
-                else:
-                    events.extend(self._run(rest, final=False))
+            last += self._decoder.flush()
+        if last and self.phase is ParserPhase.ENDED:
+            self.trailing_text += last
         if self.phase is ParserPhase.STREAMING:
-            events.extend(self._run("", final=True))
+            events.extend(self._run(last, final=True))
             self._partial = partial
             self._guard(self._close_open_regions, events)
             self._partial = False
@@ -405,6 +432,31 @@ class ResponseParser:
         except ResponseParseError as error:
             self._fail(error)
 
+    def _defer(self, text: str) -> str | None:
+        """Hold ``text`` unscanned while the held buffer has not doubled since its last scan.
+
+        A delimiter that may still match (a partial match, a greedy run at the buffer's end)
+        holds the text from its start, and every scan reads the held text again: scanning
+        it at every feed would cost its length squared. Scanning only when it has doubled
+        costs its length, a constant factor, in all. Deferring is feeding a bigger chunk,
+        which changes no result; events of the held text come at most its length later.
+        Returns the text to scan now, or None to wait.
+        """
+        if text:
+            self._deferred.append(text)
+            self._deferred_size += len(text)
+        if self._rescan_at and len(self._buffer) + self._deferred_size < self._rescan_at:
+            return None
+        self._rescan_at = 0
+        self._deferred_size = 0
+        deferred = self._deferred.getvalue()
+        self._deferred = _TextAccumulator()
+        return deferred
+
+    def _set_rescan(self) -> None:
+        held = len(self._buffer)
+        self._rescan_at = 2 * held if held > _RESCAN_AFTER else 0
+
     def _run(self, text: str, final: bool) -> list[Event]:
         events: list[Event] = []
         # Consumed text is kept before the buffer as context for lookbehinds and "^", so
@@ -421,6 +473,7 @@ class ResponseParser:
         if self._context_size:
             self._context = buffer[max(0, consumed - self._context_size) : consumed]
         self._base += consumed
+        self._set_rescan()
         return events
 
     def _scan(self, buffer: str, position: int, final: bool, events: list[Event]) -> int:
@@ -489,7 +542,7 @@ class ResponseParser:
         self._body = _TextAccumulator()
         self._body_offset = offset
         self._started = False
-        self._pending_whitespace = ""
+        self._pending_whitespace = _TextAccumulator()
 
     def _append_body(self, field: FieldSpec, text: str, events: list[Event]) -> None:
         self._body.append(text)
@@ -512,21 +565,22 @@ class ResponseParser:
         kept = text.rstrip()
         if kept is text:  # no trailing whitespace (rstrip returns the same object)
             if self._pending_whitespace:
-                text = self._pending_whitespace + text
-                self._pending_whitespace = ""
+                text = self._pending_whitespace.getvalue() + text
+                self._pending_whitespace = _TextAccumulator()
             events.append(
                 {"type": "region_chunk", "field": field.name, "text": text, "dirty": False}
             )
         elif kept:
             trailing = text[len(kept) :]
             if self._pending_whitespace:
-                kept = self._pending_whitespace + kept
+                kept = self._pending_whitespace.getvalue() + kept
             events.append(
                 {"type": "region_chunk", "field": field.name, "text": kept, "dirty": False}
             )
-            self._pending_whitespace = trailing
+            self._pending_whitespace = _TextAccumulator()
+            self._pending_whitespace.append(trailing)
         else:
-            self._pending_whitespace += text
+            self._pending_whitespace.append(text)
 
     def _open_region(self, field: FieldSpec, match: DelimiterMatch, events: list[Event]) -> None:
         self._field = field
@@ -883,7 +937,7 @@ class ResponseParser:
             elif isinstance(arguments, str):
                 try:
                     parsed = json.loads(arguments) if arguments.strip() else {}
-                except ValueError:
+                except (ValueError, RecursionError):
                     parsed = None
                 if isinstance(parsed, dict):
                     if checked is None:
@@ -1215,8 +1269,7 @@ def _parse_one(
     partial: bool,
 ) -> ParseResult:
     parser = ResponseParser(template, prefix, tools=tools, tokenizer=tokenizer, recover=recover)
-    parser.feed(text)
-    message, _ = parser.finalize(partial=partial)
+    message, _ = parser.finalize(text, partial=partial)
     return ParseResult(
         message,
         tuple(parser.issues),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -313,12 +314,38 @@ def test_structural_tag() -> None:
     tag = build_grammar(HERMES, tools=[WEATHER], tool_choice="required", format="structural_tag")
     assert isinstance(tag, dict)
     form = tag["format"]
-    assert form["triggers"] == ["<tool_call>"]
-    assert form["at_least_one"] is True
-    assert accepts(tag, "hm " + CALL)
+    # No content under required: calls only, as xgrammar's tags_with_separator writes them.
+    assert form["type"] == "tags_with_separator" and form["at_least_one"] is True
+    assert accepts(tag, CALL)
+    assert not accepts(tag, "hm " + CALL)
     assert not accepts(tag, "hm")
+    auto = build_grammar(HERMES, tools=[WEATHER], format="structural_tag")
+    assert isinstance(auto, dict)
+    assert auto["format"]["triggers"] == ["<tool_call>"]
+    assert accepts(auto, "hm " + CALL + " ok")
     with pytest.raises(GrammarError, match="xml-inline"):
         build_grammar(XML, tools=TOOLS, format="structural_tag")
+
+
+def test_structural_tag_under_a_reasoning_prompt_calls_after_the_reasoning() -> None:
+    prefix = "<|im_start|>assistant\n<think>\n"
+    tag = build_grammar(
+        "qwen3", tools=[WEATHER], tool_choice="required", prefix=prefix, format="structural_tag"
+    )
+    assert isinstance(tag, dict) and tag["format"]["type"] == "sequence"
+    assert accepts(tag, "let me see</think>" + CALL)
+    assert not accepts(tag, CALL)  # the call would be read as reasoning
+    xgrammar = pytest.importorskip("xgrammar")
+    from xgrammar.testing import _is_grammar_accept_string
+
+    compiled = xgrammar.Grammar.from_structural_tag(json.dumps(tag))
+    assert _is_grammar_accept_string(compiled, "let me see</think>" + CALL)
+    assert not _is_grammar_accept_string(compiled, CALL)
+
+
+def test_structural_tag_refuses_what_lark_refuses() -> None:
+    with pytest.raises(GrammarError, match="quote or backslash"):
+        build_grammar("llama3-json", tools=TOOLS, format="structural_tag")
 
 
 @pytest.mark.parametrize("engine", sorted(ENGINES))

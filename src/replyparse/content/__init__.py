@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from replyparse.content._base import (
+    MAX_NESTING,
     ArgsReader,
     ContentError,
     ContentParser,
@@ -35,6 +36,7 @@ from replyparse.errors import TemplateIssue
 __all__ = [
     "CONTENT_PARSERS",
     "EXTENSION_PARSERS",
+    "MAX_NESTING",
     "SPEC_PARSERS",
     "ContentError",
     "ContentParser",

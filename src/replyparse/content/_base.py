@@ -15,16 +15,32 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, Protocol, runtime_checkable
 
+import regex
+
 from replyparse.errors import ReplyparseError, TemplateIssue
 
 __all__ = [
+    "MAX_NESTING",
     "ArgsReader",
     "ContentError",
     "ContentParser",
     "ContentParserFactory",
     "Recovered",
     "RecoveringParser",
+    "nesting_error",
 ]
+
+#: The deepest nesting of brackets (``[``, ``{``, ``(``) a content parser reads. Deeper
+#: bodies are a ``ContentError`` ("nesting deeper than 128 levels"), never a RecursionError
+#: from a recursive reader (the standard library's JSON decoder, ``ast``, value typing).
+MAX_NESTING = 128
+
+# String literals (escapes skipped; an unclosed one runs to the end) and brackets: JSON
+# strings only, or Python's too.
+_JSON_TOKENS = regex.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"?|[\[\]{}()]', regex.DOTALL)
+_PYTHON_TOKENS = regex.compile(
+    r'"[^"\\]*(?:\\.[^"\\]*)*"?|\'[^\'\\]*(?:\\.[^\'\\]*)*\'?|[\[\]{}()]', regex.DOTALL
+)
 
 
 class ContentError(ReplyparseError):
@@ -34,6 +50,31 @@ class ContentError(ReplyparseError):
         super().__init__(message)
         self.message = message
         self.position = position
+
+
+def nesting_error(
+    text: str, limit: int = MAX_NESTING, *, python: bool = False
+) -> ContentError | None:
+    """A ``ContentError`` naming the position where brackets outside string literals nest
+    deeper than ``limit`` in ``text``, or None. String literals are JSON's (``"..."``), or
+    with ``python`` also ``'...'``. Linear in ``len(text)``."""
+    if text.count("[") + text.count("{") + text.count("(") <= limit:
+        return None
+    depth = 0
+    for token in (_PYTHON_TOKENS if python else _JSON_TOKENS).finditer(text):
+        char = token.group()
+        if char in "[{(":
+            depth += 1
+            if depth > limit:
+                position = token.start()
+                return ContentError(
+                    f"nesting deeper than {limit} levels at char {position} "
+                    f"(found {text[position : position + 20]!r})",
+                    position,
+                )
+        elif char in "]})":
+            depth = max(0, depth - 1)
+    return None
 
 
 class ContentParser(Protocol):

@@ -11,7 +11,7 @@ import json as _json
 from dataclasses import dataclass
 from typing import Any
 
-from replyparse.content._base import ArgsReader, ContentError, Recovered
+from replyparse.content._base import ArgsReader, ContentError, Recovered, nesting_error
 
 __all__ = ["JsonParser", "json_error"]
 
@@ -49,6 +49,11 @@ class JsonParser:
 
     def parse(self, body: str) -> Any:
         """Parse the body; see the class docstring for the dialect options."""
+        too_deep = nesting_error(body)
+        if too_deep is not None:
+            if self.allow_non_json:
+                return body.strip()
+            raise too_deep
         try:
             return _json.loads(body)
         except ValueError as strict_error:
@@ -65,6 +70,9 @@ class JsonParser:
     def recover(self, body: str) -> Recovered:
         """A JSON value followed by prose (``{"a": 1} Let me know...``): the value, and the
         prose as stray text. Raises ContentError when the body does not start with one."""
+        too_deep = nesting_error(body)
+        if too_deep is not None:
+            raise too_deep
         start = len(body) - len(body.lstrip(_WHITESPACE))
         try:
             value, end = _DECODER.raw_decode(body, start)

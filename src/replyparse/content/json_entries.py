@@ -21,7 +21,7 @@ import json as _json
 from dataclasses import dataclass
 from typing import Any
 
-from replyparse.content._base import ArgsReader, ContentError
+from replyparse.content._base import ArgsReader, ContentError, nesting_error
 from replyparse.content.json import json_error
 
 __all__ = ["JsonEntriesParser"]
@@ -37,6 +37,9 @@ class JsonEntriesParser:
 
     def parse(self, body: str) -> list[dict[str, Any]]:
         """Decode the body and list the entries of its object(s)."""
+        too_deep = nesting_error(body)
+        if too_deep is not None:
+            raise too_deep
         try:
             value = _json.loads(body)
         except ValueError as error:

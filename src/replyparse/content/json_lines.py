@@ -12,7 +12,7 @@ import json as _json
 from dataclasses import dataclass
 from typing import Any
 
-from replyparse.content._base import ArgsReader
+from replyparse.content._base import ArgsReader, nesting_error
 from replyparse.content.json import json_error
 
 __all__ = ["JsonLinesParser"]
@@ -35,6 +35,9 @@ class JsonLinesParser:
 
     def parse(self, body: str) -> list[Any]:
         """Decode the values one after another."""
+        too_deep = nesting_error(body)
+        if too_deep is not None:
+            raise too_deep
         values: list[Any] = []
         position = 0
         end = len(body)

@@ -29,7 +29,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from replyparse.content._base import ArgsReader, ContentError
+from replyparse.content._base import ArgsReader, ContentError, nesting_error
 
 __all__ = ["PythonicParser"]
 
@@ -101,6 +101,9 @@ class _CallReader:
     def read(self) -> list[dict[str, Any]]:
         if not self.text:
             return []
+        too_deep = nesting_error(self.body, python=True)
+        if too_deep is not None:
+            raise too_deep
         try:
             tree = ast.parse(self.text, mode="exec")
         except SyntaxError as error:

@@ -27,6 +27,7 @@ This module knows nothing of output formats; it builds :mod:`._ir` grammars.
 
 from __future__ import annotations
 
+import functools
 import json
 import warnings
 from collections.abc import Mapping, Sequence
@@ -121,6 +122,31 @@ def _read_delimiter(delimiter: Any, where: str) -> _Delimiter:
             continue  # needs a lookaround in the middle, or is zero-width: never written
         options.append((pruned, look))
     return _Delimiter(where, exact, tuple(options), source, tuple(raw))
+
+
+def _written(delimiter: _Delimiter, close: _Delimiter | None) -> list[tuple[R.Node, bool]]:
+    """The forms of a text region's open delimiter the grammar writes, each with whether the
+    region's body must then be empty.
+
+    A form that looks ahead for fixed text (Apriel's ``\\n(?=Here are my reasoning steps:)``)
+    is written with that text, which starts the body; when the region's own close starts
+    with that text (gpt-oss's ``...(?=<\\|message\\|>)`` closed by ``<|message|>``), the open is
+    written alone and the close follows at once. Other lookaheads are not written.
+    """
+    closes = [R.canonical(node) for node, _ in close.options] if close is not None else []
+    forms = []
+    for node, look in delimiter.options:
+        if look is None:
+            forms.append((node, False))
+            continue
+        ahead = R.literal_text(look.item)
+        if not ahead:
+            continue
+        if closes and all(text.startswith(ahead) for text in closes):
+            forms.append((node, True))
+        else:
+            forms.append((R.seq(node, look.item), False))
+    return forms
 
 
 def _terminator(node: R.Node) -> tuple[R.Node, ...]:
@@ -326,11 +352,14 @@ class _Builder:
         self.outside_forbid = _unique(forbid)
         self.end_forbid = self.end.forbid() if self.end is not None else ()
         self.free_text = self.rules.free_text and self.implicit is not None
+        # Without free text (required, a forced tool), an explicit content field is not
+        # written either (functionary v3.2's ``>>>all\n``).
         self.plain_fields = [
             spec
             for spec in template.field_list
             if not spec.is_implicit
             and spec.name != "tool_calls"
+            and (self.rules.free_text or spec.name != "content")
             and spec.transform is None
             and (spec.content in _TEXT_LIKE or spec.content in _SCALARS)
         ]
@@ -339,7 +368,7 @@ class _Builder:
         # must stop where any of them ends, so they all forbid every delimiter that ends one.
         ending: list[R.Node] = []
         for spec in self.plain_fields:
-            ending += [node for node, _ in self.opens[spec.name].options]
+            ending += [node for node, _ in _written(self.opens[spec.name], self.closes[spec.name])]
         if self.end is not None:
             ending += [node for node, _ in self.end.options]
         self.outside_terminators = _unique([t for node in ending for t in _terminator(node)])
@@ -430,14 +459,26 @@ class _Builder:
         open_ = self.opens[spec.name]
         close = self.closes[spec.name]
         low, high = state
-        heads: list[Lead] = (
-            [lead]
+        heads: list[tuple[Lead, bool]] = (
+            [(lead, False)]
             if opened
-            else [(*lead, self.text_then(node), G.Piece(node)) for node, _ in open_.options]
+            else [
+                ((*lead, self.text_then(node), G.Piece(node)), empty)
+                for node, empty in _written(open_, close)
+            ]
         )
         scalar = _SCALARS.get(spec.content)
         results: list[G.Expr] = []
-        for head in heads:
+        for head, empty in heads:
+            if empty:
+                assert close is not None
+                for node, look in close.options:
+                    if look is None:
+                        for core, tail in _split_tail(node):
+                            results.append(
+                                G.seq(G.Term((*head, G.Piece(core))), self.state(low, high, tail))
+                            )
+                continue
             if close is not None:
                 for node, look in close.options:
                     if look is not None:
@@ -551,7 +592,7 @@ class _Builder:
         """The close delimiter of a call region, then what may follow it."""
         close = self.closes["tool_calls"]
         options: list[G.Expr] = []
-        if after[0] == 0:
+        if after[0] == 0 and self.may_end_open:
             # The generation may stop (or the turn end) with the last region still open.
             options.append(self.closing_after_end(()))
         if close is None:
@@ -624,6 +665,10 @@ class _Builder:
         if not endings:
             raise GrammarError(f"{close.where}: the close delimiter's lookahead cannot be met.")
         return G.alt(*endings)
+
+    #: Whether a call region may be left open at the end of the output (or of the turn);
+    #: set by :meth:`probe_calls`.
+    may_end_open: bool = True
 
     @property
     def call_spec(self) -> FieldSpec:
@@ -714,11 +759,50 @@ class _Builder:
             self.arguments(entry, "json"),
         )
         comma = punct(",", before=True, after=True)
+        orders = {"name": G.seq(name, comma, arguments), "arguments": G.seq(arguments, comma, name)}
         return G.seq(
             punct("{", before=False, after=True),
-            G.alt(G.seq(name, comma, arguments), G.seq(arguments, comma, name)),
+            G.alt(*(orders[first] for first in self.object_orders)),
             punct("}", before=True, after=False),
         )
+
+    @functools.cached_property
+    def object_orders(self) -> tuple[str, ...]:
+        """The key orders of call objects that read back after every form of the open.
+
+        An open delimiter may look ahead for the name key (xLAM's ``(?=\\[\\s*\\{\\s*"name")``):
+        then only the name-first order is written.
+        """
+        assert self.syntax is not None
+        open_ = self.opens["tool_calls"]
+        close = self.closes["tool_calls"]
+        tails = [R.canonical(node) for node, _ in close.options] if close is not None else []
+        heads = [R.canonical(node) for node, _ in open_.options]
+        name_key, arguments_key = (
+            json.dumps(self.syntax.name_key),
+            json.dumps(self.syntax.arguments_key),
+        )
+        texts = {
+            "name": f'{{{name_key}: "f", {arguments_key}: {{}}}}',
+            "arguments": f'{{{arguments_key}: {{}}, {name_key}: "f"}}',
+        }
+        if self.syntax.placement == "each" and self.syntax.content == "json":
+            texts = {key: f"[{text}]" for key, text in texts.items()}
+        orders = tuple(
+            first
+            for first, body in texts.items()
+            if all(
+                _reads_one_call(self.template, head + body + tail)
+                for head in heads
+                for tail in tails or [""]
+            )
+        )
+        if not orders:
+            raise GrammarError(
+                f"{open_.where}: a call object written after the open delimiter does not read "
+                "back, with the name key first or last."
+            )
+        return orders
 
     def call_list(self, high: int | None) -> G.Expr:
         """The body of a region that holds a list of calls (``transform_each``)."""
@@ -741,8 +825,13 @@ class _Builder:
         if self.syntax.content == "json":
             return bracketed
         if self.syntax.content == "pythonic":
+            # Without brackets the body is read as Python statements, where a newline ends
+            # one: no whitespace before the comma between calls (``f()\n, g()`` is refused).
+            bare_separator = punct(",", before=False, after=True)
+            bare_more = G.Repeat(G.seq(bare_separator, item), 0, None if high is None else high - 1)
+            bare = G.seq(item, bare_more) if high != 1 else item
             forms = [
-                bracketed if brackets else G.seq(G.term(_WS), items)
+                bracketed if brackets else G.seq(G.term(_WS), bare)
                 for brackets in self.pythonic_brackets
             ]
             return G.alt(*forms)
@@ -872,8 +961,17 @@ class _Builder:
         )
 
     def probe_calls(self) -> None:
+        """Check every tool's call reads back; decide whether a call may end unclosed.
+
+        An open delimiter that ends with a lookahead (GLM's ``(?=\\s*(?:<arg_key>|</tool_call>))``)
+        fails at the end of the output right after a short body: then the call must close.
+        """
+        looks = any(look is not None for _, look in self.opens["tool_calls"].raw)
+        ends = [""] + ([R.canonical(node) for node, _ in self.end.options] if self.end else [])
         for entry in self.rules.tools:
-            _probe(self, entry)
+            for text in _probe(self, entry):
+                if looks and not all(_reads_one_call(self.template, text + end) for end in ends):
+                    self.may_end_open = False
 
 
 def _reads_one_call(template: ResponseTemplate, text: str) -> bool:
@@ -941,8 +1039,12 @@ def _sample(expr: G.Expr, grammar: G.Grammar, active: frozenset[str] = frozenset
     return _sample(expr.item, grammar, active) * expr.low if expr.low else ""
 
 
-def _probe(builder: _Builder, entry: ToolEntry) -> None:
-    """Write one call to ``entry`` from the grammar and check the parser reads it back."""
+def _probe(builder: _Builder, entry: ToolEntry) -> list[str]:
+    """Write one call to ``entry`` from the grammar and check the parser reads it back.
+
+    Returns:
+        The calls written, without their close delimiter.
+    """
     from replyparse.openai import ToolCallRuleError, to_chat_completion
 
     assert builder.syntax is not None
@@ -964,8 +1066,10 @@ def _probe(builder: _Builder, entry: ToolEntry) -> None:
     close = builder.closes["tool_calls"]
     tail = R.canonical(close.options[0][0]) if close is not None and close.options else ""
     tools = responses_shapes(builder.rules.all_tools)  # namespaces regrouped, not flattened
+    unclosed = []
     for option in options:
-        text = _sample(option, builder.grammar) + tail
+        unclosed.append(_sample(option, builder.grammar))
+        text = unclosed[-1] + tail
         problem = None
         try:
             message = parse_response(text, builder.template, prefix="", tools=tools)
@@ -987,6 +1091,7 @@ def _probe(builder: _Builder, entry: ToolEntry) -> None:
                 f"as {text!r} does not read back as that call: {problem}. The tool's name or "
                 "arguments cannot be written in this template's call syntax."
             )
+    return unclosed
 
 
 def build_ir(template: ResponseTemplate, rules: CallRules, prefix: str) -> G.Grammar:

@@ -731,11 +731,14 @@ def _quantifier(low: int, high: int | None) -> str:
 
 
 def _gbnf_char(char: str, meta: set[str]) -> str:
+    # Escapes are \uXXXX, never \xXX: llama.cpp reads exactly two digits after \x, but
+    # xgrammar's EBNF reader takes every hex digit that follows (``[\x2D0-9]`` is read as
+    # ``\x2D0``); both read exactly four after \u.
     point = ord(char)
     if char in meta and char in '"\\[]':
         return "\\" + char
     if char in meta:
-        return f"\\x{point:02X}"
+        return f"\\u{point:04X}"
     if char == "\n":
         return "\\n"
     if char == "\r":
@@ -743,7 +746,7 @@ def _gbnf_char(char: str, meta: set[str]) -> str:
     if char == "\t":
         return "\\t"
     if point < 0x20 or 0x7F <= point <= 0xA0:
-        return f"\\x{point:02X}"
+        return f"\\u{point:04X}"
     return char
 
 

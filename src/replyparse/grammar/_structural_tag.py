@@ -7,9 +7,20 @@ calls are exactly that: a literal open delimiter (the name either in it or in a 
 templates (XML or Python-style arguments, calls listed in one array, regex delimiters with
 free parts) raise ``GrammarError``: use ``lark`` or ``gbnf`` for them.
 
-The tag is xgrammar's ``triggered_tags`` format (``at_least_one`` for ``required``,
-``stop_after_first`` for a single call). :func:`structural_tag_to_lark` writes the same
-language for llguidance, so that :func:`~replyparse.grammar.accepts` checks it too.
+The tag follows xgrammar's semantics (checked against xgrammar in the tests):
+
+* ``auto``: ``triggered_tags``, free text around the calls, with ``excludes`` keeping the
+  text free of every other delimiter the parser would see (the end of the turn, reasoning
+  opens); ``stop_after_first`` when one call at most is allowed (nothing may follow it).
+* ``required`` and a forced tool (no content text): ``tags_with_separator`` (calls separated
+  by a newline, ``at_least_one``), since xgrammar's ``triggered_tags`` with ``at_least_one``
+  starts the first call at the first byte but allows text between later calls.
+* A prompt that leaves a reasoning region open (``<think>``): a ``sequence`` of that region's
+  rest (``any_text`` up to its close) and then the calls, so the calls land after it.
+
+The same soundness rules as the Lark and GBNF outputs apply: whatever those refuse, the tag
+refuses too. :func:`structural_tag_to_lark` writes the same language for llguidance (with
+xgrammar's semantics), so that :func:`~replyparse.grammar.accepts` checks it too.
 """
 
 from __future__ import annotations
@@ -19,7 +30,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from replyparse.grammar import _regex as R
-from replyparse.grammar._build import _Builder
+from replyparse.grammar._build import _Builder, _open_after_prefix, build_ir
 from replyparse.grammar._errors import GrammarError
 from replyparse.grammar._request import CallRules
 from replyparse.template import ResponseTemplate
@@ -36,8 +47,24 @@ def _fixed(node: R.Node, where: str) -> str:
     return text if text is not None else R.canonical(node)
 
 
+def _texts(nodes: tuple[R.Node, ...]) -> list[str]:
+    """The fixed texts of delimiters a text must exclude (a structural tag's ``excludes``)."""
+    texts = []
+    for node in nodes:
+        text = R.literal_text(node)
+        if text is None:
+            raise GrammarError(
+                f"$.fields: text must exclude a delimiter with no fixed text "
+                f"({R.canonical(node)!r}), which a structural tag cannot express."
+            )
+        texts.append(text)
+    return sorted(set(texts))
+
+
 def to_structural_tag(template: ResponseTemplate, rules: CallRules, prefix: str) -> dict[str, Any]:
     """The request as an xgrammar structural tag (see the module docstring)."""
+    # The soundness rules of the other formats: what they refuse is refused here too.
+    build_ir(template, rules, prefix)
     builder = _Builder(template, rules, prefix)
     if builder.syntax is None or not rules.tools:
         raise GrammarError("tools: a structural tag needs tools that calls may use.")
@@ -69,6 +96,12 @@ def to_structural_tag(template: ResponseTemplate, rules: CallRules, prefix: str)
                 builder.opens["tool_calls"].options[0][0], builder.opens["tool_calls"].where
             )
             opening = open_text
+            name_first = "name" in builder.object_orders
+            if not name_first:
+                raise GrammarError(
+                    "$.fields.tool_calls.open: call objects must start with the arguments, "
+                    "which a structural tag cannot write before the name."
+                )
             begin = (
                 f"{open_text}{{{json.dumps(syntax.name_key)}: "
                 f"{json.dumps(entry.name, ensure_ascii=False)}, "
@@ -80,7 +113,13 @@ def to_structural_tag(template: ResponseTemplate, rules: CallRules, prefix: str)
             {
                 "type": "tag",
                 "begin": begin,
-                "content": {"type": "json_schema", "json_schema": schema},
+                # excludes: JSON strings must not hold the close delimiter or the end of the
+                # turn, which the parser would read there.
+                "content": {
+                    "type": "json_schema",
+                    "json_schema": schema,
+                    "excludes": _texts(builder.body_forbid()),
+                },
                 "end": tag_end,
             }
         )
@@ -92,39 +131,147 @@ def to_structural_tag(template: ResponseTemplate, rules: CallRules, prefix: str)
         raise GrammarError(
             "$.fields.tool_calls.open: calls share no fixed beginning to trigger on."
         )
-    return {
-        "type": "structural_tag",
-        "format": {
+    single = rules.max_calls == 1
+    calls: dict[str, Any]
+    if rules.free_text and builder.implicit is not None:
+        excludes = [text for text in _texts(builder.outside_forbid) if not text.startswith(trigger)]
+        calls = {
             "type": "triggered_tags",
             "triggers": [trigger],
             "tags": tags,
+            "at_least_one": False,
+            "stop_after_first": single,
+            "excludes": excludes,
+        }
+    else:
+        calls = {
+            "type": "tags_with_separator",
+            "tags": tags,
+            "separator": "\n",
             "at_least_one": rules.min_calls > 0,
-            "stop_after_first": rules.max_calls == 1,
-        },
-    }
+            "stop_after_first": single,
+        }
+    form = calls
+    open_field = _open_after_prefix(template, prefix)
+    if open_field is not None:
+        region_close = builder.closes.get(open_field.name)
+        if open_field not in builder.plain_fields or region_close is None:
+            raise GrammarError(
+                f"prefix: the prompt leaves the region of field {open_field.name!r} open, "
+                "which a structural tag cannot close."
+            )
+        close_text = _fixed(region_close.options[0][0], region_close.where)
+        reasoning = {
+            "type": "tag",
+            "begin": "",
+            "content": {"type": "any_text", "excludes": _texts(builder.end_forbid)},
+            "end": close_text,
+        }
+        form = {"type": "sequence", "elements": [reasoning, calls]}
+    return {"type": "structural_tag", "format": form}
+
+
+# -- the same language, for llguidance ----------------------------------------------------
+
+_ANY = "(?s:.*)"
+
+
+class _LarkTag:
+    """Writes a structural tag's format as llguidance Lark (with xgrammar's semantics)."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self.count = 0
+
+    def fresh(self, kind: str) -> str:
+        self.count += 1
+        return f"{kind}_{self.count}"
+
+    @staticmethod
+    def text(excludes: list[str]) -> str:
+        if not excludes:
+            return f"/{_ANY}/"
+        alternatives = "|".join(R.rust_literal(text) for text in excludes)
+        return f"(/{_ANY}/ & ~/{_ANY}(?:{alternatives}){_ANY}/)"
+
+    @staticmethod
+    def literal(text: str) -> str:
+        return json.dumps(text, ensure_ascii=False)
+
+    def tag(self, item: Mapping[str, Any], lead: str | None) -> str:
+        """A tag; ``lead`` is free text before it, in the same lexeme as its begin."""
+        content = item["content"]
+        end = item["end"]
+        if isinstance(end, list):
+            raise GrammarError("structural tag: a tag with several ends cannot be checked.")
+        head = " ".join(
+            part for part in (lead, self.literal(item["begin"]) if item["begin"] else None) if part
+        )
+        name = self.fresh("tag")
+        if content.get("type") == "any_text":
+            terminal = self.fresh("T").upper()
+            body = self.text([*content.get("excludes", []), end])
+            self.lines.append(f"{terminal}: {head + ' ' if head else ''}{body} {self.literal(end)}")
+            self.lines.append(f"{name}: {terminal}")
+            return name
+        parts = []
+        if head:
+            terminal = self.fresh("T").upper()
+            self.lines.append(f"{terminal}: {head}")
+            parts.append(terminal)
+        parts.append(self.format(content))
+        parts.append(self.literal(end))
+        self.lines.append(f"{name}: {' '.join(parts)}")
+        return name
+
+    def format(self, form: Mapping[str, Any]) -> str:
+        kind = form.get("type")
+        if kind == "json_schema":
+            return f"%json {json.dumps(form['json_schema'])}"
+        if kind == "const_string":
+            return self.literal(form["value"])
+        if kind == "tag":
+            return self.tag(form, None)
+        if kind == "sequence":
+            return " ".join(self.format(element) for element in form["elements"])
+        if kind == "tags_with_separator":
+            one = "(" + " | ".join(self.tag(item, None) for item in form["tags"]) + ")"
+            if form.get("stop_after_first"):
+                many = one
+            else:
+                many = (
+                    f"{one} ({self.literal(form['separator'])} {one})*"
+                    if form["separator"]
+                    else f"{one}+"
+                )
+            return many if form.get("at_least_one") else f"({many})?"
+        if kind == "triggered_tags":
+            text = self.text([*form["triggers"], *form.get("excludes", [])])
+            tail = self.fresh("TAIL").upper()
+            self.lines.append(f"{tail}: {text}")
+            after_text = "(" + " | ".join(self.tag(item, text) for item in form["tags"]) + ")"
+            if form.get("at_least_one"):
+                first = "(" + " | ".join(self.tag(item, None) for item in form["tags"]) + ")"
+                if form.get("stop_after_first"):
+                    return first
+                return f"{first} {after_text}* {tail}"
+            if form.get("stop_after_first"):
+                return f"({after_text} | {tail})"
+            return f"{after_text}* {tail}"
+        raise GrammarError(f"structural tag: format {kind!r} cannot be checked.")
 
 
 def structural_tag_to_lark(tag: Mapping[str, Any]) -> str:
-    """The language of a structural tag from :func:`to_structural_tag`, in Lark."""
-    form = tag.get("format", {})
-    if form.get("type") != "triggered_tags":
-        raise GrammarError("only triggered_tags structural tags can be checked.")
-    triggers = [R.rust_literal(str(trigger)) for trigger in form["triggers"]]
-    text = f"(/(?s:.*)/ & ~/(?s:.*)(?:{'|'.join(triggers)})(?s:.*)/)"
-    lines = []
-    names = []
-    for index, item in enumerate(form["tags"]):
-        name = f"tag_{index}"
-        names.append(name)
-        lines.append(
-            f"{name}: TEXT_{index} %json {json.dumps(item['content']['json_schema'])} "
-            f"{json.dumps(item['end'], ensure_ascii=False)}"
+    """The language of a structural tag from :func:`to_structural_tag`, in Lark.
+
+    It follows xgrammar's semantics: ``at_least_one`` starts the first tag at the first
+    byte, ``stop_after_first`` ends the output with the first tag, ``excludes`` keep free
+    text from containing their strings.
+    """
+    if tag.get("type") != "structural_tag" or not isinstance(tag.get("format"), Mapping):
+        raise GrammarError(
+            "only structural tags ({'type': 'structural_tag', 'format': ...}) can be checked."
         )
-        lines.append(f"TEXT_{index}: {text} {json.dumps(item['begin'], ensure_ascii=False)}")
-    call = "(" + " | ".join(names) + ")"
-    repeat = "?" if form.get("stop_after_first") else "*"
-    if form.get("at_least_one"):
-        body = f"{call}" if form.get("stop_after_first") else f"{call}+"
-    else:
-        body = f"{call}{repeat}"
-    return "\n".join([f"start: {body} TAIL", f"TAIL: {text}", *lines]) + "\n"
+    writer = _LarkTag()
+    start = writer.format(tag["format"])
+    return "\n".join([f"start: {start}", *writer.lines]) + "\n"

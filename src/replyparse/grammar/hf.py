@@ -26,7 +26,9 @@ class GrammarLogitsProcessor:
     """Masks the logits of tokens the grammar does not allow, one matcher per batch row.
 
     The first call sees the prompt; every later call feeds each row's newest token to its
-    matcher. A row whose matcher has stopped (the grammar is complete) may only end.
+    matcher. A row whose matcher has stopped (the grammar is complete) may only end. A token
+    the matcher rejects raises ``GrammarError`` naming the row, the step and the token: the
+    output never ends quietly. Added tokens (a family's delimiters) are read as their text.
 
     Args:
         grammar: a grammar (Lark or GBNF text, or a structural tag).
@@ -36,13 +38,14 @@ class GrammarLogitsProcessor:
     def __init__(self, grammar: str | Mapping[str, Any], tokenizer: Any) -> None:
         """Compile ``grammar`` for ``tokenizer``'s vocabulary."""
         llguidance = _llguidance()
-        from llguidance.hf import from_tokenizer
 
-        self.ll_tokenizer = from_tokenizer(tokenizer)
+        self.ll_tokenizer = _ll_tokenizer(llguidance, tokenizer)
+        self.tokenizer = tokenizer
         self.grammar = llguidance_grammar(grammar)
         self.eos_token_id = self.ll_tokenizer.eos_token
         self._llguidance = llguidance
         self.matchers: list[Any] | None = None
+        self.steps = 0
 
     def _new_matcher(self) -> Any:
         matcher = self._llguidance.LLMatcher(self.ll_tokenizer, self.grammar, log_level=0)
@@ -61,13 +64,23 @@ class GrammarLogitsProcessor:
         if self.matchers is None:
             self.matchers = [self._new_matcher() for _ in range(batch)]
         else:
+            self.steps += 1
             for row, matcher in enumerate(self.matchers):
-                if not matcher.is_stopped() and not matcher.is_error():
-                    matcher.consume_token(int(input_ids[row, -1]))
+                if matcher.is_stopped():
+                    continue
+                token = int(input_ids[row, -1])
+                if not matcher.consume_token(token) or matcher.is_error():
+                    from replyparse.grammar._errors import GrammarError
+
+                    raise GrammarError(
+                        f"row {row}, generated token {self.steps - 1}: the grammar rejects "
+                        f"token {token} ({self.tokenizer.convert_ids_to_tokens(token)!r}): "
+                        f"{matcher.get_error()}"
+                    )
         vocabulary = int(scores.shape[-1])
         for row, matcher in enumerate(self.matchers):
             allowed = numpy.zeros(vocabulary, dtype=bool)
-            if matcher.is_stopped() or matcher.is_error():
+            if matcher.is_stopped():
                 allowed[self.eos_token_id] = True
             else:
                 bits = numpy.unpackbits(
@@ -79,6 +92,43 @@ class GrammarLogitsProcessor:
             mask = torch.from_numpy(~allowed).to(scores.device)
             scores[row, mask] = float("-inf")
         return scores
+
+
+class _Vocabulary:
+    """A tokenizer's vocabulary as llguidance's ``TokenizerWrapper`` reads it.
+
+    llguidance's ``from_tokenizer`` makes every added token special, so that a grammar's
+    ``"<tool_call>"`` text never allows the added token ``<tool_call>``: the mask and the
+    text disagree, and generation stops. Here added tokens that are not the tokenizer's own
+    special tokens (end of sequence, padding...) are their text, as the parser reads them.
+    """
+
+    def __init__(self, base: Any, tokenizer: Any) -> None:
+        special = set(getattr(tokenizer, "all_special_ids", ()) or ())
+        size = max(int(base.vocab_size), len(tokenizer))
+        self.tokens: list[bytes] = []
+        for token in range(size):
+            if token < base.vocab_size and not base.is_special_token(token):
+                self.tokens.append(bytes(base.decode_bytes([token])))
+            else:
+                text = tokenizer.convert_ids_to_tokens(token)
+                self.tokens.append(text.encode() if isinstance(text, str) else b"")
+        eos = tokenizer.eos_token_id
+        self.eos_token_id = int(base.eos_token if eos is None else eos)
+        self.bos_token_id = getattr(tokenizer, "bos_token_id", None)
+        self.special_token_ids = sorted(special | {self.eos_token_id})
+        self._tokenizer = tokenizer
+
+    def __call__(self, text: str | bytes) -> list[int]:
+        data = text.decode("utf-8", "replace") if isinstance(text, bytes) else text
+        return list(self._tokenizer.encode(data, add_special_tokens=False))
+
+
+def _ll_tokenizer(llguidance: Any, tokenizer: Any) -> Any:
+    from llguidance.hf import from_tokenizer
+
+    base = from_tokenizer(tokenizer)
+    return llguidance.LLTokenizer(llguidance.TokenizerWrapper(_Vocabulary(base, tokenizer)))
 
 
 def logits_processor(grammar: str | Mapping[str, Any], tokenizer: Any) -> GrammarLogitsProcessor:

@@ -392,7 +392,11 @@ class _JsonArgumentsWriter:
         path, start = self._whole
         if isinstance(token, Close) and token.path == path:
             self._whole = None
-            return self._typed(json.loads(body()[start : token.end], strict=False), path)
+            text = body()[start : token.end]
+            try:
+                return self._typed(json.loads(text, strict=False), path)
+            except RecursionError:  # nested deeper than json reads: kept as written
+                return text
         if isinstance(token, StringEnd) and token.path == path:
             self._whole = None
             return self._typed(token.value, path)

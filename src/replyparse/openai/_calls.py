@@ -45,7 +45,7 @@ def arguments_text(arguments: Any) -> str:
     if isinstance(arguments, str):
         try:
             decoded = json.loads(arguments)
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: nested deeper than json reads
             return arguments
         return arguments_json(decoded) if isinstance(decoded, dict) else arguments
     return arguments_json(arguments)

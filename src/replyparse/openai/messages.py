@@ -478,7 +478,7 @@ def _decode_arguments(arguments: Any) -> Any:
     if isinstance(arguments, str):
         try:
             decoded = json.loads(arguments)
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: nested deeper than json reads
             return arguments
         return decoded if isinstance(decoded, dict) else arguments
     return arguments

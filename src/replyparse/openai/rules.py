@@ -937,7 +937,7 @@ def _check_call(call: ResolvedCall, position: int, tools: ToolIndex) -> list[Rul
         return check_custom_input(call.input, call.tool, path=(*where, "input"))
     try:
         arguments = json.loads(call.arguments)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nested deeper than json reads
         arguments = None
     if not isinstance(arguments, dict):
         return [
