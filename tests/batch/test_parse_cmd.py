@@ -14,9 +14,10 @@ from tests.batch.helpers import BROKEN, WEATHER_TOOLS, weather_call
 pa = pytest.importorskip("pyarrow")
 parquet = pytest.importorskip("pyarrow.parquet")
 
-TEXTS = [f"r{index}\n</think>\n\nanswer {index}<|im_end|>" for index in range(600)]
+# Qwen3's default prompt writes no <think>: the generations open it themselves.
+TEXTS = [f"<think>r{index}\n</think>\n\nanswer {index}<|im_end|>" for index in range(600)]
 TEXTS[3] = BROKEN
-TEXTS[5] = f"call\n</think>\n\n{weather_call('Porto', '3')}<|im_end|>"
+TEXTS[5] = f"<think>call\n</think>\n\n{weather_call('Porto', '3')}<|im_end|>"
 
 
 def _run(*argv: str, capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
@@ -94,7 +95,7 @@ def test_jsonl_to_parquet_with_a_bad_line(
 ) -> None:
     source = tmp_path / "rows.jsonl"
     lines = [
-        json.dumps({"text": "a\n</think>\n\nA<|im_end|>", "finish_reason": "stop"}),
+        json.dumps({"text": "<think>a\n</think>\n\nA<|im_end|>", "finish_reason": "stop"}),
         "not JSON",
         json.dumps({"text": "<think>b</think>B<|im_end|>", "prefix": "<|im_start|>assistant\n"}),
         json.dumps({"text": TEXTS[5], "tools": WEATHER_TOOLS}),

