@@ -19,9 +19,7 @@ from replyparse.templates.check import tools_for
 from tests.registry.helpers import corpus
 
 #: A Qwen3 generation whose tool call breaks off inside its JSON arguments.
-BROKEN = (
-    '<think>Hm.\n</think>\n\n<tool_call>\n{"name": "get_weather", "arguments": {</tool_call><|im_end|>'
-)
+BROKEN = '<think>Hm.\n</think>\n\n<tool_call>\n{"name": "get_weather", "arguments": {</tool_call><|im_end|>'
 QWEN_PREFIX = "<|im_start|>assistant\n<think>\n"
 WEATHER_TOOLS = [
     {
