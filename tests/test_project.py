@@ -21,7 +21,8 @@ CORE = [
     "coercion.py", "tokens.py", "_json_types.py", "template", "content",
 ]  # fmt: skip
 OUTER = ("replyparse.templates", "replyparse.openai", "replyparse.grammar", "replyparse.server",
-         "replyparse.cli", "replyparse._cli", "replyparse.demo", "replyparse.batch")  # fmt: skip
+         "replyparse.cli", "replyparse._cli", "replyparse.demo", "replyparse.batch",
+         "replyparse.chat_template")  # fmt: skip
 
 
 def test_public_api_is_sorted_and_importable() -> None:

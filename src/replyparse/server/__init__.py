@@ -8,6 +8,12 @@ Behind the ``server`` extra (Starlette, uvicorn, Jinja2, httpx2); see ``docs/ser
 
 from __future__ import annotations
 
+from replyparse.chat_template import (
+    ChatTemplate,
+    ChatTemplateError,
+    ChatTemplateLimitError,
+    tools_for_template,
+)
 from replyparse.server.app import ServerConfig, create_app
 from replyparse.server.backends import (
     Backend,
@@ -17,12 +23,6 @@ from replyparse.server.backends import (
     GenerationRequest,
     ReplayBackend,
     UpstreamBackend,
-)
-from replyparse.server.chat_template import (
-    ChatTemplate,
-    ChatTemplateError,
-    ChatTemplateLimitError,
-    tools_for_template,
 )
 from replyparse.server.limits import Limits
 from replyparse.server.run import bind_socket, run

@@ -33,6 +33,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from replyparse.chat_template import ChatTemplate, tools_for_template
 from replyparse.errors import ResponseParseError
 from replyparse.grammar.upstream import Engine
 from replyparse.openai import (
@@ -48,7 +49,6 @@ from replyparse.openai import (
     to_response,
 )
 from replyparse.server.backends import Backend, BackendError, Delta, Generation, GenerationRequest
-from replyparse.server.chat_template import ChatTemplate, tools_for_template
 from replyparse.server.constraints import grammar_fields
 from replyparse.server.errors import Api, ApiError, to_api_error
 from replyparse.server.limits import Limits, decode_body

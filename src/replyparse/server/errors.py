@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
+from replyparse.chat_template import ChatTemplateError, ChatTemplateLimitError
 from replyparse.errors import ResponseParseError, ToolDefinitionError
 from replyparse.openai import MessageShapeError, StrictSchemaError, ToolChoiceError
-from replyparse.server.chat_template import ChatTemplateError, ChatTemplateLimitError
 
 __all__ = ["INTERNAL_ERROR", "ApiError", "one_line", "to_api_error"]
 

@@ -1,7 +1,7 @@
 """Draft a response template from a chat template: render probe conversations, diff, round-trip.
 
-The chat template is rendered (with the server's renderer, :class:`replyparse.server.ChatTemplate`,
-as transformers' ``apply_chat_template`` does) for a few probe conversations: the prompt with
+The chat template is rendered (with :class:`replyparse.chat_template.ChatTemplate`, the
+server's renderer, as transformers' ``apply_chat_template`` does) for a few probe conversations: the prompt with
 and without the generation prompt (and with the thinking switch on and off), a plain answer,
 an answer with reasoning, one tool call and two parallel calls. Diffing the renderings gives
 the assistant-turn start, the end of turn, the reasoning delimiters, the call delimiters (the
@@ -396,7 +396,7 @@ def draft(
         name: the family id to write into the draft.
         special_tokens: ``bos_token``, ``eos_token``... as the template sees them.
         render: a renderer ``(messages, *, tools, add_generation_prompt, **kwargs) -> str``
-            (default: :class:`replyparse.server.ChatTemplate`, which needs the ``server``
+            (default: :class:`replyparse.chat_template.ChatTemplate`, which needs the ``server``
             extra).
 
     Returns:
@@ -407,7 +407,7 @@ def draft(
             the message says what was missing.
     """
     if render is None:
-        from replyparse.server.chat_template import ChatTemplate, ChatTemplateError
+        from replyparse.chat_template import ChatTemplate, ChatTemplateError
 
         template = ChatTemplate(chat_template, dict(special_tokens or {"eos_token": "</s>"}))
 
@@ -661,7 +661,7 @@ def draft_from_path(path: str | Path, *, name: str | None = None) -> Draft:
     Raises:
         TemplateError: (code ``undraftable``) no chat template there, or it cannot be read.
     """
-    from replyparse.server.chat_template import ChatTemplate, ChatTemplateError
+    from replyparse.chat_template import ChatTemplate, ChatTemplateError
 
     try:
         template = ChatTemplate.from_path(path)
