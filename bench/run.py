@@ -346,9 +346,7 @@ def run(
 
     elapsed = time.perf_counter() - started
     results.machine["load average at end"] = _load()
-    results.machine["date"] = datetime.datetime.now(datetime.timezone.utc).strftime(
-        "%Y-%m-%d %H:%M UTC"
-    )
+    results.machine["date"] = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
     results.machine["duration"] = f"{elapsed:.0f} s"
     return results
 

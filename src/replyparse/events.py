@@ -1,17 +1,11 @@
-"""The three event shapes a ResponseParser emits, exactly as the spec defines them.
+"""The event shapes a ResponseParser emits: the spec's three, and recover mode's issues.
 
 Events are plain dicts (users index ``event["type"]``); these TypedDicts only type them.
 """
 
 from __future__ import annotations
 
-import sys
-from typing import Any, Literal, TypedDict
-
-if sys.version_info >= (3, 11):
-    from typing import NotRequired
-else:  # pragma: no cover - Python 3.10
-    from typing_extensions import NotRequired
+from typing import Any, Literal, NotRequired, TypedDict
 
 from replyparse.issues import ParseIssue
 

@@ -20,7 +20,7 @@ from replyparse.errors import snippet
 __all__ = ["InProgressRegion", "IssueKind", "ParseIssue"]
 
 
-class IssueKind(str, enum.Enum):
+class IssueKind(enum.StrEnum):
     """What went wrong, and so what the parser did instead of raising."""
 
     #: A tool-call body its content parser (or transform) rejected; the call was kept with

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import importlib
 import re
-import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, TypeAlias
@@ -30,13 +29,9 @@ from typing import Any, TypeAlias
 from replyparse.grammar._charset import ASCII_DIGIT, ASCII_WORD, NON_ASCII, CharSet, whitespace
 from replyparse.grammar._errors import GrammarError
 
-# The standard library's own regex parser (re._parser since Python 3.11, sre_parse before).
-_sre: Any = importlib.import_module(
-    "re._constants" if sys.version_info >= (3, 11) else "sre_constants"
-)
-_sre_parse: Any = importlib.import_module(
-    "re._parser" if sys.version_info >= (3, 11) else "sre_parse"
-)
+# The standard library's own regex parser (private modules, stable since Python 3.11).
+_sre: Any = importlib.import_module("re._constants")
+_sre_parse: Any = importlib.import_module("re._parser")
 
 __all__ = [
     "Alt",
