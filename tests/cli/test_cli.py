@@ -357,7 +357,7 @@ def test_demo_colors_and_listing() -> None:
 
 
 def test_every_bundled_generation_parses_whole_and_streaming() -> None:
-    from replyparse import parse_response
+    from replyparse import ResponseParser, parse_response
     from replyparse.demo import load_generations
     from replyparse.openai import to_response_output
     from replyparse.templates import get_entry
@@ -368,6 +368,12 @@ def test_every_bundled_generation_parses_whole_and_streaming() -> None:
         message = parse_response(
             generation.text, entry.template, prefix=prefix, tools=list(generation.tools)
         )
+        # The demo streams it in small pieces: every chunking gives the same message.
+        for step in (1, 4, 17):
+            parser = ResponseParser(entry.template, prefix, tools=list(generation.tools))
+            for start in range(0, len(generation.text), step):
+                parser.feed(generation.text[start : start + step])
+            assert parser.finalize()[0] == message, (generation.family, step)
         assert (
             message.get("reasoning_content")
             and message.get("content")

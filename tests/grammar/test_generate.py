@@ -110,12 +110,50 @@ def test_calls_are_schema_valid(
     assert validate_arguments(arguments, SCHEMA) == []
 
 
-def test_none_makes_no_call(model_and_tokenizer: Any) -> None:
-    model, tokenizer = model_and_tokenizer
-    grammar = build_grammar(TEMPLATE, tools=TOOLS, tool_choice="none", format="gbnf")
-    text = generate(model, tokenizer, grammar, seed=2)
+class PreferTokens:
+    """Raise the logits of some tokens: a model pushed toward writing them."""
+
+    def __init__(self, ids: list[int], boost: float = 10.0) -> None:
+        self.ids = ids
+        self.boost = boost
+
+    def __call__(self, input_ids: Any, scores: Any) -> Any:
+        scores[:, self.ids] += self.boost
+        return scores
+
+
+def test_none_makes_no_call() -> None:
+    """Under tool_choice none, a model pushed toward the call syntax makes no call.
+
+    The control run shows the push works: without the grammar the same model, seed and boost
+    write ``<tool_call>`` (an added token, as in Qwen3's real tokenizer).
+    """
+    from replyparse.templates import get_entry
+
+    entry = get_entry("qwen3")
+    prefix = entry.prefixes["default"]
+    model, tokenizer = family_model("qwen3")
+    push = PreferTokens([tokenizer.convert_tokens_to_ids("<tool_call>")])
+    prompt = tokenizer(prefix, return_tensors="pt")
+
+    def run(processors: list[Any]) -> str:
+        torch.manual_seed(2)
+        output = model.generate(
+            **prompt,
+            do_sample=True,
+            max_new_tokens=40,
+            logits_processor=processors,
+            eos_token_id=tokenizer.eos_token_id,
+            pad_token_id=tokenizer.eos_token_id,
+        )
+        new = output[0, prompt["input_ids"].shape[1] :]
+        return str(tokenizer.decode(new, skip_special_tokens=True))
+
+    assert "<tool_call>" in run([push])
+    grammar = build_grammar(entry.template, tools=TOOLS, tool_choice="none", prefix=prefix)
+    text = run([push, logits_processor(grammar, tokenizer)])
     assert "<tool_call>" not in text
-    message = parse_response(text, TEMPLATE, prefix="", tools=TOOLS)
+    message = parse_response(text, entry.template, prefix=prefix, tools=TOOLS)
     assert "tool_calls" not in message
 
 
