@@ -53,20 +53,20 @@ CANNOT_ROUND_TRIP: dict[str, str] = {
     "gpt-oss.jinja": (
         "reads reasoning from `thinking` (not `reasoning_content`), renders an assistant "
         "message's content next to tool calls as an analysis message, and renders only the "
-        "first tool call; families_b/test_chat_templates_b.py round-trips it with `thinking`, "
+        "first tool call; chat_templates/test_special_token_families.py round-trips it with `thinking`, "
         "one call and a final answer"
     ),
     "gigachat3.jinja": (
         "renders only the first tool call of a turn (the format allows one call per turn); "
-        "families_c tests round-trip a one-call turn"
+        "tests/registry/behaviour and chat_templates tests round-trip a one-call turn"
     ),
     "gigachat3.1.jinja": (
         "renders only the first tool call of a turn (the format allows one call per turn); "
-        "families_c tests round-trip a one-call turn"
+        "tests/registry/behaviour and chat_templates tests round-trip a one-call turn"
     ),
     "apriel-1.6.jinja": (
         "the model's reasoning always starts with the pre-filled header 'Here are my reasoning "
-        "steps:', which the generic message lacks; families_c/test_chat_templates.py "
+        "steps:', which the generic message lacks; chat_templates/test_bracket_and_json_families.py "
         "round-trips a message that has it"
     ),
     "gemma3-pythonic.jinja": (

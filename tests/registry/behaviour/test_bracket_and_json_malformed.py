@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.registry.families_c._support import call, describe, parse_both
+from tests.registry.behaviour._support import call, describe, parse_both
 
 A = {"role": "assistant"}
 
@@ -179,7 +179,7 @@ def test_malformed_output(family: str, prefix_key: str, text: str, expected: Any
 
 
 def test_every_family_has_a_malformed_row() -> None:
-    from tests.registry.families_c.test_chat_templates import FAMILIES
+    from tests.registry.chat_templates.test_bracket_and_json_families import FAMILIES
 
     covered = {row[1] for row in ROWS}
     assert set(FAMILIES) - covered <= {"gemma2"}  # gemma2 has no structure to break

@@ -1,4 +1,4 @@
-"""Shared helpers of the families_c registry tests: parse whole and one character at a time."""
+"""Shared helpers of the registry behaviour tests: parse whole and one character at a time."""
 
 from __future__ import annotations
 

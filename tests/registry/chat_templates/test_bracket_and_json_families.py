@@ -1,4 +1,4 @@
-"""The families_c templates against the real chat templates in ``../shared/chat_templates``.
+"""The bracket and JSON families (Mistral, Llama 3, Gemma, Granite, Cohere, ...) against the real chat templates in ``../shared/chat_templates``.
 
 * Prefixes: the generation prompt each chat template renders (with tools; with and without
   thinking where it has a switch) ends with the family's declared prefix, and parsing with the

@@ -1,4 +1,4 @@
-"""The families_c corpus cases listed as known wrong: what replyparse gives instead, asserted.
+"""Corpus cases listed as known wrong (the bracket and JSON families): what replyparse gives instead, asserted.
 
 ``corpus_exceptions.json`` says why each case's source expectation is not replyparse's
 behaviour; these tests pin the behaviour the reasons describe, so a reason cannot go stale.
@@ -13,7 +13,7 @@ import pytest
 from replyparse import ContentParseError, TransformError, parse_response
 from replyparse.templates import get_entry
 from replyparse.templates.check import compare_message, prefix_for
-from tests.registry.families_c._support import describe, parse_both
+from tests.registry.behaviour._support import describe, parse_both
 from tests.registry.helpers import corpus, requires_shared
 
 pytestmark = requires_shared
