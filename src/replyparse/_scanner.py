@@ -29,7 +29,7 @@ This module knows nothing of fields, events or messages.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -424,39 +424,39 @@ def _streaming_source(source: str) -> str:
     scanner holds the text until the next character (or the end of generation) decides.
     Escapes and character classes are skipped (``[\b]`` is a backspace)."""
     out: list[str] = []
+    for index, token, in_class in _regex_tokens(source):
+        if not in_class:
+            if token in ("\\b", "\\B", "\\Z") or source.startswith("(?!", index):
+                out.append(_NEXT)
+            elif token == "$":
+                out.append("(?=\\n?[\\s\\S])")
+        out.append(token)
+    return "".join(out)
+
+
+def _regex_tokens(source: str) -> Iterator[tuple[int, str, bool]]:
+    """``(index, token, in_class)`` over a pattern's syntax: a token is an escape (two
+    characters) or one character; ``in_class`` is True for the members of a character class
+    and its closing ``]`` (``[]`` and ``[^]`` open a class whose first member is ``]``), so
+    that ``^`` of ``[^>]`` or ``\\b`` of ``[\\b]`` is not read as an assertion."""
     index = 0
     in_class = False
     while index < len(source):
         char = source[index]
         if char == "\\":
-            pair = source[index : index + 2]
-            if not in_class and pair in ("\\b", "\\B", "\\Z"):
-                out.append(_NEXT)
-            out.append(pair)
+            yield index, source[index : index + 2], in_class
             index += 2
             continue
+        yield index, char, in_class
+        index += 1
         if in_class:
-            if char == "]":
-                in_class = False
+            in_class = char != "]"
         elif char == "[":
             in_class = True
-            out.append(char)
-            index += 1
-            # "[]" and "[^]" open a class whose first member is "]".
-            if source[index : index + 1] == "^":
-                out.append("^")
-                index += 1
-            if source[index : index + 1] == "]":
-                out.append("]")
-                index += 1
-            continue
-        elif source.startswith("(?!", index):
-            out.append(_NEXT)
-        elif char == "$":
-            out.append("(?=\\n?[\\s\\S])")
-        out.append(char)
-        index += 1
-    return "".join(out)
+            for member in ("^", "]"):
+                if source[index : index + 1] == member:
+                    yield index, member, True
+                    index += 1
 
 
 def is_context_sensitive(delimiter: Delimiter) -> bool:
@@ -469,29 +469,13 @@ def is_context_sensitive(delimiter: Delimiter) -> bool:
     if delimiter.pattern is None:
         return False
     source = delimiter.pattern.pattern
-    index = 0
-    in_class = False
-    while index < len(source):
-        char = source[index]
-        if char == "\\":
-            escaped = source[index + 1 : index + 2]
-            if not in_class and escaped in ("b", "B", "A", "G"):
-                return True
-            index += 2
-            continue
+    for index, token, in_class in _regex_tokens(source):
         if in_class:
-            if char == "]":
-                in_class = False
-        elif char == "[":
-            in_class = True
-            # "[]" and "[^]" open a class whose first member is "]".
-            if source[index + 1 : index + 2] == "^":
-                index += 1
-            if source[index + 1 : index + 2] == "]":
-                index += 1
-        elif char == "^" or source.startswith("(?<=", index) or source.startswith("(?<!", index):
+            continue
+        if token in ("\\b", "\\B", "\\A", "\\G", "^"):
             return True
-        index += 1
+        if source.startswith(("(?<=", "(?<!"), index):
+            return True
     return False
 
 

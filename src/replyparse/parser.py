@@ -886,18 +886,17 @@ class ResponseParser:
     def _add_as_content(self, offset: int, text: str, events: list[Event]) -> None:
         """Model text that recover mode could not place: content at its position (or
         unclaimed text, for a template without an implicit field)."""
-        field = self.template.implicit_field
-        if field is None or not text.strip():
-            if text.strip():
-                self.unclaimed_text.append((offset, text))
+        if not text.strip():
             return
-        was_open = self._implicit_open
-        if was_open:
-            # Close the implicit region first so the text keeps its position.
-            self._close_region(field, {}, 0, events)
-        events.append({"type": "region_open", "field": field.name})
+        field = self.template.implicit_field
+        if field is None:
+            self.unclaimed_text.append((offset, text))
+            return
+        # Only called once the region it came from closed: the implicit region is not open.
+        open_event: RegionOpenEvent = {"type": "region_open", "field": field.name}
         if self._include_groups:
-            events[-1]["groups"] = {}  # type: ignore[typeddict-unknown-key]
+            open_event["groups"] = {}
+        events.append(open_event)
         value = text.strip() if field.parser.strips else text
         events.append(
             {

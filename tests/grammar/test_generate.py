@@ -46,14 +46,19 @@ TOOLS = [
 ]
 
 
-@pytest.fixture(scope="module")
-def model_and_tokenizer() -> tuple[Any, Any]:
+def tiny_model(added: list[str]) -> tuple[Any, Any]:
+    """A tiny random Llama with a byte-level tokenizer; ``added`` become added (non-special)
+    tokens, as a real tokenizer's delimiters are."""
     byte_level = tokenizers.pre_tokenizers.ByteLevel(add_prefix_space=False)
     alphabet = tokenizers.pre_tokenizers.ByteLevel.alphabet()
     vocab = {char: index for index, char in enumerate(sorted(alphabet))}
     backend = tokenizers.Tokenizer(tokenizers.models.BPE(vocab=vocab, merges=[]))
     backend.pre_tokenizer = byte_level
     backend.decoder = tokenizers.decoders.ByteLevel()
+    if added:
+        backend.add_tokens(
+            [tokenizers.AddedToken(token, special=False, normalized=False) for token in added]
+        )
     backend.add_special_tokens(["</s>"])
     tokenizer = transformers.PreTrainedTokenizerFast(tokenizer_object=backend, eos_token="</s>")
     torch.manual_seed(0)
@@ -66,8 +71,12 @@ def model_and_tokenizer() -> tuple[Any, Any]:
         num_key_value_heads=2,
         max_position_embeddings=2048,
     )
-    model = transformers.LlamaForCausalLM(config).eval()
-    return model, tokenizer
+    return transformers.LlamaForCausalLM(config).eval(), tokenizer
+
+
+@pytest.fixture(scope="module")
+def model_and_tokenizer() -> tuple[Any, Any]:
+    return tiny_model([])
 
 
 def generate(model: Any, tokenizer: Any, grammar: Any, seed: int) -> str:
@@ -172,29 +181,7 @@ def family_model(name: str) -> tuple[Any, Any]:
     from tests.grammar.helpers import vocabulary
 
     entry = get_entry(name)
-    byte_level = tokenizers.pre_tokenizers.ByteLevel(add_prefix_space=False)
-    alphabet = tokenizers.pre_tokenizers.ByteLevel.alphabet()
-    vocab = {char: index for index, char in enumerate(sorted(alphabet))}
-    backend = tokenizers.Tokenizer(tokenizers.models.BPE(vocab=vocab, merges=[]))
-    backend.pre_tokenizer = byte_level
-    backend.decoder = tokenizers.decoders.ByteLevel()
-    added = [token for token in vocabulary(entry.template, []) if "!" not in token]
-    backend.add_tokens(
-        [tokenizers.AddedToken(token, special=False, normalized=False) for token in added]
-    )
-    backend.add_special_tokens(["</s>"])
-    tokenizer = transformers.PreTrainedTokenizerFast(tokenizer_object=backend, eos_token="</s>")
-    torch.manual_seed(0)
-    config = transformers.LlamaConfig(
-        vocab_size=len(tokenizer),
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        num_key_value_heads=2,
-        max_position_embeddings=2048,
-    )
-    return transformers.LlamaForCausalLM(config).eval(), tokenizer
+    return tiny_model([token for token in vocabulary(entry.template, []) if "!" not in token])
 
 
 class PreferAddedTokens:
