@@ -31,6 +31,7 @@ import jinja2.nodes
 import jinja2.parser
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
+from replyparse.errors import ReplyparseError
 from replyparse.model_folder import ModelFolder, read_model_folder
 from replyparse.tools import CustomTool, FunctionTool, Tool, prompt_function
 
@@ -39,7 +40,7 @@ __all__ = ["ChatTemplate", "ChatTemplateError", "ChatTemplateLimitError", "tools
 logger = logging.getLogger("replyparse.server")
 
 
-class ChatTemplateError(ValueError):
+class ChatTemplateError(ReplyparseError, ValueError):
     """A chat template cannot be read or rendered; the message says which and why."""
 
 

@@ -30,7 +30,10 @@ Every error the library raises on purpose is one of these::
     ├── MessageShapeError(ValueError)      replyparse.openai: a message or call in no known
     │                                      shape
     ├── ToolCallRuleError(ValueError)      replyparse.openai: output broke a guaranteed rule
-    └── GrammarError(ValueError)           replyparse.grammar: no exact grammar for a request
+    ├── GrammarError(ValueError)           replyparse.grammar: no exact grammar for a request
+    └── ChatTemplateError(ValueError)      replyparse.chat_template: a chat template that cannot
+        │                                  be read or rendered
+        └── ChatTemplateLimitError         rendering went past a time or size bound
 
 The ``ValueError`` / ``RuntimeError`` / ``LookupError`` bases keep code written against the
 reference implementation (which raises ``ValueError``) working unchanged.
