@@ -219,6 +219,9 @@ class _Call:
     transform: dict[str, Any]
     transform_each: bool = False
     notes: list[str] = field(default_factory=list)
+    #: Where the call's own text ends in the rendered call (after its arguments, before
+    #: the closing delimiters), for splitting the per-call close from the section's.
+    body_end: int | None = None
 
 
 def _find_json(text: str, predicate: Callable[[Any], bool]) -> tuple[int, int, Any] | None:
@@ -248,7 +251,17 @@ def _arguments_key(value: Mapping[str, Any]) -> str | None:
 
 def _named_opener(text: str, name: str) -> str:
     at = text.find(name)
-    return _lit(text[:at]) + _NAME + _lit(text[at + len(name) :])
+    return _generic(text[:at]) + _NAME + _generic(text[at + len(name) :])
+
+
+#: A call's id, or its index in the turn (``functions.NAME:0``), in a rendered opener.
+_CALL_NUMBER = re.compile(r"call[01]abcd|(?<=[:_.])[01](?![0-9])")
+
+
+def _generic(text: str) -> str:
+    """:func:`_lit`, with the probe's call ids and call indexes as any word."""
+    parts = _CALL_NUMBER.split(text)
+    return "[A-Za-z0-9_-]+".join(_lit(part) for part in parts)
 
 
 def _read_call(call_text: str) -> _Call:
@@ -290,6 +303,7 @@ def _read_call(call_text: str) -> _Call:
                 "function": {"name": "{content.name}", "arguments": "{content." + key + "}"},
             },
             notes=["each call is a JSON object holding its name"],
+            body_end=end,
         )
     at = call_text.find(name)
     if at < 0:
@@ -306,6 +320,7 @@ def _read_call(call_text: str) -> _Call:
             None,
             {"type": "function", "function": {"name": "{name}", "arguments": "{content}"}},
             notes=["the name is in the call's opener, the arguments a JSON object"],
+            body_end=end,
         )
     pythonic = re.search(re.escape(name) + r"\s*\(", call_text)
     if pythonic is not None and "city" in call_text[pythonic.end() :]:
@@ -347,7 +362,8 @@ def _read_xml_call(call_text: str, name: str) -> _Call:
     # The call closes after the last parameter: the text after the last value's closing tag.
     days_at = call_text.find("days", close_end)
     last_close = call_text.find(">", call_text.find("3", days_at)) if days_at >= 0 else close_end
-    closer = call_text[last_close + 1 :].strip()
+    value_close_end = last_close + 1
+    closer = call_text[value_close_end:].strip()
     return _Call(
         _named_opener(call_text[:tag_start].rstrip(), name) + "\\s*",
         _lit(closer) if closer else "(?!)",
@@ -355,17 +371,29 @@ def _read_xml_call(call_text: str, name: str) -> _Call:
         {"tag_pattern": tag_pattern},
         {"type": "function", "function": {"name": "{name}", "arguments": "{content}"}},
         notes=["arguments are XML-style parameters; values are raw text typed by tools="],
+        body_end=value_close_end,
     )
 
 
-def _split_section(one: str, two: str) -> tuple[str, str]:
-    """The section wrapper around calls: what one call's text has that a second call lacks."""
+@dataclass(frozen=True)
+class _Split:
+    """One call's text cut into the section wrapper and the per-call delimiters (literals)."""
+
+    section_open: str = ""
+    call_open: str = ""
+    call_close: str = ""
+    section_close: str = ""
+
+
+def _split_section(one: str, two: str, body_end: int | None) -> _Split:
+    """What one call's text has that a second call lacks (the section wrapper around all
+    calls), and what each call repeats (its own opener and close)."""
     first_name: str = CALL_ONE["name"]
     second_name: str = CALL_TWO["name"]
     second_at = two.find(second_name)
     first_at = two.find(first_name)
     if second_at < 0 or first_at < 0:
-        return "", ""
+        return _Split()
     # Text from the first call's name to the second's: the first call's body, its close,
     # a separator and the second call's opener before its name.
     between = two[first_at:second_at]
@@ -376,10 +404,39 @@ def _split_section(one: str, two: str) -> tuple[str, str]:
     while 0 < split < len(opener_one) and opener_one[split] not in "<[\n":
         split += 1
     section_open = opener_one[:split] if split < len(opener_one) else ""
-    tail_one = one[one.rfind(first_name) :]
-    tail_two = two[two.rfind(second_name) :]
-    section_close = _common_suffix(tail_one, tail_two)
-    return section_open.strip(), section_close.strip()
+    if body_end is None or not one.startswith(two[:body_end]):
+        return _Split(section_open.strip(), opener_one[split:].strip())
+    # After the first call's body: its own close, then (one call) the section's close or
+    # (two calls) the second call's opener.
+    after_one, after_first = one[body_end:], two[body_end:second_at]
+    shared = _whole_tokens(_common_prefix(after_one, after_first))
+    return _Split(
+        section_open.strip(),
+        opener_one[split:].strip(),
+        shared.strip(),
+        after_one[len(shared) :].strip(),
+    )
+
+
+def _call_delimiters(call: _Call, end: str, split: _Split) -> tuple[str, str]:
+    """The open and close patterns of one call inside an optional section wrapper."""
+    open_pattern = call.open_pattern
+    if split.section_open and open_pattern.startswith(_lit(split.section_open)):
+        rest = open_pattern[len(_lit(split.section_open)) :]
+        while rest.startswith("\\s*"):
+            rest = rest[3:]
+        open_pattern = "(?:" + _lit(split.section_open) + "\\s*)?" + rest
+    if call.body_end is None:
+        return open_pattern, call.close_pattern
+    section_close = "(?:\\s*" + _lit(split.section_close) + ")?" if split.section_close else ""
+    if split.call_close:
+        return open_pattern, "\\s*" + _lit(split.call_close) + section_close
+    # No close of its own: a call ends where the next one opens, or at the section's close
+    # or the end of the turn.
+    ends = [_lit(text) for text in (split.call_open, split.section_close, end) if text]
+    if not ends:
+        return open_pattern, call.close_pattern
+    return open_pattern, "\\s*(?=" + "|".join(ends) + ")" + section_close
 
 
 def draft(
@@ -431,21 +488,22 @@ def draft(
         raise _error("the chat template renders no assistant turn with its content")
     header, _, end_text = plain.partition(ANSWER)
     end = end_text.strip().split("\n")[0].strip() if end_text.strip() else ""
-    anchor = _common_prefix(prober.generation_prompt, header) or prober.generation_prompt
+    anchor = _whole_tokens(_common_prefix(prober.generation_prompt, header))
     if not anchor.strip():
         anchor = header or prober.generation_prompt
         notes.append("the generation prompt and the rendered turn share no role header")
     fields: dict[str, Any] = {}
-    reasoning = _reasoning(prober, header, notes)
+    reasoning = _reasoning(prober, header, anchor, notes)
     rendered_reasoning = reasoning is not None
     if reasoning is None:
         reasoning = _reasoning_from_prompts(prober, chat_template, notes)
     if reasoning is not None:
         fields["reasoning_content"] = reasoning
-        opener = reasoning.get("opener", "")
-        if opener and opener in anchor:
-            anchor = anchor[: anchor.find(opener)]
-        reasoning.pop("opener", None)
+        # The role header ends before the reasoning delimiters a prompt pre-writes (an
+        # opening ``<think>``, or a closed empty block when thinking is off).
+        for delimiter in (reasoning.pop("opener", ""), reasoning["close"]):
+            if delimiter and delimiter in anchor:
+                anchor = anchor[: anchor.find(delimiter)]
     if not anchor.strip():
         token = re.search(r"(\[[^\[\]\s]+\]|<[^<>\s]+>)\s*$", prober.base)
         if token is None:
@@ -459,23 +517,15 @@ def draft(
         call_text = one.split(ANSWER, 1)[1] if ANSWER in one else one[len(header) :]
         if end and call_text.rstrip().endswith(end):
             call_text = call_text.rstrip()[: -len(end)]
+        call_text = call_text.lstrip()
         call = _read_call(call_text)
         notes.extend(call.notes)
         two = prober.calls([CALL_ONE, CALL_TWO])
         open_pattern, close_pattern = call.open_pattern, call.close_pattern
         if two is not None and not call.transform_each:
             two_text = two.split(ANSWER, 1)[1] if ANSWER in two else two[len(header) :]
-            section_open, section_close = _split_section(call_text, two_text)
-            if section_open and open_pattern.startswith(_lit(section_open)):
-                rest = open_pattern[len(_lit(section_open)) :]
-                while rest.startswith("\\s*"):
-                    rest = rest[3:]
-                open_pattern = "(?:" + _lit(section_open) + "\\s*)?" + rest
-            if section_close and close_pattern.endswith(_lit(section_close)):
-                inner = close_pattern[: -len(_lit(section_close))]
-                while inner.endswith("\\s*"):
-                    inner = inner[:-3]
-                close_pattern = (inner or "(?!)") + "(?:\\s*" + _lit(section_close) + ")?"
+            split = _split_section(call_text, two_text.lstrip(), call.body_end)
+            open_pattern, close_pattern = _call_delimiters(call, end, split)
         elif two is None:
             notes.append("the chat template renders no parallel calls; each call is drafted alone")
         tool_field: dict[str, Any] = {
@@ -524,7 +574,9 @@ def draft(
     return result
 
 
-def _reasoning(prober: _Prober, header: str, notes: list[str]) -> dict[str, Any] | None:
+def _reasoning(
+    prober: _Prober, header: str, anchor: str, notes: list[str]
+) -> dict[str, Any] | None:
     turn = prober.turn(_assistant(reasoning_content=REASONING))
     if turn is None or REASONING not in turn:
         notes.append(
@@ -534,13 +586,28 @@ def _reasoning(prober: _Prober, header: str, notes: list[str]) -> dict[str, Any]
         return None
     before, _, after = turn.partition(REASONING)
     between = after.partition(ANSWER)[0]
-    opener = before[len(_common_prefix(before, header)) :].strip()
-    if not opener:
-        opener = before[len(_common_prefix(before, prober.generation_prompt)) :].strip()
     closer = between.strip()
     if not closer:
         notes.append("reasoning is rendered with no closing delimiter: not drafted")
         return None
+    opener = before[len(_whole_tokens(_common_prefix(before, header))) :].strip()
+    if not opener:
+        shared = _whole_tokens(_common_prefix(before, prober.generation_prompt))
+        opener = before[len(shared) :].strip()
+    if not opener:
+        # Every rendering shares the opener (the prompt pre-writes ``<think>`` and a plain
+        # answer renders an empty block): the last token before the reasoning, when it is
+        # the closer's pair.
+        token = _LAST_TOKEN.search(before)
+        if token is not None and _pairs(token.group(1), closer):
+            opener = token.group(1)
+    if not opener:
+        # The prompt pre-writes an opener that history does not render (Apriel's "Here are
+        # my reasoning steps:"): the text the generation prompt adds to the role header.
+        written = prober.generation_prompt[len(anchor) :] if anchor else ""
+        if prober.generation_prompt.startswith(anchor) and written.strip():
+            opener = written.strip()
+            notes.append(f"reasoning opens with {opener!r}, which only the prompt writes")
     if not opener:
         notes.append("the reasoning opener is in the prompt only; reasoning opens before its close")
         return {"open_pattern": "(?=" + _lit(closer) + ")", "close": closer}
@@ -549,6 +616,30 @@ def _reasoning(prober: _Prober, header: str, notes: list[str]) -> dict[str, Any]
         "close": closer,
         "opener": opener,
     }
+
+
+#: The last special token of a text (``<think>``, ``<|assistant|>``, ``[INST]``), and what
+#: follows it.
+_LAST_TOKEN = re.compile(r"(<[^<>\s]+>|\[[^\[\]\s]+\])\s*$")
+
+
+def _pairs(opener: str, closer: str) -> bool:
+    """Whether two tokens are an open/close pair (``<think>``/``</think>``)."""
+    words = [
+        re.sub(r"[^0-9A-Za-z]|^(?:begin|end|start)_?|_?(?:begin|end|start)$", "", token)
+        for token in (opener, closer)
+    ]
+    return bool(words[0]) and words[0] == words[1] and opener != closer
+
+
+def _whole_tokens(text: str) -> str:
+    """``text`` without a special token cut in half at its end (``<|assistant|><`` stops
+    before the ``<``)."""
+    for left, right in ("<>", "[]"):
+        cut = text.rfind(left)
+        if cut > text.rfind(right):
+            text = text[:cut]
+    return text
 
 
 _OPENER_AT_END = re.compile(r"(<[A-Za-z_:|]*think[A-Za-z_:|]*>)\s*$")
