@@ -96,40 +96,20 @@ DRAFT_GAPS: dict[str, str] = {
         "1: the \\'json\\' cont"
     ),
     "hunyuan.jinja": (
-        "round trip: plain answer: content came back as '开头进行回复。\\n\\n当前时间：2026-12-01 12:52"
-        ":01 星期二<|extra_4|>用户"
+        "round trip: plain answer: content came back as '开头进行回复。\\n\\n当前时间：2026-12-01 12:59"
+        ":42 星期二<|extra_4|>用户"
     ),
     "kimi-k3.jinja": (
         "round trip: reasoning: content came back as 'Probe reasoning text.\\n\\nProbe answ"
         "er text.'"
     ),
-    "llama3-json-vllm.jinja": (
-        "unreadable: a call is a bare JSON object with no delimiter; a draft cannot tell "
-        "it from content"
-    ),
-    "llama3-json.jinja": (
-        "unreadable: a call is a bare JSON object with no delimiter; a draft cannot tell "
-        "it from content"
-    ),
-    "llama3.2-json-vllm.jinja": (
-        "unreadable: a call is a bare JSON object with no delimiter; a draft cannot tell "
-        "it from content"
-    ),
-    "llama3.2-json.jinja": (
-        "unreadable: a call is a bare JSON object with no delimiter; a draft cannot tell "
-        "it from content"
-    ),
     "llama3.2-pythonic.jinja": (
         "round trip: one call: tool_calls came back as \"field 'tool_calls' at offset 1: t"
         "he 'pythonic' conten"
     ),
-    "llama3.3-json.jinja": (
-        "unreadable: a call is a bare JSON object with no delimiter; a draft cannot tell "
-        "it from content"
-    ),
     "llama4-json.jinja": (
-        "unreadable: a call is a bare JSON object with no delimiter; a draft cannot tell "
-        "it from content"
+        'round trip: plain answer: content came back as "<|header_start|>system<|header_e'
+        "nd|>\\n\\nYou are a he"
     ),
     "llama4-pythonic.jinja": (
         "round trip: two calls: tool_calls came back as 'field \\'tool_calls\\' at offset 1"

@@ -289,12 +289,20 @@ def _read_call(call_text: str) -> _Call:
         start, end, value = found
         key = _arguments_key(value) or "arguments"
         opener = call_text[:start].strip()
-        if not opener:
-            raise _error(
-                "a call is a bare JSON object with no delimiter; a draft cannot tell it from content"
+        notes = ["each call is a JSON object holding its name"]
+        if opener:
+            open_pattern = _lit(opener)
+        else:
+            # A bare JSON object: it opens where an object starts with the key the template
+            # writes first (a zero-width delimiter, as the hand-written families do).
+            first_key = call_text[start : call_text.index(":", start)]
+            open_pattern = "(?=" + re.escape("{") + "\\s*" + _lit(first_key[1:].strip()) + "\\s*:)"
+            notes.append(
+                f"a call is a bare JSON object: drafted as opening at {first_key + ':'!r}, so "
+                "content that starts the same way is read as a call"
             )
         return _Call(
-            _lit(opener),
+            open_pattern,
             _lit(call_text[end:].strip()) or "(?!)",
             "json",
             None,
@@ -302,7 +310,7 @@ def _read_call(call_text: str) -> _Call:
                 "type": "function",
                 "function": {"name": "{content.name}", "arguments": "{content." + key + "}"},
             },
-            notes=["each call is a JSON object holding its name"],
+            notes=notes,
             body_end=end,
         )
     at = call_text.find(name)
@@ -355,9 +363,9 @@ def _read_xml_call(call_text: str, name: str) -> _Call:
     tag_pattern = (
         _lit(call_text[tag_start:key_at])
         + '(?P<key>[^<>"=\\n]+?)'
-        + _lit(call_text[key_at + len("city") : value_at])
+        + _around_value(call_text[key_at + len("city") : value_at], before=True)
         + "(?P<value>.*?)"
-        + _lit(call_text[value_end : close_end + 1])
+        + _around_value(call_text[value_end : close_end + 1], before=False)
     )
     # The call closes after the last parameter: the text after the last value's closing tag.
     days_at = call_text.find("days", close_end)
@@ -383,6 +391,19 @@ class _Split:
     call_open: str = ""
     call_close: str = ""
     section_close: str = ""
+
+
+def _around_value(text: str, *, before: bool) -> str:
+    """The tag text next to a parameter value: the whitespace the template writes between
+    the tag and the value is optional but not widened, so a value's own indentation and
+    trailing newlines stay in it."""
+    if before:
+        tag = text.rstrip()
+        space = text[len(tag) :]
+        return _lit(tag) + (f"(?:{re.escape(space)})?" if space else "")
+    tag = text.lstrip()
+    space = text[: len(text) - len(tag)]
+    return (f"(?:{re.escape(space)})?" if space else "") + _lit(tag)
 
 
 def _split_section(one: str, two: str, body_end: int | None) -> _Split:
@@ -499,6 +520,14 @@ def draft(
         reasoning = _reasoning_from_prompts(prober, chat_template, notes)
     if reasoning is not None:
         fields["reasoning_content"] = reasoning
+        opener = reasoning.get("opener", "")
+        prompts = (prober.generation_prompt, *prober.switch_prompts().values())
+        if opener and any(opener in prompt for prompt in prompts):
+            # A prompt pre-writes the opener, and models also write it again.
+            reasoning["open_pattern"] = (
+                f"{_lit(opener)}(?:\\s*{_lit(opener)})?|(?={_lit(reasoning['close'])})"
+            )
+            notes.append(f"the prompt pre-writes {opener!r}; a repeated one is accepted")
         # The role header ends before the reasoning delimiters a prompt pre-writes (an
         # opening ``<think>``, or a closed empty block when thinking is off).
         for delimiter in (reasoning.pop("opener", ""), reasoning["close"]):
@@ -528,6 +557,9 @@ def draft(
             open_pattern, close_pattern = _call_delimiters(call, end, split)
         elif two is None:
             notes.append("the chat template renders no parallel calls; each call is drafted alone")
+        if close_pattern == "(?!)" and end:
+            # Nothing closes a call but the end of the turn.
+            close_pattern = "(?=" + _lit(end) + ")"
         tool_field: dict[str, Any] = {
             "open_pattern": open_pattern,
             "close_pattern": close_pattern,
