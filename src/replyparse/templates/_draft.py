@@ -406,6 +406,22 @@ def _around_value(text: str, *, before: bool) -> str:
     return (f"(?:{re.escape(space)})?" if space else "") + _lit(tag)
 
 
+def _calls_of(turn: str, header: str, end: str) -> str:
+    """The calls in a rendered call turn: after the content, or (templates that write the
+    calls first, as DeepSeek-R1 and Gemma) between the role header and the content."""
+    if ANSWER not in turn:
+        return turn[len(header) :]
+    before, _, after = turn.partition(ANSWER)
+    if CALL_ONE["name"] in after or CALL_ONE["name"] not in before:
+        return after
+    calls = before[len(_whole_tokens(_common_prefix(before, header))) :]
+    # A template that renders the calls as a turn of their own repeats the role header.
+    for repeated in (header.strip(), end):
+        if repeated and calls.rstrip().endswith(repeated):
+            calls = calls.rstrip()[: -len(repeated)]
+    return calls
+
+
 def _split_section(one: str, two: str, body_end: int | None) -> _Split:
     """What one call's text has that a second call lacks (the section wrapper around all
     calls), and what each call repeats (its own opener and close)."""
@@ -543,7 +559,7 @@ def draft(
     if one is None:
         notes.append("the chat template renders no tool calls: a content/reasoning-only draft")
     else:
-        call_text = one.split(ANSWER, 1)[1] if ANSWER in one else one[len(header) :]
+        call_text = _calls_of(one, header, end)
         if end and call_text.rstrip().endswith(end):
             call_text = call_text.rstrip()[: -len(end)]
         call_text = call_text.lstrip()
@@ -552,7 +568,7 @@ def draft(
         two = prober.calls([CALL_ONE, CALL_TWO])
         open_pattern, close_pattern = call.open_pattern, call.close_pattern
         if two is not None and not call.transform_each:
-            two_text = two.split(ANSWER, 1)[1] if ANSWER in two else two[len(header) :]
+            two_text = _calls_of(two, header, end)
             split = _split_section(call_text, two_text.lstrip(), call.body_end)
             open_pattern, close_pattern = _call_delimiters(call, end, split)
         elif two is None:
@@ -763,7 +779,12 @@ def _round_trip(
             )
             continue
         content = parsed.get("content") or ""
-        if ANSWER in text and content.strip() != ANSWER:
+        # A template may write the content of a call message as a turn of its own after the
+        # calls' end of turn (DeepSeek-R1): that turn is not this generation's.
+        closes = response_template["fields"]["content"].get("close") or [""]
+        turn_end = text.find(closes[0]) if closes[0] else -1
+        in_turn = ANSWER in text and (turn_end < 0 or text.find(ANSWER) < turn_end)
+        if in_turn and content.strip() != ANSWER:
             problems.append(DraftProblem(label, "content", ANSWER, parsed.get("content")))
         if label == "reasoning" and (parsed.get("reasoning_content") or "").strip() != REASONING:
             problems.append(
@@ -790,6 +811,6 @@ def draft_from_path(path: str | Path, *, name: str | None = None) -> Draft:
         template = ChatTemplate.from_path(path)
     except ChatTemplateError as error:
         raise _error(str(error), str(path)) from None
-    tokens = dict(template.special_tokens) or {"eos_token": "</s>"}
+    tokens = dict(template.special_tokens) or {"bos_token": "", "eos_token": "</s>"}
     family = name if name is not None else Path(path).stem.split(".")[0] or "draft"
     return draft(template.source, name=family, special_tokens=tokens)
