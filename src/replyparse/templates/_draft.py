@@ -330,6 +330,9 @@ def _read_call(call_text: str) -> _Call:
             notes=["the name is in the call's opener, the arguments a JSON object"],
             body_end=end,
         )
+    unquoted = _read_unquoted_json(call_text, name)
+    if unquoted is not None:
+        return unquoted
     pythonic = re.search(re.escape(name) + r"\s*\(", call_text)
     if pythonic is not None and "city" in call_text[pythonic.end() :]:
         close = call_text.rfind(")")
@@ -345,6 +348,38 @@ def _read_call(call_text: str) -> _Call:
             notes=["calls are Python-style function calls"],
         )
     return _read_xml_call(call_text, name)
+
+
+def _read_unquoted_json(call_text: str, name: str) -> _Call | None:
+    """JSON-like arguments with bare keys and strings between custom quotes, right after
+    the name (Gemma's ``call:NAME{city:<|"|>Paris<|"|>}``)."""
+    at = call_text.find(name) + len(name)
+    brace = call_text.find("{", at)
+    if brace < 0 or call_text[at:brace].strip():
+        return None
+    key = call_text.find("city", brace)
+    value = call_text.find("Paris", key)
+    if key < 0 or value < 0 or call_text[brace + 1 : key].strip():
+        return None
+    quote = call_text[key + len("city") : value].strip()
+    if not quote.startswith(":") or not quote[1:].strip() or quote[1:].strip()[0] in "\"'":
+        return None
+    quote = quote[1:].strip()
+    if not call_text.startswith(quote, value + len("Paris")):
+        return None
+    last = call_text.find("days", value)
+    end = call_text.find("}", last) + 1 if last >= 0 else 0
+    if end <= 0:
+        return None
+    return _Call(
+        _named_opener(call_text[:brace].rstrip(), name),
+        _lit(call_text[end:].strip()) or "(?!)",
+        "json",
+        {"unquoted_keys": True, "string_delims": [[quote, quote]]},
+        {"type": "function", "function": {"name": "{name}", "arguments": "{content}"}},
+        notes=[f"arguments are an object with bare keys and strings quoted by {quote!r}"],
+        body_end=end,
+    )
 
 
 def _read_xml_call(call_text: str, name: str) -> _Call:
@@ -410,7 +445,7 @@ def _calls_of(turn: str, header: str, end: str) -> str:
     """The calls in a rendered call turn: after the content, or (templates that write the
     calls first, as DeepSeek-R1 and Gemma) between the role header and the content."""
     if ANSWER not in turn:
-        return turn[len(header) :]
+        return turn[len(_whole_tokens(_common_prefix(turn, header))) :]
     before, _, after = turn.partition(ANSWER)
     if CALL_ONE["name"] in after or CALL_ONE["name"] not in before:
         return after
@@ -696,9 +731,25 @@ _OPENER_AT_END = re.compile(r"(<[A-Za-z_:|]*think[A-Za-z_:|]*>)\s*$")
 def _reasoning_from_prompts(
     prober: _Prober, source: str, notes: list[str]
 ) -> dict[str, Any] | None:
-    """Reasoning a template does not render in history: a prompt that pre-opens it, or the
-    ``<think>``/``</think>`` pair in the template source."""
-    for prompt in (prober.generation_prompt, *prober.switch_prompts().values()):
+    """Reasoning a template does not render in history: the empty block the thinking-off
+    switch pre-writes, a prompt that pre-opens it, or the ``<think>``/``</think>`` pair in
+    the template source."""
+    switches = prober.switch_prompts()
+    on, off = switches.get("thinking"), switches.get("no_thinking")
+    if on is not None and off is not None and off.startswith(on):
+        block = off[len(on) :].split()
+        if len(block) >= 2 and not set(block) & set(on.split()):
+            opener, closer = " ".join(block[:-1]), block[-1]
+            notes.append(
+                f"reasoning delimiters guessed from the empty block {opener!r}…{closer!r} the "
+                "thinking-off prompt pre-writes (history does not render reasoning)"
+            )
+            return {
+                "open_pattern": _lit(opener) + "|(?=" + _lit(closer) + ")",
+                "close": closer,
+                "opener": opener,
+            }
+    for prompt in (prober.generation_prompt, *switches.values()):
         found = _OPENER_AT_END.search(prompt)
         if found is not None:
             opener = found.group(1)
