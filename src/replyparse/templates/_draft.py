@@ -395,15 +395,34 @@ def _read_xml_call(call_text: str, name: str) -> _Call:
     close_end = call_text.find(">", value_end)
     if close_end < 0:
         raise _error("cannot find where a parameter value ends in the rendered call", call_text)
+    notes = ["arguments are XML-style parameters; values are raw text typed by tools="]
+    # The call closes after the last parameter: the text after the last value's closing tag.
+    days_at = call_text.find("days", close_end)
+    before_value = _around_value(call_text[key_at + len("city") : value_at], before=True)
+    if days_at >= 0:
+        # A typed attribute (``string="true"`` / ``string="false"``) differs between the
+        # string and the integer parameter: any attribute value there.
+        city_tag = call_text[key_at + len("city") : value_at]
+        days_tag = call_text[days_at + len("days") : call_text.find("3", days_at)]
+        if city_tag != days_tag:
+            head = _common_prefix(city_tag, days_tag)
+            tail = _common_suffix(city_tag[len(head) :], days_tag[len(head) :])
+            before_value = (
+                _lit(head) + '[^"<>\\n]*' + _around_value(tail, before=True)
+                if tail
+                else _lit(head) + '[^"<>\\n]*'
+            )
+            notes.append(
+                f"parameters carry a typed attribute ({city_tag.strip()!r} / "
+                f"{days_tag.strip()!r}): any value is accepted, values are typed by tools="
+            )
     tag_pattern = (
         _lit(call_text[tag_start:key_at])
         + '(?P<key>[^<>"=\\n]+?)'
-        + _around_value(call_text[key_at + len("city") : value_at], before=True)
+        + before_value
         + "(?P<value>.*?)"
         + _around_value(call_text[value_end : close_end + 1], before=False)
     )
-    # The call closes after the last parameter: the text after the last value's closing tag.
-    days_at = call_text.find("days", close_end)
     last_close = call_text.find(">", call_text.find("3", days_at)) if days_at >= 0 else close_end
     value_close_end = last_close + 1
     closer = call_text[value_close_end:].strip()
@@ -413,7 +432,7 @@ def _read_xml_call(call_text: str, name: str) -> _Call:
         "xml-inline",
         {"tag_pattern": tag_pattern},
         {"type": "function", "function": {"name": "{name}", "arguments": "{content}"}},
-        notes=["arguments are XML-style parameters; values are raw text typed by tools="],
+        notes=notes,
         body_end=value_close_end,
     )
 
