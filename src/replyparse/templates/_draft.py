@@ -339,7 +339,7 @@ def _read_call(call_text: str) -> _Call:
         opener = call_text[: pythonic.start()].strip()
         closer = call_text[close + 1 :].strip()
         return _Call(
-            _lit(opener) + "(?=\\s*" + "[A-Za-z_])" if opener else "(?!)",
+            _lit(opener) + "(?=\\s*[A-Za-z_][\\w.]*\\s*\\()" if opener else "(?!)",
             _lit(closer) if closer else "(?!)",
             "pythonic",
             None,
@@ -627,6 +627,10 @@ def draft(
             open_pattern, close_pattern = _call_delimiters(call, end, split)
         elif two is None:
             notes.append("the chat template renders no parallel calls; each call is drafted alone")
+        if call.content == "pythonic" and end and close_pattern in ("\\]", "\\)"):
+            # A bracket inside the arguments (a list) is not the calls' close: the close is
+            # the one the end of the turn follows.
+            close_pattern += "(?=\\s*(?:$|" + _lit(end) + "))"
         if close_pattern == "(?!)" and end:
             # Nothing closes a call but the end of the turn.
             close_pattern = "(?=" + _lit(end) + ")"
