@@ -383,48 +383,65 @@ def _read_unquoted_json(call_text: str, name: str) -> _Call | None:
 
 
 def _read_xml_call(call_text: str, name: str) -> _Call:
-    """XML-style parameters: a tag holding the key, then the value, then a closing tag."""
+    """XML-style parameters: a tag holding the key, then the value, then a closing tag.
+
+    The tag around a parameter is what the two probe parameters (``city``, ``days``) share:
+    the text before each key back to the end of the previous tag, and the text after each
+    value up to the end of the closing tag, where the key itself is a backreference when
+    the closing tag repeats it (MiniMax-M3's ``<city>Paris</city>``).
+    """
     key_at = call_text.find("city", call_text.find(name) + len(name))
     value_at = call_text.find("Paris", key_at)
     if key_at < 0 or value_at < 0:
         raise _error("cannot find the arguments in the rendered tool call", call_text)
-    tag_start = call_text.rfind("<", 0, key_at)
-    line_start = call_text.rfind("\n", 0, key_at) + 1
-    tag_start = max(tag_start, line_start) if tag_start >= 0 else line_start
     value_end = value_at + len("Paris")
-    close_end = call_text.find(">", value_end)
-    if close_end < 0:
-        raise _error("cannot find where a parameter value ends in the rendered call", call_text)
+    days_at = call_text.find("days", value_end)
+    days_value = call_text.find("3", days_at + len("days")) if days_at >= 0 else -1
+    if days_value < 0:
+        raise _error("cannot find the second parameter in the rendered call", call_text)
     notes = ["arguments are XML-style parameters; values are raw text typed by tools="]
-    # The call closes after the last parameter: the text after the last value's closing tag.
-    days_at = call_text.find("days", close_end)
-    before_value = _around_value(call_text[key_at + len("city") : value_at], before=True)
-    if days_at >= 0:
+    # Before the key: back to the end of the previous tag (shared by both parameters).
+    opening = _common_suffix(call_text[:key_at], call_text[:days_at])
+    if ">" in opening[:-1]:
+        opening = opening[opening.index(">") + 1 :]
+    opening = opening.lstrip()
+    if not opening:
+        raise _error("cannot find where a parameter's tag starts in the rendered call", call_text)
+    tag_start = key_at - len(opening)
+    # After the value: up to the end of the closing tag (the key inside it is a reference).
+    after_city = call_text[value_end:].replace("city", "\0", 1)
+    after_days = call_text[days_value + 1 :].replace("days", "\0", 1)
+    closing = _common_prefix(after_city, after_days)
+    tag_end = closing.find(">", closing.find("\0") + 1 if "\0" in closing else 0)
+    if tag_end < 0:
+        raise _error("cannot find where a parameter value ends in the rendered call", call_text)
+    closing = closing[: tag_end + 1]
+    closing_pattern = "(?P=key)".join(
+        _around_value(part, before=False) if index == 0 else _lit(part)
+        for index, part in enumerate(closing.split("\0"))
+    )
+    if "\0" in closing:
+        notes.append("a parameter's closing tag repeats its key")
+    city_tag = call_text[key_at + len("city") : value_at]
+    days_tag = call_text[days_at + len("days") : days_value]
+    before_value = _around_value(city_tag, before=True)
+    if city_tag != days_tag:
         # A typed attribute (``string="true"`` / ``string="false"``) differs between the
         # string and the integer parameter: any attribute value there.
-        city_tag = call_text[key_at + len("city") : value_at]
-        days_tag = call_text[days_at + len("days") : call_text.find("3", days_at)]
-        if city_tag != days_tag:
-            head = _common_prefix(city_tag, days_tag)
-            tail = _common_suffix(city_tag[len(head) :], days_tag[len(head) :])
-            before_value = (
-                _lit(head) + '[^"<>\\n]*' + _around_value(tail, before=True)
-                if tail
-                else _lit(head) + '[^"<>\\n]*'
-            )
-            notes.append(
-                f"parameters carry a typed attribute ({city_tag.strip()!r} / "
-                f"{days_tag.strip()!r}): any value is accepted, values are typed by tools="
-            )
+        head = _common_prefix(city_tag, days_tag)
+        tail = _common_suffix(city_tag[len(head) :], days_tag[len(head) :])
+        before_value = (
+            _lit(head) + '[^"<>\\n]*' + (_around_value(tail, before=True) if tail else "")
+        )
+        notes.append(
+            f"parameters carry a typed attribute ({city_tag.strip()!r} / "
+            f"{days_tag.strip()!r}): any value is accepted, values are typed by tools="
+        )
     tag_pattern = (
-        _lit(call_text[tag_start:key_at])
-        + '(?P<key>[^<>"=\\n]+?)'
-        + before_value
-        + "(?P<value>.*?)"
-        + _around_value(call_text[value_end : close_end + 1], before=False)
+        _lit(opening) + '(?P<key>[^<>"=\\n]+?)' + before_value + "(?P<value>.*?)" + closing_pattern
     )
-    last_close = call_text.find(">", call_text.find("3", days_at)) if days_at >= 0 else close_end
-    value_close_end = last_close + 1
+    # The call closes after the last parameter: the text after the last value's closing tag.
+    value_close_end = days_value + 1 + len(closing.replace("\0", "days"))
     closer = call_text[value_close_end:].strip()
     return _Call(
         _named_opener(call_text[:tag_start].rstrip(), name) + "\\s*",
@@ -500,6 +517,9 @@ def _split_section(one: str, two: str, body_end: int | None) -> _Split:
     # After the first call's body: its own close, then (one call) the section's close or
     # (two calls) the second call's opener.
     after_one, after_first = one[body_end:], two[body_end:second_at]
+    repeat = opener_one[split:]
+    if repeat.strip() and after_first.endswith(repeat):
+        after_first = after_first[: len(after_first) - len(repeat)]
     shared = _whole_tokens(_common_prefix(after_one, after_first))
     return _Split(
         section_open.strip(),
@@ -740,11 +760,14 @@ def _pairs(opener: str, closer: str) -> bool:
 
 def _whole_tokens(text: str) -> str:
     """``text`` without a special token cut in half at its end (``<|assistant|><`` stops
-    before the ``<``)."""
-    for left, right in ("<>", "[]"):
-        cut = text.rfind(left)
-        if cut > text.rfind(right):
-            text = text[:cut]
+    before the ``<``, ``[TOOL_CA`` before the ``[``; a ``[`` followed by a tag is part of
+    a longer token, as MiniMax's ``]<]minimax[>[``)."""
+    cut = text.rfind("<")
+    if cut > text.rfind(">"):
+        text = text[:cut]
+    cut = text.rfind("[")
+    if cut > text.rfind("]") and not re.search("[<>]", text[cut:]):
+        text = text[:cut]
     return text
 
 
