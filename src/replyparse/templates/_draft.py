@@ -60,7 +60,7 @@ TOOLS: list[dict[str, Any]] = [
                 "properties": {
                     "enabled": {"type": "boolean"},
                     "tags": {"type": "array", "items": {"type": "string"}},
-                    "limits": {"type": "object"},
+                    "limits": {"type": "object", "properties": {"max": {"type": "integer"}}},
                 },
             },
         },
@@ -222,6 +222,8 @@ class _Call:
     #: Where the call's own text ends in the rendered call (after its arguments, before
     #: the closing delimiters), for splitting the per-call close from the section's.
     body_end: int | None = None
+    #: The literal text before a parameter's key (XML-style calls), e.g. ``<parameter=``.
+    tag_opening: str = ""
 
 
 def _find_json(text: str, predicate: Callable[[Any], bool]) -> tuple[int, int, Any] | None:
@@ -451,7 +453,21 @@ def _read_xml_call(call_text: str, name: str) -> _Call:
         {"type": "function", "function": {"name": "{name}", "arguments": "{content}"}},
         notes=notes,
         body_end=value_close_end,
+        tag_opening=opening,
     )
+
+
+def _nested_values(call: _Call, two: str) -> dict[str, Any] | None:
+    """The ``xml-nested`` value parser, when the template writes an object argument as the
+    tags of its keys (the parameter name is the tag: ``<limits><max>2</max></limits>``)."""
+    opening = call.tag_opening
+    if not opening.endswith("<") or opening + "max>" not in two:
+        return None
+    args: dict[str, Any] = {"tag_prefix": opening[:-1]} if opening[:-1] else {}
+    item = re.search(re.escape(opening) + r"([^<>/\s]+)>a\b", two)
+    if item is not None and item.group(1) != "item":
+        args["item_tag"] = item.group(1)
+    return {"name": "xml-nested", "args": args} if args else {"name": "xml-nested"}
 
 
 @dataclass(frozen=True)
@@ -645,6 +661,10 @@ def draft(
             two_text = _calls_of(two, header, end)
             split = _split_section(call_text, two_text.lstrip(), call.body_end)
             open_pattern, close_pattern = _call_delimiters(call, end, split)
+            nested = _nested_values(call, two_text)
+            if nested is not None and call.content_args is not None:
+                call.content_args["value_parser"] = nested
+                notes.append("object arguments are nested tags: values read by xml-nested")
         elif two is None:
             notes.append("the chat template renders no parallel calls; each call is drafted alone")
         if call.content == "pythonic" and end and close_pattern in ("\\]", "\\)"):
