@@ -71,13 +71,9 @@ DRAFT_GAPS: dict[str, str] = {
         "round trip: plain answer: content came back as '<|channel|>final<|message|>Probe"
         " answer text.'"
     ),
-    "granite-20b-fc.jinja": (
-        "round trip: one call: tool_calls came back as 'field \\'tool_calls\\' at offset -9"
-        "1: the \\'json\\' cont"
-    ),
     "hunyuan.jinja": (
-        "round trip: plain answer: content came back as '开头进行回复。\\n\\n当前时间：2026-12-01 13:21"
-        ":58 星期二<|extra_4|>用户"
+        "round trip: plain answer: content came back as '开头进行回复。\\n\\n当前时间：2026-12-01 13:23"
+        ":24 星期二<|extra_4|>用户"
     ),
     "kimi-k3.jinja": (
         "round trip: reasoning: content came back as 'Probe reasoning text.\\n\\nProbe answ"

@@ -689,6 +689,9 @@ def draft(
     fields["content"] = {"close": [end]} if end else {}
     if not end:
         notes.append("no end-of-turn text after the assistant content: the draft has none")
+    # Layout around the role header is not part of it (vLLM's templates indent it), and
+    # content and reasoning are stripped anyway.
+    anchor = anchor.strip() or anchor
     response_template: dict[str, Any] = {
         "defaults": {"role": "assistant"},
         "start_anchor": anchor,
