@@ -30,9 +30,6 @@ DRAFT_GAPS: dict[str, str] = {
         "round trip: reasoning: content came back as 'Probe reasoning text.\\n\\nProbe answ"
         "er text.'"
     ),
-    "cohere2-moe.jinja": (
-        "round trip: plain answer: content came back as '<|START_TEXT|>Probe answer text.'"
-    ),
     "command-r-plus.jinja": (
         "unreadable: rendering the chat template failed: UndefinedError: 'dict object' ha"
         "s no attribute 'desc"
@@ -64,21 +61,15 @@ DRAFT_GAPS: dict[str, str] = {
     "gemma4.jinja": (
         "round trip: one call: content came back as 'Probe answer text.<|tool_response>'"
     ),
-    "glimmer.jinja": (
-        "round trip: plain answer: content came back as 'to=user<|message|>Probe answer text.'"
-    ),
+    "glimmer.jinja": ("round trip: reasoning: content came back as 'to=\\n\\nProbe answer text.'"),
     "gpt-oss.jinja": (
-        "round trip: plain answer: content came back as '<|channel|>final<|message|>Probe"
-        " answer text.'"
+        "round trip: reasoning: content came back as '<|channel|>\\n\\nProbe answer text.'"
     ),
     "hunyuan.jinja": (
-        "round trip: plain answer: content came back as '开头进行回复。\\n\\n当前时间：2026-12-01 13:23"
-        ":24 星期二<|extra_4|>用户"
+        "round trip: plain answer: content came back as '开头进行回复。\\n\\n当前时间：2026-12-01 13:26"
+        ":22 星期二<|extra_4|>用户"
     ),
-    "kimi-k3.jinja": (
-        "round trip: reasoning: content came back as 'Probe reasoning text.\\n\\nProbe answ"
-        "er text.'"
-    ),
+    "kimi-k3.jinja": ("round trip: plain answer: content came back as 'None'"),
     "llama3.2-pythonic.jinja": (
         "round trip: one call: tool_calls came back as \"field 'tool_calls' at offset 1: t"
         "he 'pythonic' conten"

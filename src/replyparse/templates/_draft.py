@@ -241,11 +241,18 @@ def _find_json(text: str, predicate: Callable[[Any], bool]) -> tuple[int, int, A
 
 
 def _is_call_object(value: Any, name: str) -> bool:
-    return isinstance(value, dict) and value.get("name") == name
+    return _name_key(value, name) is not None
+
+
+def _name_key(value: Any, name: str) -> str | None:
+    """The key of a JSON call object that holds the call's name (``name``, ``tool_name``)."""
+    if not isinstance(value, dict):
+        return None
+    return next((key for key, item in value.items() if item == name and "name" in key), None)
 
 
 def _arguments_key(value: Mapping[str, Any]) -> str | None:
-    for key in ("arguments", "parameters", "args"):
+    for key in ("arguments", "parameters", "args", "input"):
         if key in value:
             return key
     return None
@@ -278,18 +285,23 @@ def _read_call(call_text: str) -> _Call:
     if listed is not None and (found is None or listed[0] < found[0]):
         start, end, value = listed
         key = _arguments_key(value[0]) or "arguments"
+        name_key = _name_key(value[0], name) or "name"
         return _Call(
             _lit(call_text[:start].strip()) or "(?=\\[\\s*\\{)",
             _lit(call_text[end:].strip()) or "(?!)",
             "json",
             None,
-            {"type": "function", "function": {"name": "{name}", "arguments": "{" + key + "}"}},
+            {
+                "type": "function",
+                "function": {"name": "{" + name_key + "}", "arguments": "{" + key + "}"},
+            },
             transform_each=True,
             notes=["calls are one JSON list of {name, arguments} objects"],
         )
     if found is not None:
         start, end, value = found
         key = _arguments_key(value) or "arguments"
+        name_key = _name_key(value, name) or "name"
         opener = call_text[:start].strip()
         notes = ["each call is a JSON object holding its name"]
         if opener:
@@ -310,7 +322,10 @@ def _read_call(call_text: str) -> _Call:
             None,
             {
                 "type": "function",
-                "function": {"name": "{content.name}", "arguments": "{content." + key + "}"},
+                "function": {
+                    "name": "{content." + name_key + "}",
+                    "arguments": "{content." + key + "}",
+                },
             },
             notes=notes,
             body_end=end,
@@ -493,6 +508,17 @@ def _around_value(text: str, *, before: bool) -> str:
     return (f"(?:{re.escape(space)})?" if space else "") + _lit(tag)
 
 
+def _without_end(text: str, end: str) -> str:
+    """``text`` without the end of turn after it: the whole tokens it shares with the end
+    of a plain answer (Cohere ends a call turn ``<|END_ACTION|><|END_OF_TURN_TOKEN|>``, an
+    answer ``<|END_TEXT|><|END_OF_TURN_TOKEN|>``)."""
+    text = text.rstrip()
+    shared = _common_suffix(text, end) if end else ""
+    while shared and shared[0] not in "<[":
+        shared = shared[1:]
+    return text[: len(text) - len(shared)] if shared else text
+
+
 def _calls_of(turn: str, header: str, end: str) -> str:
     """The calls in a rendered call turn: after the content, or (templates that write the
     calls first, as DeepSeek-R1 and Gemma) between the role header and the content."""
@@ -639,6 +665,16 @@ def draft(
         for delimiter in (reasoning.pop("opener", ""), reasoning["close"]):
             if delimiter and delimiter in anchor:
                 anchor = anchor[: anchor.find(delimiter)]
+        content_header = reasoning.pop("content_header", "")
+        if content_header:
+            # The reasoning's close is followed by the content's own opener (Cohere's
+            # <|START_TEXT|>): the close takes it too.
+            close = reasoning.pop("close")
+            header_pattern = _lit(content_header)
+            reasoning["close_pattern"] = f"{_lit(close)}(?:\\s*{header_pattern})?|{header_pattern}"
+            # A turn without reasoning starts with the content's opener.
+            reasoning["open_pattern"] += f"|(?={header_pattern})"
+            notes.append(f"content opens with {content_header!r} after the reasoning's close")
     if not anchor.strip():
         token = re.search(r"(\[[^\[\]\s]+\]|<[^<>\s]+>)\s*$", prober.base)
         if token is None:
@@ -650,9 +686,7 @@ def draft(
         notes.append("the chat template renders no tool calls: a content/reasoning-only draft")
     else:
         call_text = _calls_of(one, header, end)
-        if end and call_text.rstrip().endswith(end):
-            call_text = call_text.rstrip()[: -len(end)]
-        call_text = call_text.lstrip()
+        call_text = _without_end(call_text, end).lstrip()
         call = _read_call(call_text)
         notes.extend(call.notes)
         two = prober.calls([CALL_ONE, CALL_TWO])
@@ -686,7 +720,13 @@ def draft(
             tool_field["transform_each"] = True
         tool_field["transform"] = call.transform
         fields["tool_calls"] = tool_field
-    fields["content"] = {"close": [end]} if end else {}
+    # The end of turn, and each of its tokens when it is several: a call's close may take
+    # the first ones (Cohere's <|END_ACTION|> before <|END_OF_TURN_TOKEN|>).
+    closes = [end]
+    for token in _FIRST_TOKEN.findall(end) if end else []:
+        if token not in closes and token:
+            closes.append(token)
+    fields["content"] = {"close": closes} if end else {}
     if not end:
         notes.append("no end-of-turn text after the assistant content: the draft has none")
     # Layout around the role header is not part of it (vLLM's templates indent it), and
@@ -736,6 +776,13 @@ def _reasoning(
     before, _, after = turn.partition(REASONING)
     between = after.partition(ANSWER)[0]
     closer = between.strip()
+    content_header = header[len(anchor) :].strip() if header.startswith(anchor) else ""
+    stripped_header = False
+    if content_header and closer.endswith(content_header) and closer != content_header:
+        stripped_header = True
+        # Cohere: <|END_THINKING|><|START_TEXT|>; the second opens the content, which the
+        # plain answer writes too.
+        closer = closer[: -len(content_header)].strip()
     if not closer:
         notes.append("reasoning is rendered with no closing delimiter: not drafted")
         return None
@@ -757,15 +804,18 @@ def _reasoning(
         if prober.generation_prompt.startswith(anchor) and written.strip():
             opener = written.strip()
             notes.append(f"reasoning opens with {opener!r}, which only the prompt writes")
+    result: dict[str, Any] = {"close": closer}
+    if stripped_header:
+        result["content_header"] = content_header
     if not opener:
         notes.append("the reasoning opener is in the prompt only; reasoning opens before its close")
-        return {"open_pattern": "(?=" + _lit(closer) + ")", "close": closer}
-    return {
-        "open_pattern": _lit(opener) + "|(?=" + _lit(closer) + ")",
-        "close": closer,
-        "opener": opener,
-    }
+        return {"open_pattern": "(?=" + _lit(closer) + ")", **result}
+    return {"open_pattern": _lit(opener) + "|(?=" + _lit(closer) + ")", **result, "opener": opener}
 
+
+#: The first special token of a text (an end of turn written as several tokens, Cohere's
+#: ``<|END_TEXT|><|END_OF_TURN_TOKEN|>``, also ends at its first).
+_FIRST_TOKEN = re.compile(r"<[^<>\s]+>|\[[^\[\]\s]+\]")
 
 #: The last special token of a text (``<think>``, ``<|assistant|>``, ``[INST]``), and what
 #: follows it.
