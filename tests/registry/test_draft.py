@@ -66,8 +66,8 @@ DRAFT_GAPS: dict[str, str] = {
         "round trip: reasoning: content came back as '<|channel|>\\n\\nProbe answer text.'"
     ),
     "hunyuan.jinja": (
-        "round trip: plain answer: content came back as '开头进行回复。\\n\\n当前时间：2026-12-01 13:26"
-        ":22 星期二<|extra_4|>用户"
+        "round trip: plain answer: content came back as '开头进行回复。\\n\\n当前时间：2026-12-01 13:28"
+        ":19 星期二<|extra_4|>用户"
     ),
     "kimi-k3.jinja": ("round trip: plain answer: content came back as 'None'"),
     "llama3.2-pythonic.jinja": (
@@ -210,8 +210,8 @@ def test_cli_draft_prints_the_family_file_and_the_round_trip(tmp_path: Path) -> 
 def test_cli_draft_exits_1_naming_the_field_and_text_when_the_round_trip_fails() -> None:
     status, _out, err = _cli(str(CHAT_TEMPLATES / "gpt-oss.jinja"))
     assert status == 1
-    assert "round trip FAILED: plain answer: field 'content'" in err
-    assert "<|channel|>final<|message|>Probe answer text." in err
+    assert "round trip FAILED: one call: field 'tool_calls'" in err
+    assert "to=functions.get_weather<|channel|>commentary json<|message|>" in err
 
 
 def test_cli_draft_exits_2_when_the_chat_template_cannot_be_read(tmp_path: Path) -> None:
