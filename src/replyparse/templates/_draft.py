@@ -224,6 +224,9 @@ class _Call:
     body_end: int | None = None
     #: The literal text before a parameter's key (XML-style calls), e.g. ``<parameter=``.
     tag_opening: str = ""
+    #: A zero-width open delimiter at the call's own JSON object, for calls that share one
+    #: section opener and have none of their own (MiniMax-M1's JSON lines).
+    body_open: str = ""
 
 
 def _find_json(text: str, predicate: Callable[[Any], bool]) -> tuple[int, int, Any] | None:
@@ -304,13 +307,15 @@ def _read_call(call_text: str) -> _Call:
         name_key = _name_key(value, name) or "name"
         opener = call_text[:start].strip()
         notes = ["each call is a JSON object holding its name"]
+        # Where the call's object starts: the key the template writes first.
+        first_key = call_text[start : call_text.index(":", start)]
+        body_open = "(?=" + re.escape("{") + "\\s*" + _lit(first_key[1:].strip()) + "\\s*:)"
         if opener:
             open_pattern = _lit(opener)
         else:
-            # A bare JSON object: it opens where an object starts with the key the template
-            # writes first (a zero-width delimiter, as the hand-written families do).
-            first_key = call_text[start : call_text.index(":", start)]
-            open_pattern = "(?=" + re.escape("{") + "\\s*" + _lit(first_key[1:].strip()) + "\\s*:)"
+            # A bare JSON object: it opens zero-width at its first key, as the hand-written
+            # families do.
+            open_pattern = body_open
             notes.append(
                 f"a call is a bare JSON object: drafted as opening at {first_key + ':'!r}, so "
                 "content that starts the same way is read as a call"
@@ -329,6 +334,7 @@ def _read_call(call_text: str) -> _Call:
             },
             notes=notes,
             body_end=end,
+            body_open=body_open,
         )
     at = call_text.find(name)
     if at < 0:
@@ -578,7 +584,7 @@ def _call_delimiters(call: _Call, end: str, split: _Split) -> tuple[str, str]:
         rest = open_pattern[len(_lit(split.section_open)) :]
         while rest.startswith("\\s*"):
             rest = rest[3:]
-        open_pattern = "(?:" + _lit(split.section_open) + "\\s*)?" + rest
+        open_pattern = "(?:" + _lit(split.section_open) + "\\s*)?" + (rest or call.body_open)
     if call.body_end is None:
         return open_pattern, call.close_pattern
     section_close = "(?:\\s*" + _lit(split.section_close) + ")?" if split.section_close else ""
@@ -589,7 +595,10 @@ def _call_delimiters(call: _Call, end: str, split: _Split) -> tuple[str, str]:
     ends = [_lit(text) for text in (split.call_open, split.section_close, end) if text]
     if not ends:
         return open_pattern, call.close_pattern
-    return open_pattern, "\\s*(?=" + "|".join(ends) + ")" + section_close
+    # A JSON call's own object starts with the text calls repeat: its close follows the
+    # object's last brace.
+    after_body = "(?<=\\})" if call.body_open else ""
+    return open_pattern, after_body + "\\s*(?=" + "|".join(ends) + ")" + section_close
 
 
 def draft(
