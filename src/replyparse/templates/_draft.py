@@ -124,9 +124,15 @@ def _error(message: str, value: Any = None) -> TemplateError:
 
 
 def _lit(text: str) -> str:
-    """A regex for literal text where every whitespace run may be any whitespace."""
+    """A regex for literal text where every whitespace run may be any whitespace, and so
+    may the gap between two adjacent tags (``</arg_key><arg_value>``: models write them on
+    lines of their own)."""
     parts = re.split(r"(\s+)", text)
-    return "".join("\\s*" if part.isspace() else re.escape(part) for part in parts if part)
+    return "".join(
+        "\\s*" if part.isspace() else re.escape(part).replace("><", ">\\s*<")
+        for part in parts
+        if part
+    )
 
 
 def _common_prefix(a: str, b: str) -> str:
