@@ -741,6 +741,12 @@ def draft(
     for token in _FIRST_TOKEN.findall(end) if end else []:
         if token not in closes and token:
             closes.append(token)
+    # A template that writes the calls before the content ends a call turn differently
+    # (Gemma 4: the answer, then <|tool_response>): that ends the content too.
+    if one is not None and ANSWER in one and CALL_ONE["name"] in one.partition(ANSWER)[0]:
+        call_turn_end = _FIRST_TOKEN.match(one.partition(ANSWER)[2].strip())
+        if end and call_turn_end is not None and call_turn_end.group() not in closes:
+            closes.append(call_turn_end.group())
     fields["content"] = {"close": closes} if end else {}
     if not end:
         notes.append("no end-of-turn text after the assistant content: the draft has none")
