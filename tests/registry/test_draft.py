@@ -63,8 +63,8 @@ DRAFT_GAPS: dict[str, str] = {
         "round trip: reasoning: content came back as '<|channel|>\\n\\nProbe answer text.'"
     ),
     "hunyuan.jinja": (
-        "round trip: plain answer: content came back as '开头进行回复。\\n\\n当前时间：2026-12-01 13:45"
-        ":28 星期二<|extra_4|>用户"
+        "round trip: plain answer: content came back as '开头进行回复。\\n\\n当前时间：2026-12-01 13:49"
+        ":26 星期二<|extra_4|>用户"
     ),
     "kimi-k3.jinja": ("round trip: plain answer: content came back as 'None'"),
     "llama3.2-pythonic.jinja": (
@@ -156,6 +156,24 @@ def test_a_template_without_tools_gives_a_content_only_draft() -> None:
     assert any("does not render reasoning" in note for note in result.notes)
     message = parse_response("Hello.<|im_end|>", result.response_template, prefix="")
     assert message == {"role": "assistant", "content": "Hello."}
+
+
+#: ChatML whose tool-call branch fails to render (as Kimi-K2's list.append in the sandbox).
+FAILING_CALLS = PLAIN_CHATML.replace(
+    "{{ message['content'] }}",
+    "{% if message.tool_calls %}{{ message.tool_calls.append(1) }}{% endif %}"
+    "{{ message['content'] }}",
+)
+
+
+def test_a_template_whose_calls_fail_to_render_says_so_in_the_notes() -> None:
+    result = draft(FAILING_CALLS, name="failing")
+    assert result.ok, result.problems
+    assert set(result.response_template["fields"]) == {"content"}
+    assert any(
+        note.startswith("rendering a tool call failed") and "unsafe" in note
+        for note in result.notes
+    ), result.notes
 
 
 def test_a_template_that_cannot_render_is_a_clear_error() -> None:

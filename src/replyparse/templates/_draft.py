@@ -176,6 +176,8 @@ class _Prober:
         if not self.prompt.startswith(self.base):
             raise _error("the prompt with the generation prompt does not extend the one without")
         self.generation_prompt = self.prompt[len(self.base) :]
+        #: Why the last probe turn did not render, for the notes.
+        self.last_error = ""
 
     def _render(self, messages: Sequence[Mapping[str, Any]], *, generation: bool, **kw: Any) -> str:
         text: str = self.render(messages, tools=TOOLS, add_generation_prompt=generation, **kw)
@@ -185,7 +187,9 @@ class _Prober:
         """The text the template renders for ``message`` after the user turn, or None."""
         try:
             text = self._render([USER, message], generation=False)
-        except Exception:
+        except Exception as error:
+            issues = error.issues if isinstance(error, TemplateError) else []
+            self.last_error = issues[0].message if issues else f"{type(error).__name__}: {error}"
             return None
         if not text.startswith(self.base):
             return None
@@ -698,7 +702,16 @@ def draft(
         notes.append(f"no assistant role header: the turn starts after {anchor!r}")
     one = prober.calls([CALL_ONE])
     if one is None:
-        notes.append("the chat template renders no tool calls: a content/reasoning-only draft")
+        prober.last_error = ""
+        if prober.calls([CALL_ONE]) is None and prober.last_error:
+            # Not "no tool support": the template's call branch fails (Kimi-K2 appends to a
+            # list, which the sandboxed renderer refuses, as transformers' does).
+            notes.append(
+                "rendering a tool call failed, so the draft has no tool calls (add them by "
+                f"hand): {prober.last_error}"
+            )
+        else:
+            notes.append("the chat template renders no tool calls: a content/reasoning-only draft")
     else:
         call_text = _calls_of(one, header, end)
         call_text = _without_end(call_text, end).lstrip()
