@@ -63,8 +63,8 @@ DRAFT_GAPS: dict[str, str] = {
         "round trip: reasoning: content came back as '<|channel|>\\n\\nProbe answer text.'"
     ),
     "hunyuan.jinja": (
-        "round trip: plain answer: content came back as '开头进行回复。\\n\\n当前时间：2026-12-01 13:49"
-        ":26 星期二<|extra_4|>用户"
+        "round trip: plain answer: content came back with the system prompt and the user "
+        "turn in it ('开头进行回复。…用户：Probe question one?…'; the prompt holds the current time)"
     ),
     "kimi-k3.jinja": ("round trip: plain answer: content came back as 'None'"),
     "llama3.2-pythonic.jinja": (
