@@ -4,7 +4,7 @@ Every shared chat template is drafted; the draft must round-trip (the probe turn
 the template parse back to their messages) except the templates listed in ``DRAFT_GAPS`` with
 the first failure they show (strict xfails: a fixed one must leave the list). The agreement of
 the drafts with the registry families on the corpus is measured by
-``python -m replyparse.templates.check --drafts`` (docs/draft.md).
+``python scripts/corpus_check.py --drafts`` (docs/draft.md).
 """
 
 from __future__ import annotations

@@ -98,7 +98,7 @@ def build_content_parser(
             )
         )
         return None
-    reader = ArgsReader(args, path, str(name), issues)
+    reader = ArgsReader(args, path, str(name), issues, build_content_parser)
     parser = factory(reader)
     if not reader.finish():
         return None

@@ -27,7 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from replyparse.errors import ResponseParseError, TemplateError, TemplateIssue
+from replyparse.errors import ModelFolderError, ResponseParseError, TemplateError, TemplateIssue
+from replyparse.model_folder import read_model_folder
 from replyparse.parser import parse_response
 from replyparse.template import load_template
 
@@ -1009,12 +1010,11 @@ def draft_from_path(path: str | Path, *, name: str | None = None) -> Draft:
     Raises:
         TemplateError: (code ``undraftable``) no chat template there, or it cannot be read.
     """
-    from replyparse.chat_template import ChatTemplate, ChatTemplateError
-
     try:
-        template = ChatTemplate.from_path(path)
-    except ChatTemplateError as error:
+        folder = read_model_folder(path)
+        source = folder.chat_template
+    except ModelFolderError as error:
         raise _error(str(error), str(path)) from None
-    tokens = dict(template.special_tokens) or {"bos_token": "", "eos_token": "</s>"}
+    tokens = folder.special_tokens or {"bos_token": "", "eos_token": "</s>"}
     family = name if name is not None else Path(path).stem.split(".")[0] or "draft"
-    return draft(template.source, name=family, special_tokens=tokens)
+    return draft(source, name=family, special_tokens=tokens)
