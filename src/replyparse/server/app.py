@@ -448,9 +448,7 @@ class _Handler:
         }
 
 
-async def _feed(
-    stream: ChatCompletionStream | ResponsesStream, text: str
-) -> list[dict[str, Any]]:
+async def _feed(stream: ChatCompletionStream | ResponsesStream, text: str) -> list[dict[str, Any]]:
     """``stream.feed(text)``: on the event loop for a short piece, else in a worker thread."""
     if len(text) <= _INLINE_FEED_CHARS:
         return stream.feed(text)
