@@ -70,6 +70,13 @@ _PLACEHOLDER = regex.compile(r"\{([^{}.]+(?:\.[^{}.]+)*)\}")
 _COMBINATORS = ("anyOf", "oneOf", "allOf", "not", "enum", "const", "if")
 
 
+#: What ``json.dumps(value, ensure_ascii=False, separators=(",", ":"))`` uses, made once
+#: (``dumps`` builds an encoder per call: most of its cost on a streamed key or scalar).
+_COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+#: The string escaper of that encoder (C when available): ``"`` + escaped text + ``"``.
+_encode_string = json.encoder.encode_basestring
+
+
 def arguments_json(arguments: Any) -> str:
     """Serialize arguments the one way every output of this package does: compact JSON.
 
@@ -79,12 +86,12 @@ def arguments_json(arguments: Any) -> str:
     Returns:
         ``json.dumps(arguments, ensure_ascii=False, separators=(",", ":"))``.
     """
-    return json.dumps(arguments, ensure_ascii=False, separators=(",", ":"))
+    return _COMPACT.encode(arguments)
 
 
 def escape_json_text(text: str) -> str:
     """Return ``text`` escaped as the inside of a JSON string, exactly as ``arguments_json``."""
-    return json.dumps(text, ensure_ascii=False)[1:-1]
+    return _encode_string(text)[1:-1]
 
 
 # -- where the name and arguments live ------------------------------------------------------
