@@ -343,7 +343,6 @@ class MessageTracker:
             final = message_text(message, key)
             pieces = self._texts[key].pieces
             streamed = "".join(pieces)
-            pieces[:] = [streamed]
             if final.startswith(streamed):
                 if len(final) > len(streamed):
                     pieces[:] = [final]
