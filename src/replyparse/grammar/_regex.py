@@ -1,11 +1,11 @@
-"""Template regexes, read into a small syntax tree that the grammar writers can translate.
+"""Template regexes, read into a small syntax tree, and the questions the builder asks of it.
 
 A template's patterns are written for Python's ``regex`` module; grammar engines take Rust's
 ``regex`` syntax (llguidance) or GBNF character classes (llama.cpp). This module reads a
 pattern once (through the standard library's own regex parser) into :data:`Node` trees and
 answers the questions the grammar builder asks of a delimiter: where its named group sits,
-which literals every match contains, one canonical text that matches, and the same language
-written for each engine.
+which literals every match contains, one canonical text that matches. The same language is
+written for each engine by :mod:`._regex_writers`.
 
 Character classes are translated two ways (``exact``): exactly, for patterns whose matches
 the grammar must *forbid* (forbidding a superset stays sound), or as the ASCII part of a
@@ -47,10 +47,10 @@ __all__ = [
     "literal",
     "parse",
     "prune",
+    "quantifier",
     "required_literals",
     "split_at_group",
-    "to_gbnf",
-    "to_rust",
+    "to_python",
 ]
 
 
@@ -577,7 +577,7 @@ def to_python(node: Node) -> str:
         return "|".join(to_python(option) for option in node.options)
     if isinstance(node, Repeat):
         inner = to_python(node.item)
-        return f"(?:{inner})" + _quantifier(node.low, node.high) if inner else ""
+        return f"(?:{inner})" + quantifier(node.low, node.high) if inner else ""
     if isinstance(node, Group):
         return f"(?:{to_python(node.item)})"
     if isinstance(node, Look):
@@ -633,85 +633,7 @@ def trailing_lookahead(node: Node) -> tuple[Node, Look | None]:
     return node, None
 
 
-# -- writing -----------------------------------------------------------------------------
-
-_RUST_META = set('\\.+*?()|[]{}^$#&-~/"')
-_CLASS_META = set('\\]^-[&~/"')
-
-
-def _rust_char(char: str, meta: set[str]) -> str:
-    point = ord(char)
-    if char in meta or point < 0x20 or point >= 0x7F:
-        return f"\\x{{{point:X}}}"
-    return char
-
-
-def rust_class(chars: CharSet) -> str:
-    """A character set in Rust regex syntax."""
-    single = chars.single()
-    if single is not None:
-        return _rust_char(single, _RUST_META)
-    if chars.ranges == ((0, 0xD7FF), (0xE000, 0x10FFFF)):
-        return "(?s:.)"
-    complement = chars.complement()
-    if complement.size < chars.size and len(complement.ranges) < len(chars.ranges):
-        return "[^" + _rust_ranges(complement) + "]"
-    return "[" + _rust_ranges(chars) + "]"
-
-
-def _rust_ranges(chars: CharSet) -> str:
-    parts = []
-    for low, high in chars.ranges:
-        if low == high:
-            parts.append(_rust_char(chr(low), _CLASS_META))
-        elif high == low + 1:
-            parts.append(_rust_char(chr(low), _CLASS_META) + _rust_char(chr(high), _CLASS_META))
-        else:
-            parts.append(
-                f"{_rust_char(chr(low), _CLASS_META)}-{_rust_char(chr(high), _CLASS_META)}"
-            )
-    return "".join(parts)
-
-
-def rust_literal(text: str) -> str:
-    """``text`` as a Rust regex that matches it exactly."""
-    return "".join(_rust_char(char, _RUST_META) for char in text)
-
-
-def to_rust(node: Node) -> str:
-    """``node`` in Rust regex syntax (what llguidance's ``/.../`` terminals take).
-
-    Raises:
-        GrammarError: ``node`` still holds a lookaround or anchor.
-    """
-    if isinstance(node, Chars):
-        return rust_class(node.chars)
-    if isinstance(node, Seq):
-        return "".join(_rust_atom(item, in_seq=True) for item in node.items)
-    if isinstance(node, Alt):
-        return "|".join(to_rust(option) for option in node.options)
-    if isinstance(node, Repeat):
-        inner = _rust_atom(node.item, in_seq=False)
-        return inner + _quantifier(node.low, node.high) if inner else ""
-    if isinstance(node, Group):
-        return to_rust(node.item)
-    raise GrammarError(f"internal: a lookaround or anchor reached the grammar writer ({node})")
-
-
-def _rust_atom(node: Node, *, in_seq: bool) -> str:
-    text = to_rust(node)
-    if isinstance(node, Chars):
-        return text
-    if isinstance(node, Group):
-        return _rust_atom(node.item, in_seq=in_seq)
-    if isinstance(node, Alt) or (not in_seq and isinstance(node, (Seq, Repeat))):
-        return f"(?:{text})" if text else ""
-    if isinstance(node, Seq) and not in_seq:
-        return f"(?:{text})"
-    return text
-
-
-def _quantifier(low: int, high: int | None) -> str:
+def quantifier(low: int, high: int | None) -> str:
     if (low, high) == (0, None):
         return "*"
     if (low, high) == (1, None):
@@ -723,87 +645,3 @@ def _quantifier(low: int, high: int | None) -> str:
     if low == high:
         return f"{{{low}}}"
     return f"{{{low},{high}}}"
-
-
-def _gbnf_char(char: str, meta: set[str]) -> str:
-    # Escapes are \uXXXX, never \xXX: llama.cpp reads exactly two digits after \x, but
-    # xgrammar's EBNF reader takes every hex digit that follows (``[\x2D0-9]`` is read as
-    # ``\x2D0``); both read exactly four after \u.
-    point = ord(char)
-    if char in meta and char in '"\\[]':
-        return "\\" + char
-    if char in meta:
-        return f"\\u{point:04X}"
-    if char == "\n":
-        return "\\n"
-    if char == "\r":
-        return "\\r"
-    if char == "\t":
-        return "\\t"
-    if point < 0x20 or 0x7F <= point <= 0xA0:
-        return f"\\u{point:04X}"
-    return char
-
-
-def gbnf_literal(text: str) -> str:
-    """``text`` as a GBNF string literal."""
-    return '"' + "".join(_gbnf_char(char, {'"', "\\"}) for char in text) + '"'
-
-
-def gbnf_class(chars: CharSet) -> str:
-    """A character set as a GBNF character class."""
-    meta = {"]", "\\", "^", "-", "["}
-    complement = chars.complement()
-    negate = complement.size < chars.size and len(complement.ranges) < len(chars.ranges)
-    shown = complement if negate else chars
-    parts = []
-    for low, high in shown.ranges:
-        if low == high:
-            parts.append(_gbnf_char(chr(low), meta))
-        else:
-            parts.append(f"{_gbnf_char(chr(low), meta)}-{_gbnf_char(chr(high), meta)}")
-    return ("[^" if negate else "[") + "".join(parts) + "]"
-
-
-def to_gbnf(node: Node) -> str:
-    """``node`` as a GBNF expression.
-
-    Raises:
-        GrammarError: ``node`` still holds a lookaround or anchor.
-    """
-    if isinstance(node, Chars):
-        single = node.chars.single()
-        return gbnf_literal(single) if single is not None else gbnf_class(node.chars)
-    if isinstance(node, Seq):
-        if not node.items:
-            return '""'
-        parts: list[str] = []
-        run = ""
-        for item in node.items:
-            char = item.chars.single() if isinstance(item, Chars) else None
-            if char is not None:
-                run += char
-                continue
-            if run:
-                parts.append(gbnf_literal(run))
-                run = ""
-            parts.append(_gbnf_atom(item))
-        if run:
-            parts.append(gbnf_literal(run))
-        return " ".join(parts)
-    if isinstance(node, Alt):
-        return " | ".join(to_gbnf(option) for option in node.options)
-    if isinstance(node, Repeat):
-        return _gbnf_atom(node.item, wrap_seq=True) + _quantifier(node.low, node.high)
-    if isinstance(node, Group):
-        return to_gbnf(node.item)
-    raise GrammarError(f"internal: a lookaround or anchor reached the grammar writer ({node})")
-
-
-def _gbnf_atom(node: Node, *, wrap_seq: bool = False) -> str:
-    if isinstance(node, Group):
-        return _gbnf_atom(node.item, wrap_seq=wrap_seq)
-    text = to_gbnf(node)
-    if isinstance(node, Alt) or (isinstance(node, (Seq, Repeat)) and (wrap_seq or " " in text)):
-        return f"({text})"
-    return text

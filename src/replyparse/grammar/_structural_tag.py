@@ -30,8 +30,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from replyparse.grammar import _regex as R
-from replyparse.grammar._build import _Builder, _open_after_prefix, build_ir
+from replyparse.grammar import _regex_writers as W
+from replyparse.grammar._build import _Builder, build_ir
 from replyparse.grammar._errors import GrammarError
+from replyparse.grammar._readback import open_after_prefix
 from replyparse.grammar._request import CallRules
 from replyparse.template import ResponseTemplate
 
@@ -66,9 +68,10 @@ def to_structural_tag(template: ResponseTemplate, rules: CallRules, prefix: str)
     # The soundness rules of the other formats: what they refuse is refused here too.
     build_ir(template, rules, prefix)
     builder = _Builder(template, rules, prefix)
-    if builder.syntax is None or not rules.tools:
+    if builder.calls is None or not rules.tools:
         raise GrammarError("tools: a structural tag needs tools that calls may use.")
-    syntax = builder.syntax
+    calls_writer = builder.calls
+    syntax = calls_writer.syntax
     if syntax.content != "json" or syntax.placement == "each":
         raise GrammarError(
             f"$.fields.tool_calls.content: {syntax.content!r} calls"
@@ -96,7 +99,7 @@ def to_structural_tag(template: ResponseTemplate, rules: CallRules, prefix: str)
                 builder.opens["tool_calls"].options[0][0], builder.opens["tool_calls"].where
             )
             opening = open_text
-            name_first = "name" in builder.object_orders
+            name_first = "name" in calls_writer.object_orders
             if not name_first:
                 raise GrammarError(
                     "$.fields.tool_calls.open: call objects must start with the arguments, "
@@ -118,7 +121,7 @@ def to_structural_tag(template: ResponseTemplate, rules: CallRules, prefix: str)
                 "content": {
                     "type": "json_schema",
                     "json_schema": schema,
-                    "excludes": _texts(builder.body_forbid()),
+                    "excludes": _texts(calls_writer.body_forbid()),
                 },
                 "end": tag_end,
             }
@@ -152,7 +155,7 @@ def to_structural_tag(template: ResponseTemplate, rules: CallRules, prefix: str)
             "stop_after_first": single,
         }
     form = calls
-    open_field = _open_after_prefix(template, prefix)
+    open_field = open_after_prefix(template, prefix)
     if open_field is not None:
         region_close = builder.closes.get(open_field.name)
         if open_field not in builder.plain_fields or region_close is None:
@@ -191,7 +194,7 @@ class _LarkTag:
     def text(excludes: list[str]) -> str:
         if not excludes:
             return f"/{_ANY}/"
-        alternatives = "|".join(R.rust_literal(text) for text in excludes)
+        alternatives = "|".join(W.rust_literal(text) for text in excludes)
         return f"(/{_ANY}/ & ~/{_ANY}(?:{alternatives}){_ANY}/)"
 
     @staticmethod
