@@ -35,11 +35,11 @@ from typing import Any
 
 import regex
 
+from replyparse._charset import CharSet
 from replyparse.grammar import _ir as G
 from replyparse.grammar import _regex as R
 from replyparse.grammar._call_bodies import CallWriter
 from replyparse.grammar._call_syntax import CallSyntax, read_call_syntax
-from replyparse.grammar._charset import CharSet
 from replyparse.grammar._delimiters import (
     ANY_TEXT,
     WS,

@@ -16,10 +16,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from replyparse._charset import CharSet
 from replyparse.grammar import _ir as G
 from replyparse.grammar import _regex as R
 from replyparse.grammar._call_syntax import CallSyntax
-from replyparse.grammar._charset import CharSet
 from replyparse.grammar._delimiters import WS, Delimiter, field_path, terminator, unique
 from replyparse.grammar._errors import GrammarError
 from replyparse.grammar._readback import reads_one_call

@@ -15,9 +15,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from replyparse._charset import CharSet
 from replyparse.grammar import _ir as G
 from replyparse.grammar import _regex as R
-from replyparse.grammar._charset import CharSet
 from replyparse.grammar._errors import GrammarError
 from replyparse.template import FieldSpec
 

@@ -1,16 +1,11 @@
-"""Template regexes, read into a small syntax tree, and the questions the builder asks of it.
+"""Template regexes for the grammar: the questions the builder asks of a pattern's tree.
 
-A template's patterns are written for Python's ``regex`` module; grammar engines take Rust's
-``regex`` syntax (llguidance) or GBNF character classes (llama.cpp). This module reads a
-pattern once (through the standard library's own regex parser) into :data:`Node` trees and
-answers the questions the grammar builder asks of a delimiter: where its named group sits,
-which literals every match contains, one canonical text that matches. The same language is
-written for each engine by :mod:`._regex_writers`.
-
-Character classes are translated two ways (``exact``): exactly, for patterns whose matches
-the grammar must *forbid* (forbidding a superset stays sound), or as the ASCII part of a
-positive Unicode category, for patterns the grammar *generates* (generating a subset stays
-sound). Negated classes are always exact.
+Patterns are read by the package's one regex reader (:mod:`replyparse._regex_syntax`, whose
+``exact`` reading forbids a superset and whose generating reading writes a subset);
+:func:`parse` adds the template path to its refusals. This module answers the questions the
+grammar builder asks of a delimiter: where its named group sits, which literals every match
+contains, one canonical text that matches, and rewrites it for generation. The same language
+is written for each engine by :mod:`._regex_writers`.
 
 Lookarounds, anchors and backreferences have no counterpart in a grammar; the builder removes
 or checks them (:func:`prune`) and refuses the rest with a ``GrammarError`` naming them.
@@ -20,20 +15,29 @@ This module knows nothing of templates, tools or grammar output formats beyond r
 
 from __future__ import annotations
 
-import importlib
 import re
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
-from typing import Any, TypeAlias
 
-from replyparse.grammar._charset import ASCII_DIGIT, ASCII_WORD, NON_ASCII, CharSet, whitespace
+from replyparse._charset import CharSet
+from replyparse._regex_syntax import (
+    EMPTY,
+    Alt,
+    Anchor,
+    Chars,
+    Group,
+    Look,
+    Node,
+    Repeat,
+    Seq,
+    UnreadablePattern,
+    literal,
+    read,
+)
+from replyparse._regex_syntax import base_name as _base_name
 from replyparse.grammar._errors import GrammarError
 
-# The standard library's own regex parser (private modules, stable since Python 3.11).
-_sre: Any = importlib.import_module("re._constants")
-_sre_parse: Any = importlib.import_module("re._parser")
-
 __all__ = [
+    "EMPTY",
     "Alt",
     "Anchor",
     "Chars",
@@ -54,80 +58,8 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
-class Chars:
-    """One character out of ``chars``."""
-
-    chars: CharSet
-
-
-@dataclass(frozen=True)
-class Seq:
-    """The items one after another (the empty sequence matches the empty string)."""
-
-    items: tuple[Node, ...]
-
-
-@dataclass(frozen=True)
-class Alt:
-    """One of the options."""
-
-    options: tuple[Node, ...]
-
-
-@dataclass(frozen=True)
-class Repeat:
-    """``item`` between ``low`` and ``high`` times (None: unbounded)."""
-
-    item: Node
-    low: int
-    high: int | None
-
-
-@dataclass(frozen=True)
-class Group:
-    """A group; ``name`` for a named group of the template."""
-
-    item: Node
-    name: str | None = None
-
-
-@dataclass(frozen=True)
-class Look:
-    """A lookaround: ``ahead`` or behind, ``negative`` or not."""
-
-    item: Node
-    ahead: bool
-    negative: bool
-
-
-@dataclass(frozen=True)
-class Anchor:
-    r"""A zero-width assertion other than a lookaround (``^``, ``$``, ``\b``...)."""
-
-    kind: str
-
-
-Node: TypeAlias = Chars | Seq | Alt | Repeat | Group | Look | Anchor
-
-EMPTY = Seq(())
-
-_NAMED_GROUP = re.compile(r"(?<!\\)((?:\\\\)*)\(\?P<(\w+)>")
-
-
-def literal(text: str) -> Node:
-    """The node matching exactly ``text``."""
-    if len(text) == 1:
-        return Chars(CharSet.of(text))
-    return Seq(tuple(Chars(CharSet.of(char)) for char in text))
-
-
-def _base_name(name: str) -> str:
-    return name.split("__", 1)[0]
-
-
 def parse(pattern: str, *, where: str, exact: bool, dotall: bool = True) -> Node:
-    r"""Read a template pattern into a tree.
+    r"""Read a template pattern into a tree (:func:`replyparse._regex_syntax.read`).
 
     Args:
         pattern: the pattern, in the ``regex`` module's syntax (DOTALL, no MULTILINE).
@@ -141,116 +73,19 @@ def parse(pattern: str, *, where: str, exact: bool, dotall: bool = True) -> Node
         GrammarError: the pattern uses syntax outside what the standard ``re`` parser reads
             (``\p{...}``, possessive quantifiers...), a backreference, or case folding.
     """
-    # The regex module allows one group name in several alternatives (DeepSeek's name
-    # group); the standard parser does not. Number the repeats: name, name__2, ...
-    seen: dict[str, int] = {}
-
-    def rename(match: re.Match[str]) -> str:
-        name = match.group(2)
-        seen[name] = seen.get(name, 0) + 1
-        suffix = "" if seen[name] == 1 else f"__{seen[name]}"
-        return f"{match.group(1)}(?P<{name}{suffix}>"
-
-    renamed = _NAMED_GROUP.sub(rename, pattern)
     try:
-        tree = _sre_parse.parse(renamed, re.DOTALL | re.UNICODE)
-    except re.error as error:
-        raise GrammarError(
-            f"{where}: the pattern {pattern!r} uses syntax the grammar translator does not "
-            f"read ({error}). Write it with standard regex syntax."
-        ) from None
-    if tree.state.flags & re.IGNORECASE:
-        raise GrammarError(
-            f"{where}: case-insensitive patterns cannot be compiled; got {pattern!r}."
-        )
-    names = {number: name for name, number in tree.state.groupdict.items()}
-    return _Reader(names, where, pattern, exact, dotall).sequence(tree)
-
-
-class _Reader:
-    """Converts the standard library's parse tree into :data:`Node`."""
-
-    def __init__(
-        self, names: dict[int, str], where: str, pattern: str, exact: bool, dotall: bool
-    ) -> None:
-        self.names = names
-        self.where = where
-        self.pattern = pattern
-        self.exact = exact
-        self.dotall = dotall
-
-    def fail(self, what: str) -> GrammarError:
-        return GrammarError(
-            f"{self.where}: {what} cannot be written in a grammar; got {self.pattern!r}."
-        )
-
-    def sequence(self, items: Any) -> Node:
-        nodes = [self.item(op, argument) for op, argument in items]
-        return nodes[0] if len(nodes) == 1 else Seq(tuple(nodes))
-
-    def item(self, op: Any, argument: Any) -> Node:
-        if op is _sre.LITERAL:
-            return Chars(CharSet.of([argument]))
-        if op is _sre.NOT_LITERAL:
-            return Chars(CharSet.of([argument]).complement())
-        if op is _sre.ANY:
-            return Chars(CharSet.any() if self.dotall else CharSet.of("\n").complement())
-        if op is _sre.IN:
-            return Chars(self.char_class(argument))
-        if op is _sre.BRANCH:
-            return Alt(tuple(self.sequence(option) for option in argument[1]))
-        if op is _sre.SUBPATTERN:
-            number, add_flags, _del_flags, body = argument
-            if add_flags & re.IGNORECASE:
-                raise self.fail("a case-insensitive group")
-            return Group(self.sequence(body), self.names.get(number) if number else None)
-        if op in (_sre.MAX_REPEAT, _sre.MIN_REPEAT):
-            low, high, body = argument
-            return Repeat(self.sequence(body), low, None if high is _sre.MAXREPEAT else high)
-        if op in (_sre.ASSERT, _sre.ASSERT_NOT):
-            direction, body = argument
-            return Look(self.sequence(body), ahead=direction == 1, negative=op is _sre.ASSERT_NOT)
-        if op is _sre.AT:
-            return Anchor(str(argument).lower().replace("at_", ""))
-        if op is _sre.GROUPREF:
-            raise self.fail("a backreference")
-        raise self.fail(f"the construct {str(op).lower()}")
-
-    def char_class(self, items: Any) -> CharSet:
-        negate = False
-        result = CharSet()
-        for op, argument in items:
-            if op is _sre.NEGATE:
-                negate = True
-            elif op is _sre.LITERAL:
-                result |= CharSet.of([argument])
-            elif op is _sre.RANGE:
-                result |= CharSet.span(argument[0], argument[1])
-            elif op is _sre.CATEGORY:
-                # A negated class needs its items approximated the other way round.
-                result |= self.category(str(argument), widen=self.exact != negate)
-            else:
-                raise self.fail(f"the class item {str(op).lower()}")
-        return result.complement() if negate else result
-
-    def category(self, name: str, *, widen: bool) -> CharSet:
-        r"""A character category: exact for ``\s``, approximated for ``\d`` and ``\w``.
-
-        ``widen`` asks for a superset of the ``regex`` module's Unicode set, else a subset.
-        """
-        name = name.lower().replace("category_", "")
-        negated = name.startswith("not_")
-        base = name.removeprefix("not_")
-        if base not in ("space", "digit", "word"):
-            raise self.fail(f"the class \\{name}")
-        ascii_part = ASCII_DIGIT if base == "digit" else ASCII_WORD
-        if base == "space":
-            found = whitespace()
-            return found.complement() if negated else found
-        if negated:
-            # Superset of "not C" = not (subset of C); subset = not (superset of C).
-            return ascii_part.complement() if widen else (ascii_part | NON_ASCII).complement()
-        return ascii_part | NON_ASCII if widen else ascii_part
+        return read(pattern, exact=exact, dotall=dotall)
+    except UnreadablePattern as error:
+        if error.kind == "syntax":
+            message = (
+                f"the pattern {pattern!r} uses syntax the grammar translator does not read "
+                f"({error.what}). Write it with standard regex syntax."
+            )
+        elif error.kind == "case":
+            message = f"case-insensitive patterns cannot be compiled; got {pattern!r}."
+        else:
+            message = f"{error.what} cannot be written in a grammar; got {pattern!r}."
+        raise GrammarError(f"{where}: {message}") from None
 
 
 # -- questions about a tree --------------------------------------------------------------

@@ -9,7 +9,7 @@ This module knows nothing of templates or grammars; it writes one tree at a time
 
 from __future__ import annotations
 
-from replyparse.grammar._charset import CharSet
+from replyparse._charset import CharSet
 from replyparse.grammar._errors import GrammarError
 from replyparse.grammar._regex import Alt, Chars, Group, Node, Repeat, Seq, quantifier
 

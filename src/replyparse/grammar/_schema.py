@@ -29,10 +29,10 @@ import keyword
 from collections.abc import Mapping
 from typing import Any, Literal
 
+from replyparse._charset import CharSet
 from replyparse._json_types import json_type
 from replyparse.grammar import _ir as G
 from replyparse.grammar import _regex as R
-from replyparse.grammar._charset import CharSet
 from replyparse.grammar._errors import GrammarError
 
 __all__ = ["Dialect", "ValueCompiler", "punct"]
