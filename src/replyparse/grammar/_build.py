@@ -36,6 +36,7 @@ from typing import Any
 import regex
 
 from replyparse._charset import CharSet
+from replyparse.content import GrammarForm
 from replyparse.grammar import _ir as G
 from replyparse.grammar import _regex as R
 from replyparse.grammar._call_bodies import CallWriter
@@ -61,13 +62,17 @@ from replyparse.tools import responses_shapes
 
 __all__ = ["build_ir"]
 
-#: Content parsers whose regions the grammar writes as plain text.
-_TEXT_LIKE = frozenset({"text"})
-_SCALARS: dict[str, str] = {
-    "int": r"-?(?:0|[1-9][0-9]{0,18})",
-    "float": r"-?(?:0|[1-9][0-9]{0,15})(?:\.[0-9]{1,16})?",
-    "bool": r"true|false",
+#: The scalar values the grammar writes, by the content parser's declared grammar form.
+_SCALARS: dict[GrammarForm | None, str] = {
+    "integer": r"-?(?:0|[1-9][0-9]{0,18})",
+    "number": r"-?(?:0|[1-9][0-9]{0,15})(?:\.[0-9]{1,16})?",
+    "boolean": r"true|false",
 }
+
+
+def _form(spec: FieldSpec) -> GrammarForm | None:
+    """How the grammar writes the field's bodies, as its content parser declares."""
+    return spec.parser.capabilities.grammar
 
 
 State = tuple[int, int | None]
@@ -93,7 +98,7 @@ class _Builder:
             if self.implicit is not None and template.end_of_turn is not None
             else None
         )
-        if self.implicit is not None and self.implicit.content not in _TEXT_LIKE:
+        if self.implicit is not None and _form(self.implicit) != "text":
             raise GrammarError(
                 f"$.fields.{self.implicit.name}.content: the implicit field must be text to be "
                 f"written as free text; got {self.implicit.content!r}."
@@ -126,7 +131,7 @@ class _Builder:
             and spec.name != "tool_calls"
             and (self.rules.free_text or spec.name != "content")
             and spec.transform is None
-            and (spec.content in _TEXT_LIKE or spec.content in _SCALARS)
+            and (_form(spec) == "text" or _form(spec) in _SCALARS)
         ]
         self.call_field = template.fields.get("tool_calls") if self.rules.tools else None
         # llguidance's lexer is greedy: every free-text lexeme that may be read at one point
@@ -244,7 +249,7 @@ class _Builder:
                 for node, empty in written_forms(open_, close)
             ]
         )
-        scalar = _SCALARS.get(spec.content)
+        scalar = _SCALARS.get(_form(spec))
         results: list[G.Expr] = []
         for head, empty in heads:
             if empty:
@@ -455,7 +460,7 @@ class _Builder:
         if self.call_field is None:
             high = 0
         open_field = open_after_prefix(self.template, self.prefix)
-        if self.calls is not None and self.calls.syntax.content == "pythonic":
+        if self.calls is not None and self.calls.syntax.form == "pythonic":
             self.calls.pythonic_brackets = self.calls.choose_pythonic_form()
         if self.call_field is not None and high != 0:
             self.probe_calls()

@@ -19,7 +19,7 @@ from typing import Any
 from replyparse._charset import CharSet
 from replyparse.grammar import _ir as G
 from replyparse.grammar import _regex as R
-from replyparse.grammar._call_syntax import CallSyntax
+from replyparse.grammar._call_syntax import CallSyntax, grammar_form
 from replyparse.grammar._delimiters import WS, Delimiter, field_path, terminator, unique
 from replyparse.grammar._errors import GrammarError
 from replyparse.grammar._readback import reads_one_call
@@ -119,7 +119,7 @@ class CallWriter:
     def call_body(self, entry: ToolEntry) -> G.Expr:
         if self.syntax.placement == "body":
             return G.seq(G.term(WS), self.named_object(entry))
-        if self.syntax.content == "json":
+        if self.syntax.form == "json":
             return G.seq(G.term(WS), self.arguments(entry, "json"))
         return self.xml_tags(entry)
 
@@ -162,7 +162,7 @@ class CallWriter:
             "name": f'{{{name_key}: "f", {arguments_key}: {{}}}}',
             "arguments": f'{{{arguments_key}: {{}}, {name_key}: "f"}}',
         }
-        if self.syntax.placement == "each" and self.syntax.content == "json":
+        if self.syntax.placement == "each" and self.syntax.form == "json":
             texts = {key: f"[{text}]" for key, text in texts.items()}
         orders = tuple(
             first
@@ -182,13 +182,13 @@ class CallWriter:
 
     def call_list(self, tools: Sequence[ToolEntry], high: int | None) -> G.Expr:
         """The body of a region that holds a list of calls to ``tools`` (``transform_each``)."""
-        if self.syntax.content == "pythonic":
+        if self.syntax.form == "pythonic":
             calls = G.alt(*(self.python_call(entry) for entry in tools))
         else:
             calls = G.alt(*(self.named_object(entry) for entry in tools))
         name = self.grammar.fresh("call_item")
         item = self.grammar.add(name, calls)
-        if self.syntax.content == "json-lines":
+        if self.syntax.form == "json-lines":
             separator: G.Expr = G.term(WS)
         else:
             separator = punct(",", before=True, after=True)
@@ -197,9 +197,9 @@ class CallWriter:
         bracketed = G.seq(
             punct("[", before=True, after=True), items, punct("]", before=True, after=False)
         )
-        if self.syntax.content == "json":
+        if self.syntax.form == "json":
             return bracketed
-        if self.syntax.content == "pythonic":
+        if self.syntax.form == "pythonic":
             # Without brackets the body is read as Python statements, where a newline ends
             # one: no whitespace before the comma between calls (``f()\n, g()`` is refused).
             bare_separator = punct(",", before=False, after=True)
@@ -234,7 +234,7 @@ class CallWriter:
         value_parser = args.get("value_parser")
         dialect: Dialect = "raw"
         if value_parser is not None:
-            if value_parser.get("name") != "json":
+            if grammar_form(value_parser.get("name")) != "json":
                 raise GrammarError(
                     f"{field_path(self.call_spec, 'content_args.value_parser')}: only the json value "
                     f"parser can be compiled; got {value_parser.get('name')!r}."

@@ -12,11 +12,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from replyparse.content import GrammarForm, capabilities_of
 from replyparse.grammar._delimiters import field_path
 from replyparse.grammar._errors import GrammarError
 from replyparse.template import FieldSpec
 
-__all__ = ["CallSyntax", "read_call_syntax"]
+__all__ = ["CallSyntax", "grammar_form", "read_call_syntax"]
 
 _Placement = Literal["group", "body", "each"]
 
@@ -35,6 +36,8 @@ class CallSyntax:
     arguments_key: str
     content: str
     content_args: Mapping[str, Any]
+    #: How the body is written, as the content parser declares it.
+    form: GrammarForm | None = None
 
 
 def _placeholder(value: Any) -> tuple[str, ...] | None:
@@ -43,13 +46,22 @@ def _placeholder(value: Any) -> tuple[str, ...] | None:
     return None
 
 
-def _content_parser(field: FieldSpec) -> tuple[str, Mapping[str, Any]]:
-    """The content parser the grammar writes for: the first alternative of ``first-of``."""
+def grammar_form(name: object) -> GrammarForm | None:
+    """How a grammar writes the bodies of content parser ``name``, as it declares."""
+    declared = capabilities_of(name)
+    return declared.grammar if declared is not None else None
+
+
+def _content_parser(field: FieldSpec) -> tuple[str, Mapping[str, Any], GrammarForm | None]:
+    """The content parser the grammar writes for (the first alternative of ``first-of``),
+    its args and its declared grammar form."""
     name, args = field.content, field.content_args
-    while name == "first-of":
+    form = grammar_form(name)
+    while form == "first-alternative":
         first = args["parsers"][0]
         name, args = first["name"], first.get("args", {})
-    return name, args
+        form = grammar_form(name)
+    return name, args, form
 
 
 def read_call_syntax(field: FieldSpec, open_groups: set[str]) -> CallSyntax:
@@ -75,7 +87,7 @@ def read_call_syntax(field: FieldSpec, open_groups: set[str]) -> CallSyntax:
             f"{where}: cannot tell where the call's name and arguments come from; got "
             f'{transform!r:.200}. Use placeholders such as "{{name}}" or "{{content.name}}".'
         )
-    content, content_args = _content_parser(field)
+    content, content_args, form = _content_parser(field)
     if field.transform_each:
         keys = [
             path[-1] if path[0] == "content" and len(path) == 2 else path[0]
@@ -87,17 +99,17 @@ def read_call_syntax(field: FieldSpec, open_groups: set[str]) -> CallSyntax:
             or (len(name_path) == 2 and name_path[0] != "content")
         ):
             raise GrammarError(f"{where}: nested placeholder paths cannot be compiled.")
-        if content == "pythonic" and keys != ["name", "arguments"]:
+        if form == "pythonic" and keys != ["name", "arguments"]:
             raise GrammarError(
                 f"{where}: the pythonic content parser gives each call as "
                 "{'name', 'arguments'}; the transform reads other keys."
             )
-        if content not in ("json", "json-lines", "pythonic"):
+        if form not in ("json", "json-lines", "pythonic"):
             raise GrammarError(
                 f"$.fields.{field.name}.content: {content!r} bodies with transform_each "
                 "cannot be compiled; supported: json, json-lines, pythonic."
             )
-        return CallSyntax("each", keys[0], keys[1], content, content_args)
+        return CallSyntax("each", keys[0], keys[1], content, content_args, form)
     if not field.repeats:
         raise GrammarError(
             f"$.fields.{field.name}: a tool_calls field without 'repeats' holds one call as an "
@@ -109,20 +121,20 @@ def read_call_syntax(field: FieldSpec, open_groups: set[str]) -> CallSyntax:
                 f"{where}: with the name in the open delimiter, the arguments must be the whole "
                 f'body ("{{content}}"); got {arguments_path!r}.'
             )
-        if content not in ("json", "xml-inline"):
+        if form not in ("json", "xml-inline"):
             raise GrammarError(
                 f"$.fields.{field.name}.content: {content!r} call bodies cannot be compiled; "
                 "supported: json, xml-inline (name in the open delimiter)."
             )
-        return CallSyntax("group", name_path[0], "", content, content_args)
+        return CallSyntax("group", name_path[0], "", content, content_args, form)
     if (
         len(name_path) == 2
         and name_path[0] == "content"
         and len(arguments_path) == 2
         and arguments_path[0] == "content"
-        and content == "json"
+        and form == "json"
     ):
-        return CallSyntax("body", name_path[1], arguments_path[1], content, content_args)
+        return CallSyntax("body", name_path[1], arguments_path[1], content, content_args, form)
     raise GrammarError(
         f"{where}: the name {'.'.join(name_path)!r} comes from neither a named group of the "
         "open delimiter nor a key of a JSON body; this call syntax cannot be compiled."

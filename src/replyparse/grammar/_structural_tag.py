@@ -72,7 +72,7 @@ def to_structural_tag(template: ResponseTemplate, rules: CallRules, prefix: str)
         raise GrammarError("tools: a structural tag needs tools that calls may use.")
     calls_writer = builder.calls
     syntax = calls_writer.syntax
-    if syntax.content != "json" or syntax.placement == "each":
+    if syntax.form != "json" or syntax.placement == "each":
         raise GrammarError(
             f"$.fields.tool_calls.content: {syntax.content!r} calls"
             + (" listed in one region" if syntax.placement == "each" else "")
