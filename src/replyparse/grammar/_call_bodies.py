@@ -80,7 +80,7 @@ class CallWriter:
         if isinstance(tool, CustomTool):
             return self.custom_input(compiler, tool, dialect)
         if entry.strict:
-            return compiler.value(tool.parameters, dialect)
+            return compiler.arguments_value(tool.parameters, dialect)
         return compiler.any_object(dialect)
 
     def custom_input(self, compiler: ValueCompiler, tool: CustomTool, dialect: Dialect) -> G.Expr:

@@ -70,6 +70,8 @@ def _sample(expr: G.Expr, grammar: G.Grammar, active: frozenset[str] = frozenset
         return _sample(grammar.rules[expr.name], grammar, active | {expr.name})
     if isinstance(expr, G.Seq):
         return "".join(_sample(item, grammar, active) for item in expr.items)
+    if isinstance(expr, G.Json):
+        return expr.sample
     if isinstance(expr, G.Alt):
         for option in expr.options:
             try:

@@ -63,6 +63,19 @@ def _texts(nodes: tuple[R.Node, ...]) -> list[str]:
     return sorted(set(texts))
 
 
+def _has_length_bounds(schema: Any) -> bool:
+    """Whether a string length bound appears anywhere in ``schema`` (definitions too)."""
+    if isinstance(schema, Mapping):
+        return (
+            "minLength" in schema
+            or "maxLength" in schema
+            or any(_has_length_bounds(value) for value in schema.values())
+        )
+    if isinstance(schema, list):
+        return any(_has_length_bounds(value) for value in schema)
+    return False
+
+
 def to_structural_tag(template: ResponseTemplate, rules: CallRules, prefix: str) -> dict[str, Any]:
     """The request as an xgrammar structural tag (see the module docstring)."""
     # The soundness rules of the other formats: what they refuse is refused here too.
@@ -89,6 +102,15 @@ def to_structural_tag(template: ResponseTemplate, rules: CallRules, prefix: str)
         if entry.is_custom:
             raise GrammarError(f"tool {entry.name!r}: custom tools do not fit a structural tag.")
         schema = entry.tool.parameters if entry.strict else {"type": "object"}  # type: ignore[union-attr]
+        excludes = _texts(calls_writer.body_forbid())
+        if excludes and _has_length_bounds(schema):
+            # xgrammar 0.2.9 ignores minLength/maxLength on a json_schema with excludes (it
+            # warns "not applied together with JSONSchemaFormat.excludes").
+            raise GrammarError(
+                f"tool {entry.name!r}: parameters: 'minLength' / 'maxLength' cannot be kept in a "
+                "structural tag whose JSON must exclude the call's close delimiter (xgrammar "
+                "ignores length bounds together with excludes). Use format='lark' or 'gbnf'."
+            )
         if syntax.placement == "group":
             before, after = builder.name_splits(entry)[0]
             opening = _fixed(before, builder.opens["tool_calls"].where)
@@ -121,7 +143,7 @@ def to_structural_tag(template: ResponseTemplate, rules: CallRules, prefix: str)
                 "content": {
                     "type": "json_schema",
                     "json_schema": schema,
-                    "excludes": _texts(calls_writer.body_forbid()),
+                    "excludes": excludes,
                 },
                 "end": tag_end,
             }
@@ -137,7 +159,14 @@ def to_structural_tag(template: ResponseTemplate, rules: CallRules, prefix: str)
     single = rules.max_calls == 1
     calls: dict[str, Any]
     if rules.free_text and builder.implicit is not None:
-        excludes = [text for text in _texts(builder.outside_forbid) if not text.startswith(trigger)]
+        forbidden = _texts(builder.outside_forbid)
+        # xgrammar's excludes hold in the free text and so also block a trigger that begins
+        # with one (no call could ever start): trigger on that excluded text instead.
+        for text in sorted(forbidden, key=len):
+            if trigger.startswith(text):
+                trigger = text
+                break
+        excludes = [text for text in forbidden if not text.startswith(trigger)]
         calls = {
             "type": "triggered_tags",
             "triggers": [trigger],

@@ -16,6 +16,7 @@ import json
 from replyparse.grammar import _fsm
 from replyparse.grammar import _ir as G
 from replyparse.grammar import _regex_writers as W
+from replyparse.grammar._errors import GrammarError
 
 __all__ = ["to_gbnf", "to_lark"]
 
@@ -73,6 +74,8 @@ class _LarkWriter:
             if not expr.items:
                 return '""'
             return " ".join(self.atom(item) for item in expr.items)
+        if isinstance(expr, G.Json):
+            return f"%json {expr.schema}"
         if isinstance(expr, G.Alt):
             options = [option for option in expr.options if option != G.Seq(())]
             text = " | ".join(self.expr(option) for option in options)
@@ -154,6 +157,9 @@ class _GbnfWriter:
             return " ".join(self.expr(item) for item in expr.items)
         if isinstance(expr, G.Alt):
             return "(" + " | ".join(self.expr(option) for option in expr.options) + ")"
+        if isinstance(expr, G.Json):
+            # GBNF cannot embed a JSON Schema: the hand-written compiler's refusal stands.
+            raise GrammarError(expr.refusal)
         inner = self.expr(expr.item)
         if " " in inner:
             inner = f"({inner})"
