@@ -16,7 +16,7 @@ This module knows nothing of templates, tools or grammar output formats beyond r
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 
 from replyparse._charset import CharSet
 from replyparse._regex_syntax import (
@@ -49,6 +49,7 @@ __all__ = [
     "canonical",
     "contains_look",
     "literal",
+    "literal_runs",
     "parse",
     "prune",
     "quantifier",
@@ -187,24 +188,30 @@ def required_literals(node: Node) -> frozenset[str] | None:
         return frozenset(result)
     if isinstance(node, Seq):
         candidates: list[frozenset[str]] = []
-        run = ""
-        for item in node.items:
-            char = item.chars.single() if isinstance(item, Chars) else None
-            if char is not None:
-                run += char
-                continue
-            if run:
-                candidates.append(frozenset({run}))
-                run = ""
-            found = required_literals(item)
+        for part in literal_runs(node.items):
+            found = frozenset({part}) if isinstance(part, str) else required_literals(part)
             if found is not None:
                 candidates.append(found)
-        if run:
-            candidates.append(frozenset({run}))
         if not candidates:
             return None
         return max(candidates, key=lambda found: (min(map(len, found)), -len(found)))
     return None
+
+
+def literal_runs(items: Sequence[Node]) -> Iterator[str | Node]:
+    """A sequence's items, with every run of single characters merged into its text."""
+    run = ""
+    for item in items:
+        char = item.chars.single() if isinstance(item, Chars) else None
+        if char is not None:
+            run += char
+            continue
+        if run:
+            yield run
+            run = ""
+        yield item
+    if run:
+        yield run
 
 
 def first_chars(node: Node) -> CharSet:

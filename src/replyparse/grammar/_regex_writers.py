@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from replyparse._charset import CharSet
 from replyparse.grammar._errors import GrammarError
-from replyparse.grammar._regex import Alt, Chars, Group, Node, Repeat, Seq, quantifier
+from replyparse.grammar._regex import Alt, Chars, Group, Node, Repeat, Seq, literal_runs, quantifier
 
 __all__ = ["gbnf_class", "gbnf_literal", "rust_class", "rust_literal", "to_gbnf", "to_rust"]
 
@@ -143,20 +143,10 @@ def to_gbnf(node: Node) -> str:
     if isinstance(node, Seq):
         if not node.items:
             return '""'
-        parts: list[str] = []
-        run = ""
-        for item in node.items:
-            char = item.chars.single() if isinstance(item, Chars) else None
-            if char is not None:
-                run += char
-                continue
-            if run:
-                parts.append(gbnf_literal(run))
-                run = ""
-            parts.append(_gbnf_atom(item))
-        if run:
-            parts.append(gbnf_literal(run))
-        return " ".join(parts)
+        return " ".join(
+            gbnf_literal(part) if isinstance(part, str) else _gbnf_atom(part)
+            for part in literal_runs(node.items)
+        )
     if isinstance(node, Alt):
         return " | ".join(to_gbnf(option) for option in node.options)
     if isinstance(node, Repeat):
