@@ -389,6 +389,8 @@ class _Builder:
         for node, look in close.options:
             if look is None:
                 for core, tail in split_tail(node):
+                    if core in self.refused_closes:
+                        continue
                     options.append(
                         G.seq(G.Term((G.Piece(WS), G.Piece(core))), self.state(*after, tail))
                     )
@@ -451,6 +453,9 @@ class _Builder:
     #: Whether a call region may be left open at the end of the output (or of the turn);
     #: set by :meth:`probe_calls`.
     may_end_open: bool = True
+    #: Forms of the call's close that a written call does not read back with (set by
+    #: :meth:`probe_calls`); they are not written.
+    refused_closes: set[R.Node] = field(default_factory=set)
 
     # -- the start ---------------------------------------------------------------------
 
@@ -484,10 +489,22 @@ class _Builder:
         """
         looks = any(look is not None for _, look in self.opens["tool_calls"].raw)
         ends = [""] + ([R.canonical(node) for node, _ in self.end.options] if self.end else [])
+        written: list[str] = []
         for entry in self.rules.tools:
             for text in self.probe(entry):
+                written.append(text)
                 if looks and not all(reads_one_call(self.template, text + end) for end in ends):
                     self.may_end_open = False
+        close = self.closes["tool_calls"]
+        if looks and close is not None:
+            # The open's lookahead may accept only some closes right after a short body
+            # (Laguna's ``(?=\s*(?:<arg_key>|</tool_call>))`` refuses its other close,
+            # ``</user>``): a close some written call does not read back with is not written.
+            for node, look in close.options:
+                for core, _ in split_tail(node) if look is None else []:
+                    ending = R.canonical(core)
+                    if not all(reads_one_call(self.template, text + ending) for text in written):
+                        self.refused_closes.add(core)
 
     def probe(self, entry: ToolEntry) -> list[str]:
         """Write one call to ``entry`` from the grammar; check the parser reads it back.
