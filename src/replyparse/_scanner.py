@@ -29,11 +29,24 @@ This module knows nothing of fields, events or messages.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 import regex
+
+from replyparse._charset import whitespace
+from replyparse._regex_syntax import (
+    Alt,
+    Chars,
+    Group,
+    Node,
+    Repeat,
+    Seq,
+    UnreadablePattern,
+    read,
+    tokens,
+)
 
 __all__ = ["REGEX_FLAGS", "Delimiter", "DelimiterMatch", "Scanner", "is_context_sensitive"]
 
@@ -424,7 +437,7 @@ def _streaming_source(source: str) -> str:
     scanner holds the text until the next character (or the end of generation) decides.
     Escapes and character classes are skipped (``[\b]`` is a backspace)."""
     out: list[str] = []
-    for index, token, in_class in _regex_tokens(source):
+    for index, token, in_class in tokens(source):
         if not in_class:
             if token in ("\\b", "\\B", "\\Z") or source.startswith("(?!", index):
                 out.append(_NEXT)
@@ -432,31 +445,6 @@ def _streaming_source(source: str) -> str:
                 out.append("(?=\\n?[\\s\\S])")
         out.append(token)
     return "".join(out)
-
-
-def _regex_tokens(source: str) -> Iterator[tuple[int, str, bool]]:
-    """``(index, token, in_class)`` over a pattern's syntax: a token is an escape (two
-    characters) or one character; ``in_class`` is True for the members of a character class
-    and its closing ``]`` (``[]`` and ``[^]`` open a class whose first member is ``]``), so
-    that ``^`` of ``[^>]`` or ``\\b`` of ``[\\b]`` is not read as an assertion."""
-    index = 0
-    in_class = False
-    while index < len(source):
-        char = source[index]
-        if char == "\\":
-            yield index, source[index : index + 2], in_class
-            index += 2
-            continue
-        yield index, char, in_class
-        index += 1
-        if in_class:
-            in_class = char != "]"
-        elif char == "[":
-            in_class = True
-            for member in ("^", "]"):
-                if source[index : index + 1] == member:
-                    yield index, member, True
-                    index += 1
 
 
 def is_context_sensitive(delimiter: Delimiter) -> bool:
@@ -469,7 +457,7 @@ def is_context_sensitive(delimiter: Delimiter) -> bool:
     if delimiter.pattern is None:
         return False
     source = delimiter.pattern.pattern
-    for index, token, in_class in _regex_tokens(source):
+    for index, token, in_class in tokens(source):
         if in_class:
             continue
         if token in ("\\b", "\\B", "\\A", "\\G", "^"):
@@ -483,53 +471,32 @@ def _whitespace_only_as_lead(delimiter: Delimiter) -> bool:
     """Whether whitespace can begin a match of this delimiter only as an optional leading
     run (``\\s*X``), so that whitespace followed by a character that begins nothing is no
     match. Literals: when they do not begin with whitespace. Patterns: read from the syntax
-    of each top-level alternative; anything unclear answers False (no fast path)."""
+    tree of each top-level alternative; anything unclear answers False (no fast path)."""
     if delimiter.pattern is None:
         return not any(literal[0].isspace() for literal in delimiter.literals)
     try:
-        parsed = _sre_parse(delimiter.pattern.pattern)
-    except Exception:  # syntax of the regex module that the stdlib parser does not know
+        tree = read(delimiter.pattern.pattern, exact=True)
+    except UnreadablePattern:  # syntax of the regex module that the tree does not hold
         return False
-    return _items_lead_ok(list(parsed.data))
+    return _lead_ok(tree)
 
 
-def _items_lead_ok(items: list[Any]) -> bool:
+def _lead_ok(node: Node) -> bool:
+    items = node.items if isinstance(node, Seq) else (node,)
     if not items:
         return False
-    opcode, argument = items[0]
-    name = str(opcode)
-    if name == "BRANCH":
-        return len(items) == 1 and all(_items_lead_ok(list(branch.data)) for branch in argument[1])
-    if name == "SUBPATTERN" and len(items) == 1:
-        return _items_lead_ok(list(argument[-1].data))
-    if name in ("MAX_REPEAT", "MIN_REPEAT") and argument[0] == 0:
-        body = list(argument[2].data)
-        return len(body) == 1 and _is_whitespace_class(body[0])
-    if name == "LITERAL":
-        return not chr(argument).isspace()
+    first = items[0]
+    if isinstance(first, Alt):
+        return len(items) == 1 and all(_lead_ok(option) for option in first.options)
+    if isinstance(first, Group):
+        return len(items) == 1 and _lead_ok(first.item)
+    if isinstance(first, Repeat) and first.low == 0:
+        body = first.item
+        return isinstance(body, Chars) and bool(body.chars) and not body.chars - whitespace()
+    if isinstance(first, Chars):
+        single = first.chars.single()
+        return single is not None and not single.isspace()
     return False
-
-
-def _is_whitespace_class(item: Any) -> bool:
-    opcode, argument = item
-    if str(opcode) == "IN":
-        return all(
-            (str(kind) == "CATEGORY" and str(value) == "CATEGORY_SPACE")
-            or (str(kind) == "LITERAL" and chr(value).isspace())
-            for kind, value in argument
-        )
-    return str(opcode) == "LITERAL" and chr(argument).isspace()
-
-
-def _sre_parse(source: str) -> Any:
-    """The standard library's regex syntax tree (``re._parser``; ``sre_parse`` before 3.11)."""
-    import importlib
-
-    try:
-        parser = importlib.import_module("re._parser")
-    except ImportError:  # pragma: no cover - Python 3.10
-        parser = importlib.import_module("sre_parse")
-    return parser.parse(source)
 
 
 def _can_start_with(delimiter: Delimiter, char: str) -> bool:

@@ -30,6 +30,7 @@ import jsonschema
 
 from replyparse import parse_response
 from replyparse.errors import ResponseParseError
+from replyparse.grammar import GrammarError
 from replyparse.grammar import _regex as R
 from replyparse.openai import to_chat_completion
 from replyparse.openai.errors import MessageShapeError, ToolCallRuleError
@@ -179,7 +180,10 @@ def walk_tokens(template: ResponseTemplate, tools: list[dict[str, Any]]) -> list
     for spec in template.field_list:
         tag_pattern = (spec.content_args or {}).get("tag_pattern")
         if isinstance(tag_pattern, str):
-            node = R.parse(tag_pattern, where="", exact=False)
+            try:
+                node = R.parse(tag_pattern, where=f"$.fields.{spec.name}", exact=False)
+            except GrammarError:
+                continue  # a tag the grammar cannot write (a backreference): no tag tokens
             for option in R.top_options(node):
                 tokens += re.findall(r"<[^<>]*>?|\]\]>|<!\[CDATA\[", R.canonical(option))
     tokens += [piece for token in list(tokens) for piece in re.findall(r"<[^<>]+>", token)]
@@ -322,16 +326,27 @@ def _tags(form: Any) -> list[dict[str, Any]]:
 
 
 def holds_json_excludes(tag: Any, text: str) -> bool:
-    """Whether ``text`` holds a tag's JSON ``excludes`` string other than in a tag's end."""
+    """Whether a JSON value that starts right after a tag's begin in ``text`` holds one of
+    that tag's JSON ``excludes`` strings (which the Lark model of the tag cannot exclude)."""
     if not isinstance(tag, dict):
         return False
-    tags = _tags(tag.get("format"))
-    ends = [item["end"] for item in tags if isinstance(item.get("end"), str)]
-    for item in tags:
-        for excluded in item.get("content", {}).get("excludes", []):
-            written = sum(text.count(end) for end in ends if excluded in end)
-            if text.count(excluded) > written:
+    decoder = json.JSONDecoder()
+    for item in _tags(tag.get("format")):
+        excludes = item.get("content", {}).get("excludes", [])
+        begin = item.get("begin")
+        if not excludes or not isinstance(begin, str) or not begin:
+            continue
+        start = text.find(begin)
+        while start >= 0:
+            at = start + len(begin)
+            at += len(text[at:]) - len(text[at:].lstrip())
+            try:
+                _, end = decoder.raw_decode(text, at)
+            except ValueError:
+                end = at
+            if any(excluded in text[at:end] for excluded in excludes):
                 return True
+            start = text.find(begin, start + 1)
     return False
 
 

@@ -208,9 +208,39 @@ def test_schema_keywords(schema: dict[str, Any], good: str, bad: str) -> None:
     ],
 )
 def test_uncompilable_keywords_are_named(schema: dict[str, Any], keyword: str) -> None:
-    with pytest.raises(GrammarError, match=keyword) as caught:
-        build_grammar(HERMES, tools=[strict(schema)])
-    assert "tool 'f'" in str(caught.value)
+    # GBNF has no %json; Lark refuses numeric bounds only beside a string that could hold
+    # the close delimiter (test_numeric_bounds_are_left_to_llguidance_json).
+    with_string = {**schema, "properties": {**schema["properties"], "free": {"type": "string"}}}
+    with_string["required"] = [*schema["required"], "free"]
+    for format, tool in (("gbnf", schema), ("lark", with_string)):
+        with pytest.raises(GrammarError, match=keyword) as caught:
+            build_grammar(HERMES, tools=[strict(tool)], format=format)  # type: ignore[arg-type]
+        assert "tool 'f'" in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("schema", "good", "bad"),
+    [
+        (obj(n={"type": "integer", "minimum": 0, "maximum": 10}), '{"n": 10}', '{"n": 11}'),
+        (obj(n={"type": "integer", "exclusiveMinimum": 2}), '{"n": 3}', '{"n": 2}'),
+        (obj(n={"type": "integer", "multipleOf": 5}), '{"n": 15}', '{"n": 7}'),
+        (
+            obj(n={"type": "number", "maximum": 1.5}, m={"enum": ["a", "b"]}),
+            '{"n": 1.25, "m": "b"}',
+            '{"n": 2, "m": "b"}',
+        ),
+    ],
+)
+def test_numeric_bounds_are_left_to_llguidance_json(
+    schema: dict[str, Any], good: str, bad: str
+) -> None:
+    """Where no string is free, the Lark output embeds the schema (``%json``), which
+    llguidance enforces exactly, bounds included."""
+    grammar = build_grammar(HERMES, tools=[strict(schema)], tool_choice="required")
+    assert isinstance(grammar, str) and "%json {" in grammar
+    wrap = '<tool_call>{{"name": "f", "arguments": {}}}</tool_call>'
+    assert accepts(grammar, wrap.format(good))
+    assert not accepts(grammar, wrap.format(bad))
 
 
 def test_request_errors() -> None:

@@ -143,6 +143,8 @@ KNOWN_GAPS: dict[str, str] = {
     "indentation; the grammar writes neither",
     "laguna-call-13": "zero-width reasoning opener (a bare </think>) and values with leading "
     "indentation; the grammar writes neither",
+    "laguna-call-edge-6": "a call closed by </user> (ollama's form); the grammar closes calls with "
+    "</tool_call> only, since right after an empty body the open's lookahead refuses </user>",
     "cogito-no-call-edge-7": "content ended by <｜tool▁outputs▁begin｜> (an end of turn that is "
     "a tool-output block); the grammar ends the turn with <｜end▁of▁sentence｜>",
     "dots-parallel-4": "two <dots_function_call> blocks back to back; the grammar writes one "

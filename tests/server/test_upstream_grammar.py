@@ -154,8 +154,10 @@ MINIMUM_TOOL = {
         "strict": True,
         "parameters": {
             "type": "object",
-            "properties": {"n": {"type": "integer", "minimum": 0}},
-            "required": ["n"],
+            # A free string beside the bound: the Lark output cannot leave the object to
+            # llguidance's %json (no exclusions), so 'minimum' stays refused.
+            "properties": {"n": {"type": "integer", "minimum": 0}, "note": {"type": "string"}},
+            "required": ["n", "note"],
             "additionalProperties": False,
         },
     },

@@ -17,8 +17,10 @@ import replyparse
 from replyparse.errors import ReplyparseError
 
 #: Exceptions that never leave their layer: the server turns them into HTTP answers and the
-#: CLI into an exit status with a message; a library user never sees them.
+#: CLI into an exit status with a message; the regex reader's signal is caught by its two
+#: callers (the scanner falls back, the grammar raises GrammarError). A user never sees them.
 INTERNAL = {
+    "replyparse._regex_syntax.UnreadablePattern",
     "replyparse.server.backends.BackendError",
     "replyparse.server.errors.ApiError",
     "replyparse._cli.common.CliError",

@@ -1,7 +1,10 @@
 """Content parsers: the closed set of ways a region body becomes a value.
 
-``CONTENT_PARSERS`` maps each ``content`` name to the factory that builds a parser from its
-``content_args``. The spec's seven are ``text``, ``int``, ``float``, ``bool``, ``json``,
+``CONTENT_PARSERS`` maps each ``content`` name to its parser class: the class builds a parser
+from its ``content_args`` (``build``) and declares what it produces and supports
+(``capabilities``: value kind, grammar form, argument streaming), which the template loader,
+the grammar and the OpenAI layer read instead of comparing names. A new content parser is one
+module and one entry here. The spec's seven are ``text``, ``int``, ``float``, ``bool``, ``json``,
 ``xml-inline`` and ``kv-lines``; extensions register here too and are listed in
 ``EXTENSION_PARSERS`` (documented in the README as beyond the spec).
 
@@ -17,11 +20,15 @@ from typing import Any
 from replyparse.content._base import (
     MAX_NESTING,
     ArgsReader,
+    ArgumentStream,
+    Capabilities,
     ContentError,
     ContentParser,
-    ContentParserFactory,
+    ContentParserClass,
+    GrammarForm,
     Recovered,
     RecoveringParser,
+    ValueKind,
 )
 from replyparse.content.first_of import FirstOfParser
 from replyparse.content.json import JsonParser
@@ -39,28 +46,34 @@ __all__ = [
     "EXTENSION_PARSERS",
     "MAX_NESTING",
     "SPEC_PARSERS",
+    "ArgumentStream",
+    "Capabilities",
     "ContentError",
     "ContentParser",
+    "ContentParserClass",
+    "GrammarForm",
     "Recovered",
     "RecoveringParser",
+    "ValueKind",
     "build_content_parser",
+    "capabilities_of",
 ]
 
 SPEC_PARSERS: tuple[str, ...] = ("text", "int", "float", "bool", "json", "xml-inline", "kv-lines")
 
-CONTENT_PARSERS: dict[str, ContentParserFactory] = {
-    "text": TextParser.build,
-    "int": IntParser.build,
-    "float": FloatParser.build,
-    "bool": BoolParser.build,
-    "json": JsonParser.build,
-    "xml-inline": XmlInlineParser.build,
-    "kv-lines": KvLinesParser.build,
-    "first-of": FirstOfParser.build,
-    "json-lines": JsonLinesParser.build,
-    "json-entries": JsonEntriesParser.build,
-    "pythonic": PythonicParser.build,
-    "xml-nested": XmlNestedParser.build,
+CONTENT_PARSERS: dict[str, ContentParserClass] = {
+    "text": TextParser,
+    "int": IntParser,
+    "float": FloatParser,
+    "bool": BoolParser,
+    "json": JsonParser,
+    "xml-inline": XmlInlineParser,
+    "kv-lines": KvLinesParser,
+    "first-of": FirstOfParser,
+    "json-lines": JsonLinesParser,
+    "json-entries": JsonEntriesParser,
+    "pythonic": PythonicParser,
+    "xml-nested": XmlNestedParser,
 }
 
 #: Content parsers beyond the spec, added where a real model format needs one.
@@ -99,7 +112,13 @@ def build_content_parser(
         )
         return None
     reader = ArgsReader(args, path, str(name), issues, build_content_parser)
-    parser = factory(reader)
+    parser = factory.build(reader)
     if not reader.finish():
         return None
     return parser
+
+
+def capabilities_of(name: object) -> Capabilities | None:
+    """The declared capabilities of the content parser ``name``; None for an unknown name."""
+    registered = CONTENT_PARSERS.get(name) if isinstance(name, str) else None
+    return registered.capabilities if registered is not None else None

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple, Protocol, runtime_checkable
+from typing import Any, ClassVar, Literal, NamedTuple, Protocol, runtime_checkable
 
 import regex
 
@@ -22,12 +22,17 @@ from replyparse.errors import ReplyparseError, TemplateIssue
 __all__ = [
     "MAX_NESTING",
     "ArgsReader",
+    "ArgumentStream",
+    "Capabilities",
     "ContentBuilder",
     "ContentError",
     "ContentParser",
+    "ContentParserClass",
     "ContentParserFactory",
+    "GrammarForm",
     "Recovered",
     "RecoveringParser",
+    "ValueKind",
     "nesting_error",
 ]
 
@@ -78,6 +83,46 @@ def nesting_error(
     return None
 
 
+#: What a content parser's values are: ``any`` when the body decides (JSON).
+ValueKind = Literal["string", "integer", "number", "boolean", "object", "list", "any"]
+#: How a grammar writes a body this parser reads (``replyparse.grammar``);
+#: ``first-alternative``: as its first alternative (``first-of``).
+GrammarForm = Literal[
+    "text",
+    "integer",
+    "number",
+    "boolean",
+    "json",
+    "json-lines",
+    "xml-inline",
+    "pythonic",
+    "first-alternative",
+]
+#: How a call's arguments can stream from a partial body (``replyparse.openai``): ``json``
+#: (a partial JSON value, at any path), ``xml-tags`` (tag by tag, when the arguments are the
+#: whole body).
+ArgumentStream = Literal["json", "xml-tags"]
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What a content parser produces and supports, declared by the parser class.
+
+    The template loader, the grammar and the OpenAI layer read this declaration; none of
+    them compares parser names.
+
+    Attributes:
+        value: the kind of value ``parse`` returns (``join`` needs ``string`` or ``any``).
+        grammar: how a grammar writes its bodies; None when no grammar can.
+        argument_stream: how tool-call arguments stream from a partial body; None when they
+            are only known once the region closes.
+    """
+
+    value: ValueKind
+    grammar: GrammarForm | None = None
+    argument_stream: ArgumentStream | None = None
+
+
 class ContentParser(Protocol):
     """A compiled content parser.
 
@@ -87,7 +132,10 @@ class ContentParser(Protocol):
             parsers stream clean chunks (``dirty: False``) that concatenate to the value.
         strips: whether leading and trailing whitespace of the body is not part of the value;
             clean chunks then hold whitespace back so that they concatenate exactly to it.
+        capabilities: what it produces and supports (declared by its class).
     """
+
+    capabilities: ClassVar[Capabilities]
 
     @property
     def name(self) -> str:
@@ -147,6 +195,19 @@ ContentParserFactory = Callable[["ArgsReader"], "ContentParser | None"]
 ContentBuilder = Callable[
     [object, Mapping[str, Any], tuple[str | int, ...], list[TemplateIssue]], "ContentParser | None"
 ]
+
+
+class ContentParserClass(Protocol):
+    """What registers a content parser: its class, with ``build`` and ``capabilities``."""
+
+    @property
+    def capabilities(self) -> Capabilities:
+        """The class's declaration."""
+        ...
+
+    def build(self, reader: ArgsReader) -> ContentParser | None:
+        """Build a parser from ``content_args`` (a classmethod on the class)."""
+        ...
 
 
 @dataclass

@@ -11,9 +11,9 @@ template lists as its fallback.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
-from replyparse.content._base import ArgsReader, ContentError, ContentParser
+from replyparse.content._base import ArgsReader, Capabilities, ContentError, ContentParser
 from replyparse.content._nested import read_value_parser, value_parser_to_args
 
 __all__ = ["FirstOfParser"]
@@ -30,6 +30,7 @@ class FirstOfParser:
 
     parsers: tuple[ContentParser, ...]
     name: str = "first-of"
+    capabilities: ClassVar[Capabilities] = Capabilities("any", grammar="first-alternative")
 
     @property
     def dirty(self) -> bool:

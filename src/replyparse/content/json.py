@@ -9,9 +9,15 @@ from __future__ import annotations
 
 import json as _json
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
-from replyparse.content._base import ArgsReader, ContentError, Recovered, nesting_error
+from replyparse.content._base import (
+    ArgsReader,
+    Capabilities,
+    ContentError,
+    Recovered,
+    nesting_error,
+)
 
 __all__ = ["JsonParser", "json_error"]
 
@@ -44,6 +50,9 @@ class JsonParser:
     string_delims: tuple[tuple[str, str], ...] = ()
     allow_non_json: bool = False
     name: str = "json"
+    capabilities: ClassVar[Capabilities] = Capabilities(
+        "any", grammar="json", argument_stream="json"
+    )
     dirty: bool = True
     strips: bool = True
 

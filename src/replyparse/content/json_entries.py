@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import json as _json
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
-from replyparse.content._base import ArgsReader, ContentError, nesting_error
+from replyparse.content._base import ArgsReader, Capabilities, ContentError, nesting_error
 from replyparse.content.json import json_error
 
 __all__ = ["JsonEntriesParser"]
@@ -32,6 +32,7 @@ class JsonEntriesParser:
     """``json-entries``: the entries of a JSON object, or of each object in a JSON list."""
 
     name: str = "json-entries"
+    capabilities: ClassVar[Capabilities] = Capabilities("list")
     dirty: bool = True
     strips: bool = True
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import json as _json
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
-from replyparse.content._base import ArgsReader, nesting_error
+from replyparse.content._base import ArgsReader, Capabilities, nesting_error
 from replyparse.content.json import json_error
 
 __all__ = ["JsonLinesParser"]
@@ -30,6 +30,7 @@ class JsonLinesParser:
     """
 
     name: str = "json-lines"
+    capabilities: ClassVar[Capabilities] = Capabilities("list", grammar="json-lines")
     dirty: bool = True
     strips: bool = True
 

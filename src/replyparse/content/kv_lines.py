@@ -6,9 +6,9 @@ Lines that are empty or hold no separator are layout and are skipped, as the spe
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
-from replyparse.content._base import ArgsReader, ContentError, ContentParser
+from replyparse.content._base import ArgsReader, Capabilities, ContentError, ContentParser
 from replyparse.content._nested import read_value_parser, value_parser_to_args
 
 __all__ = ["KvLinesParser"]
@@ -30,6 +30,7 @@ class KvLinesParser:
     strip: bool = True
     value_parser: ContentParser | None = None
     name: str = "kv-lines"
+    capabilities: ClassVar[Capabilities] = Capabilities("object")
     dirty: bool = True
     strips: bool = True
 

@@ -27,9 +27,9 @@ from __future__ import annotations
 import ast
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
-from replyparse.content._base import ArgsReader, ContentError, nesting_error
+from replyparse.content._base import ArgsReader, Capabilities, ContentError, nesting_error
 
 __all__ = ["PythonicParser"]
 
@@ -49,6 +49,7 @@ class PythonicParser:
 
     json_calls: bool = False
     name: str = "pythonic"
+    capabilities: ClassVar[Capabilities] = Capabilities("list", grammar="pythonic")
     dirty: bool = True
     strips: bool = True
 

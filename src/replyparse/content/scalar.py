@@ -7,9 +7,9 @@ the others always strip before converting.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
-from replyparse.content._base import ArgsReader, ContentError
+from replyparse.content._base import ArgsReader, Capabilities, ContentError
 
 __all__ = ["BoolParser", "FloatParser", "IntParser", "TextParser"]
 
@@ -23,6 +23,7 @@ class TextParser:
 
     strip: bool = True
     name: str = "text"
+    capabilities: ClassVar[Capabilities] = Capabilities("string", grammar="text")
     dirty: bool = False
     strips: bool = True  # always equal to ``strip``; read on the streaming hot path
 
@@ -48,6 +49,7 @@ class IntParser:
     """``int``: a whole number, surrounding whitespace ignored."""
 
     name: str = "int"
+    capabilities: ClassVar[Capabilities] = Capabilities("integer", grammar="integer")
     dirty: bool = False
     strips: bool = True
 
@@ -74,6 +76,7 @@ class FloatParser:
     """``float``: a number, surrounding whitespace ignored."""
 
     name: str = "float"
+    capabilities: ClassVar[Capabilities] = Capabilities("number", grammar="number")
     dirty: bool = False
     strips: bool = True
 
@@ -100,6 +103,7 @@ class BoolParser:
     """``bool``: ``true`` or ``false`` in any letter case, surrounding whitespace ignored."""
 
     name: str = "bool"
+    capabilities: ClassVar[Capabilities] = Capabilities("boolean", grammar="boolean")
     dirty: bool = False
     strips: bool = True
 

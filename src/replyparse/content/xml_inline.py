@@ -9,11 +9,17 @@ text, which recover mode turns into content.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import regex
 
-from replyparse.content._base import ArgsReader, ContentError, ContentParser, Recovered
+from replyparse.content._base import (
+    ArgsReader,
+    Capabilities,
+    ContentError,
+    ContentParser,
+    Recovered,
+)
 from replyparse.content._nested import read_value_parser, value_parser_to_args
 
 __all__ = ["XmlInlineParser"]
@@ -38,6 +44,9 @@ class XmlInlineParser:
     value_parser: ContentParser | None = None
     merge_duplicates: bool = False
     name: str = "xml-inline"
+    capabilities: ClassVar[Capabilities] = Capabilities(
+        "object", grammar="xml-inline", argument_stream="xml-tags"
+    )
     dirty: bool = True
     strips: bool = True
 

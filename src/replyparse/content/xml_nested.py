@@ -17,11 +17,11 @@ depth by ``MAX_NESTING`` (never a RecursionError).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import regex
 
-from replyparse.content._base import MAX_NESTING, ArgsReader, ContentError
+from replyparse.content._base import MAX_NESTING, ArgsReader, Capabilities, ContentError
 
 __all__ = ["XmlNestedParser"]
 
@@ -46,6 +46,10 @@ class XmlNestedParser:
             namespace token); empty for plain tags.
         item_tag: the tag name of an array element.
     """
+
+    #: A text without tags reads as that text, so the value is of any kind; no grammar writes
+    #: nested tags yet, and arguments are known only once the region closes.
+    capabilities: ClassVar[Capabilities] = Capabilities("any")
 
     tag_prefix: str = ""
     item_tag: str = "item"

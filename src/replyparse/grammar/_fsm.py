@@ -18,8 +18,8 @@ import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from replyparse._charset import CharSet
 from replyparse.grammar import _regex as R
-from replyparse.grammar._charset import CharSet
 
 __all__ = ["Dfa", "build_dfa", "restrict"]
 

@@ -20,7 +20,20 @@ from typing import TypeAlias
 
 from replyparse.grammar import _regex as R
 
-__all__ = ["Alt", "Expr", "Grammar", "Piece", "Ref", "Repeat", "Seq", "Term", "lit", "opt", "term"]
+__all__ = [
+    "Alt",
+    "Expr",
+    "Grammar",
+    "Json",
+    "Piece",
+    "Ref",
+    "Repeat",
+    "Seq",
+    "Term",
+    "lit",
+    "opt",
+    "term",
+]
 
 
 @dataclass(frozen=True)
@@ -86,7 +99,26 @@ class Repeat:
     high: int | None
 
 
-Expr: TypeAlias = Term | Ref | Seq | Alt | Repeat
+@dataclass(frozen=True)
+class Json:
+    """A JSON value under a JSON Schema, left to the engine (llguidance's ``%json``).
+
+    Used where the hand-written compiler (:mod:`._schema`) refuses a constraint the engine
+    enforces exactly (numeric bounds) and no string of the value could hold a delimiter.
+
+    Attributes:
+        schema: the schema, as JSON text.
+        sample: one short value it allows, as JSON text (for the builder's probe).
+        refusal: the hand-written compiler's refusal, raised by writers whose format cannot
+            embed a JSON Schema (GBNF).
+    """
+
+    schema: str
+    sample: str
+    refusal: str
+
+
+Expr: TypeAlias = Term | Ref | Seq | Alt | Repeat | Json
 
 
 def lit(text: str) -> Term:

@@ -1,16 +1,11 @@
-"""Template regexes, read into a small syntax tree that the grammar writers can translate.
+"""Template regexes for the grammar: the questions the builder asks of a pattern's tree.
 
-A template's patterns are written for Python's ``regex`` module; grammar engines take Rust's
-``regex`` syntax (llguidance) or GBNF character classes (llama.cpp). This module reads a
-pattern once (through the standard library's own regex parser) into :data:`Node` trees and
-answers the questions the grammar builder asks of a delimiter: where its named group sits,
-which literals every match contains, one canonical text that matches, and the same language
-written for each engine.
-
-Character classes are translated two ways (``exact``): exactly, for patterns whose matches
-the grammar must *forbid* (forbidding a superset stays sound), or as the ASCII part of a
-positive Unicode category, for patterns the grammar *generates* (generating a subset stays
-sound). Negated classes are always exact.
+Patterns are read by the package's one regex reader (:mod:`replyparse._regex_syntax`, whose
+``exact`` reading forbids a superset and whose generating reading writes a subset);
+:func:`parse` adds the template path to its refusals. This module answers the questions the
+grammar builder asks of a delimiter: where its named group sits, which literals every match
+contains, one canonical text that matches, and rewrites it for generation. The same language
+is written for each engine by :mod:`._regex_writers`.
 
 Lookarounds, anchors and backreferences have no counterpart in a grammar; the builder removes
 or checks them (:func:`prune`) and refuses the rest with a ``GrammarError`` naming them.
@@ -20,20 +15,29 @@ This module knows nothing of templates, tools or grammar output formats beyond r
 
 from __future__ import annotations
 
-import importlib
 import re
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
-from typing import Any, TypeAlias
+from collections.abc import Callable, Iterator, Sequence
 
-from replyparse.grammar._charset import ASCII_DIGIT, ASCII_WORD, NON_ASCII, CharSet, whitespace
+from replyparse._charset import CharSet
+from replyparse._regex_syntax import (
+    EMPTY,
+    Alt,
+    Anchor,
+    Chars,
+    Group,
+    Look,
+    Node,
+    Repeat,
+    Seq,
+    UnreadablePattern,
+    literal,
+    read,
+)
+from replyparse._regex_syntax import base_name as _base_name
 from replyparse.grammar._errors import GrammarError
 
-# The standard library's own regex parser (private modules, stable since Python 3.11).
-_sre: Any = importlib.import_module("re._constants")
-_sre_parse: Any = importlib.import_module("re._parser")
-
 __all__ = [
+    "EMPTY",
     "Alt",
     "Anchor",
     "Chars",
@@ -45,89 +49,18 @@ __all__ = [
     "canonical",
     "contains_look",
     "literal",
+    "literal_runs",
     "parse",
     "prune",
+    "quantifier",
     "required_literals",
     "split_at_group",
-    "to_gbnf",
-    "to_rust",
+    "to_python",
 ]
 
 
-@dataclass(frozen=True)
-class Chars:
-    """One character out of ``chars``."""
-
-    chars: CharSet
-
-
-@dataclass(frozen=True)
-class Seq:
-    """The items one after another (the empty sequence matches the empty string)."""
-
-    items: tuple[Node, ...]
-
-
-@dataclass(frozen=True)
-class Alt:
-    """One of the options."""
-
-    options: tuple[Node, ...]
-
-
-@dataclass(frozen=True)
-class Repeat:
-    """``item`` between ``low`` and ``high`` times (None: unbounded)."""
-
-    item: Node
-    low: int
-    high: int | None
-
-
-@dataclass(frozen=True)
-class Group:
-    """A group; ``name`` for a named group of the template."""
-
-    item: Node
-    name: str | None = None
-
-
-@dataclass(frozen=True)
-class Look:
-    """A lookaround: ``ahead`` or behind, ``negative`` or not."""
-
-    item: Node
-    ahead: bool
-    negative: bool
-
-
-@dataclass(frozen=True)
-class Anchor:
-    r"""A zero-width assertion other than a lookaround (``^``, ``$``, ``\b``...)."""
-
-    kind: str
-
-
-Node: TypeAlias = Chars | Seq | Alt | Repeat | Group | Look | Anchor
-
-EMPTY = Seq(())
-
-_NAMED_GROUP = re.compile(r"(?<!\\)((?:\\\\)*)\(\?P<(\w+)>")
-
-
-def literal(text: str) -> Node:
-    """The node matching exactly ``text``."""
-    if len(text) == 1:
-        return Chars(CharSet.of(text))
-    return Seq(tuple(Chars(CharSet.of(char)) for char in text))
-
-
-def _base_name(name: str) -> str:
-    return name.split("__", 1)[0]
-
-
 def parse(pattern: str, *, where: str, exact: bool, dotall: bool = True) -> Node:
-    r"""Read a template pattern into a tree.
+    r"""Read a template pattern into a tree (:func:`replyparse._regex_syntax.read`).
 
     Args:
         pattern: the pattern, in the ``regex`` module's syntax (DOTALL, no MULTILINE).
@@ -141,116 +74,19 @@ def parse(pattern: str, *, where: str, exact: bool, dotall: bool = True) -> Node
         GrammarError: the pattern uses syntax outside what the standard ``re`` parser reads
             (``\p{...}``, possessive quantifiers...), a backreference, or case folding.
     """
-    # The regex module allows one group name in several alternatives (DeepSeek's name
-    # group); the standard parser does not. Number the repeats: name, name__2, ...
-    seen: dict[str, int] = {}
-
-    def rename(match: re.Match[str]) -> str:
-        name = match.group(2)
-        seen[name] = seen.get(name, 0) + 1
-        suffix = "" if seen[name] == 1 else f"__{seen[name]}"
-        return f"{match.group(1)}(?P<{name}{suffix}>"
-
-    renamed = _NAMED_GROUP.sub(rename, pattern)
     try:
-        tree = _sre_parse.parse(renamed, re.DOTALL | re.UNICODE)
-    except re.error as error:
-        raise GrammarError(
-            f"{where}: the pattern {pattern!r} uses syntax the grammar translator does not "
-            f"read ({error}). Write it with standard regex syntax."
-        ) from None
-    if tree.state.flags & re.IGNORECASE:
-        raise GrammarError(
-            f"{where}: case-insensitive patterns cannot be compiled; got {pattern!r}."
-        )
-    names = {number: name for name, number in tree.state.groupdict.items()}
-    return _Reader(names, where, pattern, exact, dotall).sequence(tree)
-
-
-class _Reader:
-    """Converts the standard library's parse tree into :data:`Node`."""
-
-    def __init__(
-        self, names: dict[int, str], where: str, pattern: str, exact: bool, dotall: bool
-    ) -> None:
-        self.names = names
-        self.where = where
-        self.pattern = pattern
-        self.exact = exact
-        self.dotall = dotall
-
-    def fail(self, what: str) -> GrammarError:
-        return GrammarError(
-            f"{self.where}: {what} cannot be written in a grammar; got {self.pattern!r}."
-        )
-
-    def sequence(self, items: Any) -> Node:
-        nodes = [self.item(op, argument) for op, argument in items]
-        return nodes[0] if len(nodes) == 1 else Seq(tuple(nodes))
-
-    def item(self, op: Any, argument: Any) -> Node:
-        if op is _sre.LITERAL:
-            return Chars(CharSet.of([argument]))
-        if op is _sre.NOT_LITERAL:
-            return Chars(CharSet.of([argument]).complement())
-        if op is _sre.ANY:
-            return Chars(CharSet.any() if self.dotall else CharSet.of("\n").complement())
-        if op is _sre.IN:
-            return Chars(self.char_class(argument))
-        if op is _sre.BRANCH:
-            return Alt(tuple(self.sequence(option) for option in argument[1]))
-        if op is _sre.SUBPATTERN:
-            number, add_flags, _del_flags, body = argument
-            if add_flags & re.IGNORECASE:
-                raise self.fail("a case-insensitive group")
-            return Group(self.sequence(body), self.names.get(number) if number else None)
-        if op in (_sre.MAX_REPEAT, _sre.MIN_REPEAT):
-            low, high, body = argument
-            return Repeat(self.sequence(body), low, None if high is _sre.MAXREPEAT else high)
-        if op in (_sre.ASSERT, _sre.ASSERT_NOT):
-            direction, body = argument
-            return Look(self.sequence(body), ahead=direction == 1, negative=op is _sre.ASSERT_NOT)
-        if op is _sre.AT:
-            return Anchor(str(argument).lower().replace("at_", ""))
-        if op is _sre.GROUPREF:
-            raise self.fail("a backreference")
-        raise self.fail(f"the construct {str(op).lower()}")
-
-    def char_class(self, items: Any) -> CharSet:
-        negate = False
-        result = CharSet()
-        for op, argument in items:
-            if op is _sre.NEGATE:
-                negate = True
-            elif op is _sre.LITERAL:
-                result |= CharSet.of([argument])
-            elif op is _sre.RANGE:
-                result |= CharSet.span(argument[0], argument[1])
-            elif op is _sre.CATEGORY:
-                # A negated class needs its items approximated the other way round.
-                result |= self.category(str(argument), widen=self.exact != negate)
-            else:
-                raise self.fail(f"the class item {str(op).lower()}")
-        return result.complement() if negate else result
-
-    def category(self, name: str, *, widen: bool) -> CharSet:
-        r"""A character category: exact for ``\s``, approximated for ``\d`` and ``\w``.
-
-        ``widen`` asks for a superset of the ``regex`` module's Unicode set, else a subset.
-        """
-        name = name.lower().replace("category_", "")
-        negated = name.startswith("not_")
-        base = name.removeprefix("not_")
-        if base not in ("space", "digit", "word"):
-            raise self.fail(f"the class \\{name}")
-        ascii_part = ASCII_DIGIT if base == "digit" else ASCII_WORD
-        if base == "space":
-            found = whitespace()
-            return found.complement() if negated else found
-        if negated:
-            # Superset of "not C" = not (subset of C); subset = not (superset of C).
-            return ascii_part.complement() if widen else (ascii_part | NON_ASCII).complement()
-        return ascii_part | NON_ASCII if widen else ascii_part
+        return read(pattern, exact=exact, dotall=dotall)
+    except UnreadablePattern as error:
+        if error.kind == "syntax":
+            message = (
+                f"the pattern {pattern!r} uses syntax the grammar translator does not read "
+                f"({error.what}). Write it with standard regex syntax."
+            )
+        elif error.kind == "case":
+            message = f"case-insensitive patterns cannot be compiled; got {pattern!r}."
+        else:
+            message = f"{error.what} cannot be written in a grammar; got {pattern!r}."
+        raise GrammarError(f"{where}: {message}") from None
 
 
 # -- questions about a tree --------------------------------------------------------------
@@ -352,24 +188,30 @@ def required_literals(node: Node) -> frozenset[str] | None:
         return frozenset(result)
     if isinstance(node, Seq):
         candidates: list[frozenset[str]] = []
-        run = ""
-        for item in node.items:
-            char = item.chars.single() if isinstance(item, Chars) else None
-            if char is not None:
-                run += char
-                continue
-            if run:
-                candidates.append(frozenset({run}))
-                run = ""
-            found = required_literals(item)
+        for part in literal_runs(node.items):
+            found = frozenset({part}) if isinstance(part, str) else required_literals(part)
             if found is not None:
                 candidates.append(found)
-        if run:
-            candidates.append(frozenset({run}))
         if not candidates:
             return None
         return max(candidates, key=lambda found: (min(map(len, found)), -len(found)))
     return None
+
+
+def literal_runs(items: Sequence[Node]) -> Iterator[str | Node]:
+    """A sequence's items, with every run of single characters merged into its text."""
+    run = ""
+    for item in items:
+        char = item.chars.single() if isinstance(item, Chars) else None
+        if char is not None:
+            run += char
+            continue
+        if run:
+            yield run
+            run = ""
+        yield item
+    if run:
+        yield run
 
 
 def first_chars(node: Node) -> CharSet:
@@ -577,7 +419,7 @@ def to_python(node: Node) -> str:
         return "|".join(to_python(option) for option in node.options)
     if isinstance(node, Repeat):
         inner = to_python(node.item)
-        return f"(?:{inner})" + _quantifier(node.low, node.high) if inner else ""
+        return f"(?:{inner})" + quantifier(node.low, node.high) if inner else ""
     if isinstance(node, Group):
         return f"(?:{to_python(node.item)})"
     if isinstance(node, Look):
@@ -633,85 +475,7 @@ def trailing_lookahead(node: Node) -> tuple[Node, Look | None]:
     return node, None
 
 
-# -- writing -----------------------------------------------------------------------------
-
-_RUST_META = set('\\.+*?()|[]{}^$#&-~/"')
-_CLASS_META = set('\\]^-[&~/"')
-
-
-def _rust_char(char: str, meta: set[str]) -> str:
-    point = ord(char)
-    if char in meta or point < 0x20 or point >= 0x7F:
-        return f"\\x{{{point:X}}}"
-    return char
-
-
-def rust_class(chars: CharSet) -> str:
-    """A character set in Rust regex syntax."""
-    single = chars.single()
-    if single is not None:
-        return _rust_char(single, _RUST_META)
-    if chars.ranges == ((0, 0xD7FF), (0xE000, 0x10FFFF)):
-        return "(?s:.)"
-    complement = chars.complement()
-    if complement.size < chars.size and len(complement.ranges) < len(chars.ranges):
-        return "[^" + _rust_ranges(complement) + "]"
-    return "[" + _rust_ranges(chars) + "]"
-
-
-def _rust_ranges(chars: CharSet) -> str:
-    parts = []
-    for low, high in chars.ranges:
-        if low == high:
-            parts.append(_rust_char(chr(low), _CLASS_META))
-        elif high == low + 1:
-            parts.append(_rust_char(chr(low), _CLASS_META) + _rust_char(chr(high), _CLASS_META))
-        else:
-            parts.append(
-                f"{_rust_char(chr(low), _CLASS_META)}-{_rust_char(chr(high), _CLASS_META)}"
-            )
-    return "".join(parts)
-
-
-def rust_literal(text: str) -> str:
-    """``text`` as a Rust regex that matches it exactly."""
-    return "".join(_rust_char(char, _RUST_META) for char in text)
-
-
-def to_rust(node: Node) -> str:
-    """``node`` in Rust regex syntax (what llguidance's ``/.../`` terminals take).
-
-    Raises:
-        GrammarError: ``node`` still holds a lookaround or anchor.
-    """
-    if isinstance(node, Chars):
-        return rust_class(node.chars)
-    if isinstance(node, Seq):
-        return "".join(_rust_atom(item, in_seq=True) for item in node.items)
-    if isinstance(node, Alt):
-        return "|".join(to_rust(option) for option in node.options)
-    if isinstance(node, Repeat):
-        inner = _rust_atom(node.item, in_seq=False)
-        return inner + _quantifier(node.low, node.high) if inner else ""
-    if isinstance(node, Group):
-        return to_rust(node.item)
-    raise GrammarError(f"internal: a lookaround or anchor reached the grammar writer ({node})")
-
-
-def _rust_atom(node: Node, *, in_seq: bool) -> str:
-    text = to_rust(node)
-    if isinstance(node, Chars):
-        return text
-    if isinstance(node, Group):
-        return _rust_atom(node.item, in_seq=in_seq)
-    if isinstance(node, Alt) or (not in_seq and isinstance(node, (Seq, Repeat))):
-        return f"(?:{text})" if text else ""
-    if isinstance(node, Seq) and not in_seq:
-        return f"(?:{text})"
-    return text
-
-
-def _quantifier(low: int, high: int | None) -> str:
+def quantifier(low: int, high: int | None) -> str:
     if (low, high) == (0, None):
         return "*"
     if (low, high) == (1, None):
@@ -723,87 +487,3 @@ def _quantifier(low: int, high: int | None) -> str:
     if low == high:
         return f"{{{low}}}"
     return f"{{{low},{high}}}"
-
-
-def _gbnf_char(char: str, meta: set[str]) -> str:
-    # Escapes are \uXXXX, never \xXX: llama.cpp reads exactly two digits after \x, but
-    # xgrammar's EBNF reader takes every hex digit that follows (``[\x2D0-9]`` is read as
-    # ``\x2D0``); both read exactly four after \u.
-    point = ord(char)
-    if char in meta and char in '"\\[]':
-        return "\\" + char
-    if char in meta:
-        return f"\\u{point:04X}"
-    if char == "\n":
-        return "\\n"
-    if char == "\r":
-        return "\\r"
-    if char == "\t":
-        return "\\t"
-    if point < 0x20 or 0x7F <= point <= 0xA0:
-        return f"\\u{point:04X}"
-    return char
-
-
-def gbnf_literal(text: str) -> str:
-    """``text`` as a GBNF string literal."""
-    return '"' + "".join(_gbnf_char(char, {'"', "\\"}) for char in text) + '"'
-
-
-def gbnf_class(chars: CharSet) -> str:
-    """A character set as a GBNF character class."""
-    meta = {"]", "\\", "^", "-", "["}
-    complement = chars.complement()
-    negate = complement.size < chars.size and len(complement.ranges) < len(chars.ranges)
-    shown = complement if negate else chars
-    parts = []
-    for low, high in shown.ranges:
-        if low == high:
-            parts.append(_gbnf_char(chr(low), meta))
-        else:
-            parts.append(f"{_gbnf_char(chr(low), meta)}-{_gbnf_char(chr(high), meta)}")
-    return ("[^" if negate else "[") + "".join(parts) + "]"
-
-
-def to_gbnf(node: Node) -> str:
-    """``node`` as a GBNF expression.
-
-    Raises:
-        GrammarError: ``node`` still holds a lookaround or anchor.
-    """
-    if isinstance(node, Chars):
-        single = node.chars.single()
-        return gbnf_literal(single) if single is not None else gbnf_class(node.chars)
-    if isinstance(node, Seq):
-        if not node.items:
-            return '""'
-        parts: list[str] = []
-        run = ""
-        for item in node.items:
-            char = item.chars.single() if isinstance(item, Chars) else None
-            if char is not None:
-                run += char
-                continue
-            if run:
-                parts.append(gbnf_literal(run))
-                run = ""
-            parts.append(_gbnf_atom(item))
-        if run:
-            parts.append(gbnf_literal(run))
-        return " ".join(parts)
-    if isinstance(node, Alt):
-        return " | ".join(to_gbnf(option) for option in node.options)
-    if isinstance(node, Repeat):
-        return _gbnf_atom(node.item, wrap_seq=True) + _quantifier(node.low, node.high)
-    if isinstance(node, Group):
-        return to_gbnf(node.item)
-    raise GrammarError(f"internal: a lookaround or anchor reached the grammar writer ({node})")
-
-
-def _gbnf_atom(node: Node, *, wrap_seq: bool = False) -> str:
-    if isinstance(node, Group):
-        return _gbnf_atom(node.item, wrap_seq=wrap_seq)
-    text = to_gbnf(node)
-    if isinstance(node, Alt) or (isinstance(node, (Seq, Repeat)) and (wrap_seq or " " in text)):
-        return f"({text})"
-    return text

@@ -26,13 +26,14 @@ from __future__ import annotations
 
 import json
 import keyword
+import math
 from collections.abc import Mapping
 from typing import Any, Literal
 
+from replyparse._charset import CharSet
 from replyparse._json_types import json_type
 from replyparse.grammar import _ir as G
 from replyparse.grammar import _regex as R
-from replyparse.grammar._charset import CharSet
 from replyparse.grammar._errors import GrammarError
 
 __all__ = ["Dialect", "ValueCompiler", "punct"]
@@ -106,6 +107,10 @@ _FORMATS: dict[str, str] = {
     "duration": r"P(?:[0-9]{1,4}D)?T?(?:[0-9]{1,4}H)?(?:[0-9]{1,4}M)?(?:[0-9]{1,4}S)?",
 }
 
+#: Numeric keywords the hand-written compiler refuses and llguidance's ``%json`` enforces.
+_ENGINE_ENFORCED = frozenset(
+    {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"}
+)
 #: Keywords with no effect on which values are valid.
 _ANNOTATIONS = frozenset(
     {
@@ -269,6 +274,82 @@ class ValueCompiler:
         if not isinstance(types, list) or not types:
             raise self.fail(path, f"'type' must be a string or a list; got {declared!r}.")
         return G.alt(*(self.typed(str(name), schema, dialect, path) for name in types))
+
+    def arguments_value(self, schema: Any, dialect: Dialect) -> G.Expr:
+        """A strict tool's whole arguments: :meth:`value`, or, for JSON, the schema itself
+        (llguidance's ``%json``) where the hand-written compiler refuses a numeric constraint
+        and :meth:`embeddable` shows the embedded schema is exact."""
+        try:
+            return self.value(schema, dialect)
+        except GrammarError as refusal:
+            if dialect != "json" or not self.embeddable(schema, frozenset()):
+                raise
+            try:
+                sample = json.dumps(_minimal(schema, self.root, frozenset()), ensure_ascii=False)
+            except _NoSample:
+                raise refusal from None
+            return G.Json(json.dumps(schema, ensure_ascii=False), sample, str(refusal))
+
+    def embeddable(self, schema: Any, seen: frozenset[str]) -> bool:
+        """Whether the engine's own JSON Schema compiler writes exactly what this template
+        may hold: every keyword is one it enforces, and no string (value or key) is free
+        where a delimiter must be excluded (``%json`` has no exclusions)."""
+        if schema is True or schema == {}:
+            return not self.forbid
+        if not isinstance(schema, Mapping):
+            return False
+        if set(schema) - _HANDLED - _ANNOTATIONS - _ENGINE_ENFORCED:
+            return False
+        if "$ref" in schema:
+            reference = str(schema["$ref"])
+            if reference in seen:
+                return True
+            target = _resolve(self.root, reference)
+            return target is not None and self.embeddable(target, seen | {reference})
+        if "anyOf" in schema:
+            branches = schema["anyOf"]
+            return isinstance(branches, list) and all(
+                self.embeddable(branch, seen) for branch in branches
+            )
+        if "const" in schema or "enum" in schema:
+            values = [schema["const"]] if "const" in schema else schema["enum"]
+            return isinstance(values, list) and all(self.fixed_text_ok(value) for value in values)
+        declared = schema.get("type", "object" if "properties" in schema else None)
+        if declared is None:
+            return not self.forbid
+        types = [declared] if isinstance(declared, str) else declared
+        if not isinstance(types, list):
+            return False
+        for name in types:
+            if name in ("integer", "number", "boolean", "null"):
+                continue
+            if name == "string":
+                if self.forbid:
+                    return False
+            elif name == "object":
+                properties = schema.get("properties", {}) or {}
+                if self.forbid and schema.get("additionalProperties", True) is not False:
+                    return False
+                if not isinstance(properties, Mapping) or not all(
+                    self.fixed_text_ok(str(key)) and self.embeddable(sub, seen)
+                    for key, sub in properties.items()
+                ):
+                    return False
+            elif name == "array":
+                if not self.embeddable(schema.get("items", True), seen):
+                    return False
+            else:
+                return False
+        return True
+
+    def fixed_text_ok(self, value: Any) -> bool:
+        """Whether a fixed value (or key) is written without any forbidden delimiter."""
+        text = json.dumps(value, ensure_ascii=False)
+        for node in self.forbid:
+            literal = R.literal_text(node)
+            if literal is None or literal in text:
+                return False
+        return True
 
     def reference(self, reference: str, dialect: Dialect, path: str) -> G.Expr:
         key = (dialect, reference)
@@ -512,6 +593,69 @@ class ValueCompiler:
                 )
             )
         return G.seq(*self.members(members)) if members else G.Seq(())
+
+
+class _NoSample(Exception):
+    """No short value of a schema could be found (bounds that exclude every candidate)."""
+
+
+def _minimal(schema: Any, root: Mapping[str, Any], seen: frozenset[str]) -> Any:
+    """One short value ``schema`` allows: required members only, the smallest numbers."""
+    if schema is True or schema == {} or not isinstance(schema, Mapping):
+        return None
+    if "$ref" in schema:
+        reference = str(schema["$ref"])
+        target = _resolve(root, reference)
+        if target is None or reference in seen:
+            raise _NoSample(reference)
+        return _minimal(target, root, seen | {reference})
+    if "const" in schema:
+        return schema["const"]
+    if "enum" in schema:
+        return schema["enum"][0]
+    if "anyOf" in schema:
+        for branch in schema["anyOf"]:
+            try:
+                return _minimal(branch, root, seen)
+            except _NoSample:
+                continue
+        raise _NoSample("anyOf")
+    declared = schema.get("type", "object" if "properties" in schema else "null")
+    name = declared if isinstance(declared, str) else declared[0]
+    if name == "object":
+        properties = schema.get("properties", {}) or {}
+        return {
+            key: _minimal(properties.get(key, True), root, seen)
+            for key in schema.get("required", [])
+        }
+    if name == "array":
+        item = _minimal(schema.get("items", True), root, seen)
+        return [item] * int(schema.get("minItems", 0))
+    if name in ("integer", "number"):
+        return _smallest_number(schema)
+    return {"boolean": False, "null": None, "string": ""}.get(name)
+
+
+def _smallest_number(schema: Mapping[str, Any]) -> int:
+    """The integer of smallest magnitude within the schema's numeric bounds."""
+    low = schema.get("minimum")
+    if "exclusiveMinimum" in schema:
+        low = math.floor(schema["exclusiveMinimum"]) + 1
+    high = schema.get("maximum")
+    if "exclusiveMaximum" in schema:
+        high = math.ceil(schema["exclusiveMaximum"]) - 1
+    step = schema.get("multipleOf", 1)
+    if not isinstance(step, int) or step <= 0:
+        raise _NoSample("multipleOf")
+    start = 0 if low is None else math.ceil(low)
+    if low is None and high is not None and high < 0:
+        start = math.floor(high)
+        start -= start % step
+    else:
+        start += -start % step
+    if high is not None and start > high:
+        raise _NoSample("bounds")
+    return start
 
 
 def _python_literal(value: Any) -> str:

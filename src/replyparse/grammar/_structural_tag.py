@@ -30,8 +30,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from replyparse.grammar import _regex as R
-from replyparse.grammar._build import _Builder, _open_after_prefix, build_ir
+from replyparse.grammar import _regex_writers as W
+from replyparse.grammar._build import _Builder, build_ir
 from replyparse.grammar._errors import GrammarError
+from replyparse.grammar._readback import open_after_prefix
 from replyparse.grammar._request import CallRules
 from replyparse.template import ResponseTemplate
 
@@ -61,15 +63,29 @@ def _texts(nodes: tuple[R.Node, ...]) -> list[str]:
     return sorted(set(texts))
 
 
+def _has_length_bounds(schema: Any) -> bool:
+    """Whether a string length bound appears anywhere in ``schema`` (definitions too)."""
+    if isinstance(schema, Mapping):
+        return (
+            "minLength" in schema
+            or "maxLength" in schema
+            or any(_has_length_bounds(value) for value in schema.values())
+        )
+    if isinstance(schema, list):
+        return any(_has_length_bounds(value) for value in schema)
+    return False
+
+
 def to_structural_tag(template: ResponseTemplate, rules: CallRules, prefix: str) -> dict[str, Any]:
     """The request as an xgrammar structural tag (see the module docstring)."""
     # The soundness rules of the other formats: what they refuse is refused here too.
     build_ir(template, rules, prefix)
     builder = _Builder(template, rules, prefix)
-    if builder.syntax is None or not rules.tools:
+    if builder.calls is None or not rules.tools:
         raise GrammarError("tools: a structural tag needs tools that calls may use.")
-    syntax = builder.syntax
-    if syntax.content != "json" or syntax.placement == "each":
+    calls_writer = builder.calls
+    syntax = calls_writer.syntax
+    if syntax.form != "json" or syntax.placement == "each":
         raise GrammarError(
             f"$.fields.tool_calls.content: {syntax.content!r} calls"
             + (" listed in one region" if syntax.placement == "each" else "")
@@ -86,6 +102,15 @@ def to_structural_tag(template: ResponseTemplate, rules: CallRules, prefix: str)
         if entry.is_custom:
             raise GrammarError(f"tool {entry.name!r}: custom tools do not fit a structural tag.")
         schema = entry.tool.parameters if entry.strict else {"type": "object"}  # type: ignore[union-attr]
+        excludes = _texts(calls_writer.body_forbid())
+        if excludes and _has_length_bounds(schema):
+            # xgrammar 0.2.9 ignores minLength/maxLength on a json_schema with excludes (it
+            # warns "not applied together with JSONSchemaFormat.excludes").
+            raise GrammarError(
+                f"tool {entry.name!r}: parameters: 'minLength' / 'maxLength' cannot be kept in a "
+                "structural tag whose JSON must exclude the call's close delimiter (xgrammar "
+                "ignores length bounds together with excludes). Use format='lark' or 'gbnf'."
+            )
         if syntax.placement == "group":
             before, after = builder.name_splits(entry)[0]
             opening = _fixed(before, builder.opens["tool_calls"].where)
@@ -96,7 +121,7 @@ def to_structural_tag(template: ResponseTemplate, rules: CallRules, prefix: str)
                 builder.opens["tool_calls"].options[0][0], builder.opens["tool_calls"].where
             )
             opening = open_text
-            name_first = "name" in builder.object_orders
+            name_first = "name" in calls_writer.object_orders
             if not name_first:
                 raise GrammarError(
                     "$.fields.tool_calls.open: call objects must start with the arguments, "
@@ -118,7 +143,7 @@ def to_structural_tag(template: ResponseTemplate, rules: CallRules, prefix: str)
                 "content": {
                     "type": "json_schema",
                     "json_schema": schema,
-                    "excludes": _texts(builder.body_forbid()),
+                    "excludes": excludes,
                 },
                 "end": tag_end,
             }
@@ -134,7 +159,14 @@ def to_structural_tag(template: ResponseTemplate, rules: CallRules, prefix: str)
     single = rules.max_calls == 1
     calls: dict[str, Any]
     if rules.free_text and builder.implicit is not None:
-        excludes = [text for text in _texts(builder.outside_forbid) if not text.startswith(trigger)]
+        forbidden = _texts(builder.outside_forbid)
+        # xgrammar's excludes hold in the free text and so also block a trigger that begins
+        # with one (no call could ever start): trigger on that excluded text instead.
+        for text in sorted(forbidden, key=len):
+            if trigger.startswith(text):
+                trigger = text
+                break
+        excludes = [text for text in forbidden if not text.startswith(trigger)]
         calls = {
             "type": "triggered_tags",
             "triggers": [trigger],
@@ -152,7 +184,7 @@ def to_structural_tag(template: ResponseTemplate, rules: CallRules, prefix: str)
             "stop_after_first": single,
         }
     form = calls
-    open_field = _open_after_prefix(template, prefix)
+    open_field = open_after_prefix(template, prefix)
     if open_field is not None:
         region_close = builder.closes.get(open_field.name)
         if open_field not in builder.plain_fields or region_close is None:
@@ -191,7 +223,7 @@ class _LarkTag:
     def text(excludes: list[str]) -> str:
         if not excludes:
             return f"/{_ANY}/"
-        alternatives = "|".join(R.rust_literal(text) for text in excludes)
+        alternatives = "|".join(W.rust_literal(text) for text in excludes)
         return f"(/{_ANY}/ & ~/{_ANY}(?:{alternatives}){_ANY}/)"
 
     @staticmethod

@@ -15,7 +15,8 @@ import json
 
 from replyparse.grammar import _fsm
 from replyparse.grammar import _ir as G
-from replyparse.grammar import _regex as R
+from replyparse.grammar import _regex_writers as W
+from replyparse.grammar._errors import GrammarError
 
 __all__ = ["to_gbnf", "to_lark"]
 
@@ -33,15 +34,15 @@ def _lark_piece(piece: G.Piece) -> str:
     literal = piece.literal
     if literal is not None and literal:
         return _lark_string(literal)
-    body = f"/{R.to_rust(piece.pattern)}/"
+    body = f"/{W.to_rust(piece.pattern)}/"
     if piece.plain:
         return body
-    parts = [body] + [f"/{R.to_rust(node)}/" for node in piece.within]
+    parts = [body] + [f"/{W.to_rust(node)}/" for node in piece.within]
     if piece.forbid:
-        forbidden = "|".join(R.to_rust(node) for node in piece.forbid)
+        forbidden = "|".join(W.to_rust(node) for node in piece.forbid)
         parts.append(f"~/{_ANY}(?:{forbidden}){_ANY}/")
     if piece.no_end:
-        endings = "|".join(R.to_rust(node) for node in piece.no_end)
+        endings = "|".join(W.to_rust(node) for node in piece.no_end)
         parts.append(f"~/{_ANY}(?:{endings})/")
     return "(" + " & ".join(parts) + ")"
 
@@ -73,6 +74,8 @@ class _LarkWriter:
             if not expr.items:
                 return '""'
             return " ".join(self.atom(item) for item in expr.items)
+        if isinstance(expr, G.Json):
+            return f"%json {expr.schema}"
         if isinstance(expr, G.Alt):
             options = [option for option in expr.options if option != G.Seq(())]
             text = " | ".join(self.expr(option) for option in options)
@@ -127,7 +130,7 @@ class _GbnfWriter:
 
     def piece(self, piece: G.Piece) -> str:
         if piece.plain:
-            text = R.to_gbnf(piece.pattern)
+            text = W.to_gbnf(piece.pattern)
             return f"({text})" if " " in text else text
         if piece not in self.pieces:
             prefix = f"x{len(self.pieces)}"
@@ -136,7 +139,7 @@ class _GbnfWriter:
                 _fsm.build_dfa(piece.pattern), piece.forbid, piece.no_end, piece.within
             )
             for state, row in enumerate(dfa.transitions):
-                options = [f"{R.gbnf_class(chars)} {prefix}-{target}" for chars, target in row]
+                options = [f"{W.gbnf_class(chars)} {prefix}-{target}" for chars, target in row]
                 if state in dfa.accepting:
                     options.append('""')
                 self.extra.append(f"{prefix}-{state} ::= " + (" | ".join(options) or '""'))
@@ -154,6 +157,9 @@ class _GbnfWriter:
             return " ".join(self.expr(item) for item in expr.items)
         if isinstance(expr, G.Alt):
             return "(" + " | ".join(self.expr(option) for option in expr.options) + ")"
+        if isinstance(expr, G.Json):
+            # GBNF cannot embed a JSON Schema: the hand-written compiler's refusal stands.
+            raise GrammarError(expr.refusal)
         inner = self.expr(expr.item)
         if " " in inner:
             inner = f"({inner})"

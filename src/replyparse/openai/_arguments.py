@@ -40,6 +40,7 @@ from urllib.parse import unquote
 
 import regex
 
+from replyparse.content import capabilities_of
 from replyparse.openai._json_scan import (
     Close,
     JsonScanner,
@@ -128,13 +129,10 @@ class ToolCallShape:
         """True when argument fragments can be produced before the region closes."""
         if self.arguments_path is None:
             return False
-        if self.content == "json":
-            return True
-        return (
-            self.content == "xml-inline"
-            and self.arguments_path == ()
-            and hasattr(self.parser, "tag_pattern")
-            and hasattr(self.parser, "value_parser")
+        declared = capabilities_of(self.content)
+        stream = declared.argument_stream if declared is not None else None
+        return stream == "json" or (
+            stream == "xml-tags" and self.arguments_path == () and self.parser is not None
         )
 
 

@@ -18,7 +18,7 @@ from typing import Any
 import regex
 
 from replyparse._scanner import Delimiter, Scanner, is_context_sensitive
-from replyparse.content import ContentParser, build_content_parser
+from replyparse.content import ContentParser, build_content_parser, capabilities_of
 from replyparse.errors import TemplateError, TemplateIssue
 from replyparse.template._call_shape import CallShape, call_shape_of
 from replyparse.template._schema import FIELD_KEYS, SUPPORTED_VERSIONS, TOP_LEVEL_KEYS
@@ -270,11 +270,15 @@ def _read_field(name: str, index: int, spec: Any, issues: _Issues) -> FieldSpec 
                 "or remove 'join'.",
                 join,
             )
-        elif content in ("int", "float", "bool", "xml-inline", "kv-lines"):
+        elif (declared := capabilities_of(content)) is not None and declared.value not in (
+            "string",
+            "any",
+        ):
             issues.add(
                 "join_requires_text",
                 (*path, "join"),
-                f"'join' concatenates strings, but content {content!r} never parses to one.",
+                f"'join' concatenates strings, but content {content!r} parses to "
+                f"{declared.value} values, never to one; remove 'join'.",
                 content,
             )
 

@@ -1,0 +1,99 @@
+"""Content parsers declare what they produce and support; the loader reads the declaration."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import pytest
+
+from replyparse import TemplateError, load_template
+from replyparse.content import CONTENT_PARSERS, Capabilities, capabilities_of
+
+
+def _template(field: dict[str, Any]) -> dict[str, Any]:
+    return {"start_anchor": "<s>", "fields": {"r": field}}
+
+
+#: content_args the parsers that need some are built with.
+_ARGS: dict[str, dict[str, Any]] = {
+    "first-of": {"parsers": [{"name": "json"}]},
+    "xml-inline": {"tag_pattern": "<(?P<key>\\w+)>(?P<value>.*?)</\\w+>"},
+}
+
+
+def _undeclared(registry: Mapping[str, Any]) -> list[str]:
+    """A message for every registered parser class whose own body declares no capabilities
+    (an inherited declaration would describe another parser)."""
+    problems = []
+    for name, registered in registry.items():
+        declared = vars(registered).get("capabilities")
+        if not isinstance(declared, Capabilities):
+            problems.append(
+                f"content parser {name!r} ({registered.__module__}.{registered.__qualname__}) "
+                "declares no capabilities: add `capabilities: ClassVar[Capabilities] = "
+                "Capabilities(<value kind>, grammar=..., argument_stream=...)` to its class."
+            )
+    return problems
+
+
+def test_every_registered_parser_declares_its_capabilities() -> None:
+    assert _undeclared(CONTENT_PARSERS) == []
+
+
+def test_a_missing_declaration_is_named() -> None:
+    class Undeclared:
+        @classmethod
+        def build(cls, reader: Any) -> None:
+            return None
+
+    (problem,) = _undeclared({"mine": Undeclared})
+    assert problem.startswith("content parser 'mine' (")
+    assert "Undeclared) declares no capabilities" in problem
+
+
+@pytest.mark.parametrize("name", sorted(CONTENT_PARSERS))
+def test_a_built_parser_carries_its_class_declaration(name: str) -> None:
+    args = _ARGS.get(name, {})
+    template = load_template(
+        _template({"open": "<a>", "close": "</a>", "content": name, "content_args": args})
+    )
+    assert template.fields["r"].parser.capabilities == capabilities_of(name)
+
+
+@pytest.mark.parametrize(
+    ("content", "kind"),
+    [("json-lines", "list"), ("pythonic", "list"), ("json-entries", "list"), ("kv-lines", "object"),
+     ("xml-inline", "object"), ("int", "integer")],
+)  # fmt: skip
+def test_join_on_a_parser_that_never_gives_a_string_fails_at_load_time(
+    content: str, kind: str
+) -> None:
+    field: dict[str, Any] = {"open": "<a>", "close": "</a>", "repeats": True, "join": "\n",
+                             "content": content}  # fmt: skip
+    if content == "xml-inline":
+        field["content_args"] = _ARGS["xml-inline"]
+    bad = _template(field)
+    with pytest.raises(TemplateError) as caught:
+        load_template(bad)
+    (issue,) = caught.value.issues
+    assert issue.code == "join_requires_text"
+    assert str(issue) == (
+        f"$.fields.r.join: 'join' concatenates strings, but content {content!r} parses to "
+        f"{kind} values, never to one; remove 'join'."
+    )
+
+
+@pytest.mark.parametrize("content", ["text", "json", "first-of"])
+def test_join_on_a_parser_that_may_give_a_string_loads(content: str) -> None:
+    spec: dict[str, Any] = {"open": "<a>", "close": "</a>", "repeats": True, "join": "\n",
+                            "content": content}  # fmt: skip
+    if content == "first-of":
+        spec["content_args"] = {"parsers": [{"name": "json"}, {"name": "text"}]}
+    template = load_template(_template(spec))
+    assert template.fields["r"].join == "\n"
+
+
+def test_unknown_names_have_no_capabilities() -> None:
+    assert capabilities_of("jsn") is None
+    assert capabilities_of(3) is None
