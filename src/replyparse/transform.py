@@ -6,6 +6,12 @@ preserved. The scope holds ``content`` (the parsed body) and the named groups of
 close delimiters; with ``transform_each`` it holds the keys of each list element instead.
 A path is dotted: ``{content.arguments}`` descends into dict keys (and list indexes).
 
+A value the model did not write (a named group that did not take part in the match, such as
+an optional ``[CALL_ID]`` part; with ``transform_each``, a key an element lacks or holds as
+null) leaves its dict entry out, so a message never shows ``"id": null`` for an id the
+model did not write. The names the value cannot do without (``content``, a tool call's name
+and arguments) are ``required``: for them the usual rule holds.
+
 Placeholders are checked at load time (``check_transform``): a string may not mix text and a
 placeholder, and a placeholder's first name must be something the scope can hold. Resolving
 happens at parse time (``apply_transform``) and raises ``TransformPathError`` when a path does
@@ -14,7 +20,7 @@ not resolve, so that a malformed value is never emitted.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Container, Iterator, Mapping
 from typing import Any
 
 import regex
@@ -125,13 +131,39 @@ def _resolve(placeholder: str, scope: Mapping[str, Any]) -> Any:
     return value
 
 
-def apply_transform(transform: Any, scope: Mapping[str, Any]) -> Any:
-    """Build the transformed value; raise TransformPathError on an unresolvable path."""
+def _is_absent(value: Any, scope: Mapping[str, Any], required: Container[str]) -> bool:
+    """Whether ``value`` is a dict entry's placeholder for a value the model did not write."""
+    if not isinstance(value, str):
+        return False
+    match = _WHOLE_PLACEHOLDER.match(value)
+    if match is None:
+        return False
+    root = match.group(1).split(".", 1)[0]
+    return root not in required and scope.get(root) is None
+
+
+def apply_transform(
+    transform: Any, scope: Mapping[str, Any], required: Container[str] | None = None
+) -> Any:
+    """Build the transformed value; raise TransformPathError on an unresolvable path.
+
+    Args:
+        transform: the field's transform.
+        scope: ``content``, the delimiter groups (None for a group that did not take part)
+            and, with ``transform_each``, the element's keys.
+        required: the names every placeholder of must resolve. A dict entry whose
+            placeholder starts with any other name that is missing or None is left out (a
+            value the model did not write). None: every name is required.
+    """
     if isinstance(transform, str):
         match = _WHOLE_PLACEHOLDER.match(transform)
         return _resolve(match.group(1), scope) if match else transform
     if isinstance(transform, Mapping):
-        return {key: apply_transform(value, scope) for key, value in transform.items()}
+        return {
+            key: apply_transform(value, scope, required)
+            for key, value in transform.items()
+            if required is None or not _is_absent(value, scope, required)
+        }
     if isinstance(transform, list):
-        return [apply_transform(value, scope) for value in transform]
+        return [apply_transform(value, scope, required) for value in transform]
     return transform

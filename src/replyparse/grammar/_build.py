@@ -316,9 +316,12 @@ class _Builder:
     template: ResponseTemplate
     rules: CallRules
     prefix: str
+    #: The JSON Schema the message's content must follow (structured outputs), or None.
+    content_schema: Mapping[str, Any] | None = None
     grammar: G.Grammar = field(default_factory=G.Grammar)
     states: dict[tuple[Any, ...], G.Ref] = field(default_factory=dict)
     glued: dict[tuple[Any, ...], G.Ref] = field(default_factory=dict)
+    content_value: G.Expr | None = None
 
     def __post_init__(self) -> None:
         template = self.template
@@ -352,6 +355,9 @@ class _Builder:
         self.outside_forbid = _unique(forbid)
         self.end_forbid = self.end.forbid() if self.end is not None else ()
         self.free_text = self.rules.free_text and self.implicit is not None
+        if self.content_schema is not None:
+            self.check_content_schema()
+            self.free_text = False  # the content is the JSON value at the end, nothing else
         # Without free text (required, a forced tool), an explicit content field is not
         # written either (functionary v3.2's ``>>>all\n``).
         self.plain_fields = [
@@ -415,9 +421,42 @@ class _Builder:
             no_end = _boundary(forbid, following)
         return G.Piece(_ANY_TEXT, _unique(forbid), no_end)
 
+    def check_content_schema(self) -> None:
+        """Refuse what a content schema cannot be compiled with (see ``content_json``)."""
+        if self.implicit is None or self.implicit is not self.template.fields.get("content"):
+            raise GrammarError(
+                "$.fields.content: a content schema needs the content to be the implicit "
+                "field (text outside every region); this template gives content its own "
+                "delimiters, which cannot be compiled with a content schema yet."
+            )
+        if self.rules.tools and self.rules.max_calls != 0:
+            raise GrammarError(
+                "content_schema: a content schema together with callable tools cannot be "
+                "compiled yet (a message holds either calls or the JSON content)."
+            )
+
+    def content_json(self) -> G.Expr:
+        """The content as one JSON value of ``content_schema``; its strings cannot hold a
+        delimiter (which would end the content or open a region)."""
+        assert self.content_schema is not None
+        if self.content_value is None:
+            compiler = ValueCompiler(
+                self.grammar, self.outside_forbid, "content", self.content_schema, "content_schema"
+            )
+            self.content_value = compiler.value(self.content_schema, "json")
+        return self.content_value
+
     def finish(self, lead: Lead) -> list[G.Expr]:
         """The ways a message may end from outside: the end of the turn, or just stop."""
-        endings: list[G.Expr] = [G.Term((*lead, self.text_then(None)))]
+        if self.content_schema is not None:
+            value = self.content_json()
+            start = G.Term((*lead, G.Piece(_WS)))
+            endings: list[G.Expr] = [G.seq(start, value, G.term(_WS))]
+            if self.end is not None:
+                for node, _ in self.end.options:
+                    endings.append(G.seq(start, value, G.Term((G.Piece(_WS), G.Piece(node)))))
+            return endings
+        endings = [G.Term((*lead, self.text_then(None)))]
         if self.end is not None:
             for node, _ in self.end.options:
                 endings.append(G.Term((*lead, self.text_then(node), G.Piece(node))))
@@ -1094,6 +1133,12 @@ def _probe(builder: _Builder, entry: ToolEntry) -> list[str]:
     return unclosed
 
 
-def build_ir(template: ResponseTemplate, rules: CallRules, prefix: str) -> G.Grammar:
-    """The grammar of the messages ``template`` parses validly for the request ``rules``."""
-    return _Builder(template, rules, prefix).start()
+def build_ir(
+    template: ResponseTemplate,
+    rules: CallRules,
+    prefix: str,
+    content_schema: Mapping[str, Any] | None = None,
+) -> G.Grammar:
+    """The grammar of the messages ``template`` parses validly for the request ``rules``
+    (with ``content_schema``, whose content is one JSON value of that schema)."""
+    return _Builder(template, rules, prefix, content_schema=content_schema).start()

@@ -164,19 +164,26 @@ class ValueCompiler:
         forbid: patterns no string may contain (the delimiters that would end the region).
         tool: the tool's name, for error messages.
         root: the tool's ``parameters`` (the root for ``$ref``).
+        where: how messages name the schema's root (default ``tool 'NAME': parameters``).
     """
 
     def __init__(
-        self, grammar: G.Grammar, forbid: tuple[R.Node, ...], tool: str, root: Mapping[str, Any]
+        self,
+        grammar: G.Grammar,
+        forbid: tuple[R.Node, ...],
+        tool: str,
+        root: Mapping[str, Any],
+        where: str | None = None,
     ) -> None:
         self.grammar = grammar
         self.forbid = forbid
         self.tool = tool
         self.root = root
+        self.where = where if where is not None else f"tool {tool!r}: parameters"
         self.refs: dict[tuple[str, str], G.Ref] = {}
 
     def fail(self, path: str, message: str) -> GrammarError:
-        return GrammarError(f"tool {self.tool!r}: parameters{path}: {message}")
+        return GrammarError(f"{self.where}{path}: {message}")
 
     # -- strings ---------------------------------------------------------------------------
 
@@ -331,7 +338,7 @@ class ValueCompiler:
         return self.quoted(content, tuple(within))
 
     def pattern(self, pattern: str, path: str) -> R.Node:
-        node = R.parse(pattern, where=f"tool {self.tool!r}: parameters{path}.pattern", exact=False)
+        node = R.parse(pattern, where=f"{self.where}{path}.pattern", exact=False)
         items = list(node.items) if isinstance(node, R.Seq) else [node]
         anchored_start = (
             bool(items)

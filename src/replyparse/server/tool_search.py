@@ -358,7 +358,7 @@ class _Loop:
 
     def echo(self, response: Mapping[str, Any], output: list[dict[str, Any]]) -> dict[str, Any]:
         """A ``response`` object of the whole turn: the request's tools and choice echoed."""
-        echoed = dict(response)
+        echoed = self.search.turn.stamp(response)
         echoed["output"] = output
         echoed["tools"] = self.search.echo
         echoed["tool_choice"] = self.search.choice.to_responses()
