@@ -289,7 +289,7 @@ ROUND_TRIPS: list[tuple[str, str, dict[str, Any], tuple[str, ...]]] = [
 
 # Chat templates that render each call's id, which the family's template reads back: the
 # turn's own ids (Mistral's 9 characters), or the call's index (Cohere's tool_call_id).
-RENDERED_IDS: dict[str, list[str]] = {
+RENDERED_IDS: dict[str, tuple[str, ...]] = {
     **dict.fromkeys(
         [
             "mistral.jinja",
@@ -298,9 +298,9 @@ RENDERED_IDS: dict[str, list[str]] = {
             "mistral3-vllm.jinja",
             "mistral-v11.jinja",
         ],
-        ["call00000", "call00001"],
+        ("call00000", "call00001"),
     ),
-    **dict.fromkeys(["cohere2-moe.jinja", "command-r7b.jinja"], ["0", "1"]),
+    **dict.fromkeys(["cohere2-moe.jinja", "command-r7b.jinja"], ("0", "1")),
 }
 
 
@@ -353,7 +353,7 @@ def test_round_trip(
         "content": CONTENT,
         "tool_calls": _parsed_calls(build.get("calls", 2)),
     }
-    for call, call_id in zip(expected["tool_calls"], RENDERED_IDS.get(file_name, []), strict=False):
+    for call, call_id in zip(expected["tool_calls"], RENDERED_IDS.get(file_name, ()), strict=False):
         call["id"] = call_id
     assert {key: message.get(key) for key in fields} == {key: expected[key] for key in fields}
     assert message["role"] == "assistant"
