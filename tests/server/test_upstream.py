@@ -36,6 +36,11 @@ class FakeUpstream(ThreadingHTTPServer):
         #: Texts for the next requests, in order (then ``text``).
         self.queue: list[str] = []
         self.bodies: list[dict[str, Any]] = []
+        #: When set, each streamed answer waits here first: the requests are all in flight
+        #: at once (a load test), or one holds its connection (a pool timeout).
+        self.barrier: threading.Barrier | None = None
+        #: Seconds between the pieces of a streamed answer.
+        self.pace = 0.0
 
     @property
     def url(self) -> str:
@@ -94,6 +99,12 @@ class _Handler(BaseHTTPRequestHandler):
             threading.Event().wait(3)  # longer than the backend's read timeout
             self.close_connection = True
             return
+        if self.server.barrier is not None:
+            try:
+                self.server.barrier.wait()
+            except threading.BrokenBarrierError:
+                self.close_connection = True
+                return
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Transfer-Encoding", "chunked")
@@ -117,6 +128,8 @@ class _Handler(BaseHTTPRequestHandler):
                 "choices": [{"index": 0, "text": piece, "finish_reason": None}],
             }
             self._chunk(f"data: {json.dumps(chunk)}\n\n")
+            if self.server.pace:
+                threading.Event().wait(self.server.pace)
         last = {
             "id": "cmpl-1",
             "object": "text_completion",
