@@ -282,7 +282,8 @@ class _Handler:
         try:
             body = await self.body(request)
             turn = await asyncio.to_thread(self.read, body, api)
-            search = prepare_search(turn, body)  # tool_search / defer_loading: its own rounds
+            # tool_search / defer_loading: its own rounds
+            search = await asyncio.to_thread(prepare_search, turn, body)
             if search is not None:
                 return await respond_with_search(
                     self, search, quietly=_quietly, usage=_responses_usage, log_issues=_log_issues
