@@ -121,7 +121,7 @@ ROWS: list[tuple[str, str, str, str, Any]] = [
     # -- cohere
     ("r7b-missing-end-action", "command-r7b", "thinking",
      '<|START_THINKING|>plan<|END_THINKING|><|START_ACTION|>[{"tool_call_id": "0", "tool_name": "f", "parameters": {}}]',
-     message(reasoning_content="plan", tool_calls=[call("f", {})])),
+     message(reasoning_content="plan", tool_calls=[{**call("f", {}), "id": "0"}])),
     ("r7b-response-cut", "command-r7b", "thinking",
      "<|START_RESPONSE|>Partial answer cut", message(content="Partial answer cut")),
     ("r7b-response-without-end-thinking", "command-r7b", "thinking",
