@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -149,15 +150,25 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(b"0\r\n\r\n")
 
 
-@pytest.fixture
-def upstream() -> Iterator[FakeUpstream]:
-    server = FakeUpstream()
+@contextmanager
+def serving_upstream(server: FakeUpstream) -> Iterator[FakeUpstream]:
+    """Run ``server`` in a thread; stop it afterwards (a waiting barrier is released)."""
     thread = threading.Thread(target=server.serve_forever, args=(0.02,), daemon=True)
     thread.start()
-    yield server
-    server.shutdown()
-    server.server_close()
-    thread.join(timeout=5)
+    try:
+        yield server
+    finally:
+        if server.barrier is not None:
+            server.barrier.abort()
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)
+
+
+@pytest.fixture
+def upstream() -> Iterator[FakeUpstream]:
+    with serving_upstream(FakeUpstream()) as server:
+        yield server
 
 
 @pytest.fixture

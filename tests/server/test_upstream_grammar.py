@@ -7,7 +7,6 @@ there is checked with ``replyparse.grammar.accepts`` against the outputs the req
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -30,7 +29,7 @@ from tests.server.helpers import (  # noqa: E402
     qwen3_config,
     running,
 )
-from tests.server.test_upstream import FakeUpstream  # noqa: E402
+from tests.server.test_upstream import FakeUpstream, serving_upstream  # noqa: E402
 
 USER = [{"role": "user", "content": "Weather in Lisbon?"}]
 ONE_CALL = (
@@ -53,12 +52,8 @@ FIELDS: dict[str, tuple[tuple[str, ...], dict[str, Any]]] = {
 def upstream() -> Iterator[FakeUpstream]:
     server = FakeUpstream()
     server.text = ONE_CALL
-    thread = threading.Thread(target=server.serve_forever, args=(0.02,), daemon=True)
-    thread.start()
-    yield server
-    server.shutdown()
-    server.server_close()
-    thread.join(timeout=5)
+    with serving_upstream(server):
+        yield server
 
 
 def _config(upstream: FakeUpstream, engine: Any, template: str = "qwen3") -> ServerConfig:

@@ -23,7 +23,7 @@ pytest.importorskip("starlette")
 
 from replyparse.server import UpstreamBackend  # noqa: E402
 from tests.server.helpers import FINAL_ANSWER, qwen3_config, running  # noqa: E402
-from tests.server.test_upstream import FakeUpstream  # noqa: E402
+from tests.server.test_upstream import FakeUpstream, serving_upstream  # noqa: E402
 
 CONCURRENT = 150
 USER = [{"role": "user", "content": "Weather?"}]
@@ -39,14 +39,8 @@ class _BusyUpstream(FakeUpstream):
 def upstream() -> Iterator[FakeUpstream]:
     server = _BusyUpstream()
     server.text = FINAL_ANSWER
-    thread = threading.Thread(target=server.serve_forever, args=(0.02,), daemon=True)
-    thread.start()
-    yield server
-    if server.barrier is not None:
-        server.barrier.abort()
-    server.shutdown()
-    server.server_close()
-    thread.join(timeout=5)
+    with serving_upstream(server):
+        yield server
 
 
 async def _stream(client: Any, url: str, number: int) -> tuple[str, list[str]]:
