@@ -276,3 +276,37 @@ def test_a_model_written_id_round_trips_through_responses(
         ]
         second = client.responses.create(model="m", input=items, tools=RESPONSES_TOOLS)
     assert second.output_text == "It is 18 °C in Paris."
+
+
+def test_a_cohere_tool_call_id_round_trips(tmp_path: Path) -> None:
+    """Command R7B writes ``"tool_call_id": "0"``: that is the call's id, and the real chat
+    template maps the tool result sent back under it to the same call."""
+    path = CHAT_TEMPLATES / "command-r7b.jinja"
+    if not path.is_file():
+        pytest.skip(f"{path} is not available")
+    entry = get_entry("command-r7b")
+    call = (
+        "<|START_THINKING|>I need the weather.<|END_THINKING|><|START_ACTION|>[\n"
+        '    {"tool_call_id": "0", "tool_name": "get_weather", "parameters": {"city": "Paris", '
+        '"unit": "celsius"}}\n]<|END_ACTION|>'
+    )
+    answer = "<|START_RESPONSE|>It is 18 °C in Paris.<|END_RESPONSE|>"
+    config = ServerConfig(
+        model_name="m",
+        template=entry.template,
+        backend=ReplayBackend(write_replay(tmp_path / "r.jsonl", call, answer)),
+        chat_template=ChatTemplate(path.read_text(encoding="utf-8"), {"bos_token": "<BOS_TOKEN>"}),
+        call_id_form=entry.call_id_form,
+    )
+    with running(config) as url:
+        client = openai.OpenAI(base_url=url, api_key="unused", max_retries=0, timeout=20)
+        first = client.chat.completions.create(model="m", messages=USER, tools=CHAT_TOOLS)
+        (tool_call,) = first.choices[0].message.tool_calls
+        assert tool_call.id == "0"
+        messages: list[Any] = [
+            *USER,
+            first.choices[0].message.model_dump(exclude_none=True),
+            {"role": "tool", "tool_call_id": "0", "content": '{"celsius": 18}'},
+        ]
+        second = client.chat.completions.create(model="m", messages=messages, tools=CHAT_TOOLS)
+    assert second.choices[0].message.content == "It is 18 °C in Paris."
