@@ -20,6 +20,7 @@ not resolve, so that a malformed value is never emitted.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Container, Iterator, Mapping
 from typing import Any
 
@@ -131,15 +132,44 @@ def _resolve(placeholder: str, scope: Mapping[str, Any]) -> Any:
     return value
 
 
-def _is_absent(value: Any, scope: Mapping[str, Any], required: Container[str]) -> bool:
-    """Whether ``value`` is a dict entry's placeholder for a value the model did not write."""
-    if not isinstance(value, str):
-        return False
-    match = _WHOLE_PLACEHOLDER.match(value)
+@functools.lru_cache(maxsize=4096)
+def _placeholder_of(text: str) -> tuple[str, str] | None:
+    """``(path, root name)`` of a whole-placeholder string, or None: parsed once per string
+    (transforms are applied to every region, their strings are few)."""
+    match = _WHOLE_PLACEHOLDER.match(text)
     if match is None:
-        return False
-    root = match.group(1).split(".", 1)[0]
-    return root not in required and scope.get(root) is None
+        return None
+    path = match.group(1)
+    return path, path.split(".", 1)[0]
+
+
+_ABSENT: Any = object()
+
+
+def _apply(transform: Any, scope: Mapping[str, Any], required: Container[str] | None) -> Any:
+    """``apply_transform``; a dict entry's value is ``_ABSENT`` when it is to be left out."""
+    if isinstance(transform, str):
+        placeholder = _placeholder_of(transform)
+        if placeholder is None:
+            return transform
+        path, root = placeholder
+        if required is not None and root not in required and scope.get(root) is None:
+            return _ABSENT
+        return _resolve(path, scope)
+    if isinstance(transform, Mapping):
+        built = {}
+        for key, value in transform.items():
+            result = _apply(value, scope, required)
+            if result is not _ABSENT:
+                built[key] = result
+        return built
+    if isinstance(transform, list):
+        # Only dict entries are left out: a list item keeps its place (null when absent).
+        return [
+            None if (result := _apply(value, scope, required)) is _ABSENT else result
+            for value in transform
+        ]
+    return transform
 
 
 def apply_transform(
@@ -155,15 +185,5 @@ def apply_transform(
             placeholder starts with any other name that is missing or None is left out (a
             value the model did not write). None: every name is required.
     """
-    if isinstance(transform, str):
-        match = _WHOLE_PLACEHOLDER.match(transform)
-        return _resolve(match.group(1), scope) if match else transform
-    if isinstance(transform, Mapping):
-        return {
-            key: apply_transform(value, scope, required)
-            for key, value in transform.items()
-            if required is None or not _is_absent(value, scope, required)
-        }
-    if isinstance(transform, list):
-        return [apply_transform(value, scope, required) for value in transform]
-    return transform
+    result = _apply(transform, scope, required)
+    return None if result is _ABSENT else result
