@@ -85,7 +85,12 @@ def grammar_fields(
         try:
             return _fields(engine, template, turn, prompt, content_schema(form))
         except GrammarError as error:
-            if form is None or form.strict or form.kind != "json_schema":
+            if (
+                form is None
+                or form.strict
+                or form.kind != "json_schema"
+                or not str(error).startswith(_CONTENT_WHERE)
+            ):
                 raise
             logger.warning(
                 "%s: the non-strict schema cannot be compiled (%s); the content is "
