@@ -536,7 +536,8 @@ class _Builder:
                                 G.Term((*head, *body, G.Piece(core))), self.state(low, high, tail)
                             )
                         )
-            if low == 0 and scalar is None:
+            # A message may end inside a text region, unless its content must still follow.
+            if low == 0 and scalar is None and self.content_schema is None:
                 results.append(G.Term((*head, self.body_then(close, None))))
                 if self.end is not None:
                     for node, _ in self.end.options:
