@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import copy
 import enum
+import functools
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -89,6 +90,21 @@ _SCALARS = (str, int, float, bool, type(None))
 _DEMOTED: Any = object()
 #: No value could be read.
 _NOTHING: Any = object()
+
+
+@functools.lru_cache(maxsize=256)
+def _required_names(shape: CallShape | None) -> frozenset[str]:
+    names = {"content"}
+    if shape is not None:
+        names.update((shape.name_source[0], shape.arguments_source[0]))
+    return frozenset(names)
+
+
+def _required(field: FieldSpec) -> frozenset[str]:
+    """The placeholder names a field's transform cannot leave out (see ``transform``):
+    the body and a tool call's name and arguments; other values the model did not write
+    (an optional group, an id key) leave their entries out."""
+    return _required_names(field.call_shape)
 
 
 def _close_name(field: FieldSpec) -> str:
@@ -696,7 +712,9 @@ class ResponseParser:
                 if field.transform_each:
                     value = self._transform_each(field, value, groups, body)
                 else:
-                    value = apply_transform(field.transform, {**groups, "content": value})
+                    value = apply_transform(
+                        field.transform, {**groups, "content": value}, _required(field)
+                    )
             except TransformPathError as error:
                 raise TransformError(
                     str(error), field=field.name, raw=body, offset=self._body_offset
@@ -846,7 +864,9 @@ class ResponseParser:
             element = {"name": name, shape.arguments_key or "arguments": arguments}
             try:
                 value = [
-                    apply_transform(field.transform, {**groups, "content": element, **element})
+                    apply_transform(
+                        field.transform, {**groups, "content": element, **element}, _required(field)
+                    )
                 ]
             except TransformPathError:
                 value = None
@@ -855,7 +875,9 @@ class ResponseParser:
             if shape.name_in_body:
                 content = {"name": name, shape.arguments_key or "arguments": arguments}
             try:
-                value = apply_transform(field.transform, {**groups, "content": content})
+                value = apply_transform(
+                    field.transform, {**groups, "content": content}, _required(field)
+                )
             except TransformPathError:
                 value = None
         if value is None:
@@ -982,7 +1004,9 @@ class ResponseParser:
                     offset=self._body_offset,
                 )
             result.append(
-                apply_transform(field.transform, {**groups, "content": element, **element})
+                apply_transform(
+                    field.transform, {**groups, "content": element, **element}, _required(field)
+                )
             )
         return result
 

@@ -6,6 +6,12 @@ preserved. The scope holds ``content`` (the parsed body) and the named groups of
 close delimiters; with ``transform_each`` it holds the keys of each list element instead.
 A path is dotted: ``{content.arguments}`` descends into dict keys (and list indexes).
 
+A value the model did not write (a named group that did not take part in the match, such as
+an optional ``[CALL_ID]`` part; with ``transform_each``, a key an element lacks or holds as
+null) leaves its dict entry out, so a message never shows ``"id": null`` for an id the
+model did not write. The names the value cannot do without (``content``, a tool call's name
+and arguments) are ``required``: for them the usual rule holds.
+
 Placeholders are checked at load time (``check_transform``): a string may not mix text and a
 placeholder, and a placeholder's first name must be something the scope can hold. Resolving
 happens at parse time (``apply_transform``) and raises ``TransformPathError`` when a path does
@@ -14,7 +20,8 @@ not resolve, so that a malformed value is never emitted.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+import functools
+from collections.abc import Container, Iterator, Mapping
 from typing import Any
 
 import regex
@@ -125,13 +132,58 @@ def _resolve(placeholder: str, scope: Mapping[str, Any]) -> Any:
     return value
 
 
-def apply_transform(transform: Any, scope: Mapping[str, Any]) -> Any:
-    """Build the transformed value; raise TransformPathError on an unresolvable path."""
+@functools.lru_cache(maxsize=4096)
+def _placeholder_of(text: str) -> tuple[str, str] | None:
+    """``(path, root name)`` of a whole-placeholder string, or None: parsed once per string
+    (transforms are applied to every region, their strings are few)."""
+    match = _WHOLE_PLACEHOLDER.match(text)
+    if match is None:
+        return None
+    path = match.group(1)
+    return path, path.split(".", 1)[0]
+
+
+_ABSENT: Any = object()
+
+
+def _apply(transform: Any, scope: Mapping[str, Any], required: Container[str] | None) -> Any:
+    """``apply_transform``; a dict entry's value is ``_ABSENT`` when it is to be left out."""
     if isinstance(transform, str):
-        match = _WHOLE_PLACEHOLDER.match(transform)
-        return _resolve(match.group(1), scope) if match else transform
+        placeholder = _placeholder_of(transform)
+        if placeholder is None:
+            return transform
+        path, root = placeholder
+        if required is not None and root not in required and scope.get(root) is None:
+            return _ABSENT
+        return _resolve(path, scope)
     if isinstance(transform, Mapping):
-        return {key: apply_transform(value, scope) for key, value in transform.items()}
+        built = {}
+        for key, value in transform.items():
+            result = _apply(value, scope, required)
+            if result is not _ABSENT:
+                built[key] = result
+        return built
     if isinstance(transform, list):
-        return [apply_transform(value, scope) for value in transform]
+        # Only dict entries are left out: a list item keeps its place (null when absent).
+        return [
+            None if (result := _apply(value, scope, required)) is _ABSENT else result
+            for value in transform
+        ]
     return transform
+
+
+def apply_transform(
+    transform: Any, scope: Mapping[str, Any], required: Container[str] | None = None
+) -> Any:
+    """Build the transformed value; raise TransformPathError on an unresolvable path.
+
+    Args:
+        transform: the field's transform.
+        scope: ``content``, the delimiter groups (None for a group that did not take part)
+            and, with ``transform_each``, the element's keys.
+        required: the names every placeholder of must resolve. A dict entry whose
+            placeholder starts with any other name that is missing or None is left out (a
+            value the model did not write). None: every name is required.
+    """
+    result = _apply(transform, scope, required)
+    return None if result is _ABSENT else result

@@ -396,3 +396,51 @@ def test_registry_name_and_samples_of_a_registry_template() -> None:
         "qwen3", tools=TOOLS, tool_choice="required", prefix="<|im_start|>assistant\n"
     )
     assert accepts(grammar, CALL)
+
+
+# -- content_schema (structured outputs) ----------------------------------------------------
+
+CONTENT_SCHEMA = {
+    "type": "object",
+    "properties": {"city": {"type": "string"}, "celsius": {"type": "integer"}},
+    "required": ["city", "celsius"],
+    "additionalProperties": False,
+}
+
+
+@pytest.mark.parametrize("form", ["lark", "gbnf"])
+def test_a_content_schema_makes_the_content_that_json(form: Any) -> None:
+    grammar = build_grammar(HERMES, content_schema=CONTENT_SCHEMA, format=form)
+    assert accepts(grammar, '<think>\nok\n</think>\n\n{"city": "Lisbon", "celsius": 21}<|im_end|>')
+    assert accepts(grammar, '{"city":"Lisbon","celsius":21}')
+    assert not accepts(grammar, "It is 21 degrees.<|im_end|>")
+    assert not accepts(grammar, '{"city": "Lisbon"}<|im_end|>')
+    assert not accepts(grammar, 'Sure: {"city": "Lisbon", "celsius": 21}<|im_end|>')
+    assert not accepts(grammar, '{"city": "<think>", "celsius": 1}')  # opens no region
+    assert not accepts(grammar, "<think>\nstill thinking")  # the content must follow
+    assert not accepts(grammar, "<think>\nok\n</think>\n\n<|im_end|>")
+
+
+def test_json_mode_is_any_object() -> None:
+    grammar = build_grammar("qwen3", content_schema={"type": "object"})
+    assert accepts(grammar, '{"a": [1, {"b": null}], "c": "d"}<|im_end|>')
+    assert not accepts(grammar, "[1]<|im_end|>")
+    assert not accepts(grammar, "plain text<|im_end|>")
+
+
+def test_what_a_content_schema_cannot_be_compiled_with() -> None:
+    with pytest.raises(GrammarError, match="together with callable tools"):
+        build_grammar(HERMES, tools=TOOLS, content_schema=CONTENT_SCHEMA)
+    assert build_grammar(HERMES, tools=TOOLS, tool_choice="none", content_schema=CONTENT_SCHEMA)
+    with pytest.raises(GrammarError, match="content its own delimiters"):
+        build_grammar("functionary-v3.2", content_schema=CONTENT_SCHEMA)
+    with pytest.raises(GrammarError, match=r"content_schema\.properties\.n: the keyword 'minimum'"):
+        build_grammar(
+            HERMES,
+            content_schema={
+                "type": "object",
+                "properties": {"n": {"type": "integer", "minimum": 1}},
+                "required": ["n"],
+                "additionalProperties": False,
+            },
+        )

@@ -115,9 +115,17 @@ def test_malformed_format_is_a_400(
     assert text in answer.json()["error"]["message"]
 
 
-def test_a_format_with_an_upstream_grammar_is_a_guarantee_it_cannot_keep(tmp_path: Path) -> None:
+def test_a_format_the_upstream_grammar_cannot_keep_is_a_400(tmp_path: Path) -> None:
+    """functionary-v3.2 gives content its own delimiters: no content grammar for it yet (the
+    grammar itself, sent upstream, is tested in test_upstream_grammar)."""
+    from replyparse.templates import get_template
+
     replay = write_replay(tmp_path / "r.jsonl", JSON_ANSWER)
-    config = replace(qwen3_config(ReplayBackend(replay)), upstream_engine="llguidance")
+    config = replace(
+        qwen3_config(ReplayBackend(replay)),
+        template=get_template("functionary-v3.2"),
+        upstream_engine="llguidance",
+    )
     with running(config) as url, pytest.raises(openai.BadRequestError) as caught:
         _client(url).chat.completions.parse(
             model="test-model", messages=USER, response_format=Weather
@@ -125,3 +133,4 @@ def test_a_format_with_an_upstream_grammar_is_a_guarantee_it_cannot_keep(tmp_pat
     body: Any = caught.value.body
     assert body["code"] == "grammar_unsupported"
     assert body["param"] == "response_format"
+    assert "its own delimiters" in body["message"]

@@ -564,3 +564,45 @@ def test_a_continuation_cut_by_the_token_limit_is_incomplete(tmp_path: Path) -> 
     assert call["type"] == "function_call" and call["name"] == "get_weather_forecast"
     assert events[-1]["type"] == "response.incomplete"
     assert events[-1]["response"]["output"][-1]["name"] == "get_weather_forecast"
+
+
+# -- off the event loop -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+def test_every_round_renders_off_the_event_loop(
+    stream: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each round's chat-template rendering and output parsing run in worker threads, as
+    the rest of the server does, so a slow template never stalls other requests."""
+    import asyncio
+
+    from replyparse.openai import ResponsesStream
+
+    on_loop: list[str] = []
+
+    def running_loop(what: str) -> None:
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return
+        on_loop.append(what)
+
+    render, feed = ChatTemplate.render, ResponsesStream.feed
+
+    def checked_render(self: Any, *args: Any, **kwargs: Any) -> Any:
+        running_loop("render")
+        return render(self, *args, **kwargs)
+
+    def checked_feed(self: Any, text: Any) -> Any:
+        running_loop("feed")
+        return feed(self, text)
+
+    monkeypatch.setattr(ChatTemplate, "render", checked_render)
+    monkeypatch.setattr(ResponsesStream, "feed", checked_feed)
+    with serving(QWEN3, tmp_path, QWEN3.search, QWEN3.forecast) as (url, backend):
+        body = {"input": USER, "tools": [*FIFTY, HOSTED]}
+        output = _events(url, body)[-1]["response"] if stream else _whole(url, body)
+    assert _types(output)[-1] == "function_call"
+    assert len(backend.requests) == 2  # two rounds, two renders
+    assert on_loop == []

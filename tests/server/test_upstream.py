@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -36,6 +37,11 @@ class FakeUpstream(ThreadingHTTPServer):
         #: Texts for the next requests, in order (then ``text``).
         self.queue: list[str] = []
         self.bodies: list[dict[str, Any]] = []
+        #: When set, each streamed answer waits here first: the requests are all in flight
+        #: at once (a load test), or one holds its connection (a pool timeout).
+        self.barrier: threading.Barrier | None = None
+        #: Seconds between the pieces of a streamed answer.
+        self.pace = 0.0
 
     @property
     def url(self) -> str:
@@ -94,6 +100,12 @@ class _Handler(BaseHTTPRequestHandler):
             threading.Event().wait(3)  # longer than the backend's read timeout
             self.close_connection = True
             return
+        if self.server.barrier is not None:
+            try:
+                self.server.barrier.wait()
+            except threading.BrokenBarrierError:
+                self.close_connection = True
+                return
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Transfer-Encoding", "chunked")
@@ -117,6 +129,8 @@ class _Handler(BaseHTTPRequestHandler):
                 "choices": [{"index": 0, "text": piece, "finish_reason": None}],
             }
             self._chunk(f"data: {json.dumps(chunk)}\n\n")
+            if self.server.pace:
+                threading.Event().wait(self.server.pace)
         last = {
             "id": "cmpl-1",
             "object": "text_completion",
@@ -136,15 +150,25 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(b"0\r\n\r\n")
 
 
-@pytest.fixture
-def upstream() -> Iterator[FakeUpstream]:
-    server = FakeUpstream()
+@contextmanager
+def serving_upstream(server: FakeUpstream) -> Iterator[FakeUpstream]:
+    """Run ``server`` in a thread; stop it afterwards (a waiting barrier is released)."""
     thread = threading.Thread(target=server.serve_forever, args=(0.02,), daemon=True)
     thread.start()
-    yield server
-    server.shutdown()
-    server.server_close()
-    thread.join(timeout=5)
+    try:
+        yield server
+    finally:
+        if server.barrier is not None:
+            server.barrier.abort()
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)
+
+
+@pytest.fixture
+def upstream() -> Iterator[FakeUpstream]:
+    with serving_upstream(FakeUpstream()) as server:
+        yield server
 
 
 @pytest.fixture

@@ -7,7 +7,6 @@ there is checked with ``replyparse.grammar.accepts`` against the outputs the req
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -30,7 +29,7 @@ from tests.server.helpers import (  # noqa: E402
     qwen3_config,
     running,
 )
-from tests.server.test_upstream import FakeUpstream  # noqa: E402
+from tests.server.test_upstream import FakeUpstream, serving_upstream  # noqa: E402
 
 USER = [{"role": "user", "content": "Weather in Lisbon?"}]
 ONE_CALL = (
@@ -53,12 +52,8 @@ FIELDS: dict[str, tuple[tuple[str, ...], dict[str, Any]]] = {
 def upstream() -> Iterator[FakeUpstream]:
     server = FakeUpstream()
     server.text = ONE_CALL
-    thread = threading.Thread(target=server.serve_forever, args=(0.02,), daemon=True)
-    thread.start()
-    yield server
-    server.shutdown()
-    server.server_close()
-    thread.join(timeout=5)
+    with serving_upstream(server):
+        yield server
 
 
 def _config(upstream: FakeUpstream, engine: Any, template: str = "qwen3") -> ServerConfig:
@@ -190,3 +185,120 @@ def test_no_guarantee_without_a_grammar_goes_unconstrained(
     (body,) = upstream.bodies
     assert "grammar" not in body
     assert any("sending the request unconstrained" in record.message for record in caplog.records)
+
+
+# -- structured outputs: the content grammar ------------------------------------------------
+
+WEATHER_SCHEMA = {
+    "type": "object",
+    "properties": {"city": {"type": "string"}, "celsius": {"type": "integer"}},
+    "required": ["city", "celsius"],
+    "additionalProperties": False,
+}
+JSON_CONTENT = '<think>\nJSON it is.\n</think>\n\n{"city": "Lisbon", "celsius": 21}<|im_end|>'
+PROSE = "<think>\nhm\n</think>\n\nIt is 21 degrees in Lisbon.<|im_end|>"
+
+
+def test_a_json_schema_format_constrains_the_content(upstream: FakeUpstream) -> None:
+    upstream.text = JSON_CONTENT
+    form = {
+        "type": "json_schema",
+        "json_schema": {"name": "weather", "schema": WEATHER_SCHEMA, "strict": True},
+    }
+    with _client(_config(upstream, "llguidance")) as client:
+        completion = client.chat.completions.create(
+            model="test-model", messages=USER, response_format=form
+        )
+    assert completion.choices[0].message.content == '{"city": "Lisbon", "celsius": 21}'
+    grammar = upstream.bodies[0]["grammar"]
+    assert accepts(grammar, JSON_CONTENT)
+    assert accepts(grammar, '{"city":"Lisbon","celsius":21}')  # reasoning may be skipped
+    assert not accepts(grammar, PROSE)
+    assert not accepts(grammar, '{"city": "Lisbon"}<|im_end|>')  # a required key missing
+    assert not accepts(grammar, '{"city": "Lisbon", "celsius": "21"}<|im_end|>')
+    assert not accepts(grammar, ONE_CALL)  # no tools: no calls
+
+
+@pytest.mark.parametrize("engine", sorted(FIELDS))
+def test_responses_json_object_reaches_every_engine(upstream: FakeUpstream, engine: str) -> None:
+    upstream.text = JSON_CONTENT
+    path, _ = FIELDS[engine]
+    with _client(_config(upstream, engine)) as client:
+        response = client.responses.create(
+            model="test-model", input=USER, text={"format": {"type": "json_object"}}
+        )
+    assert response.output_text == '{"city": "Lisbon", "celsius": 21}'
+    grammar: Any = upstream.bodies[0]
+    for key in path:
+        grammar = grammar[key]
+    assert accepts(grammar, JSON_CONTENT)
+    assert accepts(grammar, '{"any": ["object", 1, null]}')
+    assert not accepts(grammar, PROSE)
+    assert not accepts(grammar, "[1, 2]<|im_end|>")  # JSON, but not an object
+
+
+def test_the_sdk_parse_helper_gets_a_constrained_answer(upstream: FakeUpstream) -> None:
+    pydantic = pytest.importorskip("pydantic")
+
+    class Weather(pydantic.BaseModel):
+        city: str
+        celsius: int
+
+    upstream.text = JSON_CONTENT
+    with _client(_config(upstream, "vllm")) as client:
+        parsed = client.responses.parse(model="test-model", input=USER, text_format=Weather)
+    assert parsed.output_parsed == Weather(city="Lisbon", celsius=21)
+    grammar = upstream.bodies[0]["structured_outputs"]["grammar"]
+    assert accepts(grammar, JSON_CONTENT) and not accepts(grammar, PROSE)
+
+
+def test_a_strict_schema_without_a_grammar_is_a_400(upstream: FakeUpstream) -> None:
+    schema = {
+        **WEATHER_SCHEMA,
+        "properties": {"city": {"type": "string"}, "celsius": {"type": "integer", "minimum": -90}},
+    }
+    form = {"type": "json_schema", "json_schema": {"name": "w", "schema": schema, "strict": True}}
+    with (
+        _client(_config(upstream, "llguidance")) as client,
+        pytest.raises(openai.BadRequestError) as caught,
+    ):
+        client.chat.completions.create(model="test-model", messages=USER, response_format=form)
+    error = caught.value.body
+    assert error["code"] == "grammar_unsupported" and error["param"] == "response_format"
+    assert "response_format 'json_schema'" in error["message"]
+    assert "response_format.json_schema.schema.properties.celsius" in error["message"]
+    assert "the keyword 'minimum'" in error["message"]
+    assert upstream.bodies == []
+
+
+def test_a_format_with_callable_tools_is_a_400(upstream: FakeUpstream) -> None:
+    with (
+        _client(_config(upstream, "llguidance")) as client,
+        pytest.raises(openai.BadRequestError) as caught,
+    ):
+        client.responses.create(
+            model="test-model",
+            input=USER,
+            tools=RESPONSES_TOOLS,
+            text={"format": {"type": "json_object"}},
+        )
+    error = caught.value.body
+    assert error["code"] == "grammar_unsupported" and error["param"] == "text.format"
+    assert "together with callable tools" in error["message"]
+    assert upstream.bodies == []
+
+
+def test_a_non_strict_schema_that_does_not_compile_still_gets_json(
+    upstream: FakeUpstream, caplog: pytest.LogCaptureFixture
+) -> None:
+    upstream.text = JSON_CONTENT
+    loose = {"type": "object", "properties": {"celsius": {"type": "integer", "minimum": -90}}}
+    form = {"type": "json_schema", "json_schema": {"name": "w", "schema": loose}}
+    with (
+        caplog.at_level(logging.WARNING, logger="replyparse.server"),
+        _client(_config(upstream, "llguidance")) as client,
+    ):
+        client.chat.completions.create(model="test-model", messages=USER, response_format=form)
+    grammar = upstream.bodies[0]["grammar"]
+    assert accepts(grammar, JSON_CONTENT) and not accepts(grammar, PROSE)
+    assert any("constrained to a JSON object" in record.message for record in caplog.records)

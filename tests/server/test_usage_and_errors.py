@@ -107,3 +107,43 @@ def test_a_failure_has_one_type_and_code_whole_or_streamed() -> None:
     assert failed["type"] == "response.failed"
     assert failed["response"]["error"] == {"code": "server_error", "message": expected["message"]}
     assert failed["sequence_number"] == error["sequence_number"] + 1
+
+
+@pytest.mark.parametrize("store", [None, True, False])
+def test_responses_echo_store(tmp_path: Path, store: bool | None) -> None:
+    """Every Response object, whole and streamed, carries the request's ``store`` (true when
+    not given, as OpenAI's default); the server stores nothing either way."""
+    backend = _replay(tmp_path, {"text": FINAL_ANSWER})
+    extra: dict[str, Any] = {} if store is None else {"store": store}
+    expected = store is not False
+    with running(qwen3_config(backend)) as url:
+        client = openai.OpenAI(base_url=url, api_key="unused", max_retries=0, timeout=20)
+        whole = client.responses.create(model="test-model", input="Weather?", **extra)
+        events = list(
+            client.responses.create(model="test-model", input="Weather?", stream=True, **extra)
+        )
+        raw = httpx2.post(
+            f"{url}/responses", json={"model": "test-model", "input": "Hi", **extra}, timeout=20
+        ).json()
+    assert raw["store"] is expected
+    assert whole.model_extra is not None and whole.model_extra["store"] is expected
+    lifecycle = [event for event in events if hasattr(event, "response")]
+    assert [event.type for event in lifecycle] == [
+        "response.created",
+        "response.in_progress",
+        "response.completed",
+    ]
+    for event in lifecycle:
+        assert event.response.model_extra is not None
+        assert event.response.model_extra["store"] is expected
+
+
+def test_store_must_be_a_boolean(tmp_path: Path) -> None:
+    with running(qwen3_config(_replay(tmp_path, {"text": FINAL_ANSWER}))) as url:
+        answer = httpx2.post(
+            f"{url}/responses",
+            json={"model": "test-model", "input": "Hi", "store": "yes"},
+            timeout=20,
+        )
+    assert answer.status_code == 400
+    assert answer.json()["error"]["param"] == "store"

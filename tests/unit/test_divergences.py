@@ -202,3 +202,65 @@ def test_a_string_parameter_keeps_the_text_the_model_wrote() -> None:
     # "02139" is not JSON (a leading zero), so it was a string all along.
     message, _ = parse_every_way(template, text, tools=tools)
     assert message["tool_calls"][0]["function"]["arguments"]["zip"] == "02139"
+
+
+OPTIONAL_ID: dict[str, Any] = {
+    "start_anchor": "x",
+    "fields": {
+        "tool_calls": {
+            "open_pattern": r"\[CALL\](?P<name>\w+)(?:\[ID\](?P<id>\w+))?\[ARGS\]",
+            "close": "[END]",
+            "repeats": True,
+            "content": "json",
+            "transform": {
+                "id": "{id}",
+                "type": "function",
+                "function": {"name": "{name}", "arguments": "{content}"},
+            },
+        },
+        "calls": {
+            "open": "<calls>",
+            "close": "</calls>",
+            "content": "json",
+            "transform_each": True,
+            "transform": {"id": "{call_id}", "name": "{tool}"},
+        },
+    },
+}
+
+
+def test_a_value_the_model_did_not_write_leaves_its_key_out() -> None:
+    with_id = '[CALL]f[ID]a1b2c3d4e[ARGS]{"a": 1}[END]'
+    without = '[CALL]f[ARGS]{"a": 1}[END]'
+    call = {"type": "function", "function": {"name": "f", "arguments": {"a": 1}}}
+    message, _ = parse_every_way(OPTIONAL_ID, with_id + without)
+    assert message["tool_calls"] == [{"id": "a1b2c3d4e", **call}, call]  # never "id": null
+    listed = '<calls>[{"call_id": "0", "tool": "f"}, {"tool": "g"}, {"call_id": null, "tool": "h"}]</calls>'
+    message, _ = parse_every_way(OPTIONAL_ID, listed)
+    assert message["calls"] == [{"id": "0", "name": "f"}, {"name": "g"}, {"name": "h"}]
+    # A value the entry cannot do without still fails: the call's name, here.
+    with pytest.raises(ResponseParseError, match="tool_name"):
+        parse_response(
+            '<a>[{"parameters": {}}]</a>',
+            {
+                "start_anchor": "x",
+                "fields": {
+                    "tool_calls": {
+                        "open": "<a>",
+                        "close": "</a>",
+                        "content": "json",
+                        "transform_each": True,
+                        "transform": {
+                            "id": "{tool_call_id}",
+                            "type": "function",
+                            "function": {"name": "{tool_name}", "arguments": "{parameters}"},
+                        },
+                    }
+                },
+            },
+            prefix="",
+        )
+    with pytest.raises(KeyError):  # the reference cannot parse either output without the id
+        reference(without, OPTIONAL_ID)
+    with pytest.raises(KeyError):
+        reference('<calls>[{"tool": "g"}]</calls>', OPTIONAL_ID)

@@ -40,6 +40,7 @@ def build_grammar(
     parallel_tool_calls: bool = True,
     format: GrammarFormat = "lark",
     prefix: str = "",
+    content_schema: Mapping[str, Any] | None = None,
 ) -> str | dict[str, Any]:
     """A grammar admitting the generations the template parses into a valid message.
 
@@ -60,6 +61,10 @@ def build_grammar(
             arguments).
         prefix: the prompt the generation continues (only what follows its last start anchor
             matters); when it opens a region (``<think>``), the grammar starts inside it.
+        content_schema: structured outputs: the content must be one JSON value of this JSON
+            Schema (``{"type": "object"}`` for JSON mode), compiled as strict tool
+            arguments are, written after any reasoning. Needs the content to be the
+            template's implicit field and no callable tools (``tool_choice`` ``"none"``).
 
     Returns:
         The grammar text, or a dict for ``structural_tag``.
@@ -80,10 +85,12 @@ def build_grammar(
     loaded = resolve_template(template)
     rules = read_request(tools, tool_choice, parallel_tool_calls)
     if format == "structural_tag":
+        if content_schema is not None:
+            raise GrammarError("content_schema: structural tags cannot hold a content schema.")
         from replyparse.grammar._structural_tag import to_structural_tag
 
         return to_structural_tag(loaded, rules, prefix)
-    grammar = build_ir(loaded, rules, prefix)
+    grammar = build_ir(loaded, rules, prefix, content_schema)
     if format == "lark":
         return to_lark(grammar)
     if format == "gbnf":

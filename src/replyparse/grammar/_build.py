@@ -29,7 +29,7 @@ count); it knows nothing of output formats and builds :mod:`._ir` grammars.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -57,6 +57,7 @@ from replyparse.grammar._delimiters import (
 from replyparse.grammar._errors import GrammarError
 from replyparse.grammar._readback import check_call, open_after_prefix, reads_one_call
 from replyparse.grammar._request import CallRules, ToolEntry
+from replyparse.grammar._schema import ValueCompiler
 from replyparse.template import FieldSpec, ResponseTemplate
 from replyparse.tools import responses_shapes
 
@@ -86,9 +87,12 @@ class _Builder:
     template: ResponseTemplate
     rules: CallRules
     prefix: str
+    #: The JSON Schema the message's content must follow (structured outputs), or None.
+    content_schema: Mapping[str, Any] | None = None
     grammar: G.Grammar = field(default_factory=G.Grammar)
     states: dict[tuple[Any, ...], G.Ref] = field(default_factory=dict)
     glued: dict[tuple[Any, ...], G.Ref] = field(default_factory=dict)
+    content_value: G.Expr | None = None
 
     def __post_init__(self) -> None:
         template = self.template
@@ -122,6 +126,9 @@ class _Builder:
         self.outside_forbid = unique(forbid)
         self.end_forbid = self.end.forbid() if self.end is not None else ()
         self.free_text = self.rules.free_text and self.implicit is not None
+        if self.content_schema is not None:
+            self.check_content_schema()
+            self.free_text = False  # the content is the JSON value at the end, nothing else
         # Without free text (required, a forced tool), an explicit content field is not
         # written either (functionary v3.2's ``>>>all\n``).
         self.plain_fields = [
@@ -197,9 +204,42 @@ class _Builder:
             no_end = boundary(forbid, following)
         return G.Piece(ANY_TEXT, unique(forbid), no_end)
 
+    def check_content_schema(self) -> None:
+        """Refuse what a content schema cannot be compiled with (see ``content_json``)."""
+        if self.implicit is None or self.implicit is not self.template.fields.get("content"):
+            raise GrammarError(
+                "$.fields.content: a content schema needs the content to be the implicit "
+                "field (text outside every region); this template gives content its own "
+                "delimiters, which cannot be compiled with a content schema yet."
+            )
+        if self.rules.tools and self.rules.max_calls != 0:
+            raise GrammarError(
+                "content_schema: a content schema together with callable tools cannot be "
+                "compiled yet (a message holds either calls or the JSON content)."
+            )
+
+    def content_json(self) -> G.Expr:
+        """The content as one JSON value of ``content_schema``; its strings cannot hold a
+        delimiter (which would end the content or open a region)."""
+        assert self.content_schema is not None
+        if self.content_value is None:
+            compiler = ValueCompiler(
+                self.grammar, self.outside_forbid, "content", self.content_schema, "content_schema"
+            )
+            self.content_value = compiler.value(self.content_schema, "json")
+        return self.content_value
+
     def finish(self, lead: Lead) -> list[G.Expr]:
         """The ways a message may end from outside: the end of the turn, or just stop."""
-        endings: list[G.Expr] = [G.Term((*lead, self.text_then(None)))]
+        if self.content_schema is not None:
+            value = self.content_json()
+            start = G.Term((*lead, G.Piece(WS)))
+            endings: list[G.Expr] = [G.seq(start, value, G.term(WS))]
+            if self.end is not None:
+                for node, _ in self.end.options:
+                    endings.append(G.seq(start, value, G.Term((G.Piece(WS), G.Piece(node)))))
+            return endings
+        endings = [G.Term((*lead, self.text_then(None)))]
         if self.end is not None:
             for node, _ in self.end.options:
                 endings.append(G.Term((*lead, self.text_then(node), G.Piece(node))))
@@ -279,7 +319,8 @@ class _Builder:
                                 G.Term((*head, *body, G.Piece(core))), self.state(low, high, tail)
                             )
                         )
-            if low == 0 and scalar is None:
+            # A message may end inside a text region, unless its content must still follow.
+            if low == 0 and scalar is None and self.content_schema is None:
                 results.append(G.Term((*head, self.body_then(close, None))))
                 if self.end is not None:
                     for node, _ in self.end.options:
@@ -529,6 +570,12 @@ class _Builder:
         return check_call(self.template, self.grammar, options, tail, tools, entry.name)
 
 
-def build_ir(template: ResponseTemplate, rules: CallRules, prefix: str) -> G.Grammar:
-    """The grammar of the messages ``template`` parses validly for the request ``rules``."""
-    return _Builder(template, rules, prefix).start()
+def build_ir(
+    template: ResponseTemplate,
+    rules: CallRules,
+    prefix: str,
+    content_schema: Mapping[str, Any] | None = None,
+) -> G.Grammar:
+    """The grammar of the messages ``template`` parses validly for the request ``rules``
+    (with ``content_schema``, whose content is one JSON value of that schema)."""
+    return _Builder(template, rules, prefix, content_schema=content_schema).start()

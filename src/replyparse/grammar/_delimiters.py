@@ -19,6 +19,7 @@ from replyparse._charset import CharSet
 from replyparse.grammar import _ir as G
 from replyparse.grammar import _regex as R
 from replyparse.grammar._errors import GrammarError
+from replyparse.grammar._schema import WS
 from replyparse.template import FieldSpec
 
 __all__ = [
@@ -35,9 +36,8 @@ __all__ = [
     "written_forms",
 ]
 
-#: Any text at all, and optional whitespace.
+#: Any text at all (optional whitespace, WS, is the JSON one of _schema).
 ANY_TEXT = R.Repeat(R.Chars(CharSet.any()), 0, None)
-WS = R.Repeat(R.Chars(CharSet.of(" \t\n\r")), 0, None)
 #: Pieces carried into the next lexeme (the optional tail of a close delimiter).
 Lead = tuple[G.Piece, ...]
 

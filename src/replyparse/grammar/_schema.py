@@ -40,7 +40,8 @@ __all__ = ["Dialect", "ValueCompiler", "punct"]
 
 Dialect = Literal["json", "python", "raw"]
 
-_WS = R.Repeat(R.Chars(CharSet.of(" \t\n\r")), 0, None)
+#: Optional whitespace as JSON reads it; also what the grammar allows around delimiters.
+WS = R.Repeat(R.Chars(CharSet.of(" \t\n\r")), 0, None)
 _HEX = R.Chars(CharSet.span("0", "9") | CharSet.span("a", "f") | CharSet.span("A", "F"))
 _DIGIT = R.Chars(CharSet.span("0", "9"))
 _DIGIT19 = R.Chars(CharSet.span("1", "9"))
@@ -154,10 +155,10 @@ def punct(text: str, *, before: bool, after: bool) -> G.Term:
     """A JSON punctuation mark with the whitespace allowed around it."""
     items: list[R.Node] = []
     if before:
-        items.append(_WS)
+        items.append(WS)
     items.append(R.literal(text))
     if after:
-        items.append(_WS)
+        items.append(WS)
     return G.term(R.seq(*items))
 
 
@@ -169,19 +170,26 @@ class ValueCompiler:
         forbid: patterns no string may contain (the delimiters that would end the region).
         tool: the tool's name, for error messages.
         root: the tool's ``parameters`` (the root for ``$ref``).
+        where: how messages name the schema's root (default ``tool 'NAME': parameters``).
     """
 
     def __init__(
-        self, grammar: G.Grammar, forbid: tuple[R.Node, ...], tool: str, root: Mapping[str, Any]
+        self,
+        grammar: G.Grammar,
+        forbid: tuple[R.Node, ...],
+        tool: str,
+        root: Mapping[str, Any],
+        where: str | None = None,
     ) -> None:
         self.grammar = grammar
         self.forbid = forbid
         self.tool = tool
         self.root = root
+        self.where = where if where is not None else f"tool {tool!r}: parameters"
         self.refs: dict[tuple[str, str], G.Ref] = {}
 
     def fail(self, path: str, message: str) -> GrammarError:
-        return GrammarError(f"tool {self.tool!r}: parameters{path}: {message}")
+        return GrammarError(f"{self.where}{path}: {message}")
 
     # -- strings ---------------------------------------------------------------------------
 
@@ -412,7 +420,7 @@ class ValueCompiler:
         return self.quoted(content, tuple(within))
 
     def pattern(self, pattern: str, path: str) -> R.Node:
-        node = R.parse(pattern, where=f"tool {self.tool!r}: parameters{path}.pattern", exact=False)
+        node = R.parse(pattern, where=f"{self.where}{path}.pattern", exact=False)
         items = list(node.items) if isinstance(node, R.Seq) else [node]
         anchored_start = (
             bool(items)

@@ -40,6 +40,7 @@ def upstream_fields(
     tool_choice: Any = "auto",
     parallel_tool_calls: bool = True,
     prefix: str = "",
+    content_schema: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The request fields that make ``engine`` decode under the request's grammar.
 
@@ -50,6 +51,7 @@ def upstream_fields(
         tool_choice: as for ``build_grammar``.
         parallel_tool_calls: as for ``build_grammar``.
         prefix: as for ``build_grammar``.
+        content_schema: as for ``build_grammar`` (structured outputs).
 
     Returns:
         A dict to merge into the upstream request body.
@@ -73,6 +75,7 @@ def upstream_fields(
         parallel_tool_calls=parallel_tool_calls,
         format=text_format,
         prefix=prefix,
+        content_schema=content_schema,
     )
     if engine == "llama.cpp":
         return {"grammar": grammar}

@@ -287,7 +287,8 @@ class _Handler:
         try:
             body = await self.body(request)
             turn = await asyncio.to_thread(self.read, body, api)
-            search = prepare_search(turn, body)  # tool_search / defer_loading: its own rounds
+            # tool_search / defer_loading: its own rounds
+            search = await asyncio.to_thread(prepare_search, turn, body)
             if search is not None:
                 return await respond_with_search(
                     self, search, quietly=_quietly, usage=_responses_usage, log_issues=_log_issues
@@ -364,6 +365,7 @@ class _Handler:
                 lambda: to_response(message, usage=responses_usage, **settings),
                 lambda error: dict(error.result),
             )
+            result = turn.stamp(result)
         return JSONResponse(result)
 
     async def chat_events(
@@ -400,13 +402,13 @@ class _Handler:
     ) -> AsyncIterator[str]:
         outcome = _Outcome()
         try:
-            for frame in responses_sse(stream.start()):
+            for frame in responses_sse(turn.stamp_events(stream.start())):
                 yield frame
             async for delta in generation:
                 outcome.note(delta)
                 if delta.text:
                     pieces = await _feed(stream, delta.text)
-                    for frame in responses_sse(pieces):
+                    for frame in responses_sse(turn.stamp_events(pieces)):
                         yield frame
             usage = _responses_usage(outcome.usage)
             events = await asyncio.to_thread(
@@ -416,10 +418,11 @@ class _Handler:
             )
             _log_issues(stream)
             log_content_problems(turn.response_format, stream.message)
-            for frame in responses_sse(events):
+            for frame in responses_sse(turn.stamp_events(events)):
                 yield frame
         except Exception as error:
-            for frame in responses_sse(_responses_failure(stream, _failure(error, "responses"))):
+            failure = _responses_failure(stream, _failure(error, "responses"))
+            for frame in responses_sse(turn.stamp_events(failure)):
                 yield frame
         finally:
             await generation.aclose()

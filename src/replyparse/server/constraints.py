@@ -5,6 +5,11 @@ go into the upstream ``/v1/completions`` body, built from the response template,
 tools, ``tool_choice`` and ``parallel_tool_calls``, and the rendered prompt (the grammar starts
 where the prompt leaves off, inside ``<think>`` when the prompt opened it).
 
+A structured-output format (``response_format`` / ``text.format``) makes the content one JSON
+value in the same grammar: of the schema (``json_schema``) or any object (``json_object``),
+compiled by the grammar module as strict tool arguments are. A non-strict schema that does not
+compile falls back to any object (JSON is still guaranteed; a warning is logged).
+
 When the grammar cannot be built (:class:`~replyparse.grammar.GrammarError`), a request that
 asked for a guarantee only a grammar keeps (:func:`guarantees`) fails with a 400 naming the
 construct; any other request is sent unconstrained and a warning is logged.
@@ -20,11 +25,12 @@ from typing import Any
 from replyparse.grammar import GrammarError, upstream_fields
 from replyparse.grammar.upstream import Engine
 from replyparse.server.errors import ApiError
+from replyparse.server.structured import ResponseFormat
 from replyparse.server.turn import Turn
 from replyparse.template import ResponseTemplate
 from replyparse.tools import CustomTool, FunctionTool, normalize_tools
 
-__all__ = ["grammar_fields", "guarantees"]
+__all__ = ["content_schema", "grammar_fields", "guarantees"]
 
 logger = logging.getLogger("replyparse.server")
 
@@ -71,35 +77,72 @@ def grammar_fields(
 
     Raises:
         ApiError: a 400 (code ``grammar_unsupported``) when the grammar cannot be built and
-            the request asked for a guarantee that needs it; always for a structured-output
-            format (the grammar does not constrain the content's JSON yet).
+            the request asked for a guarantee that needs it (a structured-output format is
+            one).
     """
     form = turn.response_format
-    if form is not None:
-        raise ApiError(
-            f"cannot constrain the upstream's decoding to keep {form.param} {form.kind!r}: "
-            "the decoding grammar does not constrain the content to a JSON schema yet; "
-            "send the request without it, or serve without --upstream-engine",
-            param=form.param,
-            code="grammar_unsupported",
-        )
     try:
-        return upstream_fields(
-            engine,
-            template,
-            tools=turn.tools,
-            tool_choice=turn.tool_choice,
-            parallel_tool_calls=turn.parallel_tool_calls,
-            prefix=prompt,
-        )
+        try:
+            return _fields(engine, template, turn, prompt, content_schema(form))
+        except GrammarError as error:
+            if (
+                form is None
+                or form.strict
+                or form.kind != "json_schema"
+                or not str(error).startswith(_CONTENT_WHERE)
+            ):
+                raise
+            logger.warning(
+                "%s: the non-strict schema cannot be compiled (%s); the content is "
+                "constrained to a JSON object",
+                form.param,
+                " ".join(str(error).split()),
+            )
+            return _fields(engine, template, turn, prompt, _ANY_OBJECT)
     except GrammarError as error:
         problem = " ".join(str(error).split())
         asked = guarantees(turn)
+        param = "tools" if problem.startswith("tool ") else None
+        if form is not None and problem.startswith(_CONTENT_WHERE):
+            problem = form.schema_param + problem[len(_CONTENT_WHERE) :]
+            param = form.param
+        elif form is not None and problem.startswith("$.fields.content"):
+            param = form.param
         if asked:
             raise ApiError(
                 f"cannot constrain the upstream's decoding to keep {', '.join(asked)}: {problem}",
-                param="tools" if problem.startswith("tool ") else None,
+                param=param,
                 code="grammar_unsupported",
             ) from None
         logger.warning("sending the request unconstrained: no grammar for it: %s", problem)
         return {}
+
+
+#: How the grammar module names the content schema's root in its messages.
+_CONTENT_WHERE = "content_schema"
+_ANY_OBJECT: dict[str, Any] = {"type": "object"}
+
+
+def content_schema(form: ResponseFormat | None) -> dict[str, Any] | None:
+    """The JSON Schema the content must follow under ``form`` (None: free text)."""
+    if form is None:
+        return None
+    return dict(form.schema) if form.kind == "json_schema" else _ANY_OBJECT
+
+
+def _fields(
+    engine: Engine,
+    template: ResponseTemplate,
+    turn: Turn,
+    prompt: str,
+    schema: dict[str, Any] | None,
+) -> dict[str, Any]:
+    return upstream_fields(
+        engine,
+        template,
+        tools=turn.tools,
+        tool_choice=turn.tool_choice,
+        parallel_tool_calls=turn.parallel_tool_calls,
+        prefix=prompt,
+        content_schema=schema,
+    )

@@ -45,6 +45,17 @@ class ResponseFormat:
     strict: bool = False
     param: str = "response_format"
 
+    @property
+    def schema_param(self) -> str:
+        """Where the request gave the schema (``response_format.json_schema.schema``...)."""
+        if self.kind == "json_object":
+            return self.param
+        return (
+            f"{self.param}.json_schema.schema"
+            if self.param == "response_format"
+            else (f"{self.param}.schema")
+        )
+
 
 def read_response_format(body: Mapping[str, Any], api: Api) -> ResponseFormat | None:
     """The request's format, or None for plain text.

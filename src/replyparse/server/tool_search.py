@@ -17,6 +17,9 @@ here, in rounds:
    ``function_call`` of a loaded tool, a client-executed ``tool_search_call``, text) close
    the output.
 
+Each round's rendering, request checks, parsing and search run in worker threads, as the
+rest of the server's work does: the event loop only moves bytes.
+
 At most :data:`MAX_SEARCH_ROUNDS` searches are continued per request; a search the model
 calls after that is still answered (both items are in the output) but not continued, so the
 client can send the items back to go on. Chat Completions has no items to show a search or
@@ -26,6 +29,7 @@ APIs).
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import json
 import logging
@@ -284,15 +288,19 @@ class _Loop:
             ids=self.ids,
         )
 
-    async def start(self) -> _Started:
-        """Render, build the round's stream and start its generation."""
+    def prepare(self) -> tuple[GenerationRequest, ResponsesStream]:
+        """Render the round's prompt, build its stream and generation request (CPU work: the
+        caller runs it in a worker thread, as the server does every render)."""
         prompt = self.host.prompt(self.search.prompt_turn(self.messages))
         turn = self.search.round_turn(self.messages)
         stream = self.stream(prompt, turn)
+        return self.host.generation_request(turn, prompt), stream
+
+    async def start(self) -> _Started:
+        """Render, build the round's stream and start its generation."""
+        request, stream = await asyncio.to_thread(self.prepare)
         try:
-            generation = await self.host.config.backend.start(
-                self.host.generation_request(turn, prompt)
-            )
+            generation = await self.host.config.backend.start(request)
         except BackendError as error:
             raise ApiError(str(error), status=502, type="server_error") from None
         return stream, generation, _Round()
@@ -358,7 +366,7 @@ class _Loop:
 
     def echo(self, response: Mapping[str, Any], output: list[dict[str, Any]]) -> dict[str, Any]:
         """A ``response`` object of the whole turn: the request's tools and choice echoed."""
-        echoed = dict(response)
+        echoed = self.search.turn.stamp(response)
         echoed["output"] = output
         echoed["tools"] = self.search.echo
         echoed["tool_choice"] = self.search.choice.to_responses()
@@ -431,7 +439,7 @@ async def _drain(
         async for delta in generation:
             round_.note(delta.finish_reason, delta.usage)
             if delta.text:
-                yield stream.feed(delta.text)
+                yield await asyncio.to_thread(stream.feed, delta.text)
     finally:
         await generation.aclose()
 
@@ -475,9 +483,9 @@ async def respond_with_search(
             started = None
             async for _ in _drain(stream, generation, round_):
                 pass
-            events = _finish(loop, stream, round_)
+            events = await asyncio.to_thread(_finish, loop, stream, round_)
             response = events[-1]["response"]
-            _, go_on = loop.finish_round(response, round_)
+            _, go_on = await asyncio.to_thread(loop.finish_round, response, round_)
             if not go_on:
                 return JSONResponse(loop.final_response(response))
     except Exception as error:
@@ -509,11 +517,11 @@ async def _streamed(loop: _Loop, started: _Started) -> AsyncIterator[str]:
             async for events in _drain(stream, generation, round_):
                 for frame in responses_sse(loop.events(events, False)):
                     yield frame
-            events = _finish(loop, stream, round_)
+            events = await asyncio.to_thread(_finish, loop, stream, round_)
             response = events[-1]["response"]
             for frame in responses_sse(loop.events(events, False)):
                 yield frame
-            outputs, go_on = loop.finish_round(response, round_)
+            outputs, go_on = await asyncio.to_thread(loop.finish_round, response, round_)
             for frame in responses_sse(loop.output_events(outputs)):
                 yield frame
             if not go_on:

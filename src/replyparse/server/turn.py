@@ -13,7 +13,7 @@ are refused.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -42,6 +42,8 @@ class Turn:
             ``reasoning_effort`` / ``reasoning.effort``).
         response_format: the structured-output format (``response_format`` /
             ``text.format``), None for plain text.
+        store: Responses ``store`` (default true, as OpenAI's), echoed in every
+            ``response`` object; the server stores nothing either way.
     """
 
     api: Api
@@ -59,6 +61,18 @@ class Turn:
     stop: list[str] | None = None
     template_kwargs: dict[str, Any] = field(default_factory=dict)  # JSON boundary
     response_format: ResponseFormat | None = None
+    store: bool = True
+
+    def stamp(self, response: Mapping[str, Any]) -> dict[str, Any]:
+        """A Responses ``response`` object with the request's fields it echoes (``store``)."""
+        return {**response, "store": self.store}
+
+    def stamp_events(self, events: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Responses stream events, every ``response`` object in them stamped."""
+        return [
+            {**event, "response": self.stamp(event["response"])} if "response" in event else event
+            for event in events
+        ]
 
 
 def _type_name(value: Any) -> str:
@@ -234,6 +248,7 @@ def read_turn(body: Any, api: Api) -> Turn:
         effort = reasoning.get("effort")
         stop = None
         include_usage = True
+    store = _optional(body, "store", (bool,), "a boolean")
     tools = _tools(body)
     _check_values(body, api, tools)
     return Turn(
@@ -252,6 +267,7 @@ def read_turn(body: Any, api: Api) -> Turn:
         stop=stop,
         template_kwargs=_template_kwargs(body, effort),
         response_format=read_response_format(body, api),
+        store=store is not False,
     )
 
 

@@ -54,7 +54,7 @@ ROWS: list[tuple[str, str, str, str, Any]] = [
      error("ContentParseError", tool_calls=[call("a", {"x": 1})])),
     ("v11-call-id-and-vllm-form", "mistral-v11", "default",
      '[TOOL_CALLS]a[CALL_ID]abc123XYZ[ARGS]{"x": 1}[TOOL_CALLS]b{"y": 2}</s>',
-     message(tool_calls=[call("a", {"x": 1}), call("b", {"y": 2})])),
+     message(tool_calls=[{**call("a", {"x": 1}), "id": "abc123XYZ"}, call("b", {"y": 2})])),
     # -- magistral / ministral3: [THINK] reasoning
     ("ministral3-call-inside-reasoning", "ministral3", "default",
      "[THINK]maybe [TOOL_CALLS]f[ARGS]{} no", message(reasoning_content="maybe [TOOL_CALLS]f[ARGS]{} no")),
@@ -121,7 +121,7 @@ ROWS: list[tuple[str, str, str, str, Any]] = [
     # -- cohere
     ("r7b-missing-end-action", "command-r7b", "thinking",
      '<|START_THINKING|>plan<|END_THINKING|><|START_ACTION|>[{"tool_call_id": "0", "tool_name": "f", "parameters": {}}]',
-     message(reasoning_content="plan", tool_calls=[call("f", {})])),
+     message(reasoning_content="plan", tool_calls=[{**call("f", {}), "id": "0"}])),
     ("r7b-response-cut", "command-r7b", "thinking",
      "<|START_RESPONSE|>Partial answer cut", message(content="Partial answer cut")),
     ("r7b-response-without-end-thinking", "command-r7b", "thinking",
