@@ -29,6 +29,7 @@ This module knows nothing of fields, events or messages.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -336,10 +337,12 @@ class Delimiter:
         exact = self.exact
         assert exact is not None
         lead = anchors.lead
+        # An anchor further than this cannot have a start at or before ``limit``.
+        end = min(len(buffer), limit + (_LEAD_LIMIT + 2 if lead is not None else 1))
         while True:
-            anchor = anchors.next_at(buffer, checked, memo)
+            anchor = anchors.next_at(buffer, checked, end, memo)
             if anchor < 0:
-                return None, len(buffer) + 1
+                return None, (len(buffer) + 1 if end >= len(buffer) else limit + 1)
             start = anchor
             if lead is not None:
                 while start > checked and lead(buffer[start - 1]):
@@ -355,7 +358,7 @@ class Delimiter:
                 # ``_match_at`` settles window by window is this one.
                 found = exact.match(buffer, start)
                 if found is not None:
-                    return found, False
+                    return found, 0
                 start += 1
             checked = anchor + 1
 
@@ -391,10 +394,53 @@ class Scanner:
             ``DelimiterMatch.target``; lower ``priority`` wins ties of equal start and length.
     """
 
-    __slots__ = ("_entries", "_first_chars", "_safe_chars", "_starts_cache", "_whitespace_leads")
+    __slots__ = (
+        "_entries",
+        "_final_order",
+        "_first_chars",
+        "_literal_search",
+        "_literal_targets",
+        "_safe_chars",
+        "_starts_cache",
+        "_whitespace_leads",
+    )
 
     def __init__(self, entries: Sequence[tuple[Delimiter, int, int]]) -> None:
         self._entries = tuple(entries)
+        # ``scan_final`` searches literals first: their cheap searches give the patterns a
+        # limit. Ties still go by (priority, entry order), as in ``scan``.
+        self._final_order = tuple(
+            sorted(
+                (
+                    (delimiter, target, (priority, index))
+                    for index, (delimiter, target, priority) in enumerate(self._entries)
+                ),
+                key=lambda entry: (entry[0].is_pattern, entry[2]),
+            )
+        )
+        # A complete text and only literals: one search for all of them (``scan_final``).
+        # Alternatives ordered as the tie-breaking rules rank them at one start (longest,
+        # then lower priority, then entry order), since the first that matches wins.
+        self._literal_search: Callable[[str, int], Any] | None = None
+        self._literal_targets: dict[str, int] = {}
+        literals = [
+            (-len(literal), priority, index, literal, target)
+            for index, (delimiter, target, priority) in enumerate(self._entries)
+            for literal in delimiter.literals
+        ]
+        if (
+            literals
+            and all(not delimiter.is_pattern for delimiter, _, _ in self._entries)
+            and all(literal for *_, literal, _ in literals)
+        ):
+            literals.sort()
+            # The standard library's engine: literals mean the same in both, and it finds
+            # an alternation of literals without groups (which would slow it) faster.
+            self._literal_search = re.compile(
+                "|".join(re.escape(literal) for *_, literal, _ in literals)
+            ).search
+            for *_, literal, target in literals:
+                self._literal_targets.setdefault(literal, target)  # the best ranked wins
         # The fast path: text none of whose characters can begin a delimiter needs no scan.
         # Literal-only scanners know their first characters; pattern scanners learn, per
         # character met, whether it can begin a match (a one-character partial match).
@@ -456,25 +502,42 @@ class Scanner:
         """``scan(buffer, position, final=True, memo)[1]``: the delimiter match to act on in
         a complete text, or None. Each delimiter is searched only as far as the best match
         found so far (``Delimiter.find_final``); ``memo`` is for this buffer only."""
+        search = self._literal_search
+        if search is not None:
+            key = id(self)
+            cached = memo.get(key)
+            if cached is not None and cached[0] <= position:
+                match: DelimiterMatch | None = cached[1]
+                if match is None or match.start >= position:
+                    return match
+            found = search(buffer, position)
+            match = (
+                None
+                if found is None
+                else DelimiterMatch(
+                    found.start(), found.end(), self._literal_targets[found.group()], _NO_GROUPS
+                )
+            )
+            memo[key] = (position, match)
+            return match
         best: DelimiterMatch | None = None
-        best_priority = 0
+        best_rank = (0, 0)
         limit = len(buffer)
-        for delimiter, target, priority in self._entries:
-            match = delimiter.find_final(buffer, position, limit, no_empty_at, memo)
-            if match is None:
+        for delimiter, target, rank in self._final_order:
+            found_match = delimiter.find_final(buffer, position, limit, no_empty_at, memo)
+            if found_match is None:
                 continue
+            match = found_match
             if (
                 best is None
                 or match.start < best.start
                 or (
                     match.start == best.start
-                    and (
-                        match.end > best.end or (match.end == best.end and priority < best_priority)
-                    )
+                    and (match.end > best.end or (match.end == best.end and rank < best_rank))
                 )
             ):
                 best = DelimiterMatch(match.start, match.end, target, match.groups)
-                best_priority = priority
+                best_rank = rank
                 limit = match.start
         return best
 
@@ -1219,23 +1282,31 @@ class Anchors(NamedTuple):
     literals: tuple[str, ...]
     lead: Callable[[str], bool] | None
 
-    def next_at(self, buffer: str, position: int, memo: dict[Any, Any]) -> int:
-        """Where the first literal at or after ``position`` begins; -1 when none does.
-        ``memo`` keeps each literal's last ``(searched from, found at)``, so that the
-        literals of many delimiters and many calls cost one pass over the text each."""
+    def next_at(self, buffer: str, position: int, end: int, memo: dict[Any, Any]) -> int:
+        """Where the first literal beginning in ``[position, end)`` begins; -1 when none
+        does. ``memo`` keeps each literal's last ``(searched from, found at, searched to)``
+        (found -1: none begins in ``[from, to)``), so that the literals of many delimiters
+        and many calls cost one pass over the text each."""
         best = -1
         for literal in self.literals:
             cached = memo.get(literal)
-            if cached is not None and cached[0] <= position and (
-                cached[1] < 0 or cached[1] >= position
-            ):
+            since = position
+            begin = position
+            if cached is not None and cached[0] <= position:
                 found = cached[1]
-            else:
-                found = buffer.find(literal, position)
-                memo[literal] = (position, found)
+                if found >= position:
+                    if best < 0 or found < best:
+                        best = found
+                    continue
+                if found < 0:
+                    if cached[2] >= end:
+                        continue
+                    since, begin = cached[0], max(position, cached[2])
+            found = buffer.find(literal, begin, end + len(literal) - 1)
+            memo[literal] = (since, found, end)
             if found >= 0 and (best < 0 or found < best):
                 best = found
-        return best
+        return best if best < end else -1
 
 
 class _NoAnchors(Exception):
