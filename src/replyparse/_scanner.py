@@ -1400,6 +1400,8 @@ def _starts(node: _Node, states: list[_Start], leads: list[_Chars]) -> list[_Sta
         for state in active:
             if not state.text and body.kind == "chars":
                 assert body.chars is not None
+                if body.chars.finite is None:
+                    raise _NoAnchors  # a run of nearly anything: every start is possible
                 leads.append(body.chars)  # a run a match may begin with, of any length
                 out.append(state)
             elif state.text:
