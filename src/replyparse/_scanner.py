@@ -222,11 +222,15 @@ class Delimiter:
             if best_start < 0:
                 return None, limit + 1
             return DelimiterMatch(best_start, best_end, 0, _NO_GROUPS), 0
-        if self.anchors is None:
+        anchors = self.anchors
+        if anchors is None or (anchors.lead is None and len(buffer) - position <= _SHORT):
+            # A short text: one search by the regex engine costs less than the anchors',
+            # unless the pattern may begin with a run (of spaces), where the engine makes
+            # an attempt at nearly every position.
             match = self._find_pattern(buffer, position, True, no_empty_at)[0]
             return match, len(buffer) + 1
         while True:
-            found, clear_to = self._search_anchored(buffer, position, limit, self.anchors, memo)
+            found, clear_to = self._search_anchored(buffer, position, limit, anchors, memo)
             if found is None:
                 return None, clear_to
             start, end = found.span()
@@ -1271,6 +1275,8 @@ _ANCHOR_STATES = 64
 _ANCHOR_MERGE = 6
 #: A finite character set wider than this ends an anchor (``[\w\-]``, ``\s``).
 _ANCHOR_SET = 4
+#: Text shorter than this is searched by the regex engine directly (``_find_final``).
+_SHORT = 1024
 #: Lead characters walked back from an anchor before the windowed search takes over.
 _LEAD_LIMIT = 32
 
