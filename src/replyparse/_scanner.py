@@ -24,6 +24,13 @@ match, then the lower ``priority`` (the parser gives opens priority over closes)
 alternatives of one delimiter prefer the longest. These rules make the result independent of
 how the text was chunked: a match is acted on only when no text still to come can change it.
 
+Complete texts (``scan_final``, one-shot parsing): nothing is held, so only the match
+matters. A state of literals searches one alternation of them; otherwise each delimiter is
+searched only up to the best start found so far and records in the buffer's memo how far it
+got, so that walking the text state by state searches each stretch about once; a pattern
+with anchors (``find_anchors``: the literals every match begins with) is tried only where
+one occurs. The result is always ``scan(..., final=True)``'s.
+
 This module knows nothing of fields, events or messages.
 """
 
