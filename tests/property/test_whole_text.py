@@ -38,34 +38,48 @@ def _claimed(pieces: list[tuple[int, str]]) -> list[tuple[int, str]]:
     ]
 
 
-def _outcome(parser: ResponseParser, message: dict[str, Any]) -> tuple[Any, ...]:
-    issues = [(i.kind, i.field, i.offset, i.raw, i.message) for i in parser.issues]
-    unclaimed = _claimed(parser.unclaimed_text)
-    return (message, issues, parser.trailing_text, unclaimed, parser.in_progress)
+def _outcome(
+    message: dict[str, Any],
+    issues: Any,
+    trailing: str,
+    unclaimed: Any,
+    in_progress: Any,
+) -> tuple[Any, ...]:
+    found = [(i.kind, i.field, i.offset, i.raw, i.message) for i in issues]
+    return (message, found, trailing, _claimed(list(unclaimed)), in_progress)
 
 
 def _error(error: ResponseParseError) -> tuple[Any, ...]:
     return (type(error), error.field, error.offset, error.raw, error.partial_message)
 
 
-def _streamed(template: Any, prefix: str, text: str, step: int, recover: bool) -> Any:
+def _streamed(
+    template: Any, prefix: str, text: str, step: int, recover: bool, partial: bool = False
+) -> Any:
     parser = ResponseParser(template, prefix, recover=recover)
     try:
         for start in range(0, len(text), step):
             parser.feed(text[start : start + step])
-        message, _ = parser.finalize()
+        message, _ = parser.finalize(partial=partial)
     except ResponseParseError as error:
         return _error(error)
-    return _outcome(parser, message)
+    return _outcome(
+        message, parser.issues, parser.trailing_text, parser.unclaimed_text, parser.in_progress
+    )
 
 
-def _whole(template: Any, prefix: str, text: str, recover: bool) -> Any:
-    parser = ResponseParser(template, prefix, recover=recover)
+def _whole(template: Any, prefix: str, text: str, recover: bool, partial: bool = False) -> Any:
     try:
-        message = parser._finish(text)
+        result = parse_output(text, template, prefix=prefix, recover=recover, partial=partial)
     except ResponseParseError as error:
         return _error(error)
-    return _outcome(parser, message)
+    return _outcome(
+        result.message,
+        result.issues,
+        result.trailing_text,
+        result.unclaimed_text,
+        result.in_progress,
+    )
 
 
 @pytest.mark.parametrize("family", FAMILIES)
@@ -78,12 +92,6 @@ def test_corpus_cases_whole_equals_streamed(family: str) -> None:
             assert _whole(template, prefix, text, recover) == expected, (case["id"], recover)
             with mock.patch.object(_scanner, "_SHORT", 0):  # anchors on short texts too
                 assert _whole(template, prefix, text, recover) == expected, case["id"]
-    if family == "gpt-oss":  # the ResponseParser itself: one-shot through parse_output
-        case = _cases()[family][0]
-        result = parse_output(case["text"], template, prefix=_prefix(family, case))
-        parser = ResponseParser(template, _prefix(family, case), recover=True)
-        parser.feed(case["text"])
-        assert result.message == parser.finalize()[0]
 
 
 @pytest.mark.parametrize("family", FAMILIES)
@@ -98,10 +106,11 @@ def test_mutated_outputs_whole_equals_streamed(family: str, data: st.DataObject)
     template = get_entry(family).template
     prefix, text = data.draw(mutants(family))
     recover = data.draw(st.booleans())
+    partial = data.draw(st.booleans())  # a cut generation: the region it ends in
     step = data.draw(st.sampled_from([1, 3, 64]))
     if step == 1 and len(text) > 2_000:
         step = 3
     short = data.draw(st.sampled_from([0, _scanner._SHORT]))  # 0: anchors on short texts
     with mock.patch.object(_scanner, "_SHORT", short):
-        whole = _whole(template, prefix, text, recover)
-    assert whole == _streamed(template, prefix, text, step, recover)
+        whole = _whole(template, prefix, text, recover, partial)
+    assert whole == _streamed(template, prefix, text, step, recover, partial)
