@@ -345,8 +345,6 @@ class Delimiter:
         the other delimiters. Returns ``(match, 0)`` or ``(None, clear_to)``: no match
         starts in ``[position, clear_to)``."""
         checked = position  # no match starts in [position, checked)
-        exact = self.exact
-        assert exact is not None
         lead = anchors.lead
         # An anchor further than this cannot have a start at or before ``limit``.
         end = min(len(buffer), limit + (_LEAD_LIMIT + 2 if lead is not None else 1))
@@ -365,11 +363,12 @@ class Delimiter:
             if start > limit:
                 return None, start
             while start <= anchor:
-                # Matched on the whole text at once: with nothing more to come, the match
-                # ``_match_at`` settles window by window is this one.
-                found = exact.match(buffer, start)
-                if found is not None:
-                    return found, 0
+                # In windows: the regex engine's cost per call grows with the text after
+                # the start, so one match on the whole text per anchor would cost the
+                # text's length per anchor.
+                settled = self._match_at(buffer, start, True)
+                if settled is not None:
+                    return settled[0], 0
                 start += 1
             checked = anchor + 1
 
