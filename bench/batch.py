@@ -4,6 +4,7 @@ Usage::
 
     python bench/batch.py                 # the full run: 10,000-row per-core batch, 100k rows scaled
     python bench/batch.py --rows 20000 --no-ray   # a quicker look
+    python bench/batch.py --baseline none # without the loop of the baseline revision
 
 Measures (see docs/batch.md, "Performance"):
 
@@ -12,7 +13,11 @@ Measures (see docs/batch.md, "Performance"):
    parsed by today's loop (``parse_response(text, template_dict, prefix=...)`` per row) and
    by ``BatchParser`` (``parse_rows``: Python values; ``parse_columns``: the JSON-text
    columns datasets, Ray and Parquet get). Once more with tools on every row (a JSON tools
-   column, as rollouts store them), where the loop normalizes the tools per row.
+   column, as rollouts store them), where the loop normalizes the tools per row. The loop
+   is also run on the source of ``--baseline`` (default ``f9db8c5``, main before the
+   whole-text path, when ``parse_response`` itself got faster): ``git archive`` of its
+   ``src/`` into a temporary folder, timed in a subprocess between the in-process repeats,
+   so that the ratios against it come from the same run.
 2. **Scaling** (wall time): ``--rows`` generations (default 100,000, the literal style)
    through ``BatchParser`` in 1 process, in 2 worker processes (one parser each, chunks of
    1,000 rows), and on a local Ray instance with 2 CPUs (``parse_ray_dataset`` on 2 actors;
@@ -31,7 +36,9 @@ import json
 import logging
 import os
 import platform
+import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -92,7 +99,68 @@ def _cpu_best(runs: dict[str, Callable[[], object]], repeats: int) -> dict[str, 
     return best
 
 
-def per_core(style: Style, count: int, repeats: int, tools: bool) -> dict[str, Any]:
+#: main before the whole-text path (issue 17's "today's loop")
+BASELINE = "f9db8c5"
+
+#: The loop, run by a subprocess on the baseline's source: prints its CPU seconds.
+_BASELINE_LOOP = """
+import json, sys, time
+sys.path.insert(0, sys.argv[1])
+from _workloads import STYLES, make_batch
+from replyparse import parse_response
+style = next(s for s in STYLES if s.name == sys.argv[2])
+texts = make_batch(style.name, int(sys.argv[3]))
+tools = sys.argv[4] if sys.argv[4] != "-" else None
+template, prefix = style.template, style.prefix
+for text in texts[:200]:
+    parse_response(text, template, prefix=prefix, tools=json.loads(tools) if tools else None)
+start = time.process_time()
+for text in texts:
+    parse_response(text, template, prefix=prefix, tools=json.loads(tools) if tools else None)
+print(time.process_time() - start)
+"""
+
+
+def baseline_source(revision: str) -> Path | None:
+    """``src/`` of ``revision`` in a temporary folder (``git archive``), or None when this
+    is not a git checkout holding it."""
+    folder = Path(tempfile.mkdtemp(prefix="replyparse-baseline-"))
+    try:
+        archive = subprocess.run(
+            ["git", "-C", str(HERE.parent), "archive", revision, "src"],
+            check=True,
+            capture_output=True,
+        ).stdout
+        subprocess.run(["tar", "-x", "-C", str(folder)], input=archive, check=True)
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return folder / "src"
+
+
+def _baseline_run(source: Path, style: Style, count: int, tools: bool) -> float:
+    """CPU seconds of the loop on the baseline's source, in a subprocess."""
+    env = {**os.environ, "PYTHONPATH": str(source)}
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            _BASELINE_LOOP,
+            str(HERE),
+            style.name,
+            str(count),
+            json.dumps(TOOLS) if tools else "-",
+        ],
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    return float(out.split()[-1])
+
+
+def per_core(
+    style: Style, count: int, repeats: int, tools: bool, baseline: Path | None = None
+) -> dict[str, Any]:
     texts = make_batch(style.name, count)
     template, prefix = style.template, style.prefix
     tools_json = json.dumps(TOOLS)
@@ -110,15 +178,25 @@ def per_core(style: Style, count: int, repeats: int, tools: bool) -> dict[str, A
         "BatchParser.parse_rows": lambda: parser.parse_rows(texts, tools=tools_column),
         "BatchParser.parse_columns": lambda: parser.parse_columns(texts, tools=tools_column),
     }
-    best = _cpu_best(runs, repeats)
+    best = dict.fromkeys(runs, float("inf"))
+    baseline_best = float("inf")
+    for _ in range(repeats):
+        for name, seconds in _cpu_best(runs, 1).items():
+            best[name] = min(best[name], seconds)
+        if baseline is not None:
+            baseline_best = min(baseline_best, _baseline_run(baseline, style, count, tools))
     base = best["parse_response loop"]
-    return {
+    row: dict[str, Any] = {
         "style": style.name,
         "tools": tools,
         "rows": count,
         "rows_per_cpu_second": {name: count / seconds for name, seconds in best.items()},
         "ratio": {name: base / seconds for name, seconds in best.items()},
     }
+    if baseline is not None:
+        row["baseline_rows_per_cpu_second"] = count / baseline_best
+        row["ratio_to_baseline"] = {name: baseline_best / seconds for name, seconds in best.items()}
+    return row
 
 
 # -- scaling ---------------------------------------------------------------------------------
@@ -226,6 +304,12 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     options.add_argument("--rows", type=int, default=100_000, help="rows of the scaling run")
     options.add_argument("--repeats", type=int, default=3)
     options.add_argument("--no-ray", action="store_true", help="skip the Ray run")
+    options.add_argument(
+        "--baseline",
+        default=BASELINE,
+        help=f"git revision whose parse_response loop is also timed (default {BASELINE}; "
+        "'none' to skip)",
+    )
     options.add_argument("--json", metavar="FILE", help="also write the results as JSON")
     args = options.parse_args(argv)
 
@@ -238,22 +322,39 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     results["load_average"] = load[0]
     # Wall-time scaling needs idle cores: the load average says how busy the machine was.
     print(f"# batch benchmark ({results['machine']}, load average {load[0]:.1f})\n")
+    baseline = None if args.baseline == "none" else baseline_source(args.baseline)
+    if args.baseline != "none" and baseline is None:
+        print(f"(baseline {args.baseline} not available: its loop is not measured)\n")
     print(f"## per core: {args.batch:,} short outputs, CPU time, best of {args.repeats}\n")
-    print("| style | tools | loop rows/s | parse_rows | parse_columns |")
-    print("|---|---|---|---|---|")
+    header = "| style | tools | loop rows/s | parse_rows | parse_columns |"
+    if baseline is not None:
+        header += (
+            f" loop on {args.baseline} rows/s | loop / {args.baseline} loop "
+            f"| parse_rows / {args.baseline} loop |"
+        )
+    print(header)
+    print("|---" * (header.count("|") - 1) + "|")
     for tools in (False, True):
         for style in STYLES:
-            row = per_core(style, args.batch, args.repeats, tools)
+            row = per_core(style, args.batch, args.repeats, tools, baseline)
             results["per_core"].append(row)
             rate, ratio = row["rows_per_cpu_second"], row["ratio"]
-            print(
+            line = (
                 f"| {style.name} | {'yes' if tools else 'no'} "
                 f"| {rate['parse_response loop']:,.0f} "
                 f"| {rate['BatchParser.parse_rows']:,.0f} ({ratio['BatchParser.parse_rows']:.2f}x) "
                 f"| {rate['BatchParser.parse_columns']:,.0f} "
-                f"({ratio['BatchParser.parse_columns']:.2f}x) |",
-                flush=True,
+                f"({ratio['BatchParser.parse_columns']:.2f}x) |"
             )
+            if baseline is not None:
+                old = row["ratio_to_baseline"]
+                line += (
+                    f" {row['baseline_rows_per_cpu_second']:,.0f} "
+                    f"| {old['parse_response loop']:.2f}x "
+                    f"| {old['BatchParser.parse_rows']:.2f}x |"
+                )
+            print(line, flush=True)
+    results["baseline"] = args.baseline if baseline is not None else None
 
     style = STYLES[0]
     texts = make_batch(style.name, args.rows, seed=2)

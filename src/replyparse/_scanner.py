@@ -24,12 +24,20 @@ match, then the lower ``priority`` (the parser gives opens priority over closes)
 alternatives of one delimiter prefer the longest. These rules make the result independent of
 how the text was chunked: a match is acted on only when no text still to come can change it.
 
+Complete texts (``scan_final``, one-shot parsing): nothing is held, so only the match
+matters. A state of literals searches one alternation of them; otherwise each delimiter is
+searched only up to the best start found so far and records in the buffer's memo how far it
+got, so that walking the text state by state searches each stretch about once; a pattern
+with anchors (``find_anchors``: the literals every match begins with) is tried only where
+one occurs. The result is always ``scan(..., final=True)``'s.
+
 This module knows nothing of fields, events or messages.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -100,6 +108,8 @@ class Delimiter:
     #: Memo of ``_could_extend`` answers by matched text: the same close delimiter text
     #: recurs at every tool call, and probing costs dozens of regex calls.
     extend_cache: dict[str, bool] = field(default_factory=dict, compare=False, repr=False)
+    #: Where a match can start in a complete text (``Anchors``); None when not known.
+    anchors: Anchors | None = None
 
     def _could_extend(self, matched: str) -> bool:
         cache = self.extend_cache
@@ -132,10 +142,22 @@ class Delimiter:
             if streaming_source == fast_source
             else regex.compile(streaming_source, REGEX_FLAGS)
         )
-        delimiter = cls(source, (), compiled, streaming, exact, None, None, "".join(probes))
+        probe_chars = "".join(probes)
+        anchors = find_anchors(source)
+        delimiter = cls(
+            source, (), compiled, streaming, exact, None, None, probe_chars, anchors=anchors
+        )
         if not is_context_sensitive(delimiter):
             delimiter = cls(
-                source, (), compiled, streaming, exact, run_leads, literal_run, "".join(probes)
+                source,
+                (),
+                compiled,
+                streaming,
+                exact,
+                run_leads,
+                literal_run,
+                probe_chars,
+                anchors=anchors,
             )
         return delimiter
 
@@ -178,6 +200,63 @@ class Delimiter:
         if self.pattern is not None:
             return self._find_pattern(buffer, position, final, no_empty_at)
         return self._find_literal(buffer, position, final)
+
+    def find_final(
+        self, buffer: str, position: int, limit: int, no_empty_at: int, memo: dict[Any, Any]
+    ) -> DelimiterMatch | None:
+        """``find(buffer, position, final=True)[0]`` when that match starts at or before
+        ``limit``; otherwise None or that later match. A scan of a complete text needs no
+        match past the earliest one another delimiter has (``Scanner.scan_final``), so the
+        search stops at ``limit`` and ``memo`` records how far it got: the next search of
+        this delimiter in the same text resumes there.
+        """
+        key = id(self)
+        cached = memo.get(key)
+        begin = position
+        since = position
+        if cached is not None and cached[0] <= position:
+            found: DelimiterMatch | None = cached[1]
+            clear_to: int = cached[2]
+            if found is not None:
+                if found.start >= position and found.end > found.start:
+                    return found  # the earliest match after cached[0], so after position
+            elif clear_to > position:  # no match starts in [cached[0], clear_to)
+                if clear_to > limit:
+                    return None
+                begin, since = clear_to, cached[0]
+        match, clear_to = self._find_final(buffer, begin, limit, no_empty_at, memo)
+        memo[key] = (since, match, clear_to)
+        return match
+
+    def _find_final(
+        self, buffer: str, position: int, limit: int, no_empty_at: int, memo: dict[Any, Any]
+    ) -> tuple[DelimiterMatch | None, int]:
+        """The earliest match from ``position`` if it starts at or before ``limit``, or
+        ``(None, clear_to)``: no match starts in ``[position, clear_to)``."""
+        if self.pattern is None:
+            best_start = best_end = -1
+            for literal in self.literals:  # longest first: equal starts keep the longest
+                start = buffer.find(literal, position, limit + len(literal))
+                if start >= 0 and (best_start < 0 or start < best_start):
+                    best_start, best_end = start, start + len(literal)
+            if best_start < 0:
+                return None, limit + 1
+            return DelimiterMatch(best_start, best_end, 0, _NO_GROUPS), 0
+        anchors = self.anchors
+        if anchors is None or (anchors.lead is None and len(buffer) - position <= _SHORT):
+            # A short text: one search by the regex engine costs less than the anchors',
+            # unless the pattern may begin with a run (of spaces), where the engine makes
+            # an attempt at nearly every position.
+            match = self._find_pattern(buffer, position, True, no_empty_at)[0]
+            return match, len(buffer) + 1
+        while True:
+            found, clear_to = self._search_anchored(buffer, position, limit, anchors, memo)
+            if found is None:
+                return None, clear_to
+            start, end = found.span()
+            if end > start or start != no_empty_at:
+                return DelimiterMatch(start, end, 0, found.groupdict()), 0
+            position = start + 1
 
     def _find_literal(
         self, buffer: str, position: int, final: bool
@@ -270,6 +349,42 @@ class Delimiter:
                 while position < length and buffer[position] == char:
                     position += 1
 
+    def _search_anchored(
+        self, buffer: str, position: int, limit: int, anchors: Anchors, memo: dict[Any, Any]
+    ) -> tuple[Any, int]:
+        """``_search(buffer, position, final=True)`` up to starts at ``limit``: only the
+        starts ``anchors`` allows are tried, so the match is the same; the text between
+        them is passed over by C-speed literal searches, whose results ``memo`` shares with
+        the other delimiters. Returns ``(match, 0)`` or ``(None, clear_to)``: no match
+        starts in ``[position, clear_to)``."""
+        checked = position  # no match starts in [position, checked)
+        lead = anchors.lead
+        # An anchor further than this cannot have a start at or before ``limit``.
+        end = min(len(buffer), limit + (_LEAD_LIMIT + 2 if lead is not None else 1))
+        while True:
+            anchor = anchors.next_at(buffer, checked, end, memo)
+            if anchor < 0:
+                return None, (len(buffer) + 1 if end >= len(buffer) else limit + 1)
+            start = anchor
+            if lead is not None:
+                while start > checked and lead(buffer[start - 1]):
+                    start -= 1
+                    if anchor - start > _LEAD_LIMIT:
+                        # A long run before the anchor: the windowed search is linear there.
+                        found = self._search(buffer, checked, True)[0]
+                        return (found, 0) if found is not None else (None, len(buffer) + 1)
+            if start > limit:
+                return None, start
+            while start <= anchor:
+                # In windows: the regex engine's cost per call grows with the text after
+                # the start, so one match on the whole text per anchor would cost the
+                # text's length per anchor.
+                settled = self._match_at(buffer, start, True)
+                if settled is not None:
+                    return settled[0], 0
+                start += 1
+            checked = anchor + 1
+
     def _match_at(self, buffer: str, start: int, final: bool) -> tuple[Any, bool] | None:
         """The match (or partial match) of the whole buffer at ``start``, or None, read in
         windows that double until the match no longer depends on where the window ends:
@@ -302,10 +417,53 @@ class Scanner:
             ``DelimiterMatch.target``; lower ``priority`` wins ties of equal start and length.
     """
 
-    __slots__ = ("_entries", "_first_chars", "_safe_chars", "_starts_cache", "_whitespace_leads")
+    __slots__ = (
+        "_entries",
+        "_final_order",
+        "_first_chars",
+        "_literal_search",
+        "_literal_targets",
+        "_safe_chars",
+        "_starts_cache",
+        "_whitespace_leads",
+    )
 
     def __init__(self, entries: Sequence[tuple[Delimiter, int, int]]) -> None:
         self._entries = tuple(entries)
+        # ``scan_final`` searches literals first: their cheap searches give the patterns a
+        # limit. Ties still go by (priority, entry order), as in ``scan``.
+        self._final_order = tuple(
+            sorted(
+                (
+                    (delimiter, target, (priority, index))
+                    for index, (delimiter, target, priority) in enumerate(self._entries)
+                ),
+                key=lambda entry: (entry[0].is_pattern, entry[2]),
+            )
+        )
+        # A complete text and only literals: one search for all of them (``scan_final``).
+        # Alternatives ordered as the tie-breaking rules rank them at one start (longest,
+        # then lower priority, then entry order), since the first that matches wins.
+        self._literal_search: Callable[[str, int], Any] | None = None
+        self._literal_targets: dict[str, int] = {}
+        literals = [
+            (-len(literal), priority, index, literal, target)
+            for index, (delimiter, target, priority) in enumerate(self._entries)
+            for literal in delimiter.literals
+        ]
+        if (
+            literals
+            and all(not delimiter.is_pattern for delimiter, _, _ in self._entries)
+            and all(literal for *_, literal, _ in literals)
+        ):
+            literals.sort()
+            # The standard library's engine: literals mean the same in both, and it finds
+            # an alternation of literals without groups (which would slow it) faster.
+            self._literal_search = re.compile(
+                "|".join(re.escape(literal) for *_, literal, _ in literals)
+            ).search
+            for *_, literal, target in literals:
+                self._literal_targets.setdefault(literal, target)  # the best ranked wins
         # The fast path: text none of whose characters can begin a delimiter needs no scan.
         # Literal-only scanners know their first characters; pattern scanners learn, per
         # character met, whether it can begin a match (a one-character partial match).
@@ -360,6 +518,51 @@ class Scanner:
         # Only whitespace can begin a match here, and only as the lead of one: a match must
         # start inside the trailing whitespace run (anything after whitespace begins nothing).
         return len(text.rstrip()) if whitespace_leads else len(text)
+
+    def scan_final(
+        self, buffer: str, position: int, memo: dict[Any, Any], no_empty_at: int = -1
+    ) -> DelimiterMatch | None:
+        """``scan(buffer, position, final=True, memo)[1]``: the delimiter match to act on in
+        a complete text, or None. Each delimiter is searched only as far as the best match
+        found so far (``Delimiter.find_final``); ``memo`` is for this buffer only."""
+        search = self._literal_search
+        if search is not None:
+            key = id(self)
+            cached = memo.get(key)
+            if cached is not None and cached[0] <= position:
+                match: DelimiterMatch | None = cached[1]
+                if match is None or match.start >= position:
+                    return match
+            found = search(buffer, position)
+            match = (
+                None
+                if found is None
+                else DelimiterMatch(
+                    found.start(), found.end(), self._literal_targets[found.group()], _NO_GROUPS
+                )
+            )
+            memo[key] = (position, match)
+            return match
+        best: DelimiterMatch | None = None
+        best_rank = (0, 0)
+        limit = len(buffer)
+        for delimiter, target, rank in self._final_order:
+            found_match = delimiter.find_final(buffer, position, limit, no_empty_at, memo)
+            if found_match is None:
+                continue
+            match = found_match
+            if (
+                best is None
+                or match.start < best.start
+                or (
+                    match.start == best.start
+                    and (match.end > best.end or (match.end == best.end and rank < best_rank))
+                )
+            ):
+                best = DelimiterMatch(match.start, match.end, target, match.groups)
+                best_rank = rank
+                limit = match.start
+        return best
 
     def scan(
         self,
@@ -1024,3 +1227,171 @@ def _analyse(source: str) -> tuple[str, RunLeads | None, LiteralRun | None]:
     if found is not None and found.runs and not found.nullable:
         leads = RunLeads(found.runs, found.others)
     return out, leads, _literal_run(tree)
+
+
+# -- anchors: where a match can start in a complete text ----------------------------------
+#
+# Searching a complete text (one-shot parsing, ``final``) for a pattern that may begin with
+# common characters (``\s*to=``: any space) costs the regex engine an attempt at every
+# position. Most delimiters are far more specific: every match of gpt-oss's headers begins
+# with ``<|end|>``, ``<|channel|>``, ``<|constrain|>`` or ``to=``, after a run of spaces at
+# most. ``find_anchors`` reads such literals from the pattern's syntax; the scanner then
+# finds their occurrences with one literal search (C speed) and tries only the starts they
+# allow. The rule is one-sided: an anchor is necessary for a match, never sufficient, so
+# leaving out what the reader does not know (an assertion, a lookahead after the first
+# character) only tries more starts. Anything it cannot bound gives no anchors.
+
+#: Longest anchor kept, and the most alternatives followed, before giving up.
+_ANCHOR_LENGTH = 16
+_ANCHOR_STATES = 64
+#: Anchors sharing a prefix this long are searched as that prefix (``_merge_anchors``).
+_ANCHOR_MERGE = 6
+#: A finite character set wider than this ends an anchor (``[\w\-]``, ``\s``).
+_ANCHOR_SET = 4
+#: Text shorter than this is searched by the regex engine directly (``_find_final``).
+_SHORT = 1024
+#: Lead characters walked back from an anchor before the windowed search takes over.
+_LEAD_LIMIT = 32
+
+
+class Anchors(NamedTuple):
+    """Every match of a pattern begins with one of ``literals``, possibly after a run of
+    characters that ``lead`` accepts (None: no such run)."""
+
+    literals: tuple[str, ...]
+    lead: Callable[[str], bool] | None
+
+    def next_at(self, buffer: str, position: int, end: int, memo: dict[Any, Any]) -> int:
+        """Where the first literal beginning in ``[position, end)`` begins; -1 when none
+        does. ``memo`` keeps each literal's last ``(searched from, found at, searched to)``
+        (found -1: none begins in ``[from, to)``), so that the literals of many delimiters
+        and many calls cost one pass over the text each."""
+        best = -1
+        for literal in self.literals:
+            cached = memo.get(literal)
+            since = position
+            begin = position
+            if cached is not None and cached[0] <= position:
+                found = cached[1]
+                if found >= position:
+                    if best < 0 or found < best:
+                        best = found
+                    continue
+                if found < 0:
+                    if cached[2] >= end:
+                        continue
+                    since, begin = cached[0], max(position, cached[2])
+            found = buffer.find(literal, begin, end + len(literal) - 1)
+            memo[literal] = (since, found, end)
+            if found >= 0 and (best < 0 or found < best):
+                best = found
+        return best if best < end else -1
+
+
+class _NoAnchors(Exception):
+    """A match may begin with text no small set of literals covers."""
+
+
+class _Start(NamedTuple):
+    text: str  # what a match begins with (after the lead run)
+    open: bool  # whether the text may still be extended by what follows
+
+
+def find_anchors(source: str) -> Anchors | None:
+    """The anchors of a pattern (see above), or None when no small set is certain."""
+    try:
+        tree = _PatternReader(source).parse()
+        leads: list[_Chars] = []
+        starts = _starts(tree, [_Start("", True)], leads)
+    except (_Unsupported, _NoAnchors):
+        return None
+    texts = {start.text for start in starts}
+    if "" in texts:
+        return None
+    literals = _merge_anchors(texts)
+    lead: Callable[[str], bool] | None = None
+    if leads:
+        union = regex.compile("|".join(chars.source for chars in leads), REGEX_FLAGS)
+
+        def lead(char: str, match: Any = union.fullmatch) -> bool:
+            return match(char) is not None
+
+    return Anchors(literals, lead)
+
+
+def _merge_anchors(texts: set[str]) -> tuple[str, ...]:
+    """Fewer, shorter anchors (each search is a pass over the text): literals that share a
+    prefix of ``_ANCHOR_MERGE`` characters or more are replaced by their common prefix
+    (``<|start|>user``, ``<|start|>tool`` -> ``<|start|>``), and one that begins with
+    another is dropped. Shortening an anchor only allows more starts."""
+    merged: list[str] = []
+    for text in sorted(texts):
+        if merged:
+            last = merged[-1]
+            size = 0
+            while size < min(len(last), len(text)) and last[size] == text[size]:
+                size += 1
+            common = last[:size]
+            if len(common) >= min(_ANCHOR_MERGE, len(merged[-1])):
+                merged[-1] = common
+                continue
+        merged.append(text)
+    return tuple(merged)
+
+
+def _starts(node: _Node, states: list[_Start], leads: list[_Chars]) -> list[_Start]:
+    """The states after ``node``: what a match can begin with so far. ``leads`` collects
+    the classes of runs a match may begin with (before any literal)."""
+    closed = [state for state in states if not state.open]
+    active = [state for state in states if state.open]
+    if not active:
+        return states
+    kind = node.kind
+    out: list[_Start] = []
+    if kind == "chars":
+        assert node.chars is not None
+        finite = node.chars.finite
+        for state in active:
+            if finite is None or len(finite) > _ANCHOR_SET or len(state.text) >= _ANCHOR_LENGTH:
+                out.append(_Start(state.text, False))
+            else:
+                out.extend(_Start(state.text + char, True) for char in sorted(finite))
+    elif kind == "seq":
+        out = active
+        for item in node.items:
+            out = _starts(item, out, leads)
+    elif kind == "group":
+        out = _starts(node.items[0], active, leads)
+    elif kind == "alt":
+        for branch in node.items:
+            out.extend(_starts(branch, active, leads))
+    elif kind in ("assert", "look"):
+        out = active  # consumes nothing; ignoring its condition only allows more starts
+    elif kind == "ahead":
+        for state in active:
+            if state.text:
+                out.append(state)  # ignored, as above
+            else:  # what follows begins with the lookahead's body; nothing more is read
+                out.extend(_Start(s.text, False) for s in _starts(node.items[0], [state], leads))
+    else:
+        assert kind == "repeat"
+        body = node.items[0]
+        for state in active:
+            if not state.text and body.kind == "chars":
+                assert body.chars is not None
+                if body.chars.finite is None:
+                    raise _NoAnchors  # a run of nearly anything: every start is possible
+                leads.append(body.chars)  # a run a match may begin with, of any length
+                out.append(state)
+            elif state.text:
+                if node.low > 0:
+                    out.extend(_Start(s.text, False) for s in _starts(body, [state], leads))
+                else:
+                    out.append(_Start(state.text, False))
+            else:
+                if node.low == 0:
+                    out.append(state)  # the repeat matched nothing
+                out.extend(_Start(s.text, False) for s in _starts(body, [state], leads))
+    if len(out) + len(closed) > _ANCHOR_STATES:
+        raise _NoAnchors
+    return closed + out

@@ -262,7 +262,7 @@ class BatchParser:
         except (ValueError, TypeError) as error:
             raise _RowError(f"the prefix could not be read: {_one_line(str(error))}") from None
         try:
-            message, _ = parser.finalize(text, partial=partial)
+            message = parser._finish(text, partial)
         except ResponseParseError as error:  # raise mode: the row fails, its partial message kept
             return RowResult(error.partial_message, error=_one_line(str(error)))
         except (ValueError, TypeError) as error:  # token ids that do not decode

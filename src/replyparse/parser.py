@@ -386,22 +386,37 @@ class ResponseParser:
                 self.phase = ParserPhase.FAILED
             raise
 
+    def _finish(self, text: str | Sequence[int], partial: bool = False) -> dict[str, Any]:
+        """``finalize(text, partial=partial)[0]`` for a caller that wants only the message
+        (``parse_output``, batches): the same message, issues and state, without building
+        the events of ``text`` (the whole-text path: region text is collected and parsed at
+        its close, never cut into chunks)."""
+        self._check_usable("finalize")
+        try:
+            return self._finalize(partial, text, whole=True)[0]
+        except BaseException:
+            if self.phase is not ParserPhase.FINISHED:
+                self.phase = ParserPhase.FAILED
+            raise
+
     def _finalize(
-        self, partial: bool, text: str | Sequence[int]
+        self, partial: bool, text: str | Sequence[int], whole: bool = False
     ) -> tuple[dict[str, Any], list[Event]]:
         events: list[Event] = []
+        last = text if isinstance(text, str) else self._decode_ids(text) if len(text) else ""
         if self._rescan_at:
             self._rescan_at = 0
             deferred = self._defer("")
-            if deferred:
+            if deferred and whole:
+                last = deferred + last  # deferring is feeding a bigger chunk
+            elif deferred:
                 events.extend(self._run(deferred, final=False))
-        last = text if isinstance(text, str) else self._decode_ids(text) if len(text) else ""
         if self._decoder is not None:
             last += self._decoder.flush()
         if last and self.phase is ParserPhase.ENDED:
             self.trailing_text += last
         if self.phase is ParserPhase.STREAMING:
-            events.extend(self._run(last, final=True))
+            events.extend(self._run(last, final=True, whole=whole))
             self._partial = partial
             self._guard(self._close_open_regions, events)
             self._partial = False
@@ -473,7 +488,10 @@ class ResponseParser:
         held = len(self._buffer)
         self._rescan_at = 2 * held if held > _RESCAN_AFTER else 0
 
-    def _run(self, text: str, final: bool) -> list[Event]:
+    def _run(self, text: str, final: bool, whole: bool = False) -> list[Event]:
+        """Scan the held buffer and ``text``; return the events. ``whole`` (only with
+        ``final``): the caller wants the message, not the events, so region text is only
+        collected, never streamed as chunks (``finish``)."""
         events: list[Event] = []
         # Consumed text is kept before the buffer as context for lookbehinds and "^", so
         # that a pattern sees the same surroundings whatever the chunking.
@@ -481,7 +499,7 @@ class ResponseParser:
         buffer = context + self._buffer + text if (context or self._buffer) else text
         self._base -= len(context)
         try:
-            consumed = self._scan(buffer, len(context), final, events)
+            consumed = self._scan(buffer, len(context), final, events, whole)
         except ResponseParseError as error:
             self._buffer = ""
             self._fail(error)
@@ -492,17 +510,23 @@ class ResponseParser:
         self._set_rescan()
         return events
 
-    def _scan(self, buffer: str, position: int, final: bool, events: list[Event]) -> int:
+    def _scan(
+        self, buffer: str, position: int, final: bool, events: list[Event], whole: bool = False
+    ) -> int:
         """Act on every delimiter in ``buffer[position:]``; return where consumption ended."""
         template = self.template
-        memo: dict[int, Any] = {}
+        memo: dict[Any, Any] = {}
         while True:
             field = self._field
             scanner = self._scanner
             no_empty_at = self._empty_match_at - self._base
-            safe_end, match = scanner.scan(buffer, position, final, memo, no_empty_at)
+            if final:  # a complete text: nothing is held back
+                match = scanner.scan_final(buffer, position, memo, no_empty_at)
+                safe_end = len(buffer) if match is None else match.start
+            else:
+                safe_end, match = scanner.scan(buffer, position, final, memo, no_empty_at)
             if safe_end > position:
-                self._take_text(buffer, position, safe_end, events)
+                self._take_text(buffer, position, safe_end, events, whole)
             if match is None:
                 return safe_end
             position = match.end
@@ -527,7 +551,9 @@ class ResponseParser:
                 self._open_text = buffer[match.start : match.end]
                 self._open_region(template.field_list[match.target], match, events)
 
-    def _take_text(self, buffer: str, start: int, end: int, events: list[Event]) -> None:
+    def _take_text(
+        self, buffer: str, start: int, end: int, events: list[Event], whole: bool = False
+    ) -> None:
         field = self._field
         if field is None:
             field = self.template.implicit_field
@@ -552,7 +578,10 @@ class ResponseParser:
                 if self._include_groups:
                     open_event["groups"] = {}
                 events.append(open_event)
-        self._append_body(field, buffer[start:end], events)
+        if whole:  # no chunk events: the body is only parsed at its close
+            self._body.append(buffer[start:end])
+        else:
+            self._append_body(field, buffer[start:end], events)
 
     def _begin_body(self, offset: int) -> None:
         self._body = _TextAccumulator()
@@ -1300,7 +1329,7 @@ def _parse_one(
     partial: bool,
 ) -> ParseResult:
     parser = ResponseParser(template, prefix, tools=tools, tokenizer=tokenizer, recover=recover)
-    message, _ = parser.finalize(text, partial=partial)
+    message = parser._finish(text, partial)
     return ParseResult(
         message,
         tuple(parser.issues),

@@ -1,0 +1,105 @@
+"""The scanner on a complete text (``Scanner.scan_final``): the same match as ``scan``.
+
+``scan_final`` searches literal-only states with one alternation, searches each delimiter
+only up to the best start so far, resumes where a search stopped, and tries a pattern only
+at the starts its anchors allow (``find_anchors``). Every registry template's scanners are
+checked against ``scan(final=True)`` on texts made of the templates' own delimiters, anchors
+and near misses, walking a buffer as the parser does (one memo per buffer).
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any
+from unittest import mock
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from replyparse import _scanner
+from replyparse._scanner import Scanner, find_anchors
+from replyparse.templates import get_entry, list_templates
+
+
+@pytest.mark.parametrize(
+    ("source", "literals", "lead"),
+    [
+        (r"<think>", ("<think>",), False),
+        (r"<think>(?:\s*<think>)?|(?=</think>)", ("</think>", "<think>"), False),
+        # A leading run: a match may begin with spaces before the literal.
+        (r"(?:<\|end\|>)?\s*to=(?P<name>[^\s<]+)", ("<|end|>", "to="), True),
+        # Literals sharing a long prefix are searched as that prefix.
+        (r"<\|start\|>(?:user|system)|<\|return\|>", ("<|return|>", "<|start|>"), False),
+        # A finite class widens the literal; a wide one ends it.
+        (r"[ab]c\w+", ("ac", "bc"), False),
+        (r"\[TOOL_CALLS\]\s*(?P<name>\w+)", ("[TOOL_CALLS]",), False),
+    ],
+)
+def test_find_anchors(source: str, literals: tuple[str, ...], lead: bool) -> None:
+    anchors = find_anchors(source)
+    assert anchors is not None
+    assert anchors.literals == literals
+    assert (anchors.lead is not None) == lead
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        r"(?=[\s\S])",  # matches anywhere
+        r"\s*",  # may be empty
+        r".+</x>",  # begins with any character
+        r"\w+to=",  # begins with a wide class
+        r"(?i)<think>",  # inline flags: not analysed
+        r"(?:a|b|c|d|e)(?:a|b|c|d|e)(?:a|b|c|d|e)(?:a|b|c|d|e)",  # too many alternatives
+    ],
+)
+def test_no_anchors(source: str) -> None:
+    assert find_anchors(source) is None
+
+
+@cache
+def _scanners() -> list[tuple[str, Scanner]]:
+    found: list[tuple[str, Scanner]] = []
+    for family in list_templates():
+        template = get_entry(family).template
+        found.append((family, template.outside_scanner))
+        found.extend((family, scanner) for scanner in template.region_scanners)
+    return found
+
+
+@cache
+def _fragments() -> tuple[str, ...]:
+    pieces: set[str] = set()
+    for family in list_templates():
+        for field in get_entry(family).template.field_list:
+            for delimiter in (field.open, field.close):
+                if delimiter is None:
+                    continue
+                pieces.update(delimiter.literals)
+                if delimiter.anchors is not None:
+                    pieces.update(delimiter.anchors.literals)
+    near = {piece[: len(piece) // 2] for piece in pieces if len(piece) > 3}
+    words = {"get_weather", "functions.f", "json", "analysis", "final", "commentary", "{}"}
+    return tuple(sorted(pieces | near | words | {" ", "  ", "\n", "x", "=", "<", ":1"}))
+
+
+@settings(max_examples=60, deadline=None, derandomize=True)
+@given(data=st.data())
+def test_scan_final_equals_scan(data: st.DataObject) -> None:
+    family, scanner = data.draw(st.sampled_from(_scanners()))
+    text = "".join(data.draw(st.lists(st.sampled_from(_fragments()), max_size=40)))
+    memo: dict[Any, Any] = {}
+    position = data.draw(st.integers(0, len(text)))
+    # Short texts are searched by the regex engine unless anchors are forced (_SHORT 0).
+    short = data.draw(st.sampled_from([0, _scanner._SHORT]))
+    with mock.patch.object(_scanner, "_SHORT", short):
+        while True:
+            # scan_final shares its memo across calls on one buffer, as the parser does.
+            expected = scanner.scan(text, position, final=True)[1]
+            assert scanner.scan_final(text, position, memo) == expected, (family, text, position)
+            if expected is None:
+                break
+            position = max(expected.end, position + 1)
+            if position > len(text):
+                break
