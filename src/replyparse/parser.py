@@ -49,7 +49,7 @@ from replyparse.template._call_shape import ARGUMENT_KEYS, CallShape, find_call_
 from replyparse.template._loader import END_OF_TURN, REGION_CLOSE
 from replyparse.tokens import IncrementalDecoder, TokenizerLike, decode_ids
 from replyparse.tools import CustomTool, normalize_tools, tools_by_name
-from replyparse.transform import TransformPathError, apply_transform
+from replyparse.transform import TransformPathError
 
 __all__ = [
     "ParseResult",
@@ -105,6 +105,13 @@ def _required(field: FieldSpec) -> frozenset[str]:
     the body and a tool call's name and arguments; other values the model did not write
     (an optional group, an id key) leave their entries out."""
     return _required_names(field.call_shape)
+
+
+def _transform(field: FieldSpec, scope: Mapping[str, Any]) -> Any:
+    """The field's transform (compiled at load) applied to ``scope``."""
+    apply = field.apply_transform
+    assert apply is not None
+    return apply(scope, _required(field))
 
 
 def _close_name(field: FieldSpec) -> str:
@@ -741,9 +748,7 @@ class ResponseParser:
                 if field.transform_each:
                     value = self._transform_each(field, value, groups, body)
                 else:
-                    value = apply_transform(
-                        field.transform, {**groups, "content": value}, _required(field)
-                    )
+                    value = _transform(field, {**groups, "content": value})
             except TransformPathError as error:
                 raise TransformError(
                     str(error), field=field.name, raw=body, offset=self._body_offset
@@ -892,11 +897,7 @@ class ResponseParser:
         if shape.each:
             element = {"name": name, shape.arguments_key or "arguments": arguments}
             try:
-                value = [
-                    apply_transform(
-                        field.transform, {**groups, "content": element, **element}, _required(field)
-                    )
-                ]
+                value = [_transform(field, {**groups, "content": element, **element})]
             except TransformPathError:
                 value = None
         else:
@@ -904,9 +905,7 @@ class ResponseParser:
             if shape.name_in_body:
                 content = {"name": name, shape.arguments_key or "arguments": arguments}
             try:
-                value = apply_transform(
-                    field.transform, {**groups, "content": content}, _required(field)
-                )
+                value = _transform(field, {**groups, "content": content})
             except TransformPathError:
                 value = None
         if value is None:
@@ -1032,11 +1031,7 @@ class ResponseParser:
                     raw=body,
                     offset=self._body_offset,
                 )
-            result.append(
-                apply_transform(
-                    field.transform, {**groups, "content": element, **element}, _required(field)
-                )
-            )
+            result.append(_transform(field, {**groups, "content": element, **element}))
         return result
 
     # -- the message ------------------------------------------------------------------------

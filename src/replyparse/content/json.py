@@ -26,6 +26,9 @@ _WHITESPACE = " \t\n\r"
 # Characters allowed in an unquoted key: JavaScript identifiers plus '-' and '.', which
 # models write in tool and parameter names.
 _KEY_STOP = frozenset(":,{}[]\"'" + _WHITESPACE)
+#: The characters a document ``json.loads`` accepts can start with (after whitespace):
+#: values, and the ``NaN``/``Infinity`` it reads too. A body starting otherwise is not JSON.
+_JSON_STARTS = frozenset('{["-0123456789tfnNI')
 
 
 def json_error(error: ValueError, position: int | None) -> ContentError:
@@ -63,6 +66,16 @@ class JsonParser:
             if self.allow_non_json:
                 return body.strip()
             raise too_deep
+        if self.allow_non_json and not (self.unquoted_keys or self.string_delims):
+            # Plain text (a parameter value such as ``Tokyo``) is the common case: skip the
+            # decoder and the error it would raise and build for nothing.
+            stripped = body.strip()
+            if not stripped or stripped[0] not in _JSON_STARTS:
+                return stripped
+            try:
+                return _json.loads(body)
+            except ValueError:
+                return stripped
         try:
             return _json.loads(body)
         except ValueError as strict_error:

@@ -22,7 +22,7 @@ from replyparse.content import ContentParser, build_content_parser, capabilities
 from replyparse.errors import TemplateError, TemplateIssue
 from replyparse.template._call_shape import CallShape, call_shape_of
 from replyparse.template._schema import FIELD_KEYS, SUPPORTED_VERSIONS, TOP_LEVEL_KEYS
-from replyparse.transform import check_transform
+from replyparse.transform import CompiledTransform, check_transform, compile_transform
 
 __all__ = ["END_OF_TURN", "REGION_CLOSE", "FieldSpec", "ResponseTemplate", "load_template"]
 
@@ -72,6 +72,12 @@ class FieldSpec:
     transform: Any = None
     transform_each: bool = False
     call_shape: CallShape | None = None
+    #: ``transform`` compiled once (``compile_transform``), None without a transform.
+    apply_transform: CompiledTransform | None = field(init=False, repr=False, default=None)
+
+    def __post_init__(self) -> None:
+        if self.transform is not None:
+            object.__setattr__(self, "apply_transform", compile_transform(self.transform))
 
     @property
     def is_implicit(self) -> bool:
