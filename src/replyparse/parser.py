@@ -85,7 +85,6 @@ class ParserPhase(enum.Enum):
     FAILED = "failed"
 
 
-_SCALARS = (str, int, float, bool, type(None))
 #: Marks a region that recover mode turns into content instead of a value of its field.
 _DEMOTED: Any = object()
 #: No value could be read.
@@ -165,6 +164,17 @@ class _TextAccumulator:
         if len(self._blocks) > 1:
             self._blocks[:] = ["".join(self._blocks)]
         return self._blocks[0] if self._blocks else ""
+
+    def take(self) -> str:
+        """``getvalue()``, leaving the accumulator empty (reused, not rebuilt, per region)."""
+        pieces, blocks = self._pieces, self._blocks
+        if not blocks:
+            text = pieces[0] if len(pieces) == 1 else "".join(pieces)
+        else:
+            text = "".join(blocks) + "".join(pieces)
+        pieces.clear()
+        blocks.clear()
+        return text
 
 
 def _find_anchor_end(template: ResponseTemplate, prefix: str) -> int:
@@ -591,10 +601,12 @@ class ResponseParser:
             self._append_body(field, buffer[start:end], events)
 
     def _begin_body(self, offset: int) -> None:
-        self._body = _TextAccumulator()
+        if self._body:
+            self._body = _TextAccumulator()
         self._body_offset = offset
         self._started = False
-        self._pending_whitespace = _TextAccumulator()
+        if self._pending_whitespace:
+            self._pending_whitespace = _TextAccumulator()
 
     def _append_body(self, field: FieldSpec, text: str, events: list[Event]) -> None:
         self._body.append(text)
@@ -674,8 +686,7 @@ class ResponseParser:
 
     def _close_in_progress(self, field: FieldSpec, events: list[Event]) -> None:
         """Close the region a cut generation ended in (``finalize(partial=True)``)."""
-        body = self._body.getvalue()
-        self._body = _TextAccumulator()
+        body = self._body.take()
         value: Any = None
         try:
             value = self._parse_body(field, body, self._open_groups)
@@ -697,8 +708,7 @@ class ResponseParser:
         events: list[Event],
         close_text: str = "",
     ) -> None:
-        body = self._body.getvalue()
-        self._body = _TextAccumulator()
+        body = self._body.take()
         self._implicit_open = False if field.is_implicit else self._implicit_open
         groups = {**self._open_groups, **close_groups} if close_groups else self._open_groups
         if not self.recover:
@@ -967,6 +977,8 @@ class ResponseParser:
         """A value shaped like a function call (``{"function": {"name", "arguments"}}``)
         must have a string name and object arguments; arguments written as JSON text are
         read. Anything else is a malformed call, reported rather than passed on."""
+        if not isinstance(value, (dict, list)):
+            return value  # text or a number: no call in it
         calls = value if isinstance(value, list) else [value]
         checked: list[Any] | None = None
         for index, call in enumerate(calls):
@@ -1037,11 +1049,10 @@ class ResponseParser:
     # -- the message ------------------------------------------------------------------------
 
     def _build_message(self) -> dict[str, Any]:
-        defaults = self.template.defaults
+        template = self.template
+        defaults = template.defaults
         message: dict[str, Any] = (
-            dict(defaults)
-            if all(isinstance(value, _SCALARS) for value in defaults.values())
-            else copy.deepcopy(dict(defaults))
+            dict(defaults) if template.scalar_defaults else copy.deepcopy(dict(defaults))
         )
         for name, values in self._captures.items():
             field = self.template.fields[name]

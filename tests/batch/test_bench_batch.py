@@ -47,3 +47,15 @@ def test_the_batch_benchmark_runs_on_tiny_sizes(
     memory = results["scaling"]["2"]["rss_kib"]
     assert 1 <= len(memory) <= 2 and all(len(samples) == 3 for samples in memory.values())
     assert (tmp_path / "r.json").is_file()
+
+
+def test_the_per_core_table_runs_alone(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.syspath_prepend(str(BENCH))
+    monkeypatch.setattr(sys, "argv", ["batch.py"])
+    import batch
+
+    results = batch.main(["--batch", "30", "--repeats", "3", "--no-scaling", "--baseline", "none"])
+    assert "median of 3" in capsys.readouterr().out
+    assert len(results["per_core"]) == 6 and "scaling" not in results

@@ -94,6 +94,9 @@ class FieldSpec:
         return names
 
 
+_SCALARS = (str, int, float, bool, type(None))
+
+
 @dataclass(frozen=True, eq=False)
 class ResponseTemplate:
     """A loaded, validated, compiled response template. Immutable; share it freely.
@@ -119,6 +122,13 @@ class ResponseTemplate:
     #: behind or anchor with ``^`` (0 when no pattern does).
     context_size: int
     _source: Mapping[str, Any] = field(repr=False)
+    #: Every default is a scalar: a message starts from a shallow copy of ``defaults``
+    #: (read once here, not per message).
+    scalar_defaults: bool = field(init=False, repr=False, default=False)
+
+    def __post_init__(self) -> None:
+        scalar = all(isinstance(value, _SCALARS) for value in self.defaults.values())
+        object.__setattr__(self, "scalar_defaults", scalar)
 
     @property
     def end_of_turn(self) -> Delimiter | None:
