@@ -36,9 +36,9 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
-from urllib.parse import unquote
 
 from replyparse._json_types import json_type
+from replyparse._schema_ref import SchemaReferenceError, resolve_reference
 from replyparse.tools import FunctionTool, Tool
 
 __all__ = ["coerce_to_schema", "type_tool_call"]
@@ -364,28 +364,11 @@ class _Coercer:
     def resolve(self, reference: str) -> object | None:
         """Resolve a local reference (``#`` or ``#/json/pointer``); None when it doesn't."""
         if reference not in self.resolved:
-            self.resolved[reference] = _resolve_pointer(self.root, reference)
+            try:
+                self.resolved[reference] = resolve_reference(self.root, reference)
+            except SchemaReferenceError:
+                self.resolved[reference] = None  # stay total: the value is left untyped
         return self.resolved[reference]
-
-
-def _resolve_pointer(root: Mapping[str, Any], reference: str) -> object | None:
-    if not reference.startswith("#"):
-        return None  # remote and $id-based references are not fetched
-    pointer = unquote(reference[1:])
-    if not pointer:
-        return root
-    if not pointer.startswith("/"):
-        return None  # a plain-name anchor ("#foo"): not supported
-    node: object = root
-    for token in pointer[1:].split("/"):
-        part = token.replace("~1", "/").replace("~0", "~")
-        if isinstance(node, Mapping) and part in node:
-            node = node[part]
-        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
-            node = node[int(part)]
-        else:
-            return None
-    return node
 
 
 # --- schema reading helpers ----------------------------------------------------------------

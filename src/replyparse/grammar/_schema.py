@@ -30,6 +30,7 @@ from collections.abc import Mapping
 from typing import Any, Literal
 
 from replyparse._json_types import json_type
+from replyparse._schema_ref import SchemaReferenceError, resolve_reference
 from replyparse.grammar import _ir as G
 from replyparse.grammar import _regex as R
 from replyparse.grammar._charset import CharSet
@@ -273,9 +274,10 @@ class ValueCompiler:
     def reference(self, reference: str, dialect: Dialect, path: str) -> G.Expr:
         key = (dialect, reference)
         if key not in self.refs:
-            target = _resolve(self.root, reference)
-            if target is None:
-                raise self.fail(path, f"'$ref' {reference!r} does not resolve to a local schema.")
+            try:
+                target = resolve_reference(self.root, reference)
+            except SchemaReferenceError as error:
+                raise self.fail(path, f"{error}.") from None
             name = self.grammar.fresh(f"{self.tool}_{dialect}_{reference}")
             self.refs[key] = G.Ref(name)
             self.grammar.add(name, self.value(target, dialect, f"{path}[$ref={reference}]"))
@@ -539,17 +541,3 @@ def _python_literal(value: Any) -> str:
 
 def _json_type(value: Any) -> str:
     return json_type(value) or "object"
-
-
-def _resolve(root: Mapping[str, Any], reference: str) -> Any:
-    if reference == "#":
-        return root
-    if not reference.startswith("#/"):
-        return None
-    target: Any = root
-    for part in reference[2:].split("/"):
-        part = part.replace("~1", "/").replace("~0", "~")
-        if not isinstance(target, Mapping) or part not in target:
-            return None
-        target = target[part]
-    return target

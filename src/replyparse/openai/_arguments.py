@@ -36,10 +36,10 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
-from urllib.parse import unquote
 
 import regex
 
+from replyparse._schema_ref import SchemaReferenceError, resolve_reference
 from replyparse.openai._json_scan import (
     Close,
     JsonScanner,
@@ -209,21 +209,6 @@ def analyze_tool_call_field(field: Any) -> ToolCallShape:
 _ANNOTATIONS = frozenset({"$ref", "description", "title", "default", "examples", "$comment"})
 
 
-def _pointer(root: Mapping[str, Any], reference: str) -> Any:
-    if not reference.startswith("#"):
-        return None
-    node: Any = root
-    for token in [part for part in unquote(reference[1:]).split("/") if part]:
-        step = token.replace("~1", "/").replace("~0", "~")
-        if isinstance(node, Mapping) and step in node:
-            node = node[step]
-        elif isinstance(node, list) and step.isdigit() and int(step) < len(node):
-            node = node[int(step)]
-        else:
-            return None
-    return node
-
-
 def _resolve(schema: Any, root: Mapping[str, Any]) -> Mapping[str, Any] | None:
     """Follow a schema that is only a local ``$ref``; a ref with siblings is kept as is."""
     for _ in range(32):
@@ -232,7 +217,10 @@ def _resolve(schema: Any, root: Mapping[str, Any]) -> Mapping[str, Any] | None:
         reference = schema.get("$ref")
         if not isinstance(reference, str) or set(schema) - _ANNOTATIONS:
             return schema
-        schema = _pointer(root, reference)
+        try:
+            schema = resolve_reference(root, reference)
+        except SchemaReferenceError:
+            return None
     return None
 
 

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from replyparse._json_types import json_type
+from replyparse._schema_ref import SchemaReferenceError, resolve_reference
 from replyparse.errors import ToolDefinitionError
 from replyparse.openai._calls import ResolvedCall, ToolIndex
 from replyparse.openai._patterns import (
@@ -149,8 +150,11 @@ def _walk_strict(
         if keyword in schema:
             add((*where, keyword), f"'{keyword}' is not supported in strict mode")
     reference = schema.get("$ref")
-    if isinstance(reference, str) and _resolve_pointer(root, reference) is None:
-        add((*where, "$ref"), f"cannot resolve {reference!r}; only local refs (#/$defs/...) work")
+    if isinstance(reference, str):
+        try:
+            resolve_reference(root, reference)
+        except SchemaReferenceError as error:
+            add((*where, "$ref"), str(error))
     declared = schema.get("type")
     types = (
         [declared] if isinstance(declared, str) else declared if isinstance(declared, list) else []
@@ -426,21 +430,6 @@ def _json_equal(left: Any, right: Any) -> bool:
     return bool(left == right)
 
 
-def _resolve_pointer(root: Mapping[str, Any], reference: str) -> Any:
-    if not reference.startswith("#"):
-        return None
-    node: Any = root
-    for token in [part for part in reference[1:].split("/") if part]:
-        step = token.replace("~1", "/").replace("~0", "~")
-        if isinstance(node, Mapping) and step in node:
-            node = node[step]
-        elif isinstance(node, list) and step.isdigit() and int(step) < len(node):
-            node = node[int(step)]
-        else:
-            return None
-    return node
-
-
 def _mapping(schema: Mapping[str, Any], key: str) -> Mapping[str, Any]:
     found = schema.get(key)
     return found if isinstance(found, Mapping) else {}
@@ -508,8 +497,11 @@ class _Validator:
             return
         reference = schema.get("$ref")
         if isinstance(reference, str):
-            target = _resolve_pointer(self.root, reference)
-            if target is not None:
+            try:
+                target = resolve_reference(self.root, reference)
+            except SchemaReferenceError as error:
+                self.add(where, f"{error}; the value cannot be checked")
+            else:
                 self.validate(value, target, where, depth + 1)
         declared = schema.get("type")
         types = (
