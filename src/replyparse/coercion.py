@@ -39,6 +39,7 @@ from typing import Any, Final
 
 from replyparse._json_types import json_type
 from replyparse._schema_ref import SchemaReferenceError, resolve_reference
+from replyparse.template._call_shape import function_of, with_arguments
 from replyparse.tools import FunctionTool, Tool
 
 __all__ = ["coerce_to_schema", "type_tool_call"]
@@ -142,10 +143,8 @@ def type_tool_call(value: Any, tools: Mapping[str, Tool]) -> Any:
         if all(typed is call for typed, call in zip(typed_calls, value, strict=True)):
             return value
         return typed_calls
-    if not isinstance(value, dict) or value.get("type", "function") != "function":
-        return value
-    function = value.get("function")
-    if not isinstance(function, dict) or "arguments" not in function:
+    function = function_of(value)
+    if function is None:
         return value
     tool = _find_function_tool(function.get("name"), function.get("namespace"), tools)
     if tool is None:
@@ -165,7 +164,7 @@ def type_tool_call(value: Any, tools: Mapping[str, Tool]) -> Any:
             return value
     else:
         return value
-    return {**value, "function": {**function, "arguments": typed}}
+    return with_arguments(value, typed)
 
 
 def _find_function_tool(

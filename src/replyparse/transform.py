@@ -21,7 +21,13 @@ import regex
 
 from replyparse.errors import ReplyparseError, TemplateIssue
 
-__all__ = ["TransformPathError", "apply_transform", "check_transform", "iter_placeholders"]
+__all__ = [
+    "TransformPathError",
+    "apply_transform",
+    "check_transform",
+    "iter_placeholders",
+    "placeholder_path",
+]
 
 _PLACEHOLDER = regex.compile(r"\{([A-Za-z_][\w-]*(?:\.[\w-]+)*)\}")
 _WHOLE_PLACEHOLDER = regex.compile(r"\A\{([A-Za-z_][\w-]*(?:\.[\w-]+)*)\}\Z")
@@ -35,12 +41,25 @@ class TransformPathError(ReplyparseError):
         self.placeholder = placeholder
 
 
+def placeholder_path(text: object) -> tuple[str, ...] | None:
+    """The path of a string that is exactly one placeholder, else None.
+
+    The one reader of the placeholder syntax: ``"{content.name}"`` gives ``("content",
+    "name")``; ``"{name}"`` gives ``("name",)``; ``"get {name}"``, ``"{}"``, ``"{a b}"`` and
+    anything that is not a string give None (a transform keeps such a value as written).
+    """
+    if not isinstance(text, str):
+        return None
+    match = _WHOLE_PLACEHOLDER.match(text)
+    return tuple(match.group(1).split(".")) if match else None
+
+
 def iter_placeholders(
     transform: Any, path: tuple[str | int, ...] = ()
 ) -> Iterator[tuple[tuple[str | int, ...], str, bool]]:
     """Yield ``(path, string, is_whole_placeholder)`` for each string holding a placeholder."""
     if isinstance(transform, str):
-        if _WHOLE_PLACEHOLDER.match(transform):
+        if placeholder_path(transform) is not None:
             yield path, transform, True
         elif _PLACEHOLDER.search(transform):
             yield path, transform, False
@@ -76,8 +95,9 @@ def check_transform(
             )
         )
         return issues
-    for where, text, whole in iter_placeholders(transform, path):
-        if not whole:
+    for where, text, _ in iter_placeholders(transform, path):
+        placeholder = placeholder_path(text)
+        if placeholder is None:
             issues.append(
                 TemplateIssue(
                     "mixed_placeholder",
@@ -88,7 +108,7 @@ def check_transform(
                 )
             )
             continue
-        root = text[1:-1].split(".", 1)[0]
+        root = placeholder[0]
         if known_names is not None and root not in known_names:
             issues.append(
                 TemplateIssue(
@@ -102,8 +122,8 @@ def check_transform(
     return issues
 
 
-def _resolve(placeholder: str, scope: Mapping[str, Any]) -> Any:
-    names = placeholder.split(".")
+def _resolve(names: tuple[str, ...], scope: Mapping[str, Any]) -> Any:
+    placeholder = ".".join(names)
     if names[0] not in scope:
         raise TransformPathError(placeholder, f"{names[0]!r} is not in scope ({sorted(scope)})")
     value: Any = scope[names[0]]
@@ -128,8 +148,8 @@ def _resolve(placeholder: str, scope: Mapping[str, Any]) -> Any:
 def apply_transform(transform: Any, scope: Mapping[str, Any]) -> Any:
     """Build the transformed value; raise TransformPathError on an unresolvable path."""
     if isinstance(transform, str):
-        match = _WHOLE_PLACEHOLDER.match(transform)
-        return _resolve(match.group(1), scope) if match else transform
+        names = placeholder_path(transform)
+        return _resolve(names, scope) if names else transform
     if isinstance(transform, Mapping):
         return {key: apply_transform(value, scope) for key, value in transform.items()}
     if isinstance(transform, list):

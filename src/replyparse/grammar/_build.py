@@ -216,12 +216,6 @@ class _CallSyntax:
     content_args: Mapping[str, Any]
 
 
-def _placeholder(value: Any) -> tuple[str, ...] | None:
-    if isinstance(value, str) and len(value) > 2 and value[0] == "{" and value[-1] == "}":
-        return tuple(value[1:-1].split("."))
-    return None
-
-
 def _content_parser(field: FieldSpec) -> tuple[str, Mapping[str, Any]]:
     """The content parser the grammar writes for: the first alternative of ``first-of``."""
     name, args = field.content, field.content_args
@@ -240,15 +234,9 @@ def _read_call_syntax(field: FieldSpec, open_groups: set[str]) -> _CallSyntax:
             '({"type": "function", "function": {"name": ..., "arguments": ...}}); got '
             f"{transform!r:.200}."
         )
-    function = transform.get("function", transform if "name" in transform else None)
-    if function == "{content}":
-        name_path: tuple[str, ...] | None = ("content", "name")
-        arguments_path: tuple[str, ...] | None = ("content", "arguments")
-    elif isinstance(function, Mapping):
-        name_path = _placeholder(function.get("name"))
-        arguments_path = _placeholder(function.get("arguments", function.get("parameters")))
-    else:
-        name_path = arguments_path = None
+    shape = field.call_shape
+    name_path = shape.name_source if shape is not None else None
+    arguments_path = shape.arguments_source if shape is not None else None
     if name_path is None or arguments_path is None:
         raise GrammarError(
             f"{where}: cannot tell where the call's name and arguments come from; got "
