@@ -109,7 +109,7 @@ def test_the_argument_streamer_reads_the_field_call_shape() -> None:
                     },
                 },
                 "content": {},
-            }
+            },
         }
     ).fields["tool_calls"]
     assert field.call_shape == CallShape(("name",), ("content",), id_source=("id",))
