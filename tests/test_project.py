@@ -18,7 +18,8 @@ SOURCE = ROOT / "src" / "replyparse"
 #: The core: what parses. It must never import the layers built on it.
 CORE = [
     "errors.py", "events.py", "_scanner.py", "parser.py", "transform.py", "tools.py",
-    "coercion.py", "tokens.py", "_json_types.py", "_schema_ref.py", "template", "content",
+    "coercion.py", "tokens.py", "_json_types.py", "_schema_ref.py", "_tool_names.py",
+    "function_schema.py", "template", "content",
 ]  # fmt: skip
 OUTER = ("replyparse.templates", "replyparse.openai", "replyparse.grammar", "replyparse.server",
          "replyparse.cli", "replyparse._cli", "replyparse.demo", "replyparse.batch",
