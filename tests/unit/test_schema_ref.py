@@ -113,3 +113,13 @@ def test_recursive_references_resolve_everywhere() -> None:
     assert [str(v) for v in validate_arguments([1, ["x"]], root)] == [
         '$: matches none of the 2 anyOf branches; got [1, ["x"]]'
     ]
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [{"$ref": "#"}, {"anyOf": [{"$ref": "#"}]}, {"$defs": {"a": {"not": {"$ref": "#/$defs/a"}}}}],
+)
+def test_a_reference_cycle_that_never_descends_is_total(schema: dict[str, Any]) -> None:
+    probe = {**schema, "$ref": "#/$defs/a"} if "$defs" in schema else schema
+    assert coerce_to_schema("1", probe) == "1"
+    assert isinstance(validate_arguments(1, probe), list)  # never raises

@@ -3,9 +3,19 @@
 Owns :func:`validate_arguments`: every violation of a value against a ``parameters`` schema,
 each at the JSON path of the offending value (``$.days[1]``), with a message in this
 package's style. An output rule (``arguments_schema``), applied by
-:func:`replyparse.openai.rules.check_calls`. Request-supplied ``pattern`` regexes are run in
-bounded time (:mod:`._patterns`); local ``$ref`` s are resolved by
-:mod:`replyparse._schema_ref`.
+:func:`replyparse.openai.rules.check_calls`.
+
+How: the ``jsonschema`` package validates (draft 2020-12, with one validator built per
+schema and cached, so a tool's schema is compiled once), extended where this package's
+contract is wider or safer than the draft: local ``$ref`` s are resolved by
+:mod:`replyparse._schema_ref` (the resolver every other consumer uses), OpenAPI
+``nullable`` and the draft 4-7 forms (tuple ``items`` / ``additionalItems``, boolean
+``exclusiveMinimum``) are read, request-supplied ``pattern`` regexes run in bounded time
+(:mod:`._patterns`), ``format`` checks the formats listed in :func:`validate_arguments`, and
+``required`` / ``additionalProperties`` / ``uniqueItems`` violations sit at the offending
+key or item. ``jsonschema`` is optional (the OpenAI layer needs no extra): without it, or on
+a schema malformed past what it reads, the small validator below (``_Validator``) gives the
+answer; ``tests/property/test_validation_properties.py`` checks that the two agree.
 """
 
 from __future__ import annotations
@@ -16,7 +26,7 @@ import json
 import math
 import operator
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from replyparse._json_types import json_type
@@ -24,7 +34,14 @@ from replyparse._schema_ref import SchemaReferenceError, resolve_reference
 from replyparse.openai._patterns import PatternTimeout, compile_pattern, search
 from replyparse.openai.errors import RuleViolation
 
-__all__ = ["short_value", "validate_arguments"]
+try:
+    from jsonschema import Draft202012Validator, FormatChecker
+    from jsonschema.exceptions import ValidationError
+    from jsonschema.validators import extend
+except ImportError:  # pragma: no cover - the fallback validator below answers alone
+    Draft202012Validator = None
+
+__all__ = ["FORMATS", "fallback_violations", "short_value", "validate_arguments"]
 
 Path = tuple[str | int, ...]
 
@@ -112,9 +129,10 @@ class _Validator:
             RuleViolation("arguments_schema", (*self.prefix, *where), message, self.tool)
         )
 
-    def is_valid(self, value: Any, schema: Any, where: Path) -> bool:
+    def is_valid(self, value: Any, schema: Any, where: Path, depth: int) -> bool:
+        # The depth carries on: a reference cycle through a combinator ends at the bound.
         probe = _Validator(self.root, self.prefix, self.tool)
-        probe.validate(value, schema, where, 0)
+        probe.validate(value, schema, where, depth + 1)
         return not probe.found
 
     def validate(self, value: Any, schema: Any, where: Path, depth: int) -> None:
@@ -172,20 +190,20 @@ class _Validator:
         if (
             isinstance(any_of, list)
             and any_of
-            and not any(self.is_valid(value, branch, where) for branch in any_of)
+            and not any(self.is_valid(value, branch, where, depth) for branch in any_of)
         ):
             self.add(
                 where, f"matches none of the {len(any_of)} anyOf branches; got {short_value(value)}"
             )
         one_of = schema.get("oneOf")
         if isinstance(one_of, list) and one_of:
-            matching = sum(self.is_valid(value, branch, where) for branch in one_of)
+            matching = sum(self.is_valid(value, branch, where, depth) for branch in one_of)
             if matching != 1:
                 self.add(where, f"must match exactly one oneOf branch; matches {matching}")
-        if "not" in schema and self.is_valid(value, schema["not"], where):
+        if "not" in schema and self.is_valid(value, schema["not"], where, depth):
             self.add(where, f"must not match the 'not' schema; got {short_value(value)}")
         if "if" in schema:
-            branch = "then" if self.is_valid(value, schema["if"], where) else "else"
+            branch = "then" if self.is_valid(value, schema["if"], where, depth) else "else"
             if branch in schema:
                 self.validate(value, schema[branch], where, depth + 1)
 
@@ -250,7 +268,8 @@ class _Validator:
                     self.add((*where, position), f"duplicate item {short_value(item)}")
         contains = schema.get("contains")
         if contains is not None and not any(
-            self.is_valid(item, contains, (*where, index)) for index, item in enumerate(value)
+            self.is_valid(item, contains, (*where, index), depth)
+            for index, item in enumerate(value)
         ):
             self.add(where, "no item matches 'contains'")
 
@@ -316,7 +335,11 @@ def validate_arguments(
     ``min/maxItems``, ``uniqueItems``, ``contains``, ``anyOf`` / ``oneOf`` / ``allOf`` /
     ``not`` / ``if``, numeric bounds and ``multipleOf``, ``min/maxLength``, ``pattern``,
     ``format`` (``date``, ``date-time``, ``time``, ``uuid``, ``ipv4``, ``ipv6``, ``email``)
-    and local ``$ref`` s. Unknown keywords are ignored.
+    and local ``$ref`` s (one that does not resolve is a violation: the value cannot be
+    checked). With ``jsonschema`` installed, the rest of draft 2020-12 too
+    (``dependentSchemas``, ``propertyNames``, ``unevaluated*``...); unknown keywords are
+    ignored. One validator is built per schema object and cached (a tool's ``parameters``
+    is compiled once).
 
     Args:
         arguments: the parsed arguments (a dict, normally).
@@ -332,7 +355,255 @@ def validate_arguments(
         >>> [str(v) for v in validate_arguments({"days": "3"}, schema)]
         ['$.days: expected integer; got "3"']
     """
+    found = _with_jsonschema(arguments, schema, path, tool)
+    if found is not None:
+        return found
+    return fallback_violations(arguments, schema, path=path, tool=tool)
+
+
+def fallback_violations(
+    arguments: Any, schema: Any, *, path: Path = (), tool: str | None = None
+) -> list[RuleViolation]:
+    """:func:`validate_arguments` by this module's own validator (no jsonschema): what
+    answers when jsonschema is not installed or cannot read the schema."""
     root = schema if isinstance(schema, Mapping) else {}
     validator = _Validator(root, path, tool)
     validator.validate(arguments, schema, (), 0)
     return validator.found
+
+
+# -- the jsonschema backend -----------------------------------------------------------------
+
+#: The ``format`` values checked (every other format passes, as the draft allows).
+FORMATS = ("date", "date-time", "time", "uuid", "ipv4", "ipv6", "email")
+#: Validators kept, by ``id`` of their schema (which each entry holds, so the id stays its).
+_CACHE_SIZE = 256
+_cache: dict[int, tuple[Any, Any]] = {}
+
+_Errors = Iterator[Any]  # of jsonschema ValidationError; Any: jsonschema ships no types
+
+
+def _descend(validator: Any, instance: Any, schema: Any, path: str | int) -> _Errors:
+    """``validator.descend``, with the schema ``false`` reported at ``path`` as well
+    (jsonschema reports it at the parent, without the key or index)."""
+    if schema is False:
+        yield ValidationError(f"no value is allowed here; got {short_value(instance)}", path=[path])
+    else:
+        yield from validator.descend(instance, schema, path=path)
+
+
+def _type(validator: Any, types: Any, instance: Any, schema: Any) -> _Errors:
+    names = [types] if isinstance(types, str) else list(types) if isinstance(types, list) else []
+    if not names:
+        return
+    if schema.get("nullable") is True:
+        names.append("null")
+    if not any(_is_type(instance, name) for name in names):
+        expected = names[0] if len(names) == 1 else " or ".join(names)
+        yield ValidationError(f"expected {expected}; got {short_value(instance)}")
+
+
+def _bound(keyword: str, broken: Callable[[Any, Any], bool], symbol: str) -> Any:
+    strict_symbol = {"minimum": ">", "maximum": "<"}.get(keyword)
+
+    def check(validator: Any, limit: Any, instance: Any, schema: Any) -> _Errors:
+        if _json_type(instance) not in ("integer", "number"):
+            return
+        if isinstance(limit, bool) or not isinstance(limit, (int, float)):
+            return  # draft 4: a flag on minimum / maximum, read there
+        if broken(instance, limit):
+            yield ValidationError(f"must be {symbol} {limit}; got {short_value(instance)}")
+        exclusive = schema.get(f"exclusive{keyword.title()}")
+        if strict_symbol and exclusive is True and instance == limit:
+            yield ValidationError(f"must be {strict_symbol} {limit}; got {short_value(instance)}")
+
+    return check
+
+
+def _items(validator: Any, items: Any, instance: Any, schema: Any) -> _Errors:
+    if not isinstance(instance, list):
+        return
+    if isinstance(items, list):  # draft 4-7 tuple form
+        for index, (item, subschema) in enumerate(zip(instance, items, strict=False)):
+            yield from _descend(validator, item, subschema, index)
+        return
+    prefix = schema.get("prefixItems")
+    for index in range(len(prefix) if isinstance(prefix, list) else 0, len(instance)):
+        yield from _descend(validator, instance[index], items, index)
+
+
+def _additional_items(validator: Any, extra: Any, instance: Any, schema: Any) -> _Errors:
+    items = schema.get("items")
+    if isinstance(instance, list) and isinstance(items, list):
+        for index in range(len(items), len(instance)):
+            yield from _descend(validator, instance[index], extra, index)
+
+
+def _pattern(validator: Any, pattern: Any, instance: Any, schema: Any) -> _Errors:
+    if isinstance(instance, str) and isinstance(pattern, str) and not _search(pattern, instance):
+        yield ValidationError(f"does not match pattern {pattern!r}; got {short_value(instance)}")
+
+
+def _pattern_properties(validator: Any, patterns: Any, instance: Any, schema: Any) -> _Errors:
+    if not isinstance(instance, dict) or not isinstance(patterns, Mapping):
+        return
+    for pattern, subschema in patterns.items():
+        for key, item in instance.items():
+            if _search(pattern, key):
+                yield from _descend(validator, item, subschema, key)
+
+
+def _additional_properties(validator: Any, extra: Any, instance: Any, schema: Any) -> _Errors:
+    if not isinstance(instance, dict):
+        return
+    properties = _mapping(schema, "properties")
+    patterns = _mapping(schema, "patternProperties")
+    for key, item in instance.items():
+        if key in properties or any(_search(pattern, key) for pattern in patterns):
+            continue
+        if extra is False:
+            allowed = sorted(properties)
+            yield ValidationError(f"unexpected property; allowed: {allowed}", path=[key])
+        else:
+            yield from _descend(validator, item, extra, key)
+
+
+def _required(validator: Any, required: Any, instance: Any, schema: Any) -> _Errors:
+    if isinstance(instance, dict) and isinstance(required, list):
+        for key in required:
+            if key not in instance:
+                yield ValidationError("required property is missing", path=[key])
+
+
+def _dependent_required(validator: Any, dependent: Any, instance: Any, schema: Any) -> _Errors:
+    if not isinstance(instance, dict) or not isinstance(dependent, Mapping):
+        return
+    for key, needed in dependent.items():
+        if key in instance and isinstance(needed, list):
+            for other in needed:
+                if other not in instance:
+                    yield ValidationError(f"required when {key!r} is present", path=[other])
+
+
+def _unique_items(validator: Any, unique: Any, instance: Any, schema: Any) -> _Errors:
+    if unique is True and isinstance(instance, list):
+        for position, item in enumerate(instance):
+            if any(_json_equal(item, earlier) for earlier in instance[:position]):
+                yield ValidationError(f"duplicate item {short_value(item)}", path=[position])
+
+
+def _message(error: Any, validator: Any) -> str:
+    """This package's message for a violation a standard keyword of jsonschema found."""
+    keyword, value, instance = error.validator, error.validator_value, error.instance
+    got = short_value(instance)
+    if keyword is None:  # the schema ``false``
+        return f"no value is allowed here; got {got}"
+    if keyword == "const":
+        return f"expected {short_value(value)}; got {got}"
+    if keyword == "enum":
+        return f"expected one of {short_value(value)}; got {got}"
+    if keyword == "anyOf":
+        return f"matches none of the {len(value)} anyOf branches; got {got}"
+    if keyword == "oneOf":
+        matching = sum(validator.evolve(schema=branch).is_valid(instance) for branch in value)
+        return f"must match exactly one oneOf branch; matches {matching}"
+    if keyword == "not":
+        return f"must not match the 'not' schema; got {got}"
+    if keyword in ("contains", "minContains", "maxContains"):
+        return "no item matches 'contains'" if keyword == "contains" else error.message
+    if keyword == "format":
+        return f"is not a valid {value!r}; got {got}"
+    if keyword == "multipleOf":
+        return f"must be a multiple of {value}; got {got}"
+    for prefix, limit_word in (("min", "at least"), ("max", "at most")):
+        for suffix, noun, count in (
+            ("Length", "characters", len(instance) if isinstance(instance, str) else 0),
+            ("Items", "items", len(instance) if isinstance(instance, list) else 0),
+            ("Properties", "properties", len(instance) if isinstance(instance, dict) else 0),
+        ):
+            if keyword == f"{prefix}{suffix}":
+                if suffix == "Length":
+                    return f"must be {limit_word} {value} {noun}; has {count}"
+                return f"must have {limit_word} {value} {noun}; has {count}"
+    return str(error.message)  # a keyword this package adds no words to
+
+
+def _ours(error: Any) -> bool:
+    """Whether one of this module's keywords wrote the error (its message is final)."""
+    return error.validator in _KEYWORDS
+
+
+def _keywords(root: Any) -> dict[str, Any]:
+    def ref(validator: Any, reference: Any, instance: Any, schema: Any) -> _Errors:
+        try:
+            target = resolve_reference(root, reference)
+        except SchemaReferenceError as error:
+            yield ValidationError(f"{error}; the value cannot be checked")
+            return
+        yield from validator.descend(instance, target)
+
+    return {**_KEYWORDS, "$ref": ref}
+
+
+_KEYWORDS: dict[str, Any] = {
+    "type": _type,
+    "minimum": _bound("minimum", operator.lt, ">="),
+    "maximum": _bound("maximum", operator.gt, "<="),
+    "exclusiveMinimum": _bound("exclusiveMinimum", operator.le, ">"),
+    "exclusiveMaximum": _bound("exclusiveMaximum", operator.ge, "<"),
+    "items": _items,
+    "additionalItems": _additional_items,
+    "pattern": _pattern,
+    "patternProperties": _pattern_properties,
+    "additionalProperties": _additional_properties,
+    "required": _required,
+    "dependentRequired": _dependent_required,
+    "uniqueItems": _unique_items,
+}
+
+
+def _format_checker() -> Any:
+    checker = FormatChecker(formats=())
+    for name in FORMATS:
+        checker.checks(name)(
+            lambda value, name=name: not isinstance(value, str) or _format_ok(value, name)
+        )
+    return checker
+
+
+def _validator_for(schema: Any) -> Any:
+    """The jsonschema validator of ``schema``, built once per schema (a tool's parameters)."""
+    cached = _cache.get(id(schema))
+    if cached is not None and cached[0] is schema:
+        return cached[1]
+    if len(_cache) >= _CACHE_SIZE:
+        _cache.clear()
+    kind = extend(Draft202012Validator, _keywords(schema))
+    validator = kind(schema, format_checker=_FORMAT_CHECKER)
+    _cache[id(schema)] = (schema, validator)
+    return validator
+
+
+def _with_jsonschema(
+    arguments: Any, schema: Any, path: Path, tool: str | None
+) -> list[RuleViolation] | None:
+    """The violations jsonschema finds, or None when it cannot read the schema."""
+    if Draft202012Validator is None or not isinstance(schema, (Mapping, bool)):
+        return None
+    try:
+        validator = _validator_for(schema)
+        errors = list(validator.iter_errors(arguments))
+        return [
+            RuleViolation(
+                "arguments_schema",
+                (*path, *error.absolute_path),
+                error.message if _ours(error) else _message(error, validator),
+                tool,
+            )
+            for error in errors
+        ]
+    except Exception:  # a schema malformed past what jsonschema reads: the fallback reads it
+        return None
+
+
+_FORMAT_CHECKER = _format_checker() if Draft202012Validator is not None else None
