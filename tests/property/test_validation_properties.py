@@ -70,7 +70,8 @@ def _leaf(references: bool = True) -> st.SearchStrategy[dict[str, Any]]:
 
 
 def _extend(inner: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
-    properties = st.dictionaries(st.sampled_from(KEYS), inner, max_size=2)
+    inner_or_boolean = st.one_of(inner, st.booleans())  # true / false are schemas too
+    properties = st.dictionaries(st.sampled_from(KEYS), inner_or_boolean, max_size=2)
     return st.one_of(
         st.builds(
             lambda props, required, extra: {
@@ -101,8 +102,8 @@ def _extend(inner: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
         ),
         st.builds(
             lambda prefix, rest: {"prefixItems": prefix, "items": rest},
-            st.lists(inner, max_size=2),
-            st.one_of(st.booleans(), inner),
+            st.lists(inner_or_boolean, max_size=2),
+            inner_or_boolean,
         ),
         st.builds(lambda sub, high: {"contains": sub, "maxItems": high}, inner, st.integers(0, 3)),
         st.builds(lambda branches: {"anyOf": branches}, st.lists(inner, min_size=1, max_size=2)),

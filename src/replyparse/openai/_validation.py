@@ -432,6 +432,19 @@ def _items(validator: Any, items: Any, instance: Any, schema: Any) -> _Errors:
         yield from _descend(validator, instance[index], items, index)
 
 
+def _properties(validator: Any, properties: Any, instance: Any, schema: Any) -> _Errors:
+    if isinstance(instance, dict) and isinstance(properties, Mapping):
+        for key, subschema in properties.items():
+            if key in instance:
+                yield from _descend(validator, instance[key], subschema, key)
+
+
+def _prefix_items(validator: Any, prefix: Any, instance: Any, schema: Any) -> _Errors:
+    if isinstance(instance, list) and isinstance(prefix, list):
+        for index, (item, subschema) in enumerate(zip(instance, prefix, strict=False)):
+            yield from _descend(validator, item, subschema, index)
+
+
 def _additional_items(validator: Any, extra: Any, instance: Any, schema: Any) -> _Errors:
     items = schema.get("items")
     if isinstance(instance, list) and isinstance(items, list):
@@ -551,6 +564,8 @@ _KEYWORDS: dict[str, Any] = {
     "maximum": _bound("maximum", operator.gt, "<="),
     "exclusiveMinimum": _bound("exclusiveMinimum", operator.le, ">"),
     "exclusiveMaximum": _bound("exclusiveMaximum", operator.ge, "<"),
+    "properties": _properties,
+    "prefixItems": _prefix_items,
     "items": _items,
     "additionalItems": _additional_items,
     "pattern": _pattern,
