@@ -5,7 +5,8 @@ Chat Completions requests at once (raw HTTP/1.1 over asyncio, so the client cost
 reads every response to its end, and stops the server. Per concurrency level it reports
 pieces/s (4-character replay pieces served, all streams together), time to first token
 (request sent -> first text delta) p50/p99, the server's CPU time per piece (user + system,
-from ``/proc/<pid>/stat``, whatever the client does) and the errors (a failed connection, a
+from ``/proc/<pid>/stat``, whatever the client does; a level runs again until enough pieces
+were served for that clock) and the errors (a failed connection, a
 status other than 200, a stream without ``[DONE]`` or with an error event).
 """
 
@@ -28,6 +29,8 @@ from _families import FAMILIES, TOOLS, make_family_output
 __all__ = ["measure_server"]
 
 _TICKS = os.sysconf("SC_CLK_TCK")
+#: Pieces served per concurrency level at least (several rounds at low concurrency).
+_MIN_PIECES = 16_000
 
 
 def _cpu_seconds(pid: int) -> float:
@@ -151,17 +154,25 @@ def measure_server(
         try:
             asyncio.run(_run_level(server.host, server.port, body, 2))  # warm-up
             for streams in levels:
-                log(f"[server] {streams} concurrent streams")
+                # Rounds until about _MIN_PIECES pieces were served: /proc counts CPU in
+                # clock ticks (10 ms), so one round of a single stream would read as 0 or 1.
+                rounds = max(1, -(-_MIN_PIECES // (pieces * streams)))
+                log(f"[server] {streams} concurrent streams, {rounds} round(s)")
                 before = server.cpu()
-                level = asyncio.run(_run_level(server.host, server.port, body, streams))
+                runs = [
+                    asyncio.run(_run_level(server.host, server.port, body, streams))
+                    for _ in range(rounds)
+                ]
                 cpu = server.cpu() - before
-                served = pieces * streams
+                served = pieces * streams * rounds
+                ttft = sorted(first for run in runs for first in run["ttft"])
                 results["levels"][streams] = {
-                    "pieces_per_s": served / level["wall"],
-                    "ttft_p50": _quantile(level["ttft"], 0.5),
-                    "ttft_p99": _quantile(level["ttft"], 0.99),
+                    "pieces_per_s": served / sum(run["wall"] for run in runs),
+                    "ttft_p50": _quantile(ttft, 0.5),
+                    "ttft_p99": _quantile(ttft, 0.99),
                     "cpu_per_piece": cpu / served,
-                    "errors": level["errors"],
+                    "errors": sum(run["errors"] for run in runs),
+                    "rounds": rounds,
                 }
         finally:
             server.stop()

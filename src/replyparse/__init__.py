@@ -9,6 +9,8 @@ from __future__ import annotations
 from replyparse.errors import (
     ContentParseError,
     MissingFieldError,
+    MissingModelFileError,
+    ModelFolderError,
     ParserStateError,
     ReplyparseError,
     ResponseParseError,
@@ -28,15 +30,16 @@ from replyparse.events import (
     RegionOpenEvent,
 )
 from replyparse.issues import InProgressRegion, IssueKind, ParseIssue
+from replyparse.model_folder import load_response_template, save_response_template
 from replyparse.parser import (
     ParseResult,
     ParserPhase,
     ResponseParser,
+    get_response_parser,
     parse_output,
     parse_response,
 )
 from replyparse.template import FieldSpec, ResponseTemplate, load_template
-from replyparse.tokens import get_response_parser, load_response_template, save_response_template
 
 __version__ = "0.1.0"
 
@@ -47,6 +50,8 @@ __all__ = [
     "InProgressRegion",
     "IssueKind",
     "MissingFieldError",
+    "MissingModelFileError",
+    "ModelFolderError",
     "ParseIssue",
     "ParseIssueEvent",
     "ParseResult",

@@ -1,8 +1,9 @@
 """Render a prompt with a model's chat template, as transformers' ``apply_chat_template`` does.
 
-Owns reading a chat template (a ``.jinja`` file, a ``tokenizer_config.json`` or a model
-directory holding either) and rendering a conversation plus tools into the prompt text a
-``/v1/completions`` backend continues. The Jinja environment matches the one Hugging Face
+Owns rendering a conversation plus tools into the prompt text a ``/v1/completions`` backend
+continues; the template and its variables come from a model folder
+(``replyparse.model_folder``: a ``.jinja`` file, a ``tokenizer_config.json`` or a model
+directory holding either). The Jinja environment matches the one Hugging Face
 chat templates are written for: sandboxed, ``trim_blocks`` and ``lstrip_blocks``, loop
 controls, a ``tojson`` filter that keeps non-ASCII and key order, ``raise_exception`` and
 ``strftime_now`` globals, the ``{% generation %}`` block (rendered as its body), the
@@ -17,11 +18,11 @@ import contextvars
 import functools
 import json
 import logging
+import os
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
 import jinja2
@@ -30,25 +31,16 @@ import jinja2.nodes
 import jinja2.parser
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
+from replyparse.errors import ReplyparseError
+from replyparse.model_folder import ModelFolder, read_model_folder
 from replyparse.tools import CustomTool, FunctionTool, Tool, prompt_function
 
 __all__ = ["ChatTemplate", "ChatTemplateError", "ChatTemplateLimitError", "tools_for_template"]
 
 logger = logging.getLogger("replyparse.server")
 
-#: Tokenizer config keys whose values templates read as variables (``bos_token``...).
-_SPECIAL_TOKEN_KEYS = (
-    "bos_token",
-    "eos_token",
-    "unk_token",
-    "sep_token",
-    "pad_token",
-    "cls_token",
-    "mask_token",
-)
 
-
-class ChatTemplateError(ValueError):
+class ChatTemplateError(ReplyparseError, ValueError):
     """A chat template cannot be read or rendered; the message says which and why."""
 
 
@@ -136,15 +128,6 @@ def _environment() -> ImmutableSandboxedEnvironment:
     return environment
 
 
-def _token_text(value: Any) -> str | None:
-    """A special token as written in ``tokenizer_config.json``: a string or an AddedToken dict."""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, Mapping) and isinstance(value.get("content"), str):
-        return str(value["content"])
-    return None
-
-
 def _custom_tool_function(tool: CustomTool) -> dict[str, Any]:
     """A custom tool as the one-string-argument function a chat template can show."""
     description = tool.description or f"Send free-form text to {tool.name}."
@@ -203,47 +186,30 @@ class ChatTemplate:
     origin: str = "<string>"
 
     @classmethod
-    def from_path(cls, path: str | Path) -> ChatTemplate:
+    def from_path(cls, path: str | os.PathLike[str]) -> ChatTemplate:
         """Read a ``.jinja`` file, a ``tokenizer_config.json``, or a model directory.
 
         Raises:
-            ChatTemplateError: the path holds no chat template.
+            ModelFolderError: the path holds no chat template, or cannot be read (see
+                ``replyparse.model_folder.read_model_folder``).
         """
-        location = Path(path)
-        if location.is_dir():
-            config_path = location / "tokenizer_config.json"
-            jinja_path = location / "chat_template.jinja"
-            config = _read_config(config_path) if config_path.is_file() else {}
-            if jinja_path.is_file():
-                source = jinja_path.read_text(encoding="utf-8")
-                return cls(source, _special_tokens(config), None, str(jinja_path))
-            if config:
-                return cls._from_config(config, str(config_path))
-            raise ChatTemplateError(
-                f"{location}: no chat_template.jinja or tokenizer_config.json in this directory"
-            )
-        if not location.is_file():
-            raise ChatTemplateError(f"{location}: no such file")
-        if location.suffix == ".json":
-            return cls._from_config(_read_config(location), str(location))
-        return cls(location.read_text(encoding="utf-8"), {}, None, str(location))
+        return cls.from_folder(read_model_folder(path))
 
     @classmethod
-    def _from_config(cls, config: Mapping[str, Any], origin: str) -> ChatTemplate:
-        raw = config.get("chat_template")
-        tool_source: str | None = None
-        if isinstance(raw, list):
-            named = {
-                item.get("name"): item.get("template")
-                for item in raw
-                if isinstance(item, Mapping) and isinstance(item.get("template"), str)
-            }
-            raw = named.get("default")
-            tool_source = named.get("tool_use")
-            raw = raw if raw is not None else tool_source
-        if not isinstance(raw, str):
-            raise ChatTemplateError(f"{origin}: no 'chat_template' string in this config")
-        return cls(raw, _special_tokens(config), tool_source, origin)
+    def from_folder(cls, folder: ModelFolder) -> ChatTemplate:
+        """The chat template of a model folder, with its special tokens.
+
+        Raises:
+            ModelFolderError: the folder holds no chat template.
+        """
+        source = folder.chat_template
+        tool_source = folder.tool_chat_template
+        return cls(
+            source,
+            folder.special_tokens,
+            tool_source if tool_source != source else None,
+            folder.chat_template_origin,
+        )
 
     @functools.cached_property
     def one_text_per_call_message(self) -> bool:
@@ -402,27 +368,3 @@ def _with_reasoning_aliases(message: Mapping[str, Any]) -> dict[str, Any]:
     result["thinking"] = reasoning
     result["reasoning_content"] = reasoning_content if reasoning_content is not None else reasoning
     return result
-
-
-def _read_config(path: Path) -> dict[str, Any]:
-    try:
-        loaded = json.loads(path.read_text(encoding="utf-8"))
-    except ValueError as error:
-        raise ChatTemplateError(f"{path}: not valid JSON: {error}") from None
-    if not isinstance(loaded, dict):
-        raise ChatTemplateError(f"{path}: expected a JSON object")
-    return loaded
-
-
-def _special_tokens(config: Mapping[str, Any]) -> dict[str, Any]:
-    tokens: dict[str, Any] = {}
-    for key in _SPECIAL_TOKEN_KEYS:
-        text = _token_text(config.get(key))
-        if text is not None:
-            tokens[key] = text
-    extra = config.get("additional_special_tokens")
-    if isinstance(extra, list):
-        texts = [_token_text(item) for item in extra]
-        # A list, as in transformers' special_tokens_map; templates rarely read it.
-        tokens["additional_special_tokens"] = [text for text in texts if text is not None]
-    return tokens

@@ -17,6 +17,10 @@ Every error the library raises on purpose is one of these::
     │   └── StrictSchemaError              replyparse.openai: a strict schema breaks the rules
     ├── TokenizerError(ValueError)         token ids without a tokenizer, or a tokenizer with
     │                                      no response template
+    ├── ModelFolderError(ValueError)       a model folder (tokenizer_config.json, .jinja,
+    │   │                                  config.json) cannot be read or lacks what was
+    │   │                                  asked for; .path names the file
+    │   └── MissingModelFileError(FileNotFoundError)  the path, or the file it needs, is absent
     ├── UnknownTemplateError(LookupError)  a registry lookup miss; lists close matches
     ├── ContentError                       replyparse.content: a content parser's own signal
     │                                      (the parser turns it into ContentParseError)
@@ -26,7 +30,10 @@ Every error the library raises on purpose is one of these::
     ├── MessageShapeError(ValueError)      replyparse.openai: a message or call in no known
     │                                      shape
     ├── ToolCallRuleError(ValueError)      replyparse.openai: output broke a guaranteed rule
-    └── GrammarError(ValueError)           replyparse.grammar: no exact grammar for a request
+    ├── GrammarError(ValueError)           replyparse.grammar: no exact grammar for a request
+    └── ChatTemplateError(ValueError)      replyparse.chat_template: a chat template that cannot
+        │                                  be read or rendered
+        └── ChatTemplateLimitError         rendering went past a time or size bound
 
 The ``ValueError`` / ``RuntimeError`` / ``LookupError`` bases keep code written against the
 reference implementation (which raises ``ValueError``) working unchanged.
@@ -43,6 +50,8 @@ from typing import Any
 __all__ = [
     "ContentParseError",
     "MissingFieldError",
+    "MissingModelFileError",
+    "ModelFolderError",
     "ParserStateError",
     "ReplyparseError",
     "ResponseParseError",
@@ -195,6 +204,26 @@ class ToolDefinitionError(ResponseTemplateError, ValueError):
 
 class TokenizerError(ResponseTemplateError, ValueError):
     """Token ids could not be decoded, or a tokenizer carries no response template."""
+
+
+class ModelFolderError(ResponseTemplateError, ValueError):
+    """A model folder, or one of its files, cannot be read or lacks what was asked for.
+
+    Attributes:
+        path: the file or folder concerned (also the start of the message).
+    """
+
+    def __init__(self, path: str, message: str) -> None:
+        self.path = path
+        super().__init__(f"{path}: {message}")
+
+
+class MissingModelFileError(ModelFolderError, FileNotFoundError):
+    """The path given, or the file of a model folder it needs, does not exist."""
+
+    def __str__(self) -> str:
+        # OSError's str() of a single argument is that argument; say so explicitly.
+        return str(self.args[0]) if self.args else ""
 
 
 class UnknownTemplateError(ResponseTemplateError, LookupError):

@@ -28,9 +28,10 @@ import enum
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, overload
+from typing import Any, overload
 
 from replyparse._scanner import DelimiterMatch
+from replyparse.coercion import type_tool_call
 from replyparse.content import ContentError, RecoveringParser
 from replyparse.errors import (
     ContentParseError,
@@ -41,6 +42,7 @@ from replyparse.errors import (
 )
 from replyparse.events import Event, RegionOpenEvent
 from replyparse.issues import InProgressRegion, IssueKind, ParseIssue
+from replyparse.model_folder import template_from_tokenizer
 from replyparse.template import FieldSpec, ResponseTemplate, load_template
 from replyparse.template._call_shape import (
     ARGUMENT_KEYS,
@@ -50,16 +52,16 @@ from replyparse.template._call_shape import (
     with_arguments,
 )
 from replyparse.template._loader import END_OF_TURN, REGION_CLOSE
+from replyparse.tokens import IncrementalDecoder, TokenizerLike, decode_ids
+from replyparse.tools import CustomTool, normalize_tools, tools_by_name
 from replyparse.transform import TransformPathError, apply_transform
-
-if TYPE_CHECKING:
-    from replyparse.tokens import TokenizerLike
 
 __all__ = [
     "ParseResult",
     "ParserPhase",
     "PreparedTools",
     "ResponseParser",
+    "get_response_parser",
     "parse_output",
     "parse_response",
 ]
@@ -226,8 +228,6 @@ class ResponseParser:
         if prefix is None:
             raise ValueError(_PREFIX_REQUIRED)
         if template is None:
-            from replyparse.tokens import template_from_tokenizer
-
             template = template_from_tokenizer(tokenizer)
         self.template: ResponseTemplate = load_template(template)
         self._tool_typer: Callable[[Any], Any] | None = None
@@ -1032,13 +1032,9 @@ class ResponseParser:
     def _decode_prefix(self, prefix: str | Sequence[int]) -> str:
         if isinstance(prefix, str):
             return prefix
-        from replyparse.tokens import decode_ids
-
         return decode_ids(self._tokenizer, prefix, what="prefix")
 
     def _decode_ids(self, ids: Sequence[int]) -> str:
-        from replyparse.tokens import IncrementalDecoder
-
         if self._decoder is None:
             self._decoder = IncrementalDecoder(self._tokenizer)
         text: str = self._decoder.feed(ids)
@@ -1061,9 +1057,6 @@ class PreparedTools:
 
 def _make_tool_typer(tools: Iterable[Any]) -> tuple[Callable[[Any], Any], frozenset[str]]:
     """The argument typer for these tools, and the names of the custom (free-form) tools."""
-    from replyparse.coercion import type_tool_call
-    from replyparse.tools import CustomTool, normalize_tools, tools_by_name
-
     by_name = tools_by_name(normalize_tools(tools))
     custom = frozenset(name for name, tool in by_name.items() if isinstance(tool, CustomTool))
 
@@ -1071,6 +1064,21 @@ def _make_tool_typer(tools: Iterable[Any]) -> tuple[Callable[[Any], Any], frozen
         return type_tool_call(value, by_name)
 
     return type_value, custom
+
+
+def get_response_parser(
+    tokenizer: Any,
+    prefix: str | Sequence[int] | None = None,
+    *,
+    tools: Iterable[Any] | None = None,
+    template: Mapping[str, Any] | ResponseTemplate | None = None,
+) -> ResponseParser:
+    """A ResponseParser for this tokenizer's response template (the reference's method).
+
+    ``prefix`` is required, as for ``ResponseParser``; the template is the one the tokenizer
+    carries (``replyparse.model_folder.template_from_tokenizer``) unless given.
+    """
+    return ResponseParser(template, prefix, tools=tools, tokenizer=tokenizer)
 
 
 @overload

@@ -1,9 +1,9 @@
-"""Token ids and tokenizers: decoding, and response templates stored with a tokenizer.
+"""Token ids to text: whole, or incrementally.
 
-The parser works on text. This module turns token ids into text (whole, or incrementally so
-that a character split across tokens is never emitted half-decoded), finds the response
-template a tokenizer carries, and reads and writes the ``response_template`` key of a model
-folder's ``tokenizer_config.json`` without touching its other keys.
+The parser works on text. This module only decodes: token ids into text, whole or
+incrementally so that a character split across tokens is never emitted half-decoded. What a
+tokenizer or model folder carries (the response template, chat templates, special tokens) is
+``replyparse.model_folder``'s.
 
 Any object with ``decode(ids, skip_special_tokens=...)`` is a tokenizer here; transformers is
 never imported.
@@ -11,30 +11,12 @@ never imported.
 
 from __future__ import annotations
 
-import json
-import os
-from collections.abc import Iterable, Mapping, Sequence
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from collections.abc import Iterable, Sequence
+from typing import Any, Protocol, runtime_checkable
 
 from replyparse.errors import TokenizerError
-from replyparse.template import ResponseTemplate, load_template
 
-if TYPE_CHECKING:
-    from replyparse.parser import ResponseParser
-
-__all__ = [
-    "IncrementalDecoder",
-    "TokenizerLike",
-    "decode_ids",
-    "get_response_parser",
-    "load_response_template",
-    "save_response_template",
-    "template_from_tokenizer",
-]
-
-CONFIG_NAME = "tokenizer_config.json"
-TEMPLATE_KEY = "response_template"
+__all__ = ["IncrementalDecoder", "TokenizerLike", "decode_ids"]
 
 
 @runtime_checkable
@@ -151,106 +133,3 @@ class IncrementalDecoder:
             self._read_offset -= self._prefix_offset
             self._prefix_offset = 0
         return new_text
-
-
-def template_from_tokenizer(tokenizer: Any) -> ResponseTemplate:
-    """The response template a tokenizer carries (attribute, or its config).
-
-    Raises:
-        TokenizerError: no tokenizer, or it has no response template.
-    """
-    if tokenizer is None:
-        raise TokenizerError(
-            "no response template: pass a template, or a tokenizer= that carries one"
-        )
-    template = getattr(tokenizer, "response_template", None)
-    if template is None:
-        for attribute in ("init_kwargs", "config", "tokenizer_config"):
-            container = getattr(tokenizer, attribute, None)
-            if isinstance(container, Mapping) and container.get(TEMPLATE_KEY) is not None:
-                template = container[TEMPLATE_KEY]
-                break
-    if template is None:
-        name = getattr(tokenizer, "name_or_path", None) or type(tokenizer).__name__
-        raise TokenizerError(
-            f"the tokenizer {name!r} has no response template (no 'response_template' "
-            "attribute or tokenizer_config.json key). Pass template= explicitly, or pick one "
-            "from the registry: replyparse.get_template(<model family>)"
-        )
-    return load_template(template)
-
-
-def get_response_parser(
-    tokenizer: Any,
-    prefix: str | Sequence[int] | None = None,
-    *,
-    tools: Iterable[Any] | None = None,
-    template: Mapping[str, Any] | ResponseTemplate | None = None,
-) -> ResponseParser:
-    """A ResponseParser for this tokenizer's response template (the reference's method).
-
-    ``prefix`` is required, as for ``ResponseParser``.
-    """
-    from replyparse.parser import ResponseParser
-
-    return ResponseParser(
-        template if template is not None else template_from_tokenizer(tokenizer),
-        prefix,
-        tools=tools,
-        tokenizer=tokenizer,
-    )
-
-
-def _config_path(path_or_dir: str | os.PathLike[str]) -> Path:
-    path = Path(path_or_dir)
-    return path / CONFIG_NAME if path.is_dir() or not path.suffix else path
-
-
-def load_response_template(path_or_dir: str | os.PathLike[str]) -> ResponseTemplate:
-    """Read the ``response_template`` of a model folder's ``tokenizer_config.json``.
-
-    Args:
-        path_or_dir: the model folder, or the config file itself.
-
-    Raises:
-        FileNotFoundError: there is no such file.
-        TokenizerError: the file is not JSON or has no ``response_template``.
-        TemplateError: the stored template is malformed.
-    """
-    path = _config_path(path_or_dir)
-    try:
-        config = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as error:
-        raise TokenizerError(f"{path}: not valid JSON ({error})") from None
-    if not isinstance(config, dict) or config.get(TEMPLATE_KEY) is None:
-        raise TokenizerError(f"{path}: has no {TEMPLATE_KEY!r} key")
-    return load_template(config[TEMPLATE_KEY])
-
-
-def save_response_template(
-    path_or_dir: str | os.PathLike[str],
-    template: Mapping[str, Any] | ResponseTemplate,
-) -> Path:
-    """Write ``template`` as the ``response_template`` key of ``tokenizer_config.json``.
-
-    The template is validated first. Every other key of an existing file is kept, in order;
-    a missing file (or folder) is created.
-
-    Returns:
-        The path written.
-    """
-    compiled = load_template(template)
-    path = _config_path(path_or_dir)
-    config: dict[str, Any] = {}
-    if path.exists():
-        try:
-            loaded = json.loads(path.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as error:
-            raise TokenizerError(f"{path}: not valid JSON ({error}); not overwriting it") from None
-        if not isinstance(loaded, dict):
-            raise TokenizerError(f"{path}: is not a JSON object; not overwriting it")
-        config = loaded
-    config[TEMPLATE_KEY] = compiled.to_dict()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(config, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    return path

@@ -12,10 +12,10 @@ from functools import cache
 from typing import Any
 
 import pytest
+from scripts.corpus_check import tools_for
 
 from replyparse import ParseResult, ResponseParseError, parse_output, parse_response
 from replyparse.templates import get_entry, list_templates
-from replyparse.templates.check import tools_for
 from tests.registry.helpers import corpus
 
 #: A Qwen3 generation whose tool call breaks off inside its JSON arguments.

@@ -225,7 +225,7 @@ KNOWN_GAPS: dict[str, str] = {
 def _corpus() -> list[Any]:
     if not CASES.is_file():
         return []
-    from replyparse.templates.check import load_cases, load_exceptions
+    from scripts.corpus_check import load_cases, load_exceptions
 
     families = set(list_templates())
     exceptions = load_exceptions()
@@ -242,9 +242,10 @@ def _corpus() -> list[Any]:
 @pytest.mark.skipif(not CASES.is_file(), reason="the shared corpus (../shared) is not available")
 @pytest.mark.parametrize("case", _corpus())
 def test_corpus_outputs_are_accepted(case: dict[str, Any]) -> None:
+    from scripts.corpus_check import prefix_for, tools_for
+
     from replyparse import parse_response
     from replyparse.errors import ResponseParseError
-    from replyparse.templates.check import prefix_for, tools_for
 
     entry = get_entry(case["family"])
     prefix = prefix_for(case, entry)

@@ -18,6 +18,7 @@ from openai_helpers import (
     replay_responses,
     run_stream,
 )
+from scripts.corpus_check import prefix_for
 
 from replyparse import ResponseParseError, parse_response
 from replyparse.openai import (
@@ -28,7 +29,6 @@ from replyparse.openai import (
     to_response,
 )
 from replyparse.templates import get_entry, list_templates
-from replyparse.templates.check import prefix_for
 
 FAMILIES = list_templates()
 CASES = load_corpus(FAMILIES)

@@ -133,6 +133,23 @@ def test_chat_stream_with_custom_deltas_accumulates_to_the_whole_message(
         assert _accumulate(chunks) == expected
 
 
+@pytest.mark.parametrize("keys", [(), ("reasoning_content", "reasoning")], ids=["none", "two"])
+@pytest.mark.parametrize("text", [HERMES_OUTPUTS[1], HERMES_OUTPUTS[-1]], ids=["calls", "resumed"])
+def test_chat_stream_sends_reasoning_under_every_reasoning_key(
+    keys: tuple[str, ...], text: str
+) -> None:
+    message = parse_response(text, HERMES, prefix="", tools=TOOLS)
+    expected = to_chat_completion_message(
+        message, tools=TOOLS, ids=SequentialIds(), reasoning_keys=keys
+    )
+    for pieces in chunkings(text):
+        chunks = _chat(HERMES, pieces, reasoning_keys=keys)
+        assert _accumulate(chunks) == expected
+        for chunk in chunks:
+            delta = chunk["choices"][0]["delta"] if chunk["choices"] else {}
+            assert len({delta[key] for key in keys if key in delta}) <= 1  # the same text
+
+
 def _accumulate(chunks: list[dict[str, Any]]) -> dict[str, Any]:
     """The accumulation rule of the SDK (concatenate strings, index by index), by hand."""
     message: dict[str, Any] = {}

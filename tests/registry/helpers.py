@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from scripts.corpus_check import load_cases
 
 from replyparse.templates import RegistryEntry, get_entry, list_templates
-from replyparse.templates.check import load_cases
 
 SHARED = Path(__file__).resolve().parents[2] / ".." / "shared"
 CHAT_TEMPLATES = SHARED / "chat_templates"

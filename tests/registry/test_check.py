@@ -1,25 +1,29 @@
-"""The corpus check (python -m replyparse.templates.check): comparison rules, table, docs."""
+"""The corpus check (python scripts/corpus_check.py, outside the package): rules, table, docs."""
 
 from __future__ import annotations
 
+import ast
 from pathlib import Path
 
 import pytest
-
-from replyparse.templates.check import (
+from scripts.corpus_check import (
     DRAFT_TABLE_END,
     DRAFT_TABLE_START,
+    EXCEPTIONS_FILE,
     TABLE_END,
     TABLE_START,
     CaseResult,
     compare_message,
     default_docs_path,
+    exceptions_path,
     format_table,
     main,
     normalize_text,
     tools_for,
     write_docs,
 )
+
+import replyparse
 from tests.registry.helpers import SHARED, requires_shared
 
 
@@ -132,3 +136,26 @@ def test_command_line(capsys: pytest.CaptureFixture[str]) -> None:
 def test_command_line_without_a_corpus(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["--shared", str(tmp_path)]) == 2
     assert "no corpus" in capsys.readouterr().err
+
+
+def test_the_package_holds_no_corpus_tooling() -> None:
+    # The corpus check reads ../shared and writes docs/: a tool of the repository, not of
+    # the installed package, which must never look outside itself.
+    package = Path(replyparse.__file__).resolve().parent
+    assert not (package / "templates" / "check.py").exists()
+    assert not (package / "templates" / EXCEPTIONS_FILE).exists()
+    assert exceptions_path().is_file()
+    for module in sorted(package.rglob("*.py")):
+        text = module.read_text(encoding="utf-8")
+        assert "scripts" not in _imported_roots(text), module
+        assert ".parents[" not in text, f"{module} builds paths outside the package"
+
+
+def _imported_roots(source: str) -> set[str]:
+    roots: set[str] = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            roots.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            roots.add(node.module.split(".")[0])
+    return roots

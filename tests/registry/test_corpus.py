@@ -1,7 +1,7 @@
 """Every corpus case of a registry family parses to its expected fields, whole and one char at a time.
 
 The comparison rules (whitespace normalisation, schema-typed arguments) are those of
-``python -m replyparse.templates.check``; cases listed in ``corpus_exceptions.json`` are strict
+``python scripts/corpus_check.py``; cases listed in ``corpus_exceptions.json`` are strict
 xfails carrying their written reason.
 """
 
@@ -10,10 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-
-from replyparse import ContentParseError, ResponseParseError, parse_response
-from replyparse.templates import get_entry, list_templates
-from replyparse.templates.check import (
+from scripts.corpus_check import (
     check_case,
     compare_message,
     load_exceptions,
@@ -21,6 +18,9 @@ from replyparse.templates.check import (
     prefix_for,
     tools_for,
 )
+
+from replyparse import ContentParseError, ResponseParseError, parse_response
+from replyparse.templates import get_entry, list_templates
 from tests.registry.helpers import corpus, requires_shared
 
 

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+from scripts.corpus_check import chat_template_digests
 
 from replyparse import UnknownTemplateError, load_template
 from replyparse.templates import (
@@ -15,7 +16,6 @@ from replyparse.templates import (
     get_entry,
     list_templates,
 )
-from replyparse.templates.check import chat_template_digests
 from tests.registry.helpers import (
     CHAT_TEMPLATES,
     read_chat_template,
@@ -91,7 +91,7 @@ def test_digests_match_the_shared_chat_templates() -> None:
     claimed = {file_name for _family, file_name in template_files()}
     missing = sorted(name for name in claimed if stored.get(name) != current.get(name))
     assert not missing, (
-        f"stale or missing digests for {missing}: run python -m replyparse.templates.check --write-digests"
+        f"stale or missing digests for {missing}: run python scripts/corpus_check.py --write-digests"
     )
     assert all(name in current for name in claimed), (
         "a family claims a chat template that does not exist"

@@ -4,7 +4,7 @@ Every shared chat template is drafted; the draft must round-trip (the probe turn
 the template parse back to their messages) except the templates listed in ``DRAFT_GAPS`` with
 the first failure they show (strict xfails: a fixed one must leave the list). The agreement of
 the drafts with the registry families on the corpus is measured by
-``python -m replyparse.templates.check --drafts`` (docs/draft.md).
+``python scripts/corpus_check.py --drafts`` (docs/draft.md).
 """
 
 from __future__ import annotations
@@ -23,166 +23,75 @@ pytest.importorskip("jinja2")
 #: Shared chat templates whose draft does not round-trip yet: the first problem each shows.
 DRAFT_GAPS: dict[str, str] = {
     "apertus.jinja": (
-        "round trip: two calls: tool_calls came back as \"field 'tool_calls' at offset 51:"
-        " the 'json' content parser rejected th\""
+        "round trip: one call: tool_calls came back as 'field \\'tool_calls\\' at offset 51"
+        ": the \\'json\\' conte"
     ),
-    "apriel-1.6.jinja": ("round trip: reasoning: content came back as 'Probe reasoning text.'"),
-    "cohere2-moe.jinja": (
-        "round trip: plain answer: content came back as 'EXT|>Probe answer text.'"
+    "apriel-1.6.jinja": (
+        "round trip: reasoning: content came back as 'Probe reasoning text.\\n\\nProbe answ"
+        "er text.'"
     ),
     "command-r-plus.jinja": (
-        "unreadable: <string>: rendering the chat template failed: UndefinedError: 'dict "
-        "object' has no attribute 'description'"
+        "unreadable: rendering the chat template failed: UndefinedError: 'dict object' ha"
+        "s no attribute 'desc"
     ),
     "command-r7b.jinja": (
         "unreadable: the chat template renders no assistant turn with its content"
     ),
     "deepseek-r1-llamacpp-tools.jinja": (
-        "unreadable: <string>: rendering the chat template failed: TypeError: Object of "
-        "type generator is not JSON serializable"
+        "unreadable: rendering the chat template failed: TypeError: Object of type genera"
+        "tor is not JSON seri"
     ),
-    "deepseek-r1-vllm-tools.jinja": (
-        "round trip: two calls: tool_calls came back as \"field 'tool_calls' at offset 97:"
-        " the 'json' content parser rejected th\""
-    ),
-    "deepseek-r1.jinja": ("unreadable: the rendered tool call does not contain the tool's name"),
     "deepseek-v3.1-vllm.jinja": (
         "round trip: plain answer: tool_calls came back as \"field 'tool_calls' at offset "
-        "-360: the 'json' content parser rejected \""
-    ),
-    "deepseek-v3.1.jinja": (
-        "round trip: two calls: tool_calls came back as \"field 'tool_calls' at offset 80:"
-        " the 'json' content parser rejected th\""
-    ),
-    "deepseek-v3.2.jinja": (
-        "round trip: plain answer: content came back as '/think>Probe answer text.'"
+        "-360: the 'json' con"
     ),
     "deepseek-v3.jinja": (
         "unreadable: the chat template renders no assistant turn with its content"
     ),
-    "deepseek-v4.jinja": (
-        "round trip: one call: tool_calls came back as \"[{'name': 'get_weather', "
-        "'arguments': {'city': 'Paris'}}]\""
-    ),
     "firefunction-v2.jinja": (
-        "unreadable: <string>: rendering the chat template failed: UndefinedError: "
-        "'functions' is undefined"
-    ),
-    "functionary-v3.1.jinja": (
-        "unreadable: <string>: rendering the chat template failed: UndefinedError: "
-        "'bos_token' is undefined"
+        "unreadable: rendering the chat template failed: UndefinedError: 'functions' is undefined"
     ),
     "functionary-v3.2.jinja": (
-        "unreadable: <string>: rendering the chat template failed: UndefinedError: "
-        "'bos_token' is undefined"
+        "round trip: plain answer: content came back as 'all\\nProbe answer text.'"
     ),
-    "functiongemma.jinja": ("round trip: plain answer: content came back as 'None'"),
     "gemma3-pythonic.jinja": (
-        "unreadable: the rendered tool call does not contain the tool's name"
+        "round trip: one call: tool_calls came back as 'field \\'tool_calls\\' at offset 1:"
+        " the \\'pythonic\\' co"
     ),
-    "gemma4-interleaved.jinja": (
-        "unreadable: the rendered tool call does not contain the tool's name"
-    ),
-    "gemma4.jinja": ("unreadable: the rendered tool call does not contain the tool's name"),
-    "gigachat3.5.jinja": (
-        "round trip: one call: tool_calls came back as \"[{'name': 'get_weather', "
-        "'arguments': {'city': 'Paris'}}]\""
-    ),
-    "glimmer.jinja": (
-        "round trip: plain answer: content came back as 'to=user<|message|>Probe answer text.'"
-    ),
-    "glm4.7.jinja": ("round trip: plain answer: content came back as '/'"),
+    "glimmer.jinja": ("round trip: reasoning: content came back as 'to=\\n\\nProbe answer text.'"),
     "gpt-oss.jinja": (
-        "round trip: plain answer: content came back as '<|channel|>final<|message|>Probe"
-        " answer text.'"
+        "round trip: reasoning: content came back as '<|channel|>\\n\\nProbe answer text.'"
     ),
-    "granite-20b-fc.jinja": (
-        "round trip: one call: tool_calls came back as \"field 'tool_calls' at offset -91:"
-        " the 'json' content parser rejected t\""
+    "hunyuan.jinja": (
+        "round trip: plain answer: content came back with the system prompt and the user "
+        "turn in it ('开头进行回复。…用户：Probe question one?…'; the prompt holds the current time)"
     ),
-    "hunyuan-hy3.jinja": (
-        "round trip: reasoning: content came back as '<｜hy_begin_of_sentence:opensource｜># Tools'"
-    ),
-    "hunyuan.jinja": ("round trip: plain answer: content came back as '开头进行回复。'"),
-    "kimi-k2-0711.jinja": (
-        "round trip: two calls: tool_calls came back as \"field 'tool_calls' at offset "
-        "116: the 'json' content parser rejected t\""
-    ),
-    "kimi-k3.jinja": ("round trip: reasoning: content came back as 'Probe reasoning text.'"),
-    "laguna-xs.2.jinja": ("round trip: plain answer: content came back as 'None'"),
-    "laguna-xs2.1.jinja": ("round trip: plain answer: content came back as 'None'"),
-    "llama3-json-vllm.jinja": (
-        "unreadable: a call is a bare JSON object with no delimiter; a draft cannot tell "
-        "it from content"
-    ),
-    "llama3-json.jinja": (
-        "unreadable: a call is a bare JSON object with no delimiter; a draft cannot tell "
-        "it from content"
-    ),
-    "llama3.2-json-vllm.jinja": (
-        "unreadable: a call is a bare JSON object with no delimiter; a draft cannot tell "
-        "it from content"
-    ),
-    "llama3.2-json.jinja": (
-        "unreadable: a call is a bare JSON object with no delimiter; a draft cannot tell "
-        "it from content"
-    ),
+    "kimi-k3.jinja": ("round trip: plain answer: content came back as 'None'"),
     "llama3.2-pythonic.jinja": (
-        "round trip: one call: tool_calls came back as \"field 'tool_calls' at offset 1: "
-        "the 'pythonic' content parser rejected\""
-    ),
-    "llama3.3-json.jinja": (
-        "unreadable: a call is a bare JSON object with no delimiter; a draft cannot tell "
-        "it from content"
+        "round trip: one call: tool_calls came back as \"field 'tool_calls' at offset 1: t"
+        "he 'pythonic' conten"
     ),
     "llama4-json.jinja": (
-        "unreadable: a call is a bare JSON object with no delimiter; a draft cannot tell "
-        "it from content"
-    ),
-    "llama4-pythonic.jinja": (
-        "round trip: two calls: tool_calls came back as \"field 'tool_calls' at offset 19:"
-        " the 'pythonic' content parser rejecte\""
-    ),
-    "minimax-m1.jinja": (
-        "round trip: load: response_template came back as 'invalid response template (1 problem):'"
-    ),
-    "minimax-m2.jinja": (
-        "round trip: two calls: tool_calls came back as \"[{'name': 'get_weather', "
-        "'arguments': {'city': 'Paris', 'days': 3, 'en\""
-    ),
-    "minimax-m3.jinja": ("round trip: reasoning: content came back as '<'"),
-    "ministral3.jinja": (
-        "round trip: two calls: tool_calls came back as \"field 'tool_calls' at offset 47:"
-        " the 'json' content parser rejected th\""
+        'round trip: plain answer: content came back as "<|header_start|>system<|header_e'
+        "nd|>\\n\\nYou are a he"
     ),
     "mistral-parallel-vllm.jinja": (
         "unreadable: the chat template renders no assistant turn with its content"
     ),
-    "mistral-v11-devstral.jinja": (
-        "round trip: two calls: tool_calls came back as \"field 'tool_calls' at offset 47:"
-        " the 'json' content parser rejected th\""
-    ),
-    "mistral-v11.jinja": (
-        "round trip: two calls: tool_calls came back as \"field 'tool_calls' at offset 47:"
-        " the 'json' content parser rejected th\""
-    ),
     "nemotron-json-vllm.jinja": ("round trip: plain answer: content came back as 'None'"),
     "nemotron-nano-v2.jinja": ("round trip: plain answer: content came back as 'None'"),
-    "nemotron3-nano.jinja": ("round trip: reasoning: content came back as 'Probe reasoning text.'"),
     "phi3.5.jinja": (
         "unreadable: the prompt with the generation prompt does not extend the one without"
     ),
     "phi4-mini.jinja": (
         "unreadable: cannot find where a parameter value ends in the rendered call"
     ),
-    "qwen3.5.jinja": ("round trip: reasoning: content came back as 'Probe reasoning text.'"),
     "solar-open.jinja": (
         "round trip: plain answer: content came back as '<|content|>Probe answer text.'"
     ),
-    "step3.5.jinja": ("round trip: reasoning: content came back as 'Probe reasoning text.'"),
     "toolace.jinja": (
-        "round trip: one call: tool_calls came back as \"field 'tool_calls' at offset 1: "
-        "the 'pythonic' content parser rejected\""
+        "round trip: one call: tool_calls came back as \"field 'tool_calls' at offset 1: t"
+        "he 'pythonic' conten"
     ),
 }
 
@@ -249,6 +158,24 @@ def test_a_template_without_tools_gives_a_content_only_draft() -> None:
     assert message == {"role": "assistant", "content": "Hello."}
 
 
+#: ChatML whose tool-call branch fails to render (as Kimi-K2's list.append in the sandbox).
+FAILING_CALLS = PLAIN_CHATML.replace(
+    "{{ message['content'] }}",
+    "{% if message.tool_calls %}{{ message.tool_calls.append(1) }}{% endif %}"
+    "{{ message['content'] }}",
+)
+
+
+def test_a_template_whose_calls_fail_to_render_says_so_in_the_notes() -> None:
+    result = draft(FAILING_CALLS, name="failing")
+    assert result.ok, result.problems
+    assert set(result.response_template["fields"]) == {"content"}
+    assert any(
+        note.startswith("rendering a tool call failed") and "unsafe" in note
+        for note in result.notes
+    ), result.notes
+
+
 def test_a_template_that_cannot_render_is_a_clear_error() -> None:
     with pytest.raises(TemplateError) as caught:
         draft("{% for message in messages %}{{ message.content | nosuchfilter }}{% endfor %}")
@@ -294,8 +221,8 @@ def test_cli_draft_prints_the_family_file_and_the_round_trip(tmp_path: Path) -> 
 def test_cli_draft_exits_1_naming_the_field_and_text_when_the_round_trip_fails() -> None:
     status, _out, err = _cli(str(CHAT_TEMPLATES / "gpt-oss.jinja"))
     assert status == 1
-    assert "round trip FAILED: plain answer: field 'content'" in err
-    assert "<|channel|>final<|message|>Probe answer text." in err
+    assert "round trip FAILED: one call: field 'tool_calls'" in err
+    assert "to=functions.get_weather<|channel|>commentary json<|message|>" in err
 
 
 def test_cli_draft_exits_2_when_the_chat_template_cannot_be_read(tmp_path: Path) -> None:

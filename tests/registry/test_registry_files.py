@@ -8,6 +8,7 @@ from importlib import resources
 from pathlib import Path
 
 import pytest
+from scripts.corpus_check import check_case, load_exceptions
 
 from replyparse import ResponseTemplate, UnknownTemplateError, parse_response
 from replyparse.content import CONTENT_PARSERS, EXTENSION_PARSERS, SPEC_PARSERS
@@ -19,15 +20,12 @@ from replyparse.templates import (
     validate_family_file,
     validate_registry,
 )
-from replyparse.templates.check import check_case, load_exceptions
 from tests.registry.helpers import corpus, requires_shared
 
 FAMILY_FILES = sorted(
     resource.name[: -len(".json")]
     for resource in resources.files("replyparse.templates").iterdir()
-    if resource.name.endswith(".json")
-    and resource.name != "corpus_exceptions.json"
-    and not resource.name.startswith("_")
+    if resource.name.endswith(".json") and not resource.name.startswith("_")
 )
 
 

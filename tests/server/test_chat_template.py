@@ -10,6 +10,7 @@ import pytest
 
 pytest.importorskip("jinja2")
 
+from replyparse.errors import ModelFolderError
 from replyparse.server import ChatTemplate, ChatTemplateError, tools_for_template
 from replyparse.tools import normalize_tools
 
@@ -136,15 +137,16 @@ def test_from_path_reads_jinja_config_and_directory(tmp_path: Path) -> None:
 
 
 def test_from_path_errors(tmp_path: Path) -> None:
-    with pytest.raises(ChatTemplateError, match="no such file"):
+    # Reading is the model folder's: its errors name the path and what was missing.
+    with pytest.raises(ModelFolderError, match="no such file"):
         ChatTemplate.from_path(tmp_path / "missing.jinja")
-    with pytest.raises(ChatTemplateError, match=r"no chat_template\.jinja"):
+    with pytest.raises(ModelFolderError, match=r"no chat_template\.jinja"):
         ChatTemplate.from_path(tmp_path)
     (tmp_path / "c.json").write_text('{"eos_token": "x"}', encoding="utf-8")
-    with pytest.raises(ChatTemplateError, match="no 'chat_template' string"):
+    with pytest.raises(ModelFolderError, match=r"c\.json: no chat template"):
         ChatTemplate.from_path(tmp_path / "c.json")
     (tmp_path / "d.json").write_text("[1", encoding="utf-8")
-    with pytest.raises(ChatTemplateError, match="not valid JSON"):
+    with pytest.raises(ModelFolderError, match="not valid JSON"):
         ChatTemplate.from_path(tmp_path / "d.json")
 
 

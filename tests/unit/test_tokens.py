@@ -1,22 +1,12 @@
-"""Token ids, tokenizers, and response templates stored in tokenizer_config.json."""
+"""Token ids and tokenizers: decoding, and parsing ids with a tokenizer that carries a template."""
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from replyparse import (
-    ResponseParser,
-    TemplateError,
-    TokenizerError,
-    get_response_parser,
-    load_response_template,
-    parse_response,
-    save_response_template,
-)
+from replyparse import ResponseParser, TokenizerError, get_response_parser, parse_response
 from replyparse.tokens import IncrementalDecoder
 
 TEMPLATE: dict[str, Any] = {
@@ -110,42 +100,3 @@ def test_clear_errors_for_missing_tokenizer_or_template() -> None:
         ResponseParser(TEMPLATE, prefix=[5, 6])
     with pytest.raises(TokenizerError, match="item 1 is str"):
         parse_response([72, "x"], TEMPLATE, prefix="", tokenizer=ByteTokenizer())  # type: ignore[list-item]
-
-
-def test_save_keeps_every_other_key_and_load_reads_it_back(tmp_path: Path) -> None:
-    config = {
-        "model_max_length": 4096,
-        "chat_template": "{{ messages }}",
-        "added_tokens_decoder": {"1": {"content": "<s>"}},
-    }
-    (tmp_path / "tokenizer_config.json").write_text(json.dumps(config), encoding="utf-8")
-    written = save_response_template(tmp_path, TEMPLATE)
-    stored = json.loads(written.read_text(encoding="utf-8"))
-    assert {key: stored[key] for key in config} == config
-    assert list(stored)[: len(config)] == list(config)
-    assert stored["response_template"] == TEMPLATE
-    loaded = load_response_template(tmp_path)
-    assert loaded.to_dict() == TEMPLATE
-    assert load_response_template(written).to_dict() == TEMPLATE
-
-
-def test_save_creates_a_new_folder_and_validates_first(tmp_path: Path) -> None:
-    target = tmp_path / "new-model"
-    save_response_template(target, TEMPLATE)
-    assert (
-        json.loads((target / "tokenizer_config.json").read_text())["response_template"] == TEMPLATE
-    )
-    with pytest.raises(TemplateError):
-        save_response_template(target, {"fields": {}})
-    assert load_response_template(target).to_dict() == TEMPLATE
-
-
-def test_load_errors_name_the_file(tmp_path: Path) -> None:
-    (tmp_path / "tokenizer_config.json").write_text('{"chat_template": "x"}', encoding="utf-8")
-    with pytest.raises(TokenizerError, match="has no 'response_template' key"):
-        load_response_template(tmp_path)
-    (tmp_path / "tokenizer_config.json").write_text("{broken", encoding="utf-8")
-    with pytest.raises(TokenizerError, match="not valid JSON"):
-        load_response_template(tmp_path)
-    with pytest.raises(FileNotFoundError):
-        load_response_template(tmp_path / "missing")

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from replyparse._cli.common import CliError, TemplateChoice, resolve_prefix, resolve_template
-from replyparse.errors import TemplateError, UnknownTemplateError
+from replyparse.errors import ModelFolderError, TemplateError, UnknownTemplateError
 from replyparse.template import load_template
 from replyparse.templates import detect_entry, detect_template, draft
 
@@ -249,7 +249,6 @@ def run_serve(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int
         Backend,
         BackendError,
         ChatTemplate,
-        ChatTemplateError,
         Limits,
         ReplayBackend,
         ServerConfig,
@@ -261,7 +260,7 @@ def run_serve(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int
     if args.chat_template is not None:
         try:
             chat_template = ChatTemplate.from_path(args.chat_template)
-        except ChatTemplateError as error:
+        except ModelFolderError as error:
             raise CliError(str(error)) from None
     spec = args.template or args.response_template
     if spec is not None:

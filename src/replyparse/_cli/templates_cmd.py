@@ -8,7 +8,9 @@ when the chat template cannot be read.
 ``check FILE`` reports every load-time problem of a template file, one
 ``error[code] $.path: message`` line each, then parses each ``--sample`` (plain text, or
 JSONL with ``text``/``prefix``) and prints the message or the error. Without FILE it checks
-every registry data file. Exit status 1 when anything failed.
+every registry data file bundled in the package (nothing outside it: the corpus check over
+the shared model outputs is the repository's ``scripts/corpus_check.py``). Exit status 1
+when anything failed.
 """
 
 from __future__ import annotations

@@ -31,6 +31,7 @@ from replyparse.content.kv_lines import KvLinesParser
 from replyparse.content.pythonic import PythonicParser
 from replyparse.content.scalar import BoolParser, FloatParser, IntParser, TextParser
 from replyparse.content.xml_inline import XmlInlineParser
+from replyparse.content.xml_nested import XmlNestedParser
 from replyparse.errors import TemplateIssue
 
 __all__ = [
@@ -59,10 +60,17 @@ CONTENT_PARSERS: dict[str, ContentParserFactory] = {
     "json-lines": JsonLinesParser.build,
     "json-entries": JsonEntriesParser.build,
     "pythonic": PythonicParser.build,
+    "xml-nested": XmlNestedParser.build,
 }
 
 #: Content parsers beyond the spec, added where a real model format needs one.
-EXTENSION_PARSERS: tuple[str, ...] = ("pythonic", "first-of", "json-lines", "json-entries")
+EXTENSION_PARSERS: tuple[str, ...] = (
+    "pythonic",
+    "first-of",
+    "json-lines",
+    "json-entries",
+    "xml-nested",
+)
 
 
 def build_content_parser(
@@ -90,7 +98,7 @@ def build_content_parser(
             )
         )
         return None
-    reader = ArgsReader(args, path, str(name), issues)
+    reader = ArgsReader(args, path, str(name), issues, build_content_parser)
     parser = factory(reader)
     if not reader.finish():
         return None

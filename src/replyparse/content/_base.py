@@ -22,6 +22,7 @@ from replyparse.errors import ReplyparseError, TemplateIssue
 __all__ = [
     "MAX_NESTING",
     "ArgsReader",
+    "ContentBuilder",
     "ContentError",
     "ContentParser",
     "ContentParserFactory",
@@ -141,18 +142,26 @@ class RecoveringParser(Protocol):
 #: Builds a parser from its ``content_args``; problems go to the reader's issue list.
 ContentParserFactory = Callable[["ArgsReader"], "ContentParser | None"]
 
+#: Builds a parser by name (the registry's ``build_content_parser``): handed to every reader,
+#: so that parsers nesting others (``value_parser``, ``first-of``) never import the registry.
+ContentBuilder = Callable[
+    [object, Mapping[str, Any], tuple[str | int, ...], list[TemplateIssue]], "ContentParser | None"
+]
+
 
 @dataclass
 class ArgsReader:
     """Reads and type-checks ``content_args``, collecting every problem.
 
     Each ``get_*`` call marks a key as known; ``finish()`` reports the keys no getter asked for.
+    ``build`` builds a nested parser by name.
     """
 
     args: Mapping[str, Any]
     path: tuple[str | int, ...]
     parser_name: str
     issues: list[TemplateIssue]
+    build: ContentBuilder
     _known: set[str] = field(default_factory=set)
 
     def _bad_type(self, key: str, expected: str, value: Any) -> None:

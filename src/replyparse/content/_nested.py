@@ -15,9 +15,6 @@ __all__ = ["read_value_parser", "value_parser_to_args"]
 
 def read_value_parser(reader: ArgsReader, key: str) -> ContentParser | None:
     """Read and build the nested parser under ``key``; None when absent or invalid."""
-    # Imported here: the registry imports the parsers that call this function.
-    from replyparse.content import build_content_parser
-
     raw = reader.get_raw(key)
     if raw is None:
         return None
@@ -47,7 +44,7 @@ def read_value_parser(reader: ArgsReader, key: str) -> ContentParser | None:
             args,
         )
         return None
-    return build_content_parser(raw["name"], args, (*reader.path, key), reader.issues)
+    return reader.build(raw["name"], args, (*reader.path, key), reader.issues)
 
 
 def value_parser_to_args(parser: ContentParser) -> dict[str, Any]:

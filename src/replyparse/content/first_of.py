@@ -79,7 +79,11 @@ class FirstOfParser:
         for index in range(len(raw)):
             # Reuse the nested-parser reader on a one-key view of each element.
             item_reader = ArgsReader(
-                {str(index): raw[index]}, (*reader.path, "parsers"), "first-of", reader.issues
+                {str(index): raw[index]},
+                (*reader.path, "parsers"),
+                "first-of",
+                reader.issues,
+                reader.build,
             )
             parser = read_value_parser(item_reader, str(index))
             if parser is None:

@@ -71,6 +71,13 @@ Coerce = Callable[[Any, Mapping[str, Any]], Any]
 _COMBINATORS = ("anyOf", "oneOf", "allOf", "not", "enum", "const", "if")
 
 
+#: What ``json.dumps(value, ensure_ascii=False, separators=(",", ":"))`` uses, made once
+#: (``dumps`` builds an encoder per call: most of its cost on a streamed key or scalar).
+_COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+#: The string escaper of that encoder (C when available): ``"`` + escaped text + ``"``.
+_encode_string = json.encoder.encode_basestring
+
+
 def arguments_json(arguments: Any) -> str:
     """Serialize arguments the one way every output of this package does: compact JSON.
 
@@ -80,12 +87,12 @@ def arguments_json(arguments: Any) -> str:
     Returns:
         ``json.dumps(arguments, ensure_ascii=False, separators=(",", ":"))``.
     """
-    return json.dumps(arguments, ensure_ascii=False, separators=(",", ":"))
+    return _COMPACT.encode(arguments)
 
 
 def escape_json_text(text: str) -> str:
     """Return ``text`` escaped as the inside of a JSON string, exactly as ``arguments_json``."""
-    return json.dumps(text, ensure_ascii=False)[1:-1]
+    return _encode_string(text)[1:-1]
 
 
 # -- where the name and arguments live ------------------------------------------------------
@@ -441,6 +448,10 @@ class _XmlArgumentsWriter:
         self._streams_partial_values = self._pattern.pattern.count("(?P<value>") == 1
         self._suffix = _value_suffix(self._pattern) if self._streams_partial_values else None
         self._value_parser: Any = parser.value_parser
+        #: The value parser is lenient json: non-JSON text is kept stripped, JSON text typed.
+        self._lenient_json = getattr(self._value_parser, "name", None) == "json" and bool(
+            getattr(self._value_parser, "allow_non_json", False)
+        )
         self._schema = schema if coerce is not None else None
         self._coerce = coerce
         #: The body not read yet: from the end of the last complete tag on (or, while a
@@ -573,12 +584,9 @@ class _XmlArgumentsWriter:
         """Stream ``raw``, the next raw text of the open value of ``key``."""
         if self._no_stream or not self._streams_partial_values:
             return ""
-        parser = self._value_parser
         stripping = False
-        if parser is not None:
-            if not (
-                getattr(parser, "name", None) == "json" and getattr(parser, "allow_non_json", False)
-            ):
+        if self._value_parser is not None:
+            if not self._lenient_json:
                 self._no_stream = True
                 return ""
             stripping = True  # non-JSON text is kept stripped; JSON text would be typed
@@ -652,9 +660,7 @@ class _XmlArgumentsWriter:
         """The part of a raw value that is certainly final as a string, or None."""
         if self._value_parser is None:
             return raw
-        if getattr(self._value_parser, "name", None) == "json" and getattr(
-            self._value_parser, "allow_non_json", False
-        ):
+        if self._lenient_json:
             # Non-JSON text is kept stripped; JSON text would become a typed value.
             stripped = raw.lstrip()
             return stripped.rstrip() if _certainly_not_json(stripped) else None

@@ -77,8 +77,11 @@ class StreamBase:
         return updates
 
     def _feed_updates(self, text: str | Sequence[int]) -> list[Update]:
-        updates = self._take_pending("feed")
-        updates += self._tracker.handle(self._parser.feed(text))
+        if self._done:
+            self._check_open("feed")
+        updates = self._tracker.handle(self._parser.feed(text))
+        if self._pending:
+            updates[:0], self._pending = self._pending, []
         return updates
 
     def _finish_updates(self, partial: bool = False) -> tuple[dict[str, Any], list[Update]]:

@@ -38,6 +38,7 @@ from replyparse.template._call_shape import json_chars
 __all__ = ["CallDelta", "CallDone", "CallStart", "MessageTracker", "TextDelta", "Update"]
 
 TEXT_KEYS = (REASONING_KEY, CONTENT_KEY)
+_TEXT_KEY_SET = frozenset(TEXT_KEYS)
 
 
 class TextDelta(NamedTuple):
@@ -85,6 +86,26 @@ class CallDone:
 Update = TextDelta | CallStart | CallDelta | CallDone
 
 
+#: ``tuple.__new__(TextDelta, (key, text, ""))`` builds the per-delta update without the
+#: named tuple's Python-level ``__new__`` (about 40% of its cost; issue 13).
+_new_tuple = tuple.__new__
+
+
+class _StreamedText:
+    """What was streamed for one text key: every delta's text as a piece (joined only at a
+    region close or the finish: appending to one string copies it on every delta), and
+    where the open capture's pieces begin (``start``; its first piece begins with a
+    ``separator``-long separator)."""
+
+    __slots__ = ("captures", "pieces", "separator", "start")
+
+    def __init__(self) -> None:
+        self.pieces: list[str] = []
+        self.start = 0
+        self.separator = 0
+        self.captures = 0
+
+
 @dataclass
 class _OpenCall:
     position: int
@@ -127,11 +148,7 @@ class MessageTracker:
         self._ids = ids
         field = template.fields.get(TOOL_CALLS_KEY)
         self._shape: ToolCallShape | None = analyze_tool_call_field(field) if field else None
-        # Text streamed per key, and the open capture's text, as pieces: joined only at a
-        # region close or the finish (appending to one string copies it on every delta).
-        self._streamed: dict[str, list[str]] = {key: [] for key in TEXT_KEYS}
-        self._capture: dict[str, list[str]] = {key: [] for key in TEXT_KEYS}
-        self._captures: dict[str, int] = dict.fromkeys(TEXT_KEYS, 0)
+        self._texts = {key: _StreamedText() for key in TEXT_KEYS}
         self._open: _OpenCall | None = None
         self._used_ids: set[str] = set()
         self.calls: list[CallStart] = []
@@ -154,26 +171,32 @@ class MessageTracker:
     def _text(self, key: str, text: str, updates: list[Update]) -> None:
         if not text:
             return
-        capture = self._capture[key]
-        streamed = self._streamed[key]
-        separator = ""
-        if not capture and streamed:
-            separator = self._separator(key)  # an empty capture gets no separator
-        capture.append(text)
-        streamed.append(separator + text)
+        streamed = self._texts[key]
+        pieces = streamed.pieces
+        if len(pieces) > streamed.start or not pieces:
+            # Within a capture, or the key's first text: nothing to join (the common case).
+            pieces.append(text)
+            updates.append(_new_tuple(TextDelta, (key, text, "")))
+            return
+        separator = self._separator(key)
+        streamed.separator = len(separator)
+        pieces.append(separator + text)
         updates.append(TextDelta(key, separator + text, separator))
 
     def _open_text(self, key: str, updates: list[Update]) -> None:
         field = self._template.fields[key]
-        self._capture[key] = []
-        if field.repeats and field.join and self._captures[key]:
+        streamed = self._texts[key]
+        if field.repeats and field.join and streamed.captures:
             # join separates every capture, empty ones included, as the parser joins them.
-            self._streamed[key].append(field.join)
+            streamed.pieces.append(field.join)
             updates.append(TextDelta(key, field.join, field.join))
-        self._captures[key] += 1
+        streamed.start = len(streamed.pieces)
+        streamed.separator = 0
+        streamed.captures += 1
 
     def _close_text(self, key: str, value: Any, updates: list[Update]) -> None:
-        capture = "".join(self._capture[key])
+        streamed = self._texts[key]
+        capture = "".join(streamed.pieces[streamed.start :])[streamed.separator :]
         if isinstance(value, str) and value.startswith(capture):
             self._text(key, value[len(capture) :], updates)
 
@@ -288,26 +311,29 @@ class MessageTracker:
         """Read parser events; return the updates they make."""
         updates: list[Update] = []
         for event in events:
-            if event["type"] == "parse_issue":
+            if event["type"] == "region_chunk":  # most events: tested first
+                field = event["field"]
+                if field in _TEXT_KEY_SET:
+                    if not event["dirty"]:
+                        self._text(field, event["text"], updates)
+                elif field == TOOL_CALLS_KEY:
+                    self._feed_call(event["text"], updates)
+            elif event["type"] == "parse_issue":
                 if event["issue"].field == TOOL_CALLS_KEY:
                     self._lenient = True
-                continue
-            field = event["field"]
-            if event["type"] == "region_open":
-                if field in TEXT_KEYS:
+            elif event["type"] == "region_open":
+                field = event["field"]
+                if field in _TEXT_KEY_SET:
                     self._open_text(field, updates)
                 elif field == TOOL_CALLS_KEY:
                     self._open_call(event, updates)
-            elif event["type"] == "region_chunk":
-                if field in TEXT_KEYS and not event["dirty"]:
-                    self._text(field, event["text"], updates)
+            else:
+                field = event["field"]
+                if field in _TEXT_KEY_SET:
+                    self._close_text(field, event["value"], updates)
                 elif field == TOOL_CALLS_KEY:
-                    self._feed_call(event["text"], updates)
-            elif field in TEXT_KEYS:
-                self._close_text(field, event["value"], updates)
-            elif field == TOOL_CALLS_KEY:
-                self._close_call(event["value"], updates)
-                self._lenient = False
+                    self._close_call(event["value"], updates)
+                    self._lenient = False
         return updates
 
     def finish(self, message: Mapping[str, Any]) -> list[Update]:
@@ -315,10 +341,11 @@ class MessageTracker:
         updates: list[Update] = []
         for key in TEXT_KEYS:
             final = message_text(message, key)
-            streamed = "".join(self._streamed[key])
+            pieces = self._texts[key].pieces
+            streamed = "".join(pieces)
             if final.startswith(streamed):
                 if len(final) > len(streamed):
-                    self._streamed[key] = [final]
+                    pieces[:] = [final]
                     updates.append(TextDelta(key, final[len(streamed) :]))
             else:
                 _warn(f"{key}: streamed {streamed!r:.200} is not a prefix of {final!r:.200}")
@@ -329,10 +356,3 @@ class MessageTracker:
                 f"{len(expected)}"
             )
         return updates
-
-    def text(self, key: str) -> str:
-        """Everything streamed so far for a text key."""
-        streamed = self._streamed[key]
-        if len(streamed) > 1:
-            streamed[:] = ["".join(streamed)]
-        return streamed[0] if streamed else ""

@@ -147,24 +147,25 @@ class ChatCompletionStream(StreamBase):
         if not self._started:
             self._started = True
             deltas.append({"role": "assistant"})
+        last: dict[str, Any] | None = deltas[-1] if deltas else None
         for update in updates:
-            last = deltas[-1] if deltas else None
             if isinstance(update, TextDelta):
-                if update.key != REASONING_KEY:
-                    key = update.key
+                key = update.key
+                if key != REASONING_KEY:
                     if last is not None and len(last) == 1 and key in last:
                         last[key] += update.text
-                    else:
-                        deltas.append({key: update.text})
-                    continue
-                keys = self._reasoning_keys
-                if not keys:
-                    continue
-                if last is not None and last.keys() == self._reasoning_set:
-                    for key in keys:
-                        last[key] += update.text
+                        continue
+                    last = {key: update.text}
                 else:
-                    deltas.append(dict.fromkeys(keys, update.text))
+                    keys = self._reasoning_keys
+                    if not keys:
+                        continue
+                    if last is not None and last.keys() == self._reasoning_set:
+                        for key in keys:
+                            last[key] += update.text
+                        continue
+                    last = dict.fromkeys(keys, update.text)
+                deltas.append(last)
                 continue
             entry = self._call_delta(update)
             if entry is None:
@@ -176,8 +177,10 @@ class ChatCompletionStream(StreamBase):
                 field = "input" if body == "custom" else "arguments"
                 target[body][field] += entry[body][field]
             else:
-                deltas.append({"tool_calls": [entry]})
-        return [self._chunk(delta) for delta in deltas]
+                last = {"tool_calls": [entry]}
+                deltas.append(last)
+        chunk = self._chunk
+        return [chunk(delta) for delta in deltas]
 
     # -- public -------------------------------------------------------------------------------
 
@@ -199,9 +202,17 @@ class ChatCompletionStream(StreamBase):
             ParserStateError: the stream already finished.
         """
         updates = self._feed_updates(text)
-        if not updates and self._started:
-            return []
-        return self._render(updates)
+        update = updates[0] if len(updates) == 1 else None
+        if isinstance(update, TextDelta) and self._started:
+            # Most deltas: one text update, one chunk (_render's general case, without
+            # its merging; issue 13).
+            if update.key != REASONING_KEY:
+                return [self._chunk({update.key: update.text})]
+            keys = self._reasoning_keys
+            return [self._chunk(dict.fromkeys(keys, update.text))] if keys else []
+        if updates or not self._started:
+            return self._render(updates)
+        return []
 
     def finish(
         self,

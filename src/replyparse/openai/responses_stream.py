@@ -212,12 +212,31 @@ class ResponsesStream(StreamBase):
             self._close_open_item(None, events)
             item = self._add_text_item(update.key, events)
         item.pieces.append(text)
-        location = {"item_id": item.item_id, "output_index": item.index, "content_index": 0}
-        if item.kind == "reasoning":
-            events.append(self._event("response.reasoning_text.delta", **location, delta=text))
+        # Built whole, not through _event (its keyword merging is most of a delta's cost).
+        sequence = self._sequence
+        self._sequence = sequence + 1
+        if kind == "reasoning":
+            events.append(
+                {
+                    "type": "response.reasoning_text.delta",
+                    "sequence_number": sequence,
+                    "item_id": item.item_id,
+                    "output_index": item.index,
+                    "content_index": 0,
+                    "delta": text,
+                }
+            )
         else:
             events.append(
-                self._event("response.output_text.delta", **location, delta=text, logprobs=[])
+                {
+                    "type": "response.output_text.delta",
+                    "sequence_number": sequence,
+                    "item_id": item.item_id,
+                    "output_index": item.index,
+                    "content_index": 0,
+                    "delta": text,
+                    "logprobs": [],
+                }
             )
 
     def _call(self, update: CallStart | CallDelta | CallDone, events: list[dict[str, Any]]) -> None:
@@ -264,7 +283,7 @@ class ResponsesStream(StreamBase):
         )
 
     def _render(self, updates: list[Update]) -> list[dict[str, Any]]:
-        events = self._opening()
+        events = [] if self._started else self._opening()
         for update in updates:
             if isinstance(update, TextDelta):
                 self._text(update, events)

@@ -66,6 +66,11 @@ _T = TypeVar("_T")
 #: Serializes :func:`_quietly` (``warnings.catch_warnings`` is not thread-safe).
 _WARNINGS_LOCK = threading.Lock()
 _SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+#: A generation piece up to this many characters is parsed on the event loop: feeding is
+#: linear in the piece, a token-sized one costs a few microseconds and a worker-thread hop
+#: several times that (issue 13). A longer piece (an upstream sending big deltas) still goes
+#: to a worker thread, so that no single feed holds the loop.
+_INLINE_FEED_CHARS = 1024
 
 
 @dataclass(frozen=True)
@@ -315,7 +320,7 @@ class _Handler:
             async for delta in generation:
                 outcome.note(delta)
                 if delta.text:
-                    await asyncio.to_thread(stream.feed, delta.text)
+                    await _feed(stream, delta.text)
             await asyncio.to_thread(
                 _quietly, lambda: stream.finish(finish_reason=outcome.finish_reason), lambda e: []
             )
@@ -371,7 +376,7 @@ class _Handler:
             async for delta in generation:
                 outcome.note(delta)
                 if delta.text:
-                    pieces = await asyncio.to_thread(stream.feed, delta.text)
+                    pieces = await _feed(stream, delta.text)
                     for frame in chat_sse(pieces, done=False):
                         yield frame
             usage = _chat_usage(outcome.usage) if turn.include_usage else None
@@ -400,7 +405,7 @@ class _Handler:
             async for delta in generation:
                 outcome.note(delta)
                 if delta.text:
-                    pieces = await asyncio.to_thread(stream.feed, delta.text)
+                    pieces = await _feed(stream, delta.text)
                     for frame in responses_sse(pieces):
                         yield frame
             usage = _responses_usage(outcome.usage)
@@ -441,6 +446,13 @@ class _Handler:
             "created": self.created,
             "owned_by": "replyparse",
         }
+
+
+async def _feed(stream: ChatCompletionStream | ResponsesStream, text: str) -> list[dict[str, Any]]:
+    """``stream.feed(text)``: on the event loop for a short piece, else in a worker thread."""
+    if len(text) <= _INLINE_FEED_CHARS:
+        return stream.feed(text)
+    return await asyncio.to_thread(stream.feed, text)
 
 
 def _log_issues(stream: ChatCompletionStream | ResponsesStream) -> None:

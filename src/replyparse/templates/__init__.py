@@ -8,6 +8,10 @@ notes. ``docs/registry.md`` describes the format and how to add a model.
 Lookups are lazy: nothing is read at import time; the first lookup loads and compiles every
 data file once and keeps them in a module-level cache for the life of the process.
 
+One job per module: ``_family`` reads and validates one family data file; ``_lookup`` loads
+every family once and finds one by name, alias or ``model_type``; ``_detect`` picks the
+family of a chat template, tokenizer config or model folder; ``_draft`` drafts a new one.
+
 A family the registry lacks can be drafted from its chat template: ``draft(chat_template)``
 (or ``replyparse templates draft PATH``) renders probe conversations, diffs them into a
 response template and validates it by round trip (``docs/draft.md``).
@@ -23,17 +27,14 @@ Example:
 
 from __future__ import annotations
 
+from replyparse.templates._detect import chat_template_digest, detect_entry, detect_template
 from replyparse.templates._draft import Draft, DraftProblem, draft, draft_from_path
-from replyparse.templates._registry import (
-    RegistryEntry,
-    chat_template_digest,
+from replyparse.templates._family import RegistryEntry, validate_family_file
+from replyparse.templates._lookup import (
     clear_cache,
-    detect_entry,
-    detect_template,
     get_entry,
     get_template,
     list_templates,
-    validate_family_file,
     validate_registry,
 )
 

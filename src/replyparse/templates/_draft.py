@@ -27,7 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from replyparse.errors import ResponseParseError, TemplateError, TemplateIssue
+from replyparse.errors import ModelFolderError, ResponseParseError, TemplateError, TemplateIssue
+from replyparse.model_folder import read_model_folder
 from replyparse.parser import parse_response
 from replyparse.template import load_template
 
@@ -60,7 +61,7 @@ TOOLS: list[dict[str, Any]] = [
                 "properties": {
                     "enabled": {"type": "boolean"},
                     "tags": {"type": "array", "items": {"type": "string"}},
-                    "limits": {"type": "object"},
+                    "limits": {"type": "object", "properties": {"max": {"type": "integer"}}},
                 },
             },
         },
@@ -124,9 +125,15 @@ def _error(message: str, value: Any = None) -> TemplateError:
 
 
 def _lit(text: str) -> str:
-    """A regex for literal text where every whitespace run may be any whitespace."""
+    """A regex for literal text where every whitespace run may be any whitespace, and so
+    may the gap between two adjacent tags (``</arg_key><arg_value>``: models write them on
+    lines of their own)."""
     parts = re.split(r"(\s+)", text)
-    return "".join("\\s*" if part.isspace() else re.escape(part) for part in parts if part)
+    return "".join(
+        "\\s*" if part.isspace() else re.escape(part).replace("><", ">\\s*<")
+        for part in parts
+        if part
+    )
 
 
 def _common_prefix(a: str, b: str) -> str:
@@ -170,6 +177,8 @@ class _Prober:
         if not self.prompt.startswith(self.base):
             raise _error("the prompt with the generation prompt does not extend the one without")
         self.generation_prompt = self.prompt[len(self.base) :]
+        #: Why the last probe turn did not render, for the notes.
+        self.last_error = ""
 
     def _render(self, messages: Sequence[Mapping[str, Any]], *, generation: bool, **kw: Any) -> str:
         text: str = self.render(messages, tools=TOOLS, add_generation_prompt=generation, **kw)
@@ -179,7 +188,9 @@ class _Prober:
         """The text the template renders for ``message`` after the user turn, or None."""
         try:
             text = self._render([USER, message], generation=False)
-        except Exception:
+        except Exception as error:
+            issues = error.issues if isinstance(error, TemplateError) else []
+            self.last_error = issues[0].message if issues else f"{type(error).__name__}: {error}"
             return None
         if not text.startswith(self.base):
             return None
@@ -219,6 +230,14 @@ class _Call:
     transform: dict[str, Any]
     transform_each: bool = False
     notes: list[str] = field(default_factory=list)
+    #: Where the call's own text ends in the rendered call (after its arguments, before
+    #: the closing delimiters), for splitting the per-call close from the section's.
+    body_end: int | None = None
+    #: The literal text before a parameter's key (XML-style calls), e.g. ``<parameter=``.
+    tag_opening: str = ""
+    #: A zero-width open delimiter at the call's own JSON object, for calls that share one
+    #: section opener and have none of their own (MiniMax-M1's JSON lines).
+    body_open: str = ""
 
 
 def _find_json(text: str, predicate: Callable[[Any], bool]) -> tuple[int, int, Any] | None:
@@ -236,11 +255,18 @@ def _find_json(text: str, predicate: Callable[[Any], bool]) -> tuple[int, int, A
 
 
 def _is_call_object(value: Any, name: str) -> bool:
-    return isinstance(value, dict) and value.get("name") == name
+    return _name_key(value, name) is not None
+
+
+def _name_key(value: Any, name: str) -> str | None:
+    """The key of a JSON call object that holds the call's name (``name``, ``tool_name``)."""
+    if not isinstance(value, dict):
+        return None
+    return next((key for key, item in value.items() if item == name and "name" in key), None)
 
 
 def _arguments_key(value: Mapping[str, Any]) -> str | None:
-    for key in ("arguments", "parameters", "args"):
+    for key in ("arguments", "parameters", "args", "input"):
         if key in value:
             return key
     return None
@@ -248,7 +274,17 @@ def _arguments_key(value: Mapping[str, Any]) -> str | None:
 
 def _named_opener(text: str, name: str) -> str:
     at = text.find(name)
-    return _lit(text[:at]) + _NAME + _lit(text[at + len(name) :])
+    return _generic(text[:at]) + _NAME + _generic(text[at + len(name) :])
+
+
+#: A call's id, or its index in the turn (``functions.NAME:0``), in a rendered opener.
+_CALL_NUMBER = re.compile(r"call[01]abcd|(?<=[:_.])[01](?![0-9])")
+
+
+def _generic(text: str) -> str:
+    """:func:`_lit`, with the probe's call ids and call indexes as any word."""
+    parts = _CALL_NUMBER.split(text)
+    return "[A-Za-z0-9_-]+".join(_lit(part) for part in parts)
 
 
 def _read_call(call_text: str) -> _Call:
@@ -263,33 +299,53 @@ def _read_call(call_text: str) -> _Call:
     if listed is not None and (found is None or listed[0] < found[0]):
         start, end, value = listed
         key = _arguments_key(value[0]) or "arguments"
+        name_key = _name_key(value[0], name) or "name"
         return _Call(
             _lit(call_text[:start].strip()) or "(?=\\[\\s*\\{)",
             _lit(call_text[end:].strip()) or "(?!)",
             "json",
             None,
-            {"type": "function", "function": {"name": "{name}", "arguments": "{" + key + "}"}},
+            {
+                "type": "function",
+                "function": {"name": "{" + name_key + "}", "arguments": "{" + key + "}"},
+            },
             transform_each=True,
             notes=["calls are one JSON list of {name, arguments} objects"],
         )
     if found is not None:
         start, end, value = found
         key = _arguments_key(value) or "arguments"
+        name_key = _name_key(value, name) or "name"
         opener = call_text[:start].strip()
-        if not opener:
-            raise _error(
-                "a call is a bare JSON object with no delimiter; a draft cannot tell it from content"
+        notes = ["each call is a JSON object holding its name"]
+        # Where the call's object starts: the key the template writes first.
+        first_key = call_text[start : call_text.index(":", start)]
+        body_open = "(?=" + re.escape("{") + "\\s*" + _lit(first_key[1:].strip()) + "\\s*:)"
+        if opener:
+            open_pattern = _lit(opener)
+        else:
+            # A bare JSON object: it opens zero-width at its first key, as the hand-written
+            # families do.
+            open_pattern = body_open
+            notes.append(
+                f"a call is a bare JSON object: drafted as opening at {first_key + ':'!r}, so "
+                "content that starts the same way is read as a call"
             )
         return _Call(
-            _lit(opener),
+            open_pattern,
             _lit(call_text[end:].strip()) or "(?!)",
             "json",
             None,
             {
                 "type": "function",
-                "function": {"name": "{content.name}", "arguments": "{content." + key + "}"},
+                "function": {
+                    "name": "{content." + name_key + "}",
+                    "arguments": "{content." + key + "}",
+                },
             },
-            notes=["each call is a JSON object holding its name"],
+            notes=notes,
+            body_end=end,
+            body_open=body_open,
         )
     at = call_text.find(name)
     if at < 0:
@@ -306,14 +362,18 @@ def _read_call(call_text: str) -> _Call:
             None,
             {"type": "function", "function": {"name": "{name}", "arguments": "{content}"}},
             notes=["the name is in the call's opener, the arguments a JSON object"],
+            body_end=end,
         )
+    unquoted = _read_unquoted_json(call_text, name)
+    if unquoted is not None:
+        return unquoted
     pythonic = re.search(re.escape(name) + r"\s*\(", call_text)
     if pythonic is not None and "city" in call_text[pythonic.end() :]:
         close = call_text.rfind(")")
         opener = call_text[: pythonic.start()].strip()
         closer = call_text[close + 1 :].strip()
         return _Call(
-            _lit(opener) + "(?=\\s*" + "[A-Za-z_])" if opener else "(?!)",
+            _lit(opener) + "(?=\\s*[A-Za-z_][\\w.]*\\s*\\()" if opener else "(?!)",
             _lit(closer) if closer else "(?!)",
             "pythonic",
             None,
@@ -324,48 +384,183 @@ def _read_call(call_text: str) -> _Call:
     return _read_xml_call(call_text, name)
 
 
+def _read_unquoted_json(call_text: str, name: str) -> _Call | None:
+    """JSON-like arguments with bare keys and strings between custom quotes, right after
+    the name (Gemma's ``call:NAME{city:<|"|>Paris<|"|>}``)."""
+    at = call_text.find(name) + len(name)
+    brace = call_text.find("{", at)
+    if brace < 0 or call_text[at:brace].strip():
+        return None
+    key = call_text.find("city", brace)
+    value = call_text.find("Paris", key)
+    if key < 0 or value < 0 or call_text[brace + 1 : key].strip():
+        return None
+    quote = call_text[key + len("city") : value].strip()
+    if not quote.startswith(":") or not quote[1:].strip() or quote[1:].strip()[0] in "\"'":
+        return None
+    quote = quote[1:].strip()
+    if not call_text.startswith(quote, value + len("Paris")):
+        return None
+    last = call_text.find("days", value)
+    end = call_text.find("}", last) + 1 if last >= 0 else 0
+    if end <= 0:
+        return None
+    return _Call(
+        _named_opener(call_text[:brace].rstrip(), name),
+        _lit(call_text[end:].strip()) or "(?!)",
+        "json",
+        {"unquoted_keys": True, "string_delims": [[quote, quote]]},
+        {"type": "function", "function": {"name": "{name}", "arguments": "{content}"}},
+        notes=[f"arguments are an object with bare keys and strings quoted by {quote!r}"],
+        body_end=end,
+    )
+
+
 def _read_xml_call(call_text: str, name: str) -> _Call:
-    """XML-style parameters: a tag holding the key, then the value, then a closing tag."""
+    """XML-style parameters: a tag holding the key, then the value, then a closing tag.
+
+    The tag around a parameter is what the two probe parameters (``city``, ``days``) share:
+    the text before each key back to the end of the previous tag, and the text after each
+    value up to the end of the closing tag, where the key itself is a backreference when
+    the closing tag repeats it (MiniMax-M3's ``<city>Paris</city>``).
+    """
     key_at = call_text.find("city", call_text.find(name) + len(name))
     value_at = call_text.find("Paris", key_at)
     if key_at < 0 or value_at < 0:
         raise _error("cannot find the arguments in the rendered tool call", call_text)
-    tag_start = call_text.rfind("<", 0, key_at)
-    line_start = call_text.rfind("\n", 0, key_at) + 1
-    tag_start = max(tag_start, line_start) if tag_start >= 0 else line_start
     value_end = value_at + len("Paris")
-    close_end = call_text.find(">", value_end)
-    if close_end < 0:
+    days_at = call_text.find("days", value_end)
+    days_value = call_text.find("3", days_at + len("days")) if days_at >= 0 else -1
+    if days_value < 0:
+        raise _error("cannot find the second parameter in the rendered call", call_text)
+    notes = ["arguments are XML-style parameters; values are raw text typed by tools="]
+    # Before the key: back to the end of the previous tag (shared by both parameters).
+    opening = _common_suffix(call_text[:key_at], call_text[:days_at])
+    if ">" in opening[:-1]:
+        opening = opening[opening.index(">") + 1 :]
+    opening = opening.lstrip()
+    if not opening:
+        raise _error("cannot find where a parameter's tag starts in the rendered call", call_text)
+    tag_start = key_at - len(opening)
+    # After the value: up to the end of the closing tag (the key inside it is a reference).
+    after_city = call_text[value_end:].replace("city", "\0", 1)
+    after_days = call_text[days_value + 1 :].replace("days", "\0", 1)
+    closing = _common_prefix(after_city, after_days)
+    tag_end = closing.find(">", closing.find("\0") + 1 if "\0" in closing else 0)
+    if tag_end < 0:
         raise _error("cannot find where a parameter value ends in the rendered call", call_text)
+    closing = closing[: tag_end + 1]
+    closing_pattern = "(?P=key)".join(
+        _around_value(part, before=False) if index == 0 else _lit(part)
+        for index, part in enumerate(closing.split("\0"))
+    )
+    if "\0" in closing:
+        notes.append("a parameter's closing tag repeats its key")
+    city_tag = call_text[key_at + len("city") : value_at]
+    days_tag = call_text[days_at + len("days") : days_value]
+    before_value = _around_value(city_tag, before=True)
+    if city_tag != days_tag:
+        # A typed attribute (``string="true"`` / ``string="false"``) differs between the
+        # string and the integer parameter: any attribute value there.
+        head = _common_prefix(city_tag, days_tag)
+        tail = _common_suffix(city_tag[len(head) :], days_tag[len(head) :])
+        before_value = (
+            _lit(head) + '[^"<>\\n]*' + (_around_value(tail, before=True) if tail else "")
+        )
+        notes.append(
+            f"parameters carry a typed attribute ({city_tag.strip()!r} / "
+            f"{days_tag.strip()!r}): any value is accepted, values are typed by tools="
+        )
     tag_pattern = (
-        _lit(call_text[tag_start:key_at])
-        + '(?P<key>[^<>"=\\n]+?)'
-        + _lit(call_text[key_at + len("city") : value_at])
-        + "(?P<value>.*?)"
-        + _lit(call_text[value_end : close_end + 1])
+        _lit(opening) + '(?P<key>[^<>"=\\n]+?)' + before_value + "(?P<value>.*?)" + closing_pattern
     )
     # The call closes after the last parameter: the text after the last value's closing tag.
-    days_at = call_text.find("days", close_end)
-    last_close = call_text.find(">", call_text.find("3", days_at)) if days_at >= 0 else close_end
-    closer = call_text[last_close + 1 :].strip()
+    value_close_end = days_value + 1 + len(closing.replace("\0", "days"))
+    closer = call_text[value_close_end:].strip()
     return _Call(
         _named_opener(call_text[:tag_start].rstrip(), name) + "\\s*",
         _lit(closer) if closer else "(?!)",
         "xml-inline",
         {"tag_pattern": tag_pattern},
         {"type": "function", "function": {"name": "{name}", "arguments": "{content}"}},
-        notes=["arguments are XML-style parameters; values are raw text typed by tools="],
+        notes=notes,
+        body_end=value_close_end,
+        tag_opening=opening,
     )
 
 
-def _split_section(one: str, two: str) -> tuple[str, str]:
-    """The section wrapper around calls: what one call's text has that a second call lacks."""
+def _nested_values(call: _Call, two: str) -> dict[str, Any] | None:
+    """The ``xml-nested`` value parser, when the template writes an object argument as the
+    tags of its keys (the parameter name is the tag: ``<limits><max>2</max></limits>``)."""
+    opening = call.tag_opening
+    if not opening.endswith("<") or opening + "max>" not in two:
+        return None
+    args: dict[str, Any] = {"tag_prefix": opening[:-1]} if opening[:-1] else {}
+    item = re.search(re.escape(opening) + r"([^<>/\s]+)>a\b", two)
+    if item is not None and item.group(1) != "item":
+        args["item_tag"] = item.group(1)
+    return {"name": "xml-nested", "args": args} if args else {"name": "xml-nested"}
+
+
+@dataclass(frozen=True)
+class _Split:
+    """One call's text cut into the section wrapper and the per-call delimiters (literals)."""
+
+    section_open: str = ""
+    call_open: str = ""
+    call_close: str = ""
+    section_close: str = ""
+
+
+def _around_value(text: str, *, before: bool) -> str:
+    """The tag text next to a parameter value: the whitespace the template writes between
+    the tag and the value is optional but not widened, so a value's own indentation and
+    trailing newlines stay in it."""
+    if before:
+        tag = text.rstrip()
+        space = text[len(tag) :]
+        return _lit(tag) + (f"(?:{re.escape(space)})?" if space else "")
+    tag = text.lstrip()
+    space = text[: len(text) - len(tag)]
+    return (f"(?:{re.escape(space)})?" if space else "") + _lit(tag)
+
+
+def _without_end(text: str, end: str) -> str:
+    """``text`` without the end of turn after it: the whole tokens it shares with the end
+    of a plain answer (Cohere ends a call turn ``<|END_ACTION|><|END_OF_TURN_TOKEN|>``, an
+    answer ``<|END_TEXT|><|END_OF_TURN_TOKEN|>``)."""
+    text = text.rstrip()
+    shared = _common_suffix(text, end) if end else ""
+    while shared and shared[0] not in "<[":
+        shared = shared[1:]
+    return text[: len(text) - len(shared)] if shared else text
+
+
+def _calls_of(turn: str, header: str, end: str) -> str:
+    """The calls in a rendered call turn: after the content, or (templates that write the
+    calls first, as DeepSeek-R1 and Gemma) between the role header and the content."""
+    if ANSWER not in turn:
+        return turn[len(_whole_tokens(_common_prefix(turn, header))) :]
+    before, _, after = turn.partition(ANSWER)
+    if CALL_ONE["name"] in after or CALL_ONE["name"] not in before:
+        return after
+    calls = before[len(_whole_tokens(_common_prefix(before, header))) :]
+    # A template that renders the calls as a turn of their own repeats the role header.
+    for repeated in (header.strip(), end):
+        if repeated and calls.rstrip().endswith(repeated):
+            calls = calls.rstrip()[: -len(repeated)]
+    return calls
+
+
+def _split_section(one: str, two: str, body_end: int | None) -> _Split:
+    """What one call's text has that a second call lacks (the section wrapper around all
+    calls), and what each call repeats (its own opener and close)."""
     first_name: str = CALL_ONE["name"]
     second_name: str = CALL_TWO["name"]
     second_at = two.find(second_name)
     first_at = two.find(first_name)
     if second_at < 0 or first_at < 0:
-        return "", ""
+        return _Split()
     # Text from the first call's name to the second's: the first call's body, its close,
     # a separator and the second call's opener before its name.
     between = two[first_at:second_at]
@@ -376,10 +571,45 @@ def _split_section(one: str, two: str) -> tuple[str, str]:
     while 0 < split < len(opener_one) and opener_one[split] not in "<[\n":
         split += 1
     section_open = opener_one[:split] if split < len(opener_one) else ""
-    tail_one = one[one.rfind(first_name) :]
-    tail_two = two[two.rfind(second_name) :]
-    section_close = _common_suffix(tail_one, tail_two)
-    return section_open.strip(), section_close.strip()
+    if body_end is None or not one.startswith(two[:body_end]):
+        return _Split(section_open.strip(), opener_one[split:].strip())
+    # After the first call's body: its own close, then (one call) the section's close or
+    # (two calls) the second call's opener.
+    after_one, after_first = one[body_end:], two[body_end:second_at]
+    repeat = opener_one[split:]
+    if repeat.strip() and after_first.endswith(repeat):
+        after_first = after_first[: len(after_first) - len(repeat)]
+    shared = _whole_tokens(_common_prefix(after_one, after_first))
+    return _Split(
+        section_open.strip(),
+        opener_one[split:].strip(),
+        shared.strip(),
+        after_one[len(shared) :].strip(),
+    )
+
+
+def _call_delimiters(call: _Call, end: str, split: _Split) -> tuple[str, str]:
+    """The open and close patterns of one call inside an optional section wrapper."""
+    open_pattern = call.open_pattern
+    if split.section_open and open_pattern.startswith(_lit(split.section_open)):
+        rest = open_pattern[len(_lit(split.section_open)) :]
+        while rest.startswith("\\s*"):
+            rest = rest[3:]
+        open_pattern = "(?:" + _lit(split.section_open) + "\\s*)?" + (rest or call.body_open)
+    if call.body_end is None:
+        return open_pattern, call.close_pattern
+    section_close = "(?:\\s*" + _lit(split.section_close) + ")?" if split.section_close else ""
+    if split.call_close:
+        return open_pattern, "\\s*" + _lit(split.call_close) + section_close
+    # No close of its own: a call ends where the next one opens, or at the section's close
+    # or the end of the turn.
+    ends = [_lit(text) for text in (split.call_open, split.section_close, end) if text]
+    if not ends:
+        return open_pattern, call.close_pattern
+    # A JSON call's own object starts with the text calls repeat: its close follows the
+    # object's last brace.
+    after_body = "(?<=\\})" if call.body_open else ""
+    return open_pattern, after_body + "\\s*(?=" + "|".join(ends) + ")" + section_close
 
 
 def draft(
@@ -431,21 +661,40 @@ def draft(
         raise _error("the chat template renders no assistant turn with its content")
     header, _, end_text = plain.partition(ANSWER)
     end = end_text.strip().split("\n")[0].strip() if end_text.strip() else ""
-    anchor = _common_prefix(prober.generation_prompt, header) or prober.generation_prompt
+    anchor = _whole_tokens(_common_prefix(prober.generation_prompt, header))
     if not anchor.strip():
         anchor = header or prober.generation_prompt
         notes.append("the generation prompt and the rendered turn share no role header")
     fields: dict[str, Any] = {}
-    reasoning = _reasoning(prober, header, notes)
+    reasoning = _reasoning(prober, header, anchor, notes)
     rendered_reasoning = reasoning is not None
     if reasoning is None:
         reasoning = _reasoning_from_prompts(prober, chat_template, notes)
     if reasoning is not None:
         fields["reasoning_content"] = reasoning
         opener = reasoning.get("opener", "")
-        if opener and opener in anchor:
-            anchor = anchor[: anchor.find(opener)]
-        reasoning.pop("opener", None)
+        prompts = (prober.generation_prompt, *prober.switch_prompts().values())
+        if opener and any(opener in prompt for prompt in prompts):
+            # A prompt pre-writes the opener, and models also write it again.
+            reasoning["open_pattern"] = (
+                f"{_lit(opener)}(?:\\s*{_lit(opener)})?|(?={_lit(reasoning['close'])})"
+            )
+            notes.append(f"the prompt pre-writes {opener!r}; a repeated one is accepted")
+        # The role header ends before the reasoning delimiters a prompt pre-writes (an
+        # opening ``<think>``, or a closed empty block when thinking is off).
+        for delimiter in (reasoning.pop("opener", ""), reasoning["close"]):
+            if delimiter and delimiter in anchor:
+                anchor = anchor[: anchor.find(delimiter)]
+        content_header = reasoning.pop("content_header", "")
+        if content_header:
+            # The reasoning's close is followed by the content's own opener (Cohere's
+            # <|START_TEXT|>): the close takes it too.
+            close = reasoning.pop("close")
+            header_pattern = _lit(content_header)
+            reasoning["close_pattern"] = f"{_lit(close)}(?:\\s*{header_pattern})?|{header_pattern}"
+            # A turn without reasoning starts with the content's opener.
+            reasoning["open_pattern"] += f"|(?={header_pattern})"
+            notes.append(f"content opens with {content_header!r} after the reasoning's close")
     if not anchor.strip():
         token = re.search(r"(\[[^\[\]\s]+\]|<[^<>\s]+>)\s*$", prober.base)
         if token is None:
@@ -454,30 +703,40 @@ def draft(
         notes.append(f"no assistant role header: the turn starts after {anchor!r}")
     one = prober.calls([CALL_ONE])
     if one is None:
-        notes.append("the chat template renders no tool calls: a content/reasoning-only draft")
+        prober.last_error = ""
+        if prober.calls([CALL_ONE]) is None and prober.last_error:
+            # Not "no tool support": the template's call branch fails (Kimi-K2 appends to a
+            # list, which the sandboxed renderer refuses, as transformers' does).
+            notes.append(
+                "rendering a tool call failed, so the draft has no tool calls (add them by "
+                f"hand): {prober.last_error}"
+            )
+        else:
+            notes.append("the chat template renders no tool calls: a content/reasoning-only draft")
     else:
-        call_text = one.split(ANSWER, 1)[1] if ANSWER in one else one[len(header) :]
-        if end and call_text.rstrip().endswith(end):
-            call_text = call_text.rstrip()[: -len(end)]
+        call_text = _calls_of(one, header, end)
+        call_text = _without_end(call_text, end).lstrip()
         call = _read_call(call_text)
         notes.extend(call.notes)
         two = prober.calls([CALL_ONE, CALL_TWO])
         open_pattern, close_pattern = call.open_pattern, call.close_pattern
         if two is not None and not call.transform_each:
-            two_text = two.split(ANSWER, 1)[1] if ANSWER in two else two[len(header) :]
-            section_open, section_close = _split_section(call_text, two_text)
-            if section_open and open_pattern.startswith(_lit(section_open)):
-                rest = open_pattern[len(_lit(section_open)) :]
-                while rest.startswith("\\s*"):
-                    rest = rest[3:]
-                open_pattern = "(?:" + _lit(section_open) + "\\s*)?" + rest
-            if section_close and close_pattern.endswith(_lit(section_close)):
-                inner = close_pattern[: -len(_lit(section_close))]
-                while inner.endswith("\\s*"):
-                    inner = inner[:-3]
-                close_pattern = (inner or "(?!)") + "(?:\\s*" + _lit(section_close) + ")?"
+            two_text = _calls_of(two, header, end)
+            split = _split_section(call_text, two_text.lstrip(), call.body_end)
+            open_pattern, close_pattern = _call_delimiters(call, end, split)
+            nested = _nested_values(call, two_text)
+            if nested is not None and call.content_args is not None:
+                call.content_args["value_parser"] = nested
+                notes.append("object arguments are nested tags: values read by xml-nested")
         elif two is None:
             notes.append("the chat template renders no parallel calls; each call is drafted alone")
+        if call.content == "pythonic" and end and close_pattern in ("\\]", "\\)"):
+            # A bracket inside the arguments (a list) is not the calls' close: the close is
+            # the one the end of the turn follows.
+            close_pattern += "(?=\\s*(?:$|" + _lit(end) + "))"
+        if close_pattern == "(?!)" and end:
+            # Nothing closes a call but the end of the turn.
+            close_pattern = "(?=" + _lit(end) + ")"
         tool_field: dict[str, Any] = {
             "open_pattern": open_pattern,
             "close_pattern": close_pattern,
@@ -490,9 +749,24 @@ def draft(
             tool_field["transform_each"] = True
         tool_field["transform"] = call.transform
         fields["tool_calls"] = tool_field
-    fields["content"] = {"close": [end]} if end else {}
+    # The end of turn, and each of its tokens when it is several: a call's close may take
+    # the first ones (Cohere's <|END_ACTION|> before <|END_OF_TURN_TOKEN|>).
+    closes = [end]
+    for token in _FIRST_TOKEN.findall(end) if end else []:
+        if token not in closes and token:
+            closes.append(token)
+    # A template that writes the calls before the content ends a call turn differently
+    # (Gemma 4: the answer, then <|tool_response>): that ends the content too.
+    if one is not None and ANSWER in one and CALL_ONE["name"] in one.partition(ANSWER)[0]:
+        call_turn_end = _FIRST_TOKEN.match(one.partition(ANSWER)[2].strip())
+        if end and call_turn_end is not None and call_turn_end.group() not in closes:
+            closes.append(call_turn_end.group())
+    fields["content"] = {"close": closes} if end else {}
     if not end:
         notes.append("no end-of-turn text after the assistant content: the draft has none")
+    # Layout around the role header is not part of it (vLLM's templates indent it), and
+    # content and reasoning are stripped anyway.
+    anchor = anchor.strip() or anchor
     response_template: dict[str, Any] = {
         "defaults": {"role": "assistant"},
         "start_anchor": anchor,
@@ -524,7 +798,9 @@ def draft(
     return result
 
 
-def _reasoning(prober: _Prober, header: str, notes: list[str]) -> dict[str, Any] | None:
+def _reasoning(
+    prober: _Prober, header: str, anchor: str, notes: list[str]
+) -> dict[str, Any] | None:
     turn = prober.turn(_assistant(reasoning_content=REASONING))
     if turn is None or REASONING not in turn:
         notes.append(
@@ -534,21 +810,73 @@ def _reasoning(prober: _Prober, header: str, notes: list[str]) -> dict[str, Any]
         return None
     before, _, after = turn.partition(REASONING)
     between = after.partition(ANSWER)[0]
-    opener = before[len(_common_prefix(before, header)) :].strip()
-    if not opener:
-        opener = before[len(_common_prefix(before, prober.generation_prompt)) :].strip()
     closer = between.strip()
+    content_header = header[len(anchor) :].strip() if header.startswith(anchor) else ""
+    stripped_header = False
+    if content_header and closer.endswith(content_header) and closer != content_header:
+        stripped_header = True
+        # Cohere: <|END_THINKING|><|START_TEXT|>; the second opens the content, which the
+        # plain answer writes too.
+        closer = closer[: -len(content_header)].strip()
     if not closer:
         notes.append("reasoning is rendered with no closing delimiter: not drafted")
         return None
+    opener = before[len(_whole_tokens(_common_prefix(before, header))) :].strip()
+    if not opener:
+        shared = _whole_tokens(_common_prefix(before, prober.generation_prompt))
+        opener = before[len(shared) :].strip()
+    if not opener:
+        # Every rendering shares the opener (the prompt pre-writes ``<think>`` and a plain
+        # answer renders an empty block): the last token before the reasoning, when it is
+        # the closer's pair.
+        token = _LAST_TOKEN.search(before)
+        if token is not None and _pairs(token.group(1), closer):
+            opener = token.group(1)
+    if not opener:
+        # The prompt pre-writes an opener that history does not render (Apriel's "Here are
+        # my reasoning steps:"): the text the generation prompt adds to the role header.
+        written = prober.generation_prompt[len(anchor) :] if anchor else ""
+        if prober.generation_prompt.startswith(anchor) and written.strip():
+            opener = written.strip()
+            notes.append(f"reasoning opens with {opener!r}, which only the prompt writes")
+    result: dict[str, Any] = {"close": closer}
+    if stripped_header:
+        result["content_header"] = content_header
     if not opener:
         notes.append("the reasoning opener is in the prompt only; reasoning opens before its close")
-        return {"open_pattern": "(?=" + _lit(closer) + ")", "close": closer}
-    return {
-        "open_pattern": _lit(opener) + "|(?=" + _lit(closer) + ")",
-        "close": closer,
-        "opener": opener,
-    }
+        return {"open_pattern": "(?=" + _lit(closer) + ")", **result}
+    return {"open_pattern": _lit(opener) + "|(?=" + _lit(closer) + ")", **result, "opener": opener}
+
+
+#: The first special token of a text (an end of turn written as several tokens, Cohere's
+#: ``<|END_TEXT|><|END_OF_TURN_TOKEN|>``, also ends at its first).
+_FIRST_TOKEN = re.compile(r"<[^<>\s]+>|\[[^\[\]\s]+\]")
+
+#: The last special token of a text (``<think>``, ``<|assistant|>``, ``[INST]``), and what
+#: follows it.
+_LAST_TOKEN = re.compile(r"(<[^<>\s]+>|\[[^\[\]\s]+\])\s*$")
+
+
+def _pairs(opener: str, closer: str) -> bool:
+    """Whether two tokens are an open/close pair (``<think>``/``</think>``)."""
+    words = [
+        re.sub(r"[^0-9A-Za-z]|^(?:begin|end|start)_?|_?(?:begin|end|start)$", "", token)
+        for token in (opener, closer)
+    ]
+    return bool(words[0]) and words[0] == words[1] and opener != closer
+
+
+def _whole_tokens(text: str) -> str:
+    """``text`` without a special token cut in half at its end (``<|assistant|><`` stops
+    before the ``<``, ``[TOOL_CA`` before the ``[``; a ``[`` followed by a tag is part of
+    a longer token, as MiniMax's ``]<]minimax[>[``)."""
+    cut = text.rfind("<")
+    if cut > text.rfind(">"):
+        text = text[:cut]
+    cut = text.rfind("[")
+    if cut > text.rfind("]") and not re.search("[<>]", text[cut:]):
+        text = text[:cut]
+    return text
 
 
 _OPENER_AT_END = re.compile(r"(<[A-Za-z_:|]*think[A-Za-z_:|]*>)\s*$")
@@ -557,9 +885,25 @@ _OPENER_AT_END = re.compile(r"(<[A-Za-z_:|]*think[A-Za-z_:|]*>)\s*$")
 def _reasoning_from_prompts(
     prober: _Prober, source: str, notes: list[str]
 ) -> dict[str, Any] | None:
-    """Reasoning a template does not render in history: a prompt that pre-opens it, or the
-    ``<think>``/``</think>`` pair in the template source."""
-    for prompt in (prober.generation_prompt, *prober.switch_prompts().values()):
+    """Reasoning a template does not render in history: the empty block the thinking-off
+    switch pre-writes, a prompt that pre-opens it, or the ``<think>``/``</think>`` pair in
+    the template source."""
+    switches = prober.switch_prompts()
+    on, off = switches.get("thinking"), switches.get("no_thinking")
+    if on is not None and off is not None and off.startswith(on):
+        block = off[len(on) :].split()
+        if len(block) >= 2 and not set(block) & set(on.split()):
+            opener, closer = " ".join(block[:-1]), block[-1]
+            notes.append(
+                f"reasoning delimiters guessed from the empty block {opener!r}…{closer!r} the "
+                "thinking-off prompt pre-writes (history does not render reasoning)"
+            )
+            return {
+                "open_pattern": _lit(opener) + "|(?=" + _lit(closer) + ")",
+                "close": closer,
+                "opener": opener,
+            }
+    for prompt in (prober.generation_prompt, *switches.values()):
         found = _OPENER_AT_END.search(prompt)
         if found is not None:
             opener = found.group(1)
@@ -640,7 +984,12 @@ def _round_trip(
             )
             continue
         content = parsed.get("content") or ""
-        if ANSWER in text and content.strip() != ANSWER:
+        # A template may write the content of a call message as a turn of its own after the
+        # calls' end of turn (DeepSeek-R1): that turn is not this generation's.
+        closes = response_template["fields"]["content"].get("close") or [""]
+        turn_end = text.find(closes[0]) if closes[0] else -1
+        in_turn = ANSWER in text and (turn_end < 0 or text.find(ANSWER) < turn_end)
+        if in_turn and content.strip() != ANSWER:
             problems.append(DraftProblem(label, "content", ANSWER, parsed.get("content")))
         if label == "reasoning" and (parsed.get("reasoning_content") or "").strip() != REASONING:
             problems.append(
@@ -661,12 +1010,11 @@ def draft_from_path(path: str | Path, *, name: str | None = None) -> Draft:
     Raises:
         TemplateError: (code ``undraftable``) no chat template there, or it cannot be read.
     """
-    from replyparse.chat_template import ChatTemplate, ChatTemplateError
-
     try:
-        template = ChatTemplate.from_path(path)
-    except ChatTemplateError as error:
+        folder = read_model_folder(path)
+        source = folder.chat_template
+    except ModelFolderError as error:
         raise _error(str(error), str(path)) from None
-    tokens = dict(template.special_tokens) or {"eos_token": "</s>"}
+    tokens = folder.special_tokens or {"bos_token": "", "eos_token": "</s>"}
     family = name if name is not None else Path(path).stem.split(".")[0] or "draft"
-    return draft(template.source, name=family, special_tokens=tokens)
+    return draft(source, name=family, special_tokens=tokens)

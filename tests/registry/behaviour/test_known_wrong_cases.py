@@ -9,10 +9,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from scripts.corpus_check import compare_message, prefix_for
 
 from replyparse import ContentParseError, TransformError, parse_response
 from replyparse.templates import get_entry
-from replyparse.templates.check import compare_message, prefix_for
 from tests.registry.behaviour._support import describe, parse_both
 from tests.registry.helpers import corpus, requires_shared
 

@@ -12,11 +12,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from scripts.corpus_check import compare_message, tools_for
 
 from replyparse import ContentParseError, ResponseParseError, ResponseParser, parse_response
 from replyparse.errors import TransformError
 from replyparse.templates import get_entry
-from replyparse.templates.check import compare_message, tools_for
 from tests.registry.helpers import corpus, requires_shared
 from tests.streaming import chunked, parse_every_way
 

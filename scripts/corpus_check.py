@@ -1,4 +1,9 @@
-"""Run the shared corpus of real model outputs through the registry: ``python -m replyparse.templates.check``.
+"""Run the shared corpus of real model outputs through the registry: ``python scripts/corpus_check.py``.
+
+A development tool of this repository, not part of the package: it reads the shared corpus
+(``../shared`` next to the repository), ``corpus_exceptions.json`` next to this script, and
+writes ``docs/registry.md``, ``docs/draft.md`` and the package's chat template digests. The
+installed command ``replyparse templates check`` validates the registry's data files alone.
 
 Every case of ``cases.jsonl`` whose family is in the registry is parsed twice with the family's
 template, once whole and once fed one character at a time, and both messages are compared
@@ -47,22 +52,22 @@ import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from replyparse.errors import ResponseParseError, TemplateError
 from replyparse.parser import ResponseParser, parse_response
-from replyparse.templates._registry import (
-    DIGESTS_FILE,
-    EXCEPTIONS_FILE,
+from replyparse.templates import (
     RegistryEntry,
     chat_template_digest,
+    draft_from_path,
     get_entry,
     list_templates,
 )
+from replyparse.templates._lookup import DIGESTS_FILE
 
 __all__ = [
+    "EXCEPTIONS_FILE",
     "CaseResult",
     "DraftAgreement",
     "PrefixOverride",
@@ -72,6 +77,7 @@ __all__ = [
     "default_shared_dir",
     "digests_path",
     "draft_agreement",
+    "exceptions_path",
     "format_draft_table",
     "format_table",
     "load_cases",
@@ -95,14 +101,25 @@ DRAFT_TABLE_START = "<!-- draft-agreement-table:start -->"
 DRAFT_TABLE_END = "<!-- draft-agreement-table:end -->"
 
 
+#: The repository this script belongs to.
+REPOSITORY = Path(__file__).resolve().parents[1]
+#: The known-wrong corpus cases and prefix overrides, next to this script.
+EXCEPTIONS_FILE = "corpus_exceptions.json"
+
+
 def default_shared_dir() -> Path:
-    """``../shared`` next to the repository this module lives in."""
-    return Path(__file__).resolve().parents[3] / ".." / "shared"
+    """``../shared`` next to the repository this script lives in."""
+    return REPOSITORY / ".." / "shared"
 
 
 def default_docs_path() -> Path:
-    """``docs/registry.md`` of the repository this module lives in."""
-    return Path(__file__).resolve().parents[3] / "docs" / "registry.md"
+    """``docs/registry.md`` of the repository this script lives in."""
+    return REPOSITORY / "docs" / "registry.md"
+
+
+def exceptions_path() -> Path:
+    """``corpus_exceptions.json``, next to this script."""
+    return Path(__file__).resolve().with_name(EXCEPTIONS_FILE)
 
 
 def load_cases(path: Path) -> list[dict[str, Any]]:
@@ -117,11 +134,11 @@ def load_cases(path: Path) -> list[dict[str, Any]]:
 
 @cache
 def _exceptions_data() -> dict[str, Any]:
-    """``corpus_exceptions.json`` as read (package data: immutable, read once)."""
-    resource = resources.files("replyparse.templates") / EXCEPTIONS_FILE
-    if not resource.is_file():
+    """``corpus_exceptions.json`` as read (read once per process)."""
+    path = exceptions_path()
+    if not path.is_file():
         return {}
-    data = json.loads(resource.read_text(encoding="utf-8"))
+    data = json.loads(path.read_text(encoding="utf-8"))
     if not isinstance(data, dict):
         raise ValueError(f"{EXCEPTIONS_FILE} must hold a JSON object {{case_id: reason}}")
     for case_id, value in data.items():
@@ -479,8 +496,6 @@ def draft_agreement(
     cases: Sequence[Mapping[str, Any]], chat_templates_dir: Path
 ) -> list[DraftAgreement]:
     """Draft every chat template a family claims and compare it with the family on its cases."""
-    from replyparse.templates._draft import draft_from_path
-
     rows: list[DraftAgreement] = []
     for family in list_templates():
         entry = get_entry(family)
@@ -548,7 +563,7 @@ def chat_template_digests(chat_templates_dir: Path) -> dict[str, str]:
 
 def digests_path() -> Path:
     """Where the package keeps the chat template digests (in the source tree)."""
-    return Path(__file__).resolve().parent / DIGESTS_FILE
+    return REPOSITORY / "src" / "replyparse" / "templates" / DIGESTS_FILE
 
 
 def write_docs(table: str, path: Path, markers: tuple[str, str] = (TABLE_START, TABLE_END)) -> None:
@@ -566,7 +581,7 @@ def write_docs(table: str, path: Path, markers: tuple[str, str] = (TABLE_START, 
 def main(argv: Sequence[str] | None = None) -> int:
     """The command line; see the module docstring."""
     parser = argparse.ArgumentParser(
-        prog="python -m replyparse.templates.check",
+        prog="python scripts/corpus_check.py",
         description="Parse the shared corpus with the registry templates; print a pass table.",
     )
     parser.add_argument("--shared", type=Path, default=None, help="the shared data directory")

@@ -1,0 +1,1 @@
+"""Development tools of this repository (not shipped in the wheel): run from a checkout."""

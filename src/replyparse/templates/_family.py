@@ -1,0 +1,275 @@
+"""One family data file of the registry: its keys, and loading it into a ``RegistryEntry``.
+
+A family file (``<family>.json``, see ``docs/registry.md``) is a response template plus
+metadata. Loading validates every key and compiles the template once, collecting every
+problem as a ``TemplateIssue`` (paths start with the file name) instead of raising on the
+first. Knows nothing of the other families, of lookups or of detection.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import os
+import types
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from replyparse.errors import TemplateError, TemplateIssue
+from replyparse.template import ResponseTemplate, load_template
+
+__all__ = [
+    "CALL_ID_FORMS",
+    "ENTRY_KEYS",
+    "LoadedFamily",
+    "RegistryEntry",
+    "load_family",
+    "validate_family_file",
+]
+
+#: The forms of tool-call ids chat templates require (``call_id_form``); the OpenAI layer
+#: makes ids of each (``replyparse.openai.call_id_factory``).
+CALL_ID_FORMS = ("openai", "alphanumeric9")
+
+#: Keys of a family data file: name -> (required, JSON type description).
+ENTRY_KEYS: dict[str, tuple[bool, str]] = {
+    "name": (True, "string: the family id (the file name without .json)"),
+    "description": (True, "string: one line about the format"),
+    "aliases": (False, "list of strings: model names, matched case-insensitively"),
+    "model_types": (False, "list of strings: transformers config model_type values"),
+    "chat_templates": (False, "list of strings: chat template files that are this family's"),
+    "chat_template_markers": (False, "list of strings: all appear in this family's templates"),
+    "prefixes": (True, "dict of string -> string with a 'default' key: generation prompts"),
+    "notes": (False, "string: format notes, quirks, known-wrong corpus cases"),
+    "call_id_form": (
+        False,
+        "string: the form of tool-call ids the family's chat template requires: 'openai' "
+        "(default, call_ and hex digits) or 'alphanumeric9' (Mistral: 9 letters and digits)",
+    ),
+    "response_template": (True, "dict: the response template"),
+}
+
+
+@dataclass(frozen=True)
+class RegistryEntry:
+    """One model family of the registry: its metadata and compiled response template.
+
+    Attributes:
+        name: the family id (also the data file name and the corpus family id).
+        description: one line about the format.
+        aliases: model names that select this family (case-insensitive; an ``org/`` prefix
+            is optional).
+        model_types: transformers ``model_type`` values this family covers (several families
+            may share one).
+        chat_templates: names of the real chat template files that are this family's.
+        chat_template_markers: substrings that all appear in this family's chat templates.
+        prefixes: generation prompts the family's chat template ends with (``default``, and
+            e.g. ``thinking`` / ``no_thinking``).
+        notes: format notes and quirks.
+        template: the compiled response template.
+        call_id_form: the form of tool-call ids the family's chat template accepts
+            (``"openai"`` or ``"alphanumeric9"``; see :data:`CALL_ID_FORMS`).
+    """
+
+    name: str
+    description: str
+    aliases: tuple[str, ...]
+    model_types: tuple[str, ...]
+    chat_templates: tuple[str, ...]
+    chat_template_markers: tuple[str, ...]
+    prefixes: Mapping[str, str]
+    notes: str
+    template: ResponseTemplate
+    _template_json: str = field(repr=False, compare=False)
+    call_id_form: str = "openai"
+
+    @property
+    def response_template(self) -> dict[str, Any]:
+        """The response template as a JSON-compatible dict (a fresh copy each time)."""
+        value: dict[str, Any] = json.loads(self._template_json)
+        return value
+
+
+@dataclass
+class LoadedFamily:
+    """What loading one data file produced: an entry, or the problems that prevented it."""
+
+    name: str
+    entry: RegistryEntry | None
+    issues: list[TemplateIssue]
+    raw: Mapping[str, Any]
+
+
+def _issue(
+    file_name: str, path: Sequence[str | int], code: str, message: str, value: Any
+) -> TemplateIssue:
+    return TemplateIssue(code, (file_name, *path), message, value)
+
+
+def _string_list(
+    raw: Mapping[str, Any], key: str, file_name: str, issues: list[TemplateIssue]
+) -> tuple[str, ...]:
+    value = raw.get(key, [])
+    if not isinstance(value, list) or not all(isinstance(item, str) and item for item in value):
+        issues.append(
+            _issue(
+                file_name,
+                (key,),
+                "invalid_type",
+                f"{key!r} must be a list of non-empty strings; got {value!r}.",
+                value,
+            )
+        )
+        return ()
+    return tuple(value)
+
+
+def load_family(file_name: str, text: str) -> LoadedFamily:
+    """Validate one data file and compile its template, collecting every problem."""
+    stem = file_name[: -len(".json")]
+    issues: list[TemplateIssue] = []
+    try:
+        raw = json.loads(text)
+    except ValueError as error:
+        issues.append(_issue(file_name, (), "invalid_json", f"not valid JSON: {error}", None))
+        return LoadedFamily(stem, None, issues, {})
+    if not isinstance(raw, dict):
+        issues.append(
+            _issue(file_name, (), "invalid_type", "a family file must hold a JSON object.", raw)
+        )
+        return LoadedFamily(stem, None, issues, {})
+    for key in raw:
+        if key not in ENTRY_KEYS:
+            close = difflib.get_close_matches(str(key), list(ENTRY_KEYS), n=1)
+            hint = f" Did you mean {close[0]!r}?" if close else ""
+            issues.append(
+                _issue(
+                    file_name,
+                    (key,),
+                    "unknown_key",
+                    f"unknown key {key!r}; allowed: {sorted(ENTRY_KEYS)}.{hint}",
+                    key,
+                )
+            )
+    for key, (required, description) in ENTRY_KEYS.items():
+        if required and key not in raw:
+            issues.append(
+                _issue(
+                    file_name, (key,), "missing_key", f"{key!r} is required ({description}).", None
+                )
+            )
+    name = raw.get("name", stem)
+    if name != stem:
+        issues.append(
+            _issue(
+                file_name,
+                ("name",),
+                "name_mismatch",
+                f"'name' must equal the file name {stem!r}; got {name!r}.",
+                name,
+            )
+        )
+    description = raw.get("description", "")
+    if not isinstance(description, str) or not description.strip():
+        issues.append(
+            _issue(
+                file_name,
+                ("description",),
+                "invalid_type",
+                "'description' must be a non-empty string.",
+                description,
+            )
+        )
+    call_id_form = raw.get("call_id_form", "openai")
+    if call_id_form not in CALL_ID_FORMS:
+        issues.append(
+            _issue(
+                file_name,
+                ("call_id_form",),
+                "invalid_value",
+                f"'call_id_form' must be one of {list(CALL_ID_FORMS)}; got {call_id_form!r}.",
+                call_id_form,
+            )
+        )
+        call_id_form = "openai"
+    notes = raw.get("notes", "")
+    if not isinstance(notes, str):
+        issues.append(
+            _issue(file_name, ("notes",), "invalid_type", "'notes' must be a string.", notes)
+        )
+        notes = ""
+    aliases = _string_list(raw, "aliases", file_name, issues)
+    model_types = _string_list(raw, "model_types", file_name, issues)
+    chat_templates = _string_list(raw, "chat_templates", file_name, issues)
+    markers = _string_list(raw, "chat_template_markers", file_name, issues)
+    prefixes_raw = raw.get("prefixes", {})
+    prefixes: dict[str, str] = {}
+    if (
+        not isinstance(prefixes_raw, dict)
+        or not all(
+            isinstance(key, str) and isinstance(value, str) for key, value in prefixes_raw.items()
+        )
+        or "default" not in prefixes_raw
+    ):
+        issues.append(
+            _issue(
+                file_name,
+                ("prefixes",),
+                "invalid_type",
+                "'prefixes' must be a dict of string -> string with a 'default' key; "
+                f"got {prefixes_raw!r}.",
+                prefixes_raw,
+            )
+        )
+    else:
+        prefixes = dict(prefixes_raw)
+    template: ResponseTemplate | None = None
+    response_template = raw.get("response_template")
+    if response_template is not None:
+        try:
+            template = load_template(response_template)
+        except TemplateError as error:
+            issues.extend(
+                TemplateIssue(
+                    issue.code,
+                    (file_name, "response_template", *issue.path),
+                    issue.message,
+                    issue.input,
+                )
+                for issue in error.issues
+            )
+    if issues or template is None:
+        return LoadedFamily(stem, None, issues, raw)
+    entry = RegistryEntry(
+        name=stem,
+        description=str(description),
+        aliases=aliases,
+        model_types=model_types,
+        chat_templates=chat_templates,
+        chat_template_markers=markers,
+        prefixes=types.MappingProxyType(prefixes),
+        notes=notes,
+        template=template,
+        _template_json=json.dumps(response_template),
+        call_id_form=str(call_id_form),
+    )
+    return LoadedFamily(stem, entry, issues, raw)
+
+
+def validate_family_file(path: str | os.PathLike[str]) -> list[TemplateIssue]:
+    """Every problem in one family data file, before it is added to the registry.
+
+    Checks what the registry checks for a single file (keys, types, ``name`` equal to the
+    file name, the response template); clashes with other families' aliases are reported by
+    ``validate_registry()`` once the file is in the package.
+
+    Args:
+        path: the ``<family>.json`` file.
+
+    Returns:
+        The problems found; empty when the file is valid.
+    """
+    file_path = Path(path)
+    return load_family(file_path.name, file_path.read_text(encoding="utf-8")).issues
