@@ -4,14 +4,15 @@ Owns the translation of a tool-call region's raw body, as it streams in ``region
 events, into (a) the function name as soon as the model has written it and (b) fragments of
 the *final* ``arguments`` JSON string (or of a custom tool's ``input``), long before the
 region closes. Knows the template only through the tool-call field's ``content``,
-``content_args`` and ``transform``; knows nothing of OpenAI event shapes.
+``content_args`` and ``call_shape``; knows nothing of OpenAI event shapes.
 
 How (theory of operation):
 
-* :func:`analyze_tool_call_field` reads the field's transform to find where the name lives
-  (a named group of the open delimiter, e.g. ``{name}``, or a path in the body, e.g.
-  ``{content}`` + ``name``) and where the arguments live (``{content}`` + ``arguments``,
-  ``{content.parameters}``, or the whole body).
+* :func:`analyze_tool_call_field` reads the field's call shape (computed once at load from
+  its transform, ``FieldSpec.call_shape``) for where the name lives (a named group of the
+  open delimiter, e.g. ``{name}``, or a path in the body, e.g. ``{content}`` + ``name``) and
+  where the arguments live (``{content}`` + ``arguments``, ``{content.parameters}``, or the
+  whole body).
 * JSON bodies go through :class:`~replyparse.openai._json_scan.JsonScanner`; a canonical
   writer re-emits the arguments object compactly (``{"k":v}``), keys as soon as they are
   complete, scalars once complete (typed by the tool's schema), and strings character by
@@ -33,13 +34,13 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
-from urllib.parse import unquote
 
 import regex
 
+from replyparse._schema_ref import SchemaReferenceError, resolve_reference
 from replyparse.content import capabilities_of
 from replyparse.openai._json_scan import (
     Close,
@@ -53,6 +54,7 @@ from replyparse.openai._json_scan import (
     StringStart,
     Token,
 )
+from replyparse.template import FieldSpec
 
 __all__ = [
     "CallTarget",
@@ -67,7 +69,6 @@ __all__ = [
 Coerce = Callable[[Any, Mapping[str, Any]], Any]
 """Types a value by a JSON schema (``replyparse.coercion.coerce_to_schema``)."""
 
-_PLACEHOLDER = regex.compile(r"\{([^{}.]+(?:\.[^{}.]+)*)\}")
 _COMBINATORS = ("anyOf", "oneOf", "allOf", "not", "enum", "const", "if")
 
 
@@ -136,97 +137,36 @@ class ToolCallShape:
         )
 
 
-@dataclass(frozen=True)
-class _Source:
-    kind: Literal["content", "group", "literal"]
-    path: Path = ()
-    value: str = ""
-
-
-def _placeholder(text: str) -> tuple[str, ...] | None:
-    match = _PLACEHOLDER.fullmatch(text)
-    return tuple(match.group(1).split(".")) if match else None
-
-
-def _locate(transform: Any, target: Sequence[str]) -> _Source | None:
-    """Follow ``target`` (e.g. ``function.name``) through a transform to its source."""
-    node = transform
-    rest = list(target)
-    while True:
-        if isinstance(node, str):
-            placeholder = _placeholder(node)
-            if placeholder is None:
-                return None if rest else _Source("literal", value=node)
-            head, *tail = placeholder
-            if head == "content":
-                return _Source("content", path=(*tail, *rest))
-            if tail or rest:
-                return None
-            return _Source("group", path=(head,))
-        if isinstance(node, Mapping) and rest:
-            step = rest.pop(0)
-            if step not in node:
-                return None
-            node = node[step]
-            continue
-        return None
-
-
-def analyze_tool_call_field(field: Any) -> ToolCallShape:
-    """Read a tool-call ``FieldSpec`` (or any object with the same attributes).
+def analyze_tool_call_field(field: FieldSpec) -> ToolCallShape:
+    """What the argument streamer needs of a tool-call field, from its call shape.
 
     Args:
-        field: the template's ``tool_calls`` field spec; only ``content``, ``content_args``,
-            ``transform`` and ``transform_each`` are read.
+        field: the template's ``tool_calls`` field spec; its content parser and
+            ``call_shape`` (computed once at load) are read, never its transform.
 
     Returns:
         The shape; ``arguments_path`` is None (and nothing streams before the region closes)
         for ``transform_each``, a missing transform, or a transform whose call has no
         ``function.name`` / ``function.arguments`` (or ``name`` / ``arguments``) to follow.
     """
-    content = str(getattr(field, "content", "text") or "text")
-    content_args: Mapping[str, Any] = getattr(field, "content_args", None) or {}
-    parser = getattr(field, "parser", None)
-    transform = getattr(field, "transform", None)
-    if transform is None or getattr(field, "transform_each", None):
-        return ToolCallShape(content=content, content_args=content_args, parser=parser)
-    for prefix in (("function",), ()):
-        name = _locate(transform, (*prefix, "name"))
-        arguments = _locate(transform, (*prefix, "arguments"))
-        if name is None and arguments is None:
-            continue
-        call_id = _locate(transform, ("id",))
-        return ToolCallShape(
-            content=content,
-            content_args=content_args,
-            parser=parser,
-            id_group=str(call_id.path[0]) if call_id and call_id.kind == "group" else None,
-            name_group=str(name.path[0]) if name and name.kind == "group" else None,
-            name_path=name.path if name and name.kind == "content" else None,
-            name_literal=name.value if name and name.kind == "literal" else None,
-            arguments_path=arguments.path if arguments and arguments.kind == "content" else None,
-        )
-    return ToolCallShape(content=content, content_args=content_args, parser=parser)
+    shape = field.call_shape
+    if shape is None or shape.each:
+        return ToolCallShape(field.content, field.content_args, field.parser)
+    return ToolCallShape(
+        content=field.content,
+        content_args=field.content_args,
+        parser=field.parser,
+        id_group=shape.id_group,
+        name_group=shape.name_group,
+        name_path=shape.name_path,
+        name_literal=shape.name_literal,
+        arguments_path=shape.arguments_path,
+    )
 
 
 # -- schemas: which parts may stream before they are complete --------------------------------
 
 _ANNOTATIONS = frozenset({"$ref", "description", "title", "default", "examples", "$comment"})
-
-
-def _pointer(root: Mapping[str, Any], reference: str) -> Any:
-    if not reference.startswith("#"):
-        return None
-    node: Any = root
-    for token in [part for part in unquote(reference[1:]).split("/") if part]:
-        step = token.replace("~1", "/").replace("~0", "~")
-        if isinstance(node, Mapping) and step in node:
-            node = node[step]
-        elif isinstance(node, list) and step.isdigit() and int(step) < len(node):
-            node = node[int(step)]
-        else:
-            return None
-    return node
 
 
 def _resolve(schema: Any, root: Mapping[str, Any]) -> Mapping[str, Any] | None:
@@ -237,7 +177,10 @@ def _resolve(schema: Any, root: Mapping[str, Any]) -> Mapping[str, Any] | None:
         reference = schema.get("$ref")
         if not isinstance(reference, str) or set(schema) - _ANNOTATIONS:
             return schema
-        schema = _pointer(root, reference)
+        try:
+            schema = resolve_reference(root, reference)
+        except SchemaReferenceError:
+            return None
     return None
 
 
