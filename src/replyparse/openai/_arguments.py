@@ -41,7 +41,7 @@ from typing import Any, Literal
 import regex
 
 from replyparse._schema_ref import SchemaReferenceError, resolve_reference
-from replyparse.content import capabilities_of
+from replyparse.content import ArgumentStream, capabilities_of
 from replyparse.openai._json_scan import (
     Close,
     JsonScanner,
@@ -126,15 +126,29 @@ class ToolCallShape:
     id_group: str | None = None
 
     @property
+    def argument_stream(self) -> ArgumentStream | None:
+        """How arguments stream from a partial body, as the content parser declares."""
+        declared = capabilities_of(self.content)
+        return declared.argument_stream if declared is not None else None
+
+    @property
     def streams_arguments(self) -> bool:
-        """True when argument fragments can be produced before the region closes."""
+        """True when argument fragments can be produced before the region closes.
+
+        Tag-written arguments stream only when each parameter's value is text or a value
+        parser that itself streams (json); a value parser that reads structure from nested
+        tags (``xml-nested``) declares no stream, and its arguments come at the close.
+        """
         if self.arguments_path is None:
             return False
-        declared = capabilities_of(self.content)
-        stream = declared.argument_stream if declared is not None else None
-        return stream == "json" or (
-            stream == "xml-tags" and self.arguments_path == () and self.parser is not None
-        )
+        stream = self.argument_stream
+        if stream == "xml-tags":
+            value_parser = getattr(self.parser, "value_parser", None)
+            values_stream = value_parser is None or (
+                value_parser.capabilities.argument_stream is not None
+            )
+            return self.arguments_path == () and self.parser is not None and values_stream
+        return stream == "json"
 
 
 def analyze_tool_call_field(field: FieldSpec) -> ToolCallShape:
@@ -447,8 +461,10 @@ class _XmlArgumentsWriter:
         self._suffix = _value_suffix(self._pattern) if self._streams_partial_values else None
         self._value_parser: Any = parser.value_parser
         #: The value parser is lenient json: non-JSON text is kept stripped, JSON text typed.
-        self._lenient_json = getattr(self._value_parser, "name", None) == "json" and bool(
-            getattr(self._value_parser, "allow_non_json", False)
+        self._lenient_json = (
+            self._value_parser is not None
+            and self._value_parser.capabilities.argument_stream == "json"
+            and bool(getattr(self._value_parser, "allow_non_json", False))
         )
         self._schema = schema if coerce is not None else None
         self._coerce = coerce
@@ -727,7 +743,7 @@ class ToolCallStreamer:
         # typed as a whole, a late name): appending to one string copies it every feed.
         self._body_parts: list[str] = []
         self._body_text = ""
-        self._scanner = JsonScanner() if shape.content == "json" else None
+        self._scanner = JsonScanner() if shape.argument_stream == "json" else None
         self._buffered: list[Token] = []
         self._writer: _JsonArgumentsWriter | _JsonInputWriter | _XmlArgumentsWriter | None = None
         self._pending: list[str] = []
@@ -756,7 +772,7 @@ class ToolCallStreamer:
         shape = self._shape
         if not shape.streams_arguments or shape.arguments_path is None:
             return
-        if shape.content == "json":
+        if shape.argument_stream == "json":
             writer: _JsonArgumentsWriter | _JsonInputWriter
             if self.target.kind == "custom":
                 writer = _JsonInputWriter(shape.arguments_path)
