@@ -22,7 +22,8 @@ SOURCE = ROOT / "src" / "replyparse"
 CORE = [
     "errors.py", "events.py", "_scanner.py", "parser.py", "transform.py", "tools.py",
     "coercion.py", "tokens.py", "model_folder.py", "_json_types.py", "_charset.py",
-    "_regex_syntax.py", "template", "content",
+    "_regex_syntax.py", "_schema_ref.py", "_tool_names.py", "function_schema.py", "template",
+    "content",
 ]  # fmt: skip
 OUTER = ("replyparse.templates", "replyparse.openai", "replyparse.grammar", "replyparse.server",
          "replyparse.cli", "replyparse._cli", "replyparse.demo", "replyparse.batch",

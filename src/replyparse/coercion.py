@@ -36,9 +36,10 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
-from urllib.parse import unquote
 
 from replyparse._json_types import json_type
+from replyparse._schema_ref import SchemaReferenceError, resolve_reference
+from replyparse.template._call_shape import function_of, with_arguments
 from replyparse.tools import FunctionTool, Tool
 
 __all__ = ["coerce_to_schema", "type_tool_call"]
@@ -142,10 +143,8 @@ def type_tool_call(value: Any, tools: Mapping[str, Tool]) -> Any:
         if all(typed is call for typed, call in zip(typed_calls, value, strict=True)):
             return value
         return typed_calls
-    if not isinstance(value, dict) or value.get("type", "function") != "function":
-        return value
-    function = value.get("function")
-    if not isinstance(function, dict) or "arguments" not in function:
+    function = function_of(value)
+    if function is None:
         return value
     tool = _find_function_tool(function.get("name"), function.get("namespace"), tools)
     if tool is None:
@@ -165,7 +164,7 @@ def type_tool_call(value: Any, tools: Mapping[str, Tool]) -> Any:
             return value
     else:
         return value
-    return {**value, "function": {**function, "arguments": typed}}
+    return with_arguments(value, typed)
 
 
 def _find_function_tool(
@@ -364,28 +363,11 @@ class _Coercer:
     def resolve(self, reference: str) -> object | None:
         """Resolve a local reference (``#`` or ``#/json/pointer``); None when it doesn't."""
         if reference not in self.resolved:
-            self.resolved[reference] = _resolve_pointer(self.root, reference)
+            try:
+                self.resolved[reference] = resolve_reference(self.root, reference)
+            except SchemaReferenceError:
+                self.resolved[reference] = None  # stay total: the value is left untyped
         return self.resolved[reference]
-
-
-def _resolve_pointer(root: Mapping[str, Any], reference: str) -> object | None:
-    if not reference.startswith("#"):
-        return None  # remote and $id-based references are not fetched
-    pointer = unquote(reference[1:])
-    if not pointer:
-        return root
-    if not pointer.startswith("/"):
-        return None  # a plain-name anchor ("#foo"): not supported
-    node: object = root
-    for token in pointer[1:].split("/"):
-        part = token.replace("~1", "/").replace("~0", "~")
-        if isinstance(node, Mapping) and part in node:
-            node = node[part]
-        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
-            node = node[int(part)]
-        else:
-            return None
-    return node
 
 
 # --- schema reading helpers ----------------------------------------------------------------

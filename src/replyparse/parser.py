@@ -45,7 +45,13 @@ from replyparse.events import Event, RegionOpenEvent
 from replyparse.issues import InProgressRegion, IssueKind, ParseIssue
 from replyparse.model_folder import template_from_tokenizer
 from replyparse.template import FieldSpec, ResponseTemplate, load_template
-from replyparse.template._call_shape import ARGUMENT_KEYS, CallShape, find_call_parts
+from replyparse.template._call_shape import (
+    ARGUMENT_KEYS,
+    CallShape,
+    find_call_parts,
+    function_of,
+    with_arguments,
+)
 from replyparse.template._loader import END_OF_TURN, REGION_CLOSE
 from replyparse.tokens import IncrementalDecoder, TokenizerLike, decode_ids
 from replyparse.tools import CustomTool, normalize_tools, tools_by_name
@@ -95,7 +101,7 @@ _NOTHING: Any = object()
 def _required_names(shape: CallShape | None) -> frozenset[str]:
     names = {"content"}
     if shape is not None:
-        names.update((shape.name_source[0], shape.arguments_source[0]))
+        names.update(source[0] for source in (shape.name_source, shape.arguments_source) if source)
     return frozenset(names)
 
 
@@ -691,8 +697,9 @@ class ResponseParser:
         try:
             value = self._parse_body(field, body, self._open_groups)
         except ResponseParseError:
-            if field.call_shape is not None:
-                value = self._salvage_call(field, field.call_shape, body, self._open_groups, None)
+            shape = field.call_shape
+            if shape is not None and shape.rebuilds_calls:
+                value = self._salvage_call(field, shape, body, self._open_groups, None)
             else:
                 value = body.strip() if field.parser.strips else body
         self.in_progress = InProgressRegion(field.name, self._body_offset, body, value is not None)
@@ -832,7 +839,7 @@ class ResponseParser:
             except ContentError:
                 parsed = _NOTHING
         shape = field.call_shape
-        if shape is None:
+        if shape is None or not shape.rebuilds_calls:
             raw = body.strip() if parser.strips else body
             self._note(
                 IssueKind.UNPARSED_VALUE,
@@ -895,7 +902,7 @@ class ResponseParser:
             elif body.count('"name"') == 1 or not shape.each:
                 name, arguments = find_call_parts(body)
         else:
-            name = groups.get(shape.name_source[0])
+            name = groups.get(shape.name_group or "")
             arguments = body.strip()
         if not isinstance(name, str) or not name.strip():
             return None
@@ -982,12 +989,8 @@ class ResponseParser:
         calls = value if isinstance(value, list) else [value]
         checked: list[Any] | None = None
         for index, call in enumerate(calls):
-            function = call.get("function") if isinstance(call, dict) else None
-            if (
-                not isinstance(function, dict)
-                or "name" not in function
-                or "arguments" not in function
-            ):
+            function = function_of(call)
+            if function is None:
                 continue
             name, arguments = function["name"], function["arguments"]
             problem = None
@@ -1003,7 +1006,7 @@ class ResponseParser:
                 if isinstance(parsed, dict):
                     if checked is None:
                         checked = list(calls)
-                    checked[index] = {**call, "function": {**function, "arguments": parsed}}
+                    checked[index] = with_arguments(call, parsed)
                 else:
                     problem = (
                         f"the arguments of tool call {name!r} must be an object; got {arguments!r}"
@@ -1011,7 +1014,7 @@ class ResponseParser:
             elif arguments is None:
                 if checked is None:
                     checked = list(calls)
-                checked[index] = {**call, "function": {**function, "arguments": {}}}
+                checked[index] = with_arguments(call, {})
             elif not isinstance(arguments, dict):
                 problem = (
                     f"the arguments of tool call {name!r} must be an object; got {arguments!r}"

@@ -35,6 +35,7 @@ __all__ = [
     "check_transform",
     "compile_transform",
     "iter_placeholders",
+    "placeholder_path",
 ]
 
 _PLACEHOLDER = regex.compile(r"\{([A-Za-z_][\w-]*(?:\.[\w-]+)*)\}")
@@ -49,12 +50,25 @@ class TransformPathError(ReplyparseError):
         self.placeholder = placeholder
 
 
+def placeholder_path(text: object) -> tuple[str, ...] | None:
+    """The path of a string that is exactly one placeholder, else None.
+
+    The one reader of the placeholder syntax: ``"{content.name}"`` gives ``("content",
+    "name")``; ``"{name}"`` gives ``("name",)``; ``"get {name}"``, ``"{}"``, ``"{a b}"`` and
+    anything that is not a string give None (a transform keeps such a value as written).
+    """
+    if not isinstance(text, str):
+        return None
+    match = _WHOLE_PLACEHOLDER.match(text)
+    return tuple(match.group(1).split(".")) if match else None
+
+
 def iter_placeholders(
     transform: Any, path: tuple[str | int, ...] = ()
 ) -> Iterator[tuple[tuple[str | int, ...], str, bool]]:
     """Yield ``(path, string, is_whole_placeholder)`` for each string holding a placeholder."""
     if isinstance(transform, str):
-        if _WHOLE_PLACEHOLDER.match(transform):
+        if placeholder_path(transform) is not None:
             yield path, transform, True
         elif _PLACEHOLDER.search(transform):
             yield path, transform, False
@@ -90,8 +104,9 @@ def check_transform(
             )
         )
         return issues
-    for where, text, whole in iter_placeholders(transform, path):
-        if not whole:
+    for where, text, _ in iter_placeholders(transform, path):
+        placeholder = placeholder_path(text)
+        if placeholder is None:
             issues.append(
                 TemplateIssue(
                     "mixed_placeholder",
@@ -102,7 +117,7 @@ def check_transform(
                 )
             )
             continue
-        root = text[1:-1].split(".", 1)[0]
+        root = placeholder[0]
         if known_names is not None and root not in known_names:
             issues.append(
                 TemplateIssue(
@@ -116,8 +131,8 @@ def check_transform(
     return issues
 
 
-def _resolve(placeholder: str, scope: Mapping[str, Any]) -> Any:
-    names = placeholder.split(".")
+def _resolve(names: tuple[str, ...], scope: Mapping[str, Any]) -> Any:
+    placeholder = ".".join(names)
     if names[0] not in scope:
         raise TransformPathError(placeholder, f"{names[0]!r} is not in scope ({sorted(scope)})")
     value: Any = scope[names[0]]
@@ -140,14 +155,10 @@ def _resolve(placeholder: str, scope: Mapping[str, Any]) -> Any:
 
 
 @functools.lru_cache(maxsize=4096)
-def _placeholder_of(text: str) -> tuple[str, str] | None:
-    """``(path, root name)`` of a whole-placeholder string, or None: parsed once per string
-    (transforms are applied to every region, their strings are few)."""
-    match = _WHOLE_PLACEHOLDER.match(text)
-    if match is None:
-        return None
-    path = match.group(1)
-    return path, path.split(".", 1)[0]
+def _placeholder_of(text: str) -> tuple[str, ...] | None:
+    """``placeholder_path`` cached per string (transforms are applied to every region,
+    their strings are few)."""
+    return placeholder_path(text)
 
 
 _ABSENT: Any = object()
@@ -156,13 +167,12 @@ _ABSENT: Any = object()
 def _apply(transform: Any, scope: Mapping[str, Any], required: Container[str] | None) -> Any:
     """``apply_transform``; a dict entry's value is ``_ABSENT`` when it is to be left out."""
     if isinstance(transform, str):
-        placeholder = _placeholder_of(transform)
-        if placeholder is None:
+        names = _placeholder_of(transform)
+        if names is None:
             return transform
-        path, root = placeholder
-        if required is not None and root not in required and scope.get(root) is None:
+        if required is not None and names[0] not in required and scope.get(names[0]) is None:
             return _ABSENT
-        return _resolve(path, scope)
+        return _resolve(names, scope)
     if isinstance(transform, Mapping):
         built = {}
         for key, value in transform.items():
@@ -205,15 +215,15 @@ def _compile(transform: Any) -> _Step:
     """``_apply`` of ``transform`` as a function, the structure walked once: the same values
     (fresh dicts and lists at every call, ``_ABSENT`` for an entry left out)."""
     if isinstance(transform, str):
-        placeholder = _placeholder_of(transform)
-        if placeholder is None:
+        names = _placeholder_of(transform)
+        if names is None:
             return lambda scope, required: transform
-        path, root = placeholder
+        root = names[0]
 
         def resolve(scope: Mapping[str, Any], required: Container[str] | None) -> Any:
             if required is not None and root not in required and scope.get(root) is None:
                 return _ABSENT
-            return _resolve(path, scope)
+            return _resolve(names, scope)
 
         return resolve
     if isinstance(transform, Mapping):

@@ -40,12 +40,6 @@ class CallSyntax:
     form: GrammarForm | None = None
 
 
-def _placeholder(value: Any) -> tuple[str, ...] | None:
-    if isinstance(value, str) and len(value) > 2 and value[0] == "{" and value[-1] == "}":
-        return tuple(value[1:-1].split("."))
-    return None
-
-
 def grammar_form(name: object) -> GrammarForm | None:
     """How a grammar writes the bodies of content parser ``name``, as it declares."""
     declared = capabilities_of(name)
@@ -73,15 +67,9 @@ def read_call_syntax(field: FieldSpec, open_groups: set[str]) -> CallSyntax:
             '({"type": "function", "function": {"name": ..., "arguments": ...}}); got '
             f"{transform!r:.200}."
         )
-    function = transform.get("function", transform if "name" in transform else None)
-    if function == "{content}":
-        name_path: tuple[str, ...] | None = ("content", "name")
-        arguments_path: tuple[str, ...] | None = ("content", "arguments")
-    elif isinstance(function, Mapping):
-        name_path = _placeholder(function.get("name"))
-        arguments_path = _placeholder(function.get("arguments", function.get("parameters")))
-    else:
-        name_path = arguments_path = None
+    shape = field.call_shape
+    name_path = shape.name_source if shape is not None else None
+    arguments_path = shape.arguments_source if shape is not None else None
     if name_path is None or arguments_path is None:
         raise GrammarError(
             f"{where}: cannot tell where the call's name and arguments come from; got "

@@ -32,6 +32,7 @@ from typing import Any, Literal
 
 from replyparse._charset import CharSet
 from replyparse._json_types import json_type
+from replyparse._schema_ref import SchemaReferenceError, resolve_reference
 from replyparse.grammar import _ir as G
 from replyparse.grammar import _regex as R
 from replyparse.grammar._errors import GrammarError
@@ -362,9 +363,10 @@ class ValueCompiler:
     def reference(self, reference: str, dialect: Dialect, path: str) -> G.Expr:
         key = (dialect, reference)
         if key not in self.refs:
-            target = _resolve(self.root, reference)
-            if target is None:
-                raise self.fail(path, f"'$ref' {reference!r} does not resolve to a local schema.")
+            try:
+                target = resolve_reference(self.root, reference)
+            except SchemaReferenceError as error:
+                raise self.fail(path, f"{error}.") from None
             name = self.grammar.fresh(f"{self.tool}_{dialect}_{reference}")
             self.refs[key] = G.Ref(name)
             self.grammar.add(name, self.value(target, dialect, f"{path}[$ref={reference}]"))
@@ -603,6 +605,15 @@ class ValueCompiler:
         return G.seq(*self.members(members)) if members else G.Seq(())
 
 
+def _resolve(root: Mapping[str, Any], reference: str) -> Any | None:
+    """The schema ``reference`` points at in ``root``, or None when it does not resolve
+    (the callers that ask refuse or skip the schema; the message is the compiler's)."""
+    try:
+        return resolve_reference(root, reference)
+    except SchemaReferenceError:
+        return None
+
+
 class _NoSample(Exception):
     """No short value of a schema could be found (bounds that exclude every candidate)."""
 
@@ -691,17 +702,3 @@ def _python_literal(value: Any) -> str:
 
 def _json_type(value: Any) -> str:
     return json_type(value) or "object"
-
-
-def _resolve(root: Mapping[str, Any], reference: str) -> Any:
-    if reference == "#":
-        return root
-    if not reference.startswith("#/"):
-        return None
-    target: Any = root
-    for part in reference[2:].split("/"):
-        part = part.replace("~1", "/").replace("~0", "~")
-        if not isinstance(target, Mapping) or part not in target:
-            return None
-        target = target[part]
-    return target

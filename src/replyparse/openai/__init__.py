@@ -7,8 +7,9 @@ The bridge from replyparse's messages and parser events to what OpenAI clients s
 * streams: :class:`ChatCompletionStream` and :class:`ResponsesStream` own a
   ``ResponseParser`` and turn raw model text into chunks / events, streaming each tool
   call's name as soon as it is written and its arguments as they arrive;
-* back: :func:`from_responses_input` and :func:`from_chat_messages` turn a conversation
-  (including tool calls and their results) into the messages a chat template renders;
+* back (:mod:`replyparse.openai.conversation`): :func:`from_responses_input` and
+  :func:`from_chat_messages` turn a conversation (including tool calls and their results)
+  into the messages a chat template renders;
 * the guide's rules (:mod:`replyparse.openai.rules`), applied by all of the above;
 * SSE framing (:mod:`replyparse.openai.sse`).
 
@@ -19,6 +20,11 @@ from __future__ import annotations
 
 from replyparse.openai._ids import SequentialIds, call_id_factory, random_id
 from replyparse.openai.chat_stream import ChatCompletionStream
+from replyparse.openai.conversation import (
+    fold_call_preambles,
+    from_chat_messages,
+    from_responses_input,
+)
 from replyparse.openai.errors import (
     MessageShapeError,
     RuleViolation,
@@ -30,9 +36,6 @@ from replyparse.openai.errors import (
 )
 from replyparse.openai.messages import (
     FinishReason,
-    fold_call_preambles,
-    from_chat_messages,
-    from_responses_input,
     to_chat_completion,
     to_chat_completion_message,
     to_response,

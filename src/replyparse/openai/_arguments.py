@@ -4,14 +4,15 @@ Owns the translation of a tool-call region's raw body, as it streams in ``region
 events, into (a) the function name as soon as the model has written it and (b) fragments of
 the *final* ``arguments`` JSON string (or of a custom tool's ``input``), long before the
 region closes. Knows the template only through the tool-call field's ``content``,
-``content_args`` and ``transform``; knows nothing of OpenAI event shapes.
+``content_args`` and ``call_shape``; knows nothing of OpenAI event shapes.
 
 How (theory of operation):
 
-* :func:`analyze_tool_call_field` reads the field's transform to find where the name lives
-  (a named group of the open delimiter, e.g. ``{name}``, or a path in the body, e.g.
-  ``{content}`` + ``name``) and where the arguments live (``{content}`` + ``arguments``,
-  ``{content.parameters}``, or the whole body).
+* :func:`analyze_tool_call_field` reads the field's call shape (computed once at load from
+  its transform, ``FieldSpec.call_shape``) for where the name lives (a named group of the
+  open delimiter, e.g. ``{name}``, or a path in the body, e.g. ``{content}`` + ``name``) and
+  where the arguments live (``{content}`` + ``arguments``, ``{content.parameters}``, or the
+  whole body).
 * JSON bodies go through :class:`~replyparse.openai._json_scan.JsonScanner`; a canonical
   writer re-emits the arguments object compactly (``{"k":v}``), keys as soon as they are
   complete, scalars once complete (typed by the tool's schema), and strings character by
@@ -33,14 +34,14 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
-from urllib.parse import unquote
 
 import regex
 
-from replyparse.content import capabilities_of
+from replyparse._schema_ref import SchemaReferenceError, resolve_reference
+from replyparse.content import ArgumentStream, capabilities_of
 from replyparse.openai._json_scan import (
     Close,
     JsonScanner,
@@ -53,6 +54,7 @@ from replyparse.openai._json_scan import (
     StringStart,
     Token,
 )
+from replyparse.template import FieldSpec
 
 __all__ = [
     "CallTarget",
@@ -67,7 +69,6 @@ __all__ = [
 Coerce = Callable[[Any, Mapping[str, Any]], Any]
 """Types a value by a JSON schema (``replyparse.coercion.coerce_to_schema``)."""
 
-_PLACEHOLDER = regex.compile(r"\{([^{}.]+(?:\.[^{}.]+)*)\}")
 _COMBINATORS = ("anyOf", "oneOf", "allOf", "not", "enum", "const", "if")
 
 
@@ -125,108 +126,61 @@ class ToolCallShape:
     id_group: str | None = None
 
     @property
+    def argument_stream(self) -> ArgumentStream | None:
+        """How arguments stream from a partial body, as the content parser declares."""
+        declared = capabilities_of(self.content)
+        return declared.argument_stream if declared is not None else None
+
+    @property
     def streams_arguments(self) -> bool:
-        """True when argument fragments can be produced before the region closes."""
+        """True when argument fragments can be produced before the region closes.
+
+        Tag-written arguments stream only when each parameter's value is text or a value
+        parser that itself streams (json); a value parser that reads structure from nested
+        tags (``xml-nested``) declares no stream, and its arguments come at the close.
+        """
         if self.arguments_path is None:
             return False
-        declared = capabilities_of(self.content)
-        stream = declared.argument_stream if declared is not None else None
-        return stream == "json" or (
-            stream == "xml-tags" and self.arguments_path == () and self.parser is not None
-        )
+        stream = self.argument_stream
+        if stream == "xml-tags":
+            value_parser = getattr(self.parser, "value_parser", None)
+            values_stream = value_parser is None or (
+                value_parser.capabilities.argument_stream is not None
+            )
+            return self.arguments_path == () and self.parser is not None and values_stream
+        return stream == "json"
 
 
-@dataclass(frozen=True)
-class _Source:
-    kind: Literal["content", "group", "literal"]
-    path: Path = ()
-    value: str = ""
-
-
-def _placeholder(text: str) -> tuple[str, ...] | None:
-    match = _PLACEHOLDER.fullmatch(text)
-    return tuple(match.group(1).split(".")) if match else None
-
-
-def _locate(transform: Any, target: Sequence[str]) -> _Source | None:
-    """Follow ``target`` (e.g. ``function.name``) through a transform to its source."""
-    node = transform
-    rest = list(target)
-    while True:
-        if isinstance(node, str):
-            placeholder = _placeholder(node)
-            if placeholder is None:
-                return None if rest else _Source("literal", value=node)
-            head, *tail = placeholder
-            if head == "content":
-                return _Source("content", path=(*tail, *rest))
-            if tail or rest:
-                return None
-            return _Source("group", path=(head,))
-        if isinstance(node, Mapping) and rest:
-            step = rest.pop(0)
-            if step not in node:
-                return None
-            node = node[step]
-            continue
-        return None
-
-
-def analyze_tool_call_field(field: Any) -> ToolCallShape:
-    """Read a tool-call ``FieldSpec`` (or any object with the same attributes).
+def analyze_tool_call_field(field: FieldSpec) -> ToolCallShape:
+    """What the argument streamer needs of a tool-call field, from its call shape.
 
     Args:
-        field: the template's ``tool_calls`` field spec; only ``content``, ``content_args``,
-            ``transform`` and ``transform_each`` are read.
+        field: the template's ``tool_calls`` field spec; its content parser and
+            ``call_shape`` (computed once at load) are read, never its transform.
 
     Returns:
         The shape; ``arguments_path`` is None (and nothing streams before the region closes)
         for ``transform_each``, a missing transform, or a transform whose call has no
         ``function.name`` / ``function.arguments`` (or ``name`` / ``arguments``) to follow.
     """
-    content = str(getattr(field, "content", "text") or "text")
-    content_args: Mapping[str, Any] = getattr(field, "content_args", None) or {}
-    parser = getattr(field, "parser", None)
-    transform = getattr(field, "transform", None)
-    if transform is None or getattr(field, "transform_each", None):
-        return ToolCallShape(content=content, content_args=content_args, parser=parser)
-    for prefix in (("function",), ()):
-        name = _locate(transform, (*prefix, "name"))
-        arguments = _locate(transform, (*prefix, "arguments"))
-        if name is None and arguments is None:
-            continue
-        call_id = _locate(transform, ("id",))
-        return ToolCallShape(
-            content=content,
-            content_args=content_args,
-            parser=parser,
-            id_group=str(call_id.path[0]) if call_id and call_id.kind == "group" else None,
-            name_group=str(name.path[0]) if name and name.kind == "group" else None,
-            name_path=name.path if name and name.kind == "content" else None,
-            name_literal=name.value if name and name.kind == "literal" else None,
-            arguments_path=arguments.path if arguments and arguments.kind == "content" else None,
-        )
-    return ToolCallShape(content=content, content_args=content_args, parser=parser)
+    shape = field.call_shape
+    if shape is None or shape.each:
+        return ToolCallShape(field.content, field.content_args, field.parser)
+    return ToolCallShape(
+        content=field.content,
+        content_args=field.content_args,
+        parser=field.parser,
+        id_group=shape.id_group,
+        name_group=shape.name_group,
+        name_path=shape.name_path,
+        name_literal=shape.name_literal,
+        arguments_path=shape.arguments_path,
+    )
 
 
 # -- schemas: which parts may stream before they are complete --------------------------------
 
 _ANNOTATIONS = frozenset({"$ref", "description", "title", "default", "examples", "$comment"})
-
-
-def _pointer(root: Mapping[str, Any], reference: str) -> Any:
-    if not reference.startswith("#"):
-        return None
-    node: Any = root
-    for token in [part for part in unquote(reference[1:]).split("/") if part]:
-        step = token.replace("~1", "/").replace("~0", "~")
-        if isinstance(node, Mapping) and step in node:
-            node = node[step]
-        elif isinstance(node, list) and step.isdigit() and int(step) < len(node):
-            node = node[int(step)]
-        else:
-            return None
-    return node
 
 
 def _resolve(schema: Any, root: Mapping[str, Any]) -> Mapping[str, Any] | None:
@@ -237,7 +191,10 @@ def _resolve(schema: Any, root: Mapping[str, Any]) -> Mapping[str, Any] | None:
         reference = schema.get("$ref")
         if not isinstance(reference, str) or set(schema) - _ANNOTATIONS:
             return schema
-        schema = _pointer(root, reference)
+        try:
+            schema = resolve_reference(root, reference)
+        except SchemaReferenceError:
+            return None
     return None
 
 
@@ -504,8 +461,10 @@ class _XmlArgumentsWriter:
         self._suffix = _value_suffix(self._pattern) if self._streams_partial_values else None
         self._value_parser: Any = parser.value_parser
         #: The value parser is lenient json: non-JSON text is kept stripped, JSON text typed.
-        self._lenient_json = getattr(self._value_parser, "name", None) == "json" and bool(
-            getattr(self._value_parser, "allow_non_json", False)
+        self._lenient_json = (
+            self._value_parser is not None
+            and self._value_parser.capabilities.argument_stream == "json"
+            and bool(getattr(self._value_parser, "allow_non_json", False))
         )
         self._schema = schema if coerce is not None else None
         self._coerce = coerce
@@ -784,7 +743,7 @@ class ToolCallStreamer:
         # typed as a whole, a late name): appending to one string copies it every feed.
         self._body_parts: list[str] = []
         self._body_text = ""
-        self._scanner = JsonScanner() if shape.content == "json" else None
+        self._scanner = JsonScanner() if shape.argument_stream == "json" else None
         self._buffered: list[Token] = []
         self._writer: _JsonArgumentsWriter | _JsonInputWriter | _XmlArgumentsWriter | None = None
         self._pending: list[str] = []
@@ -813,7 +772,7 @@ class ToolCallStreamer:
         shape = self._shape
         if not shape.streams_arguments or shape.arguments_path is None:
             return
-        if shape.content == "json":
+        if shape.argument_stream == "json":
             writer: _JsonArgumentsWriter | _JsonInputWriter
             if self.target.kind == "custom":
                 writer = _JsonInputWriter(shape.arguments_path)

@@ -15,9 +15,17 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from replyparse.transform import iter_placeholders
+from replyparse.transform import placeholder_path
 
-__all__ = ["ARGUMENT_KEYS", "CallShape", "call_shape_of", "find_call_parts", "json_chars"]
+__all__ = [
+    "ARGUMENT_KEYS",
+    "CallShape",
+    "call_shape_of",
+    "find_call_parts",
+    "function_of",
+    "json_chars",
+    "with_arguments",
+]
 
 #: The keys a model writes for a call's arguments, in the order they are preferred: the
 #: format's own key first, then these (llama3-json's ``parameters`` written as ``arguments``).
@@ -28,51 +36,145 @@ ARGUMENT_KEYS = ("arguments", "parameters", "args", "input")
 class CallShape:
     """How one field's transform builds a tool call.
 
+    The one reading of a tool-call transform: the parser's recover mode, the OpenAI layer's
+    argument streamer and the grammar builder all read it here, never the transform itself.
+
     Attributes:
         name_source: the placeholder path of the name, e.g. ``("name",)`` for a delimiter
-            group or ``("content", "name")`` for a key of the body.
+            group or ``("content", "name")`` for a key of the body; None when the name is
+            written literally (``name_literal``) or cannot be followed.
         arguments_source: the placeholder path of the arguments, e.g. ``("content",)`` or
-            ``("content", "parameters")``.
+            ``("content", "parameters")``; None when the transform builds the arguments
+            itself (``{"command": "{content}"}``).
         each: the transform applies to each element of a list (``transform_each``), whose
             keys are then in scope directly.
+        name_literal: the name, when the transform writes it as plain text.
+        id_source: the placeholder path of the call's ``id`` (Kimi-K2's ``{id}`` group), if
+            the transform writes one.
     """
 
-    name_source: tuple[str, ...]
-    arguments_source: tuple[str, ...]
+    name_source: tuple[str, ...] | None
+    arguments_source: tuple[str, ...] | None
     each: bool = False
+    name_literal: str | None = None
+    id_source: tuple[str, ...] | None = None
+
+    @property
+    def rebuilds_calls(self) -> bool:
+        """Whether a call can be rebuilt from a body: name and arguments both come from it
+        or from a delimiter group (what recover mode needs to salvage a rejected body)."""
+        return self.name_source is not None and self.arguments_source is not None
 
     @property
     def name_in_body(self) -> bool:
         """Whether the name is read from the body (not from a delimiter group)."""
-        return self.each or self.name_source[0] == "content"
+        return self.each or (self.name_source is not None and self.name_source[0] == "content")
+
+    @property
+    def name_group(self) -> str | None:
+        """The open delimiter's named group holding the name, if that is where it is."""
+        return _group(self.name_source) if not self.each else None
+
+    @property
+    def id_group(self) -> str | None:
+        """The open delimiter's named group holding the call's id, if any."""
+        return _group(self.id_source) if not self.each else None
+
+    @property
+    def name_path(self) -> tuple[str, ...] | None:
+        """Where the name is inside the parsed body (``("name",)``), if it is there."""
+        return _in_body(self.name_source) if not self.each else None
+
+    @property
+    def arguments_path(self) -> tuple[str, ...] | None:
+        """Where the arguments are inside the parsed body (``()`` for the whole body)."""
+        return _in_body(self.arguments_source) if not self.each else None
 
     @property
     def arguments_key(self) -> str | None:
         """The body key holding the arguments (``parameters``...), or None for the body."""
         source = self.arguments_source
+        if source is None:
+            return None
         if self.each:
             return source[0] if len(source) == 1 else None
         return source[1] if len(source) == 2 and source[0] == "content" else None
 
 
+def _group(source: tuple[str, ...] | None) -> str | None:
+    return source[0] if source is not None and source[0] != "content" else None
+
+
+def _in_body(source: tuple[str, ...] | None) -> tuple[str, ...] | None:
+    return source[1:] if source is not None and source[0] == "content" else None
+
+
 def call_shape_of(transform: Any, each: bool = False) -> CallShape | None:
-    """The call shape of a field's transform, or None when it does not build tool calls."""
+    """The call shape of a field's transform, or None when it does not build tool calls.
+
+    A transform builds tool calls when it has a ``function.name`` or ``function.arguments``
+    (or the flat ``name`` / ``arguments``) to follow: a placeholder (``"{name}"``), a
+    literal name, or ``"function": "{content}"`` (the body is ``{"name", "arguments"}``).
+    """
     if not isinstance(transform, Mapping):
         return None
-    sources: dict[tuple[str | int, ...], tuple[str, ...]] = {}
-    for path, text, whole in iter_placeholders(transform):
-        if whole:
-            sources[path] = tuple(text[1:-1].split("."))
     for base in (("function",), ()):
-        name = sources.get((*base, "name"))
-        arguments = sources.get((*base, "arguments"))
-        if name is not None and arguments is not None:
-            return CallShape(name, arguments, each)
-    body = sources.get(("function",))
-    if body is not None:
-        # ``"function": "{content}"``: the body is ``{"name", "arguments"}`` itself.
-        return CallShape((*body, "name"), (*body, "arguments"), each)
+        name = _locate(transform, (*base, "name"))
+        arguments = _locate(transform, (*base, "arguments"))
+        if name is None and arguments is None:
+            continue
+        call_id = _locate(transform, ("id",))
+        return CallShape(
+            name_source=name if isinstance(name, tuple) else None,
+            arguments_source=arguments if isinstance(arguments, tuple) else None,
+            each=each,
+            name_literal=name if isinstance(name, str) else None,
+            id_source=call_id if isinstance(call_id, tuple) else None,
+        )
     return None
+
+
+def _locate(transform: Any, target: tuple[str, ...]) -> tuple[str, ...] | str | None:
+    """Follow ``target`` (``("function", "name")``) through a transform to where its value
+    comes from: a placeholder path (``"{content}"`` followed by ``name`` gives ``("content",
+    "name")``), the literal text, or None when it cannot be followed (a group has no keys)."""
+    node = transform
+    rest = list(target)
+    while True:
+        if isinstance(node, str):
+            path = placeholder_path(node)
+            if path is None:
+                return None if rest else node
+            if path[0] != "content" and (len(path) > 1 or rest):
+                return None
+            return (*path, *rest)
+        if isinstance(node, Mapping) and rest:
+            step = rest.pop(0)
+            if step not in node:
+                return None
+            node = node[step]
+            continue
+        return None
+
+
+def function_of(call: object) -> dict[str, Any] | None:
+    """The ``function`` object of a built function call, or None for any other value.
+
+    The one test of "this value is a function call" on what a transform built: ``call`` is
+    ``{"type": "function", "function": {"name": ..., "arguments": ...}}`` (``type`` may be
+    left out). The parser checks such calls and the coercion types their arguments.
+    """
+    if not isinstance(call, dict) or call.get("type", "function") != "function":
+        return None
+    function = call.get("function")
+    if not isinstance(function, dict) or "name" not in function or "arguments" not in function:
+        return None
+    return function
+
+
+def with_arguments(call: dict[str, Any], arguments: Any) -> dict[str, Any]:
+    """A copy of the function call ``call`` (see :func:`function_of`) with new arguments."""
+    return {**call, "function": {**call["function"], "arguments": arguments}}
 
 
 def find_call_parts(body: str) -> tuple[str | None, str | None]:

@@ -1,0 +1,160 @@
+"""Strict mode: the rules a ``strict: true`` function's ``parameters`` schema must follow.
+
+Owns OpenAI's "Supported schemas" rules for strict function calling (structured outputs):
+:func:`check_strict_schema` lists every violation, each at its JSON path. A request rule:
+:func:`replyparse.openai.rules.check_request` raises them as one ``StrictSchemaError``.
+Knows nothing of arguments, calls or wire shapes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from replyparse._schema_ref import SchemaReferenceError, resolve_reference
+from replyparse.openai.errors import RuleViolation
+
+__all__ = ["check_strict_schema"]
+
+Path = tuple[str | int, ...]
+
+_STRICT_TYPES = frozenset({"string", "number", "integer", "boolean", "object", "array", "null"})
+_STRICT_UNSUPPORTED = (
+    "allOf",
+    "not",
+    "if",
+    "then",
+    "else",
+    "dependentRequired",
+    "dependentSchemas",
+)
+_STRICT_MAX_PROPERTIES = 5000
+_STRICT_MAX_DEPTH = 10
+_STRICT_MAX_ENUM_VALUES = 1000
+
+
+def check_strict_schema(
+    schema: Any, *, path: Path = (), tool: str | None = None
+) -> list[RuleViolation]:
+    """Check a function's ``parameters`` against the strict-mode rules.
+
+    The rules (OpenAI "Supported schemas"): the root is an object and not an ``anyOf``;
+    every object (nested, in ``items``, ``anyOf`` branches and ``$defs``) has
+    ``additionalProperties: false``, ``properties`` and lists every property in
+    ``required`` (an optional field is a required one that may be null); arrays have
+    ``items``; types are among the supported ones; ``allOf``, ``not``, ``if``/``then``/
+    ``else``, ``dependentRequired`` and ``dependentSchemas`` are not used; at most 5,000
+    properties, 10 levels of nesting and 1,000 enum values; local ``$ref`` s resolve.
+
+    Args:
+        schema: the ``parameters`` schema.
+        path: where the schema sits, prepended to every violation's path
+            (e.g. ``("tools", 0, "parameters")``).
+        tool: the tool's name, recorded on every violation.
+
+    Returns:
+        Every violation, in document order; empty when the schema is strict-compatible.
+
+    Example:
+        >>> [str(v) for v in check_strict_schema({"type": "object", "properties": {}})]
+        ['$.additionalProperties: every object must set additionalProperties: false; got (missing)']
+    """
+    found: list[RuleViolation] = []
+
+    def add(where: Path, message: str) -> None:
+        found.append(RuleViolation("strict_schema", (*path, *where), message, tool))
+
+    if not isinstance(schema, Mapping):
+        add((), f"parameters must be a JSON Schema object; got {schema!r:.80}")
+        return found
+    if "anyOf" in schema:
+        add(("anyOf",), "the root may not be an anyOf; make it an object with properties")
+    elif schema.get("type") != "object":
+        add(("type",), f"the root must be 'type': 'object'; got {schema.get('type')!r}")
+    counts = {"properties": 0, "enum": 0}
+    _walk_strict(schema, (), schema, add, counts, depth=0)
+    if counts["properties"] > _STRICT_MAX_PROPERTIES:
+        add((), f"{counts['properties']} object properties in total; at most 5000 are allowed")
+    if counts["enum"] > _STRICT_MAX_ENUM_VALUES:
+        add((), f"{counts['enum']} enum values in total; at most 1000 are allowed")
+    return found
+
+
+def _walk_strict(
+    schema: Mapping[str, Any],
+    where: Path,
+    root: Mapping[str, Any],
+    add: Any,
+    counts: dict[str, int],
+    depth: int,
+) -> None:
+    if depth > _STRICT_MAX_DEPTH:
+        add(where, "more than 10 levels of nesting")
+        return
+    for keyword in _STRICT_UNSUPPORTED:
+        if keyword in schema:
+            add((*where, keyword), f"'{keyword}' is not supported in strict mode")
+    reference = schema.get("$ref")
+    if isinstance(reference, str):
+        try:
+            resolve_reference(root, reference)
+        except SchemaReferenceError as error:
+            add((*where, "$ref"), str(error))
+    declared = schema.get("type")
+    types = (
+        [declared] if isinstance(declared, str) else declared if isinstance(declared, list) else []
+    )
+    for name in types:
+        if name not in _STRICT_TYPES:
+            add((*where, "type"), f"unsupported type {name!r}; use one of {sorted(_STRICT_TYPES)}")
+    enum = schema.get("enum")
+    if isinstance(enum, list):
+        counts["enum"] += len(enum)
+    if "object" in types or ("properties" in schema and not types):
+        _check_strict_object(schema, where, add)
+        properties = schema.get("properties")
+        if isinstance(properties, Mapping):
+            counts["properties"] += len(properties)
+            for key, sub in properties.items():
+                if isinstance(sub, Mapping):
+                    _walk_strict(sub, (*where, "properties", key), root, add, counts, depth + 1)
+    if "array" in types:
+        items = schema.get("items")
+        if not isinstance(items, Mapping):
+            add((*where, "items"), "array schema missing items (a schema object)")
+        else:
+            _walk_strict(items, (*where, "items"), root, add, counts, depth + 1)
+    for keyword in ("anyOf",):
+        branches = schema.get(keyword)
+        if isinstance(branches, list):
+            for position, branch in enumerate(branches):
+                if isinstance(branch, Mapping):
+                    _walk_strict(branch, (*where, keyword, position), root, add, counts, depth)
+    for keyword in ("$defs", "definitions"):
+        definitions = schema.get(keyword)
+        if isinstance(definitions, Mapping):
+            for name, definition in definitions.items():
+                if isinstance(definition, Mapping):
+                    _walk_strict(definition, (*where, keyword, name), root, add, counts, depth)
+
+
+def _check_strict_object(schema: Mapping[str, Any], where: Path, add: Any) -> None:
+    if schema.get("additionalProperties") is not False:
+        got = schema.get("additionalProperties", "(missing)")
+        add(
+            (*where, "additionalProperties"),
+            f"every object must set additionalProperties: false; got {got}",
+        )
+    properties = schema.get("properties")
+    if not isinstance(properties, Mapping):
+        add((*where, "properties"), "object schema missing properties (use {} for none)")
+        return
+    required = schema.get("required", [])
+    listed = set(required) if isinstance(required, list) else set()
+    missing = [key for key in properties if key not in listed]
+    if missing:
+        add(
+            (*where, "required"),
+            f"every property must be required; missing {missing}. Make an optional "
+            'field required and nullable: "type": ["string", "null"]',
+        )
