@@ -110,6 +110,9 @@ class Delimiter:
     extend_cache: dict[str, bool] = field(default_factory=dict, compare=False, repr=False)
     #: Where a match can start in a complete text (``Anchors``); None when not known.
     anchors: Anchors | None = None
+    #: A pattern that begins with a loop over tokens: the starts a failed one rules out
+    #: (``TokenLoop``); None when the pattern does not begin so.
+    token_loop: TokenLoop | None = None
 
     def _could_extend(self, matched: str) -> bool:
         cache = self.extend_cache
@@ -158,6 +161,7 @@ class Delimiter:
                 literal_run,
                 probe_chars,
                 anchors=anchors,
+                token_loop=find_token_loop(source),
             )
         return delimiter
 
@@ -375,13 +379,20 @@ class Delimiter:
                         return (found, 0) if found is not None else (None, len(buffer) + 1)
             if start > limit:
                 return None, start
+            loop = self.token_loop
+            ruled_out: set[int] = memo.setdefault((id(self), "ruled out"), set())
             while start <= anchor:
+                if start in ruled_out:
+                    start += 1
+                    continue
                 # In windows: the regex engine's cost per call grows with the text after
                 # the start, so one match on the whole text per anchor would cost the
                 # text's length per anchor.
                 settled = self._match_at(buffer, start, True)
                 if settled is not None:
                     return settled[0], 0
+                if loop is not None:
+                    loop.rule_out(buffer, start, ruled_out)
                 start += 1
             checked = anchor + 1
 
@@ -787,6 +798,7 @@ class _Node:
     high: int | None = None
     greedy: bool = True
     end: int = 0  # source position just after a repeat's quantifier
+    begin: int = 0  # source position where a repeat's item begins
     boundary: bool = False  # a group whose inside is matched on its own (lookaround, atomic)
     possessive: bool = False  # a run made possessive
 
@@ -832,8 +844,11 @@ class _PatternReader:
     def _sequence(self) -> _Node:
         items: list[_Node] = []
         while self.index < len(self.source) and self._peek() not in "|)":
+            begin = self.index
             atom = self._atom()
-            items.append(self._quantified(atom))
+            quantified = self._quantified(atom)
+            quantified.begin = begin
+            items.append(quantified)
         return _Node("seq", items)
 
     def _quantified(self, atom: _Node) -> _Node:
@@ -1207,6 +1222,142 @@ def _literal_run(tree: _Node) -> LiteralRun | None:
     if body is None or not node.possessive or node.high is not None or body.chars is None:
         return None
     return LiteralRun(literal, regex.compile(f"(?:{body.chars.source})*+", REGEX_FLAGS))
+
+
+class TokenLoop:
+    """A pattern ``PRE LOOP REST``: optional literal-led items, then a loop ``(?:BODY)*``
+    over tokens, then the rest (gpt-oss's headers: ``(?:<\\|end\\|>)?...(?:<\\|channel\\|>\\w+
+    |\\s*<\\|constrain\\|>[\\w\\-]*|...)*\\s*to=functions...``). Over a long run of tokens
+    every start inside the run eats the rest of it before failing, so trying them one by one
+    costs the run's length squared. When no match starts at ``s``, none starts at:
+
+    * a position ``b`` that whole iterations of the loop reach from ``s`` (a match at ``b``
+      with ``PRE`` empty, prefixed by those iterations, would be one at ``s``), unless an
+      item of ``PRE`` could begin there;
+    * a position ``b + k`` after such a ``b``, where ``buffer[b:b + k]`` is a run of
+      characters every run-led alternative's first run accepts (``\\s*<\\|constrain...``)
+      and no literal-led alternative's literal (nor an item of ``PRE``) begins: each way on
+      from ``b + k`` begins with a run, which from ``b`` eats those characters too.
+
+    The alternatives are the loop body's and ``REST`` (zero iterations). ``rule_out`` adds
+    these positions along the loop's greedy way from ``s``: its cost is that way's length.
+    """
+
+    def __init__(
+        self,
+        path: regex.Pattern[str],
+        runs: list[_Chars],
+        literals: tuple[str, ...],
+        pre: tuple[str, ...],
+    ) -> None:
+        self._path = path
+        self._runs = runs
+        self._literals = literals
+        self._pre = pre
+
+    def _led(self, buffer: str, position: int, literals: tuple[str, ...]) -> bool:
+        return any(buffer.startswith(literal, position) for literal in literals)
+
+    def rule_out(self, buffer: str, start: int, out: set[int]) -> None:
+        """Add to ``out`` the starts that a failed start at ``start`` rules out."""
+        found = self._path.match(buffer, start)
+        if found is None:
+            return
+        end = found.end()
+        boundaries = [start, *found.ends("step")]
+        everything = self._literals + self._pre
+        for index, boundary in enumerate(boundaries):
+            if boundary in out and index:
+                continue
+            if not self._led(buffer, boundary, self._pre):
+                out.add(boundary)
+            stop = boundaries[index + 1] if index + 1 < len(boundaries) else end
+            position = boundary
+            while position < stop and all(run.contains(buffer[position]) for run in self._runs):
+                position += 1
+                if not self._led(buffer, position, everything):
+                    out.add(position)
+
+
+def _leading_literal(node: _Node) -> str:
+    """The literal every match of ``node`` begins with ("" when none)."""
+    items = node.items if node.kind == "seq" else [node]
+    literal = ""
+    for item in items:
+        if item.kind == "group" and not literal:
+            return _leading_literal(item.items[0])
+        chars = item.chars
+        if item.kind != "chars" or chars is None or chars.finite is None or len(chars.finite) != 1:
+            break
+        literal += next(iter(chars.finite))
+    return literal
+
+
+def _leading_run(node: _Node) -> _Chars | None:
+    """The class of the unbounded greedy run every match of ``node`` begins with."""
+    items = node.items if node.kind == "seq" else [node]
+    if not items:
+        return None
+    first = items[0]
+    if first.kind == "group":
+        return _leading_run(first.items[0]) if len(items) == 1 else None
+    body = first.items[0] if first.kind == "repeat" else None
+    if body is None or body.kind != "chars" or not first.greedy or first.high is not None:
+        return None
+    return body.chars
+
+
+def find_token_loop(source: str) -> TokenLoop | None:
+    """The ``TokenLoop`` of a pattern, or None when it does not have that shape (or uses
+    syntax the reader does not know)."""
+    try:
+        tree = _PatternReader(source).parse()
+    except _Unsupported:
+        return None
+    items = tree.items if tree.kind == "seq" else []
+    pre: list[str] = []
+    index = 0
+    while index < len(items):
+        item = items[index]
+        if item.kind != "repeat" or item.low != 0 or item.high != 1:
+            break
+        literal = _leading_literal(item.items[0])
+        if not literal:
+            return None
+        pre.append(literal)
+        index += 1
+    if index + 1 >= len(items):
+        return None
+    loop = items[index]
+    if loop.kind != "repeat" or loop.low != 0 or loop.high is not None or not loop.greedy:
+        return None
+    body = loop.items[0]
+    if body.kind != "group" or source[loop.end - 1] != "*":
+        return None
+    inner = body.items[0]
+    while inner.kind == "seq" and len(inner.items) == 1 and inner.items[0].kind == "group":
+        inner = inner.items[0].items[0]
+    branches = inner.items if inner.kind == "alt" else [inner]
+    rest = _Node("seq", items[index + 1 :])
+    runs: list[_Chars] = []
+    literals: list[str] = []
+    for branch in [*branches, rest]:
+        run = _leading_run(branch)
+        if run is not None:
+            runs.append(run)
+            continue
+        literal = _leading_literal(branch)
+        if not literal:
+            return None
+        literals.append(literal)
+    body_source = source[loop.begin + 1 : loop.end - 2]  # inside "(" ... ")*"
+    if body_source.startswith("?:"):
+        body_source = body_source[2:]
+    try:
+        path = regex.compile(f"(?:(?P<step>{body_source}))*", REGEX_FLAGS)
+    except regex.error:
+        return None
+    return TokenLoop(path, runs, tuple(literals), tuple(pre))
 
 
 def _analyse(source: str) -> tuple[str, RunLeads | None, LiteralRun | None]:
