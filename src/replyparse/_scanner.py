@@ -388,19 +388,25 @@ class Delimiter:
                 # In windows: the regex engine's cost per call grows with the text after
                 # the start, so one match on the whole text per anchor would cost the
                 # text's length per anchor.
-                settled = self._match_at(buffer, start, True)
+                wide = [False]
+                settled = self._match_at(buffer, start, True, wide)
                 if settled is not None:
                     return settled[0], 0
-                if loop is not None:
+                if loop is not None and wide[0]:
+                    # Only a start whose failure read past its first window is worth it:
+                    # the starts its loop reaches would each cost as much.
                     loop.rule_out(buffer, start, ruled_out)
                 start += 1
             checked = anchor + 1
 
-    def _match_at(self, buffer: str, start: int, final: bool) -> tuple[Any, bool] | None:
+    def _match_at(
+        self, buffer: str, start: int, final: bool, wide: list[bool] | None = None
+    ) -> tuple[Any, bool] | None:
         """The match (or partial match) of the whole buffer at ``start``, or None, read in
         windows that double until the match no longer depends on where the window ends:
         no way through the pattern reaches the window's end (``fullmatch(partial=True)``
-        fails on the window). Costs about the length of text the pattern explores."""
+        fails on the window). Costs about the length of text the pattern explores.
+        ``wide[0]`` is set when that was more than the first window."""
         length = len(buffer)
         streaming = self.streaming
         assert streaming is not None
@@ -418,6 +424,8 @@ class Delimiter:
             if not found.partial and streaming.fullmatch(buffer, start, stop, partial=True) is None:
                 return found, True
             width *= 2
+            if wide is not None:
+                wide[0] = True
 
 
 class Scanner:
