@@ -79,6 +79,9 @@ HEADER_RUNS = {
         ),
         ("header+to=assistant*k", "<|start|>assistant<|channel|>commentary", " to=assistant"),
         ("start+channel*k", "<|start|>assistant", "<|channel|>"),
+        # Known superlinear (not the scanner): the regex engine backtracks through the
+        # header's word loop ``(?:\s+(?!to=)[\w\-]+)*`` in one match.
+        ("header+words*k", "<|start|>assistant<|channel|>commentary", " w"),
     ]
 }
 
