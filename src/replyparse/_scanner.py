@@ -113,6 +113,9 @@ class Delimiter:
     #: A pattern that begins with a loop over tokens: the starts a failed one rules out
     #: (``TokenLoop``); None when the pattern does not begin so.
     token_loop: TokenLoop | None = None
+    #: Literals every match contains (or looks ahead at), after its start
+    #: (``required_literals``): no match starts after the last occurrence of any of them.
+    required: tuple[str, ...] = ()
 
     def _could_extend(self, matched: str) -> bool:
         cache = self.extend_cache
@@ -148,7 +151,16 @@ class Delimiter:
         probe_chars = "".join(probes)
         anchors = find_anchors(source)
         delimiter = cls(
-            source, (), compiled, streaming, exact, None, None, probe_chars, anchors=anchors
+            source,
+            (),
+            compiled,
+            streaming,
+            exact,
+            None,
+            None,
+            probe_chars,
+            anchors=anchors,
+            required=required_literals(source),
         )
         if not is_context_sensitive(delimiter):
             delimiter = cls(
@@ -162,6 +174,7 @@ class Delimiter:
                 probe_chars,
                 anchors=anchors,
                 token_loop=find_token_loop(source),
+                required=delimiter.required,
             )
         return delimiter
 
@@ -253,10 +266,21 @@ class Delimiter:
             # an attempt at nearly every position.
             match = self._find_pattern(buffer, position, True, no_empty_at)[0]
             return match, len(buffer) + 1
+        last = len(buffer)  # no match starts after this
+        for literal in self.required:
+            key = ("required", literal)
+            at = memo.get(key)
+            if at is None:
+                at = memo[key] = buffer.rfind(literal)
+            last = min(last, at)
+        if last < position:
+            return None, len(buffer) + 1
         while True:
-            found, clear_to = self._search_anchored(buffer, position, limit, anchors, memo)
+            found, clear_to = self._search_anchored(
+                buffer, position, min(limit, last), anchors, memo
+            )
             if found is None:
-                return None, clear_to
+                return None, (len(buffer) + 1 if last < limit else clear_to)
             start, end = found.span()
             if end > start or start != no_empty_at:
                 return DelimiterMatch(start, end, 0, found.groupdict()), 0
@@ -331,6 +355,8 @@ class Delimiter:
         streaming = self.streaming
         assert streaming is not None and self.exact is not None
         leads = self.run_leads
+        loop = self.token_loop
+        ruled_out: set[int] = set()  # for this buffer as it is now
         while True:
             stop = position + _WINDOW
             if stop >= length:
@@ -342,9 +368,15 @@ class Delimiter:
                 position = stop
                 continue
             start = found.start()
-            settled = self._match_at(buffer, start, final)
+            if start in ruled_out:
+                position = start + 1
+                continue
+            wide = [False]
+            settled = self._match_at(buffer, start, final, wide)
             if settled is not None:
                 return settled
+            if loop is not None and wide[0]:
+                loop.rule_out(buffer, start, ruled_out, final)
             position = start + 1
             if self.literal_run is not None:
                 position = self.literal_run.skip_to(buffer, start)
@@ -1263,27 +1295,38 @@ class TokenLoop:
         self._literals = literals
         self._pre = pre
 
-    def _led(self, buffer: str, position: int, literals: tuple[str, ...]) -> bool:
+    @staticmethod
+    def _led(buffer: str, position: int, literals: tuple[str, ...], final: bool) -> bool:
+        """Whether one of ``literals`` begins at ``position`` (or, unless ``final``, may
+        begin there once more text arrives)."""
+        if not final and len(buffer) - position < max(map(len, literals), default=0):
+            tail = buffer[position:]
+            if any(literal.startswith(tail) for literal in literals):
+                return True
         return any(buffer.startswith(literal, position) for literal in literals)
 
-    def rule_out(self, buffer: str, start: int, out: set[int]) -> None:
-        """Add to ``out`` the starts that a failed start at ``start`` rules out."""
+    def rule_out(self, buffer: str, start: int, out: set[int], final: bool = True) -> None:
+        """Add to ``out`` the starts that a failed start at ``start`` rules out. Unless
+        ``final`` (more text may come), the end of the buffer is never ruled out: an
+        iteration's lookahead there is undecided."""
         found = self._path.match(buffer, start)
         if found is None:
             return
-        end = found.end()
+        end = found.end() if final else min(found.end(), len(buffer) - 1)
         boundaries = [start, *found.ends("step")]
         everything = self._literals + self._pre
         for index, boundary in enumerate(boundaries):
             if boundary in out and index:
                 continue
-            if not self._led(buffer, boundary, self._pre):
+            if boundary > end:
+                break
+            if not self._led(buffer, boundary, self._pre, final):
                 out.add(boundary)
-            stop = boundaries[index + 1] if index + 1 < len(boundaries) else end
+            stop = min(boundaries[index + 1], end) if index + 1 < len(boundaries) else end
             position = boundary
             while position < stop and all(run.contains(buffer[position]) for run in self._runs):
                 position += 1
-                if not self._led(buffer, position, everything):
+                if not self._led(buffer, position, everything, final):
                     out.add(position)
 
 
@@ -1313,6 +1356,37 @@ def _leading_run(node: _Node) -> _Chars | None:
     if body is None or body.kind != "chars" or not first.greedy or first.high is not None:
         return None
     return body.chars
+
+
+def required_literals(source: str) -> tuple[str, ...]:
+    """Literals (three characters or more) that every match of ``source`` contains, or
+    looks ahead at, somewhere after its start: runs of literal characters in its top-level
+    sequence, inside plain groups and positive lookaheads there. Empty when the reader does
+    not know the syntax."""
+    try:
+        tree = _PatternReader(source).parse()
+    except _Unsupported:
+        return ()
+    found: list[str] = []
+
+    def collect(node: _Node) -> None:
+        literal = ""
+        for item in node.items if node.kind == "seq" else [node]:
+            chars = item.chars
+            finite = chars.finite if item.kind == "chars" and chars is not None else None
+            if finite is not None and len(finite) == 1:
+                literal += next(iter(finite))
+                continue
+            if len(literal) >= 3:
+                found.append(literal)
+            literal = ""
+            if (item.kind == "group" and not item.boundary) or item.kind == "ahead":
+                collect(item.items[0])
+        if len(literal) >= 3:
+            found.append(literal)
+
+    collect(tree)
+    return tuple(dict.fromkeys(found))
 
 
 def find_token_loop(source: str) -> TokenLoop | None:

@@ -20,7 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from replyparse import ResponseParser, load_template
-from replyparse._scanner import REGEX_FLAGS, Delimiter, possessive_source
+from replyparse._scanner import REGEX_FLAGS, Delimiter, possessive_source, required_literals
 from replyparse.templates import get_entry, list_templates
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
@@ -270,29 +270,37 @@ def test_work_per_character_stays_flat(family: str, shape_name: str, step: int) 
 
 
 #: Runs of header tokens after a gpt-oss header (the loop of its header patterns eats the
-#: run from every start): (head, repeated unit).
+#: run from every start): (head, repeated unit, tail). A tail with the literals the
+#: patterns require (``to=functions.``, ``<|message|>``) keeps every start a candidate.
 HEADER_RUNS = [
-    ("<|start|>assistant<|channel|>commentary to=functions.f", " <|constrain|>"),
-    ("<|start|>assistant<|channel|>commentary to=functions.f", " <|constrain|>json"),
-    ("<|start|>assistant<|channel|>analysis", " <|constrain|>"),
-    ("<|start|>assistant<|channel|>commentary", " to=assistant"),
-    ("<|start|>assistant", "<|channel|>"),
+    ("<|start|>assistant<|channel|>commentary to=functions.f", " <|constrain|>", ""),
+    ("<|start|>assistant<|channel|>c", " <|constrain|>", " to=functions.g x<|message|>"),
+    ("<|start|>assistant<|channel|>c", " <|constrain|>json", " to=functions.g x<|message|>"),
+    ("<|start|>assistant<|channel|>analysis", " <|constrain|>", "x<|message|>"),
+    ("<|start|>assistant<|channel|>commentary", " to=assistant", "x<|message|>"),
+    ("<|start|>assistant", "<|channel|>", " to=functions.g<|message|>"),
 ]
 
 
-@pytest.mark.parametrize(("head", "unit"), HEADER_RUNS)
+@pytest.mark.parametrize(("head", "unit", "tail"), HEADER_RUNS)
 @pytest.mark.parametrize(("step", "recover"), [(4, False), (1_000_000, False), (4, True)])
 def test_work_per_character_stays_flat_on_gpt_oss_header_runs(
-    head: str, unit: str, step: int, recover: bool
+    head: str, unit: str, tail: str, step: int, recover: bool
 ) -> None:
     counter = [0]
 
     def make(size: int) -> str:
-        return head + unit * (size // len(unit))
+        return head + unit * (size // len(unit)) + tail
 
     small = _examined("gpt-oss", make(2_000), step, counter, recover) / 2_000
     large = _examined("gpt-oss", make(16_000), step, counter, recover) / 16_000
     assert large <= 2 * small + 64, (small, large)
+
+
+def test_required_literals_are_read_from_the_top_level_sequence() -> None:
+    assert required_literals(r"a(?:bcd|efg)hij(?=<\|m\|>)") == ("hij", "<|m|>")
+    assert required_literals(r"(?:abc)?(?!xyz)x(?P<n>abc)y") == ("abc",)
+    assert required_literals(r"(?:abc)+|def") == ()
 
 
 def test_a_failed_token_loop_start_keeps_the_match_after_its_run() -> None:
