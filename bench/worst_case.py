@@ -68,11 +68,39 @@ def cpu(run: object, *args: object) -> tuple[float, str]:
     return time.process_time() - start, str(outcome)
 
 
+#: Runs of header tokens after a gpt-oss header, where every start inside the run is a
+#: candidate the header loop eats the run from (tests/property/test_worst_case.py).
+HEADER_RUNS = {
+    "gpt-oss": [
+        (
+            "header+constrain*k",
+            "<|start|>assistant<|channel|>commentary to=functions.f",
+            " <|constrain|>",
+        ),
+        ("header+to=assistant*k", "<|start|>assistant<|channel|>commentary", " to=assistant"),
+        ("start+channel*k", "<|start|>assistant", "<|channel|>"),
+        # Known superlinear (not the scanner): the regex engine backtracks through the
+        # header's word loop ``(?:\s+(?!to=)[\w\-]+)*`` in one match.
+        ("header+words*k", "<|start|>assistant<|channel|>commentary", " w"),
+    ]
+}
+
+
+def _run_shape(family: str, name: str, head: str, unit: str) -> Shape:
+    return Shape(family, name, lambda size: head + unit * max(1, (size - len(head)) // len(unit)))
+
+
+def shapes_of(family: str) -> list[Shape]:
+    """The family's shapes from ``worst_case_shapes`` and its ``HEADER_RUNS``."""
+    runs = [_run_shape(family, *run) for run in HEADER_RUNS.get(family, [])]
+    return family_shapes(family) + runs
+
+
 def worst_shape(family: str, length: int) -> Shape:
     """The shape costing the most CPU time: one-shot at ``4 * length`` characters (where
     superlinear growth already shows) plus streamed at ``length``."""
     best: tuple[float, Shape] | None = None
-    for shape in family_shapes(family):
+    for shape in shapes_of(family):
         cost = cpu(one_shot, family, shape.make(4 * length))[0]
         cost += cpu(streamed, family, shape.make(length))[0]
         if best is None or cost > best[0]:
@@ -158,11 +186,13 @@ def main(argv: list[str] | None = None) -> int:
     options.add_argument("--sizes", nargs="*", type=int, default=list(SIZES))
     options.add_argument("--search", type=int, default=1_024, help="length of the shape search")
     options.add_argument("--write-docs", action="store_true")
+    options.add_argument("--shape", default=None, help="measure this shape, not the worst")
     args = options.parse_args(argv)
     sizes = tuple(args.sizes)
     rows = []
     for family in args.families or all_families():
-        shape = worst_shape(family, args.search)
+        shapes = {shape.name: shape for shape in shapes_of(family)}
+        shape = shapes[args.shape] if args.shape else worst_shape(family, args.search)
         row = measure(family, shape, sizes)
         rows.append(row)
         print(table([row], sizes).splitlines()[-1], flush=True)

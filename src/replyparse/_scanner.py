@@ -110,6 +110,12 @@ class Delimiter:
     extend_cache: dict[str, bool] = field(default_factory=dict, compare=False, repr=False)
     #: Where a match can start in a complete text (``Anchors``); None when not known.
     anchors: Anchors | None = None
+    #: A pattern that begins with a loop over tokens: the starts a failed one rules out
+    #: (``TokenLoop``); None when the pattern does not begin so.
+    token_loop: TokenLoop | None = None
+    #: Literals every match contains (or looks ahead at), after its start
+    #: (``required_literals``): no match starts after the last occurrence of any of them.
+    required: tuple[str, ...] = ()
 
     def _could_extend(self, matched: str) -> bool:
         cache = self.extend_cache
@@ -145,7 +151,16 @@ class Delimiter:
         probe_chars = "".join(probes)
         anchors = find_anchors(source)
         delimiter = cls(
-            source, (), compiled, streaming, exact, None, None, probe_chars, anchors=anchors
+            source,
+            (),
+            compiled,
+            streaming,
+            exact,
+            None,
+            None,
+            probe_chars,
+            anchors=anchors,
+            required=required_literals(source),
         )
         if not is_context_sensitive(delimiter):
             delimiter = cls(
@@ -158,6 +173,8 @@ class Delimiter:
                 literal_run,
                 probe_chars,
                 anchors=anchors,
+                token_loop=find_token_loop(source),
+                required=delimiter.required,
             )
         return delimiter
 
@@ -249,10 +266,21 @@ class Delimiter:
             # an attempt at nearly every position.
             match = self._find_pattern(buffer, position, True, no_empty_at)[0]
             return match, len(buffer) + 1
+        last = len(buffer)  # no match starts after this
+        for literal in self.required:
+            key = ("required", literal)
+            at = memo.get(key)
+            if at is None:
+                at = memo[key] = buffer.rfind(literal)
+            last = min(last, at)
+        if last < position:
+            return None, len(buffer) + 1
         while True:
-            found, clear_to = self._search_anchored(buffer, position, limit, anchors, memo)
+            found, clear_to = self._search_anchored(
+                buffer, position, min(limit, last), anchors, memo
+            )
             if found is None:
-                return None, clear_to
+                return None, (len(buffer) + 1 if last < limit else clear_to)
             start, end = found.span()
             if end > start or start != no_empty_at:
                 return DelimiterMatch(start, end, 0, found.groupdict()), 0
@@ -327,6 +355,8 @@ class Delimiter:
         streaming = self.streaming
         assert streaming is not None and self.exact is not None
         leads = self.run_leads
+        loop = self.token_loop
+        ruled_out: set[int] = set()  # for this buffer as it is now
         while True:
             stop = position + _WINDOW
             if stop >= length:
@@ -338,9 +368,15 @@ class Delimiter:
                 position = stop
                 continue
             start = found.start()
-            settled = self._match_at(buffer, start, final)
+            if start in ruled_out:
+                position = start + 1
+                continue
+            wide = [False]
+            settled = self._match_at(buffer, start, final, wide)
             if settled is not None:
                 return settled
+            if loop is not None and wide[0]:
+                loop.rule_out(buffer, start, ruled_out, final)
             position = start + 1
             if self.literal_run is not None:
                 position = self.literal_run.skip_to(buffer, start)
@@ -375,21 +411,34 @@ class Delimiter:
                         return (found, 0) if found is not None else (None, len(buffer) + 1)
             if start > limit:
                 return None, start
+            loop = self.token_loop
+            ruled_out: set[int] = memo.setdefault((id(self), "ruled out"), set())
             while start <= anchor:
+                if start in ruled_out:
+                    start += 1
+                    continue
                 # In windows: the regex engine's cost per call grows with the text after
                 # the start, so one match on the whole text per anchor would cost the
                 # text's length per anchor.
-                settled = self._match_at(buffer, start, True)
+                wide = [False]
+                settled = self._match_at(buffer, start, True, wide)
                 if settled is not None:
                     return settled[0], 0
+                if loop is not None and wide[0]:
+                    # Only a start whose failure read past its first window is worth it:
+                    # the starts its loop reaches would each cost as much.
+                    loop.rule_out(buffer, start, ruled_out)
                 start += 1
             checked = anchor + 1
 
-    def _match_at(self, buffer: str, start: int, final: bool) -> tuple[Any, bool] | None:
+    def _match_at(
+        self, buffer: str, start: int, final: bool, wide: list[bool] | None = None
+    ) -> tuple[Any, bool] | None:
         """The match (or partial match) of the whole buffer at ``start``, or None, read in
         windows that double until the match no longer depends on where the window ends:
         no way through the pattern reaches the window's end (``fullmatch(partial=True)``
-        fails on the window). Costs about the length of text the pattern explores."""
+        fails on the window). Costs about the length of text the pattern explores.
+        ``wide[0]`` is set when that was more than the first window."""
         length = len(buffer)
         streaming = self.streaming
         assert streaming is not None
@@ -407,6 +456,8 @@ class Delimiter:
             if not found.partial and streaming.fullmatch(buffer, start, stop, partial=True) is None:
                 return found, True
             width *= 2
+            if wide is not None:
+                wide[0] = True
 
 
 class Scanner:
@@ -787,6 +838,7 @@ class _Node:
     high: int | None = None
     greedy: bool = True
     end: int = 0  # source position just after a repeat's quantifier
+    begin: int = 0  # source position where a repeat's item begins
     boundary: bool = False  # a group whose inside is matched on its own (lookaround, atomic)
     possessive: bool = False  # a run made possessive
 
@@ -832,8 +884,11 @@ class _PatternReader:
     def _sequence(self) -> _Node:
         items: list[_Node] = []
         while self.index < len(self.source) and self._peek() not in "|)":
+            begin = self.index
             atom = self._atom()
-            items.append(self._quantified(atom))
+            quantified = self._quantified(atom)
+            quantified.begin = begin
+            items.append(quantified)
         return _Node("seq", items)
 
     def _quantified(self, atom: _Node) -> _Node:
@@ -1207,6 +1262,184 @@ def _literal_run(tree: _Node) -> LiteralRun | None:
     if body is None or not node.possessive or node.high is not None or body.chars is None:
         return None
     return LiteralRun(literal, regex.compile(f"(?:{body.chars.source})*+", REGEX_FLAGS))
+
+
+class TokenLoop:
+    """A pattern ``PRE LOOP REST``: optional literal-led items, then a loop ``(?:BODY)*``
+    over tokens, then the rest (gpt-oss's headers: ``(?:<\\|end\\|>)?...(?:<\\|channel\\|>\\w+
+    |\\s*<\\|constrain\\|>[\\w\\-]*|...)*\\s*to=functions...``). Over a long run of tokens
+    every start inside the run eats the rest of it before failing, so trying them one by one
+    costs the run's length squared. When no match starts at ``s``, none starts at:
+
+    * a position ``b`` that whole iterations of the loop reach from ``s`` (a match at ``b``
+      with ``PRE`` empty, prefixed by those iterations, would be one at ``s``), unless an
+      item of ``PRE`` could begin there;
+    * a position ``b + k`` after such a ``b``, where ``buffer[b:b + k]`` is a run of
+      characters every run-led alternative's first run accepts (``\\s*<\\|constrain...``)
+      and no literal-led alternative's literal (nor an item of ``PRE``) begins: each way on
+      from ``b + k`` begins with a run, which from ``b`` eats those characters too.
+
+    The alternatives are the loop body's and ``REST`` (zero iterations). ``rule_out`` adds
+    these positions along the loop's greedy way from ``s``: its cost is that way's length.
+    """
+
+    def __init__(
+        self,
+        path: regex.Pattern[str],
+        runs: list[_Chars],
+        literals: tuple[str, ...],
+        pre: tuple[str, ...],
+    ) -> None:
+        self._path = path
+        self._runs = runs
+        self._literals = literals
+        self._pre = pre
+
+    @staticmethod
+    def _led(buffer: str, position: int, literals: tuple[str, ...], final: bool) -> bool:
+        """Whether one of ``literals`` begins at ``position`` (or, unless ``final``, may
+        begin there once more text arrives)."""
+        if not final and len(buffer) - position < max(map(len, literals), default=0):
+            tail = buffer[position:]
+            if any(literal.startswith(tail) for literal in literals):
+                return True
+        return any(buffer.startswith(literal, position) for literal in literals)
+
+    def rule_out(self, buffer: str, start: int, out: set[int], final: bool = True) -> None:
+        """Add to ``out`` the starts that a failed start at ``start`` rules out. Unless
+        ``final`` (more text may come), the end of the buffer is never ruled out: an
+        iteration's lookahead there is undecided."""
+        found = self._path.match(buffer, start)
+        if found is None:
+            return
+        end = found.end() if final else min(found.end(), len(buffer) - 1)
+        boundaries = [start, *found.ends("step")]
+        everything = self._literals + self._pre
+        for index, boundary in enumerate(boundaries):
+            if boundary in out and index:
+                continue
+            if boundary > end:
+                break
+            if not self._led(buffer, boundary, self._pre, final):
+                out.add(boundary)
+            stop = min(boundaries[index + 1], end) if index + 1 < len(boundaries) else end
+            position = boundary
+            while position < stop and all(run.contains(buffer[position]) for run in self._runs):
+                position += 1
+                if not self._led(buffer, position, everything, final):
+                    out.add(position)
+
+
+def _leading_literal(node: _Node) -> str:
+    """The literal every match of ``node`` begins with ("" when none)."""
+    items = node.items if node.kind == "seq" else [node]
+    literal = ""
+    for item in items:
+        if item.kind == "group" and not literal:
+            return _leading_literal(item.items[0])
+        chars = item.chars
+        if item.kind != "chars" or chars is None or chars.finite is None or len(chars.finite) != 1:
+            break
+        literal += next(iter(chars.finite))
+    return literal
+
+
+def _leading_run(node: _Node) -> _Chars | None:
+    """The class of the unbounded greedy run every match of ``node`` begins with."""
+    items = node.items if node.kind == "seq" else [node]
+    if not items:
+        return None
+    first = items[0]
+    if first.kind == "group":
+        return _leading_run(first.items[0]) if len(items) == 1 else None
+    body = first.items[0] if first.kind == "repeat" else None
+    if body is None or body.kind != "chars" or not first.greedy or first.high is not None:
+        return None
+    return body.chars
+
+
+def required_literals(source: str) -> tuple[str, ...]:
+    """Literals (three characters or more) that every match of ``source`` contains, or
+    looks ahead at, somewhere after its start: runs of literal characters in its top-level
+    sequence, inside plain groups and positive lookaheads there. Empty when the reader does
+    not know the syntax."""
+    try:
+        tree = _PatternReader(source).parse()
+    except _Unsupported:
+        return ()
+    found: list[str] = []
+
+    def collect(node: _Node) -> None:
+        literal = ""
+        for item in node.items if node.kind == "seq" else [node]:
+            chars = item.chars
+            finite = chars.finite if item.kind == "chars" and chars is not None else None
+            if finite is not None and len(finite) == 1:
+                literal += next(iter(finite))
+                continue
+            if len(literal) >= 3:
+                found.append(literal)
+            literal = ""
+            if (item.kind == "group" and not item.boundary) or item.kind == "ahead":
+                collect(item.items[0])
+        if len(literal) >= 3:
+            found.append(literal)
+
+    collect(tree)
+    return tuple(dict.fromkeys(found))
+
+
+def find_token_loop(source: str) -> TokenLoop | None:
+    """The ``TokenLoop`` of a pattern, or None when it does not have that shape (or uses
+    syntax the reader does not know)."""
+    try:
+        tree = _PatternReader(source).parse()
+    except _Unsupported:
+        return None
+    items = tree.items if tree.kind == "seq" else []
+    pre: list[str] = []
+    index = 0
+    while index < len(items):
+        item = items[index]
+        if item.kind != "repeat" or item.low != 0 or item.high != 1:
+            break
+        literal = _leading_literal(item.items[0])
+        if not literal:
+            return None
+        pre.append(literal)
+        index += 1
+    if index + 1 >= len(items):
+        return None
+    loop = items[index]
+    if loop.kind != "repeat" or loop.low != 0 or loop.high is not None or not loop.greedy:
+        return None
+    body = loop.items[0]
+    if body.kind != "group" or source[loop.end - 1] != "*":
+        return None
+    inner = body.items[0]
+    while inner.kind == "seq" and len(inner.items) == 1 and inner.items[0].kind == "group":
+        inner = inner.items[0].items[0]
+    branches = inner.items if inner.kind == "alt" else [inner]
+    rest = _Node("seq", items[index + 1 :])
+    runs: list[_Chars] = []
+    literals: list[str] = []
+    for branch in [*branches, rest]:
+        run = _leading_run(branch)
+        if run is not None:
+            runs.append(run)
+            continue
+        literal = _leading_literal(branch)
+        if not literal:
+            return None
+        literals.append(literal)
+    body_source = source[loop.begin + 1 : loop.end - 2]  # inside "(" ... ")*"
+    if body_source.startswith("?:"):
+        body_source = body_source[2:]
+    try:
+        path = regex.compile(f"(?:(?P<step>{body_source}))*", REGEX_FLAGS)
+    except regex.error:
+        return None
+    return TokenLoop(path, runs, tuple(literals), tuple(pre))
 
 
 def _analyse(source: str) -> tuple[str, RunLeads | None, LiteralRun | None]:

@@ -83,6 +83,29 @@ def test_long_runs_after_openers_parse_per_character_like_one_shot(family: str) 
             assert outcome(family, list(text)) == outcome(family, [text]), shape.name
 
 
+#: gpt-oss header-token runs (``bench/worst_case.py``'s ``HEADER_RUNS``): the loop of the
+#: header patterns eats the run from every start; cut, or ended by a valid message.
+HEADER_RUN_TEXTS = [
+    "<|start|>assistant<|channel|>commentary to=functions.f" + " <|constrain|>" * 150,
+    "<|start|>assistant<|channel|>commentary to=functions.f"
+    + " <|constrain|>json" * 150
+    + "<|message|>{}<|call|>",
+    "<|start|>assistant<|channel|>analysis" + " <|constrain|>" * 150 + "<|message|>r<|end|>",
+    "<|start|>assistant<|channel|>commentary" + " to=assistant" * 150 + "x<|message|>",
+    "<|start|>assistant" + "<|channel|>" * 150,
+]
+
+
+@pytest.mark.parametrize("index", range(len(HEADER_RUN_TEXTS)))
+def test_gpt_oss_header_runs_parse_the_same_streamed_and_one_shot(index: int) -> None:
+    text = HEADER_RUN_TEXTS[index]
+    whole = outcome("gpt-oss", [text])
+    assert outcome("gpt-oss", chunked(text, 4)) == whole
+    recovered = parse_output(text, get_entry("gpt-oss").template, prefix="").message
+    if not isinstance(whole, tuple):
+        assert recovered == whole
+
+
 # -- deep nesting ------------------------------------------------------------------------------
 
 #: (family, output nested DEEP levels): json, json inside a call object, pythonic,

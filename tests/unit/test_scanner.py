@@ -20,7 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from replyparse import ResponseParser, load_template
-from replyparse._scanner import REGEX_FLAGS, Delimiter, possessive_source
+from replyparse._scanner import REGEX_FLAGS, Delimiter, possessive_source, required_literals
 from replyparse.templates import get_entry, list_templates
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
@@ -210,7 +210,7 @@ class _Counting:
         return self._pattern.fullmatch(text, pos, endpos, **kw)
 
 
-def _examined(family: str, text: str, step: int, counter: list[int]) -> int:
+def _examined(family: str, text: str, step: int, counter: list[int], recover: bool = False) -> int:
     """Characters handed to the regex engine while parsing ``text`` (in ``step`` feeds)."""
     template = load_template(get_entry(family).template.to_dict())
     delimiters = {
@@ -227,7 +227,7 @@ def _examined(family: str, text: str, step: int, counter: list[int]) -> int:
             object.__setattr__(delimiter, "streaming", _Counting(delimiter.streaming, counter))
             delimiter.extend_cache.clear()
         counter[0] = 0
-        parser = ResponseParser(template, prefix="")
+        parser = ResponseParser(template, prefix="", recover=recover)
         try:
             for index in range(0, len(text), step):
                 parser.feed(text[index : index + step])
@@ -267,3 +267,54 @@ def test_work_per_character_stays_flat(family: str, shape_name: str, step: int) 
     large = _examined(family, shape.make(16_000), step, counter) / 16_000
     # Linear work is a constant per character; quadratic would grow eightfold here.
     assert large <= 2 * small + 64, (small, large)
+
+
+#: Runs of header tokens after a gpt-oss header (the loop of its header patterns eats the
+#: run from every start): (head, repeated unit, tail). A tail with the literals the
+#: patterns require (``to=functions.``, ``<|message|>``) keeps every start a candidate.
+HEADER_RUNS = [
+    ("<|start|>assistant<|channel|>commentary to=functions.f", " <|constrain|>", ""),
+    ("<|start|>assistant<|channel|>c", " <|constrain|>", " to=functions.g x<|message|>"),
+    ("<|start|>assistant<|channel|>c", " <|constrain|>json", " to=functions.g x<|message|>"),
+    ("<|start|>assistant<|channel|>analysis", " <|constrain|>", "x<|message|>"),
+    ("<|start|>assistant<|channel|>commentary", " to=assistant", "x<|message|>"),
+    ("<|start|>assistant", "<|channel|>", " to=functions.g<|message|>"),
+]
+
+
+@pytest.mark.parametrize(("head", "unit", "tail"), HEADER_RUNS)
+@pytest.mark.parametrize(("step", "recover"), [(4, False), (1_000_000, False), (4, True)])
+def test_work_per_character_stays_flat_on_gpt_oss_header_runs(
+    head: str, unit: str, tail: str, step: int, recover: bool
+) -> None:
+    counter = [0]
+
+    def make(size: int) -> str:
+        return head + unit * (size // len(unit)) + tail
+
+    small = _examined("gpt-oss", make(2_000), step, counter, recover) / 2_000
+    large = _examined("gpt-oss", make(16_000), step, counter, recover) / 16_000
+    assert large <= 2 * small + 64, (small, large)
+
+
+def test_required_literals_are_read_from_the_top_level_sequence() -> None:
+    assert required_literals(r"a(?:bcd|efg)hij(?=<\|m\|>)") == ("hij", "<|m|>")
+    assert required_literals(r"(?:abc)?(?!xyz)x(?P<n>abc)y") == ("abc",)
+    assert required_literals(r"(?:abc)+|def") == ()
+
+
+def test_a_failed_token_loop_start_keeps_the_match_after_its_run() -> None:
+    """The starts a failed one rules out (``TokenLoop``) never hide a later match."""
+    source = get_entry("gpt-oss").template.to_dict()["fields"]["tool_calls"]["open_pattern"]
+    delimiter = Delimiter.from_pattern(source)
+    assert delimiter.token_loop is not None
+    run = " <|constrain|>" * 200
+    # A space before <|channel|> ends the first header's loop: the match starts after it.
+    text = "<|channel|>x" + run + " <|channel|>c" + run + " to=functions.g<|message|>"
+    match = delimiter.find_final(text, 0, len(text), -1, {})
+    assert match is not None
+    assert (match.start, match.groups["name"]) == (text.index("<|channel|>c"), "g")
+    joined = text.replace(" <|channel|>c", "<|channel|>c")
+    match = delimiter.find_final(joined, 0, len(joined), -1, {})
+    assert match is not None and match.start == 0
+    assert delimiter.find_final(text[:-1], 0, len(text), -1, {}) is None
