@@ -1,11 +1,16 @@
 """JSON type names of Python values, as JSON Schema's ``type`` keyword names them.
 
-One function shared by argument typing, argument validation, tool schemas and grammars.
+Shared by argument typing, argument validation, tool schemas and grammars: the type name of a
+value, JSON Schema's equality (``enum``, ``const``) and a key that is equal exactly when values
+are (``uniqueItems`` in linear time).
 """
 
 from __future__ import annotations
 
-__all__ = ["json_type"]
+import math
+from collections.abc import Hashable
+
+__all__ = ["json_equal", "json_key", "json_type"]
 
 
 def json_type(value: object) -> str | None:
@@ -26,3 +31,47 @@ def json_type(value: object) -> str | None:
     if isinstance(value, list):
         return "array"
     return None
+
+
+def json_equal(left: object, right: object) -> bool:
+    """Equality as JSON Schema's ``enum``, ``const`` and ``uniqueItems`` see it: ``1 == 1.0``
+    but ``True != 1``; arrays and objects compare item by item (object key order aside)."""
+    left_type, right_type = json_type(left), json_type(right)
+    numeric = ("integer", "number")
+    if left_type in numeric and right_type in numeric:
+        return bool(left == right)
+    if left_type != right_type:
+        return False
+    if isinstance(left, list) and isinstance(right, list):
+        return len(left) == len(right) and all(map(json_equal, left, right))
+    if isinstance(left, dict) and isinstance(right, dict):
+        return left.keys() == right.keys() and all(
+            json_equal(item, right[key]) for key, item in left.items()
+        )
+    return bool(left == right)
+
+
+def json_key(value: object) -> Hashable:
+    """A hashable key with ``json_key(a) == json_key(b)`` exactly when ``json_equal(a, b)``:
+    duplicates found by hashing, not by comparing every pair. Values JSON has no type for key
+    by ``==`` when hashable (as ``json_equal`` compares them), else as distinct."""
+    kind = json_type(value)
+    if kind in ("integer", "number"):
+        number = value
+        if isinstance(number, float) and math.isnan(number):
+            return ("nan", object())  # NaN equals nothing, not even itself
+        if isinstance(number, float) and math.isfinite(number) and number.is_integer():
+            number = int(number)  # 1.0 and 1 are one JSON number
+        return ("n", number)
+    if kind == "array":
+        assert isinstance(value, list)
+        return ("a", tuple(map(json_key, value)))
+    if kind == "object":
+        assert isinstance(value, dict)
+        return ("o", frozenset((key, json_key(item)) for key, item in value.items()))
+    if kind is None:
+        try:
+            return ("?", hash(value), value)
+        except TypeError:  # unhashable and not JSON: reported as distinct
+            return ("?", object())
+    return (kind, value)

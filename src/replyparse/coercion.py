@@ -37,7 +37,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-from replyparse._json_types import json_type
+from replyparse._json_types import json_equal, json_type
 from replyparse._schema_ref import SchemaReferenceError, resolve_reference
 from replyparse.template._call_shape import function_of, with_arguments
 from replyparse.tools import FunctionTool, Tool
@@ -270,7 +270,7 @@ class _Coercer:
             if member_type is None or member_type == "string":
                 continue
             converted = _convert(value, member_type)
-            if converted is not _FAILED and _json_equal(converted, member):
+            if converted is not _FAILED and json_equal(converted, member):
                 return member
         if schema.get("nullable") is True and _convert(value, "null") is None:
             return None
@@ -397,7 +397,7 @@ def _allowed_values(schema: Mapping[str, Any]) -> list[Any] | None:
 def _is_allowed(value: Any, allowed: Sequence[Any], schema: Mapping[str, Any]) -> bool:
     if value is None and schema.get("nullable") is True:
         return True  # OpenAPI-style nullable (what transformers' get_json_schema emits)
-    return any(_json_equal(value, member) for member in allowed)
+    return any(json_equal(value, member) for member in allowed)
 
 
 def _mapping_or_none(candidate: object) -> Mapping[str, Any] | None:
@@ -448,23 +448,6 @@ def _has_type(value: object, name: str) -> bool:
     """Whether ``value`` is of JSON type ``name``. An integral float is not an ``integer``."""
     actual = json_type(value)
     return actual == name or (name == "number" and actual == "integer")
-
-
-def _json_equal(left: object, right: object) -> bool:
-    """Equality as JSON Schema's ``enum`` sees it: ``1 == 1.0`` but ``True != 1``."""
-    left_type, right_type = json_type(left), json_type(right)
-    numeric = ("integer", "number")
-    if left_type in numeric and right_type in numeric:
-        return left == right
-    if left_type != right_type:
-        return False
-    if isinstance(left, list) and isinstance(right, list):
-        return len(left) == len(right) and all(map(_json_equal, left, right))
-    if isinstance(left, dict) and isinstance(right, dict):
-        return left.keys() == right.keys() and all(
-            _json_equal(item, right[key]) for key, item in left.items()
-        )
-    return left == right
 
 
 def _convert(value: Any, name: str) -> Any:

@@ -17,6 +17,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from replyparse._json_types import json_equal, json_key
 from replyparse.openai import validate_arguments
 from replyparse.openai._validation import FORMATS, _format_ok, fallback_violations
 
@@ -165,3 +166,20 @@ def _without_nullable(schema: Any) -> Any:
     if schema.get("nullable") is True and isinstance(copy.get("type"), str):
         copy["type"] = [copy["type"], "null"]
     return copy
+
+
+@settings(max_examples=300, deadline=None)
+@given(values, values)
+def test_json_key_is_equal_exactly_when_json_equal_is(left: Any, right: Any) -> None:
+    """``uniqueItems`` hashes ``json_key`` (linear) where it compared every pair with
+    ``json_equal``: the two must agree on every pair, including 1 == 1.0 and True != 1."""
+    assert (json_key(left) == json_key(right)) == json_equal(left, right)
+    assert json_equal(left, left) and json_key(left) == json_key(left)
+
+
+def test_unique_items_reports_each_later_duplicate_in_linear_time() -> None:
+    schema = {"type": "object", "properties": {"xs": {"type": "array", "uniqueItems": True}}}
+    items: list[Any] = [*range(50_000), 1.0, {"a": [True]}, {"a": [True]}, True, 1]
+    expected = [("xs", 50_000), ("xs", 50_002), ("xs", 50_004)]
+    assert [v.path for v in fallback_violations({"xs": items}, schema)] == expected
+    assert [v.path for v in validate_arguments({"xs": items}, schema)] == expected

@@ -5,10 +5,13 @@ tools and tools inside a ``namespace``), its ``arguments`` as the one canonical 
 or a custom tool's raw ``input``. The whole-message conversions, the stream adapters and
 the rules all go through here, so they agree.
 
-Accepted call shapes (whatever the template's transform builds):
-``{"type": "function", "function": {"name", "arguments"}}``,
-``{"type": "custom", "custom": {"name", "input"}}`` and the flat ``{"name", "arguments"}``
-(``"parameters"`` is read as ``"arguments"``). A function-shaped call whose name is a custom
+Accepted call shapes: a function call as the parser builds and checks it
+(``{"type": "function", "function": {"name", "arguments"}}``, read by the template layer's
+:func:`~replyparse.template._call_shape.function_of`, the one test of "this is a function
+call") and ``{"type": "custom", "custom": {"name", "input"}}``. Anything else (a flat
+``{"name", "arguments"}``, ``"parameters"`` for ``"arguments"``) is a
+:class:`MessageShapeError` naming the call, never guessed: the parser, the argument typing and
+this layer agree on what a call is. A function-shaped call whose name is a custom
 tool becomes a custom call; its input is ``arguments`` itself when that is a string, the
 only value of a one-key object (``{"input": "..."}``), or else the arguments' JSON.
 """
@@ -22,6 +25,7 @@ from typing import Any, Literal
 
 from replyparse.openai._arguments import CallTarget, arguments_json
 from replyparse.openai.errors import MessageShapeError
+from replyparse.template._call_shape import function_of
 from replyparse.tools import CustomTool, FunctionTool, Tool, normalize_tools, tools_by_name
 
 __all__ = [
@@ -151,11 +155,10 @@ def resolve_call(call: Any, tools: ToolIndex, position: int) -> ResolvedCall:
     if call.get("type") == "custom" and isinstance(custom, Mapping):
         name, payload, written_custom = custom.get("name"), custom.get("input"), True
     else:
-        function = call.get("function")
-        body: Mapping[str, Any] = function if isinstance(function, Mapping) else call
-        name = body.get("name")
-        payload = body.get("arguments", body.get("parameters"))
-        written_custom = False
+        function = function_of(call)
+        if function is None:
+            raise _shape_error(position, call, "not a function or custom tool call")
+        name, payload, written_custom = function["name"], function["arguments"], False
     if not isinstance(name, str) or not name:
         raise _shape_error(position, call, "the call has no function name")
     tool = tools.find(name)

@@ -29,7 +29,7 @@ import uuid
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from replyparse._json_types import json_type
+from replyparse._json_types import json_equal, json_key, json_type
 from replyparse._schema_ref import SchemaReferenceError, resolve_reference
 from replyparse.openai._patterns import PatternTimeout, compile_pattern, search
 from replyparse.openai.errors import RuleViolation
@@ -62,18 +62,16 @@ def _is_type(value: Any, name: str) -> bool:
     return actual == name
 
 
-def _json_equal(left: Any, right: Any) -> bool:
-    numeric = ("integer", "number")
-    left_type, right_type = _json_type(left), _json_type(right)
-    if left_type in numeric and right_type in numeric:
-        return bool(left == right)
-    if left_type != right_type:
-        return False
-    if left_type == "array":
-        return len(left) == len(right) and all(map(_json_equal, left, right))
-    if left_type == "object":
-        return set(left) == set(right) and all(_json_equal(left[k], right[k]) for k in left)
-    return bool(left == right)
+def _duplicate_positions(items: list[Any]) -> list[int]:
+    """Positions of the items equal (as JSON) to an earlier one: hashed, linear in the array."""
+    seen: set[Any] = set()
+    found = []
+    for position, item in enumerate(items):
+        key = json_key(item)
+        if key in seen:
+            found.append(position)
+        seen.add(key)
+    return found
 
 
 def _mapping(schema: Mapping[str, Any], key: str) -> Mapping[str, Any]:
@@ -165,10 +163,10 @@ class _Validator:
             expected = types[0] if len(types) == 1 else " or ".join(types)
             self.add(where, f"expected {expected}; got {short_value(value)}")
             return
-        if "const" in schema and not _json_equal(value, schema["const"]):
+        if "const" in schema and not json_equal(value, schema["const"]):
             self.add(where, f"expected {short_value(schema['const'])}; got {short_value(value)}")
         enum = schema.get("enum")
-        if isinstance(enum, list) and not any(_json_equal(value, member) for member in enum):
+        if isinstance(enum, list) and not any(json_equal(value, member) for member in enum):
             self.add(where, f"expected one of {short_value(enum)}; got {short_value(value)}")
         self._combinators(value, schema, where, depth)
         kind = _json_type(value)
@@ -263,9 +261,8 @@ class _Validator:
                 self.validate(item, sub, (*where, position), depth + 1)
         self._count(len(value), schema, "Items", "items", where)
         if schema.get("uniqueItems") is True:
-            for position, item in enumerate(value):
-                if any(_json_equal(item, earlier) for earlier in value[:position]):
-                    self.add((*where, position), f"duplicate item {short_value(item)}")
+            for position in _duplicate_positions(value):
+                self.add((*where, position), f"duplicate item {short_value(value[position])}")
         contains = schema.get("contains")
         if contains is not None and not any(
             self.is_valid(item, contains, (*where, index), depth)
@@ -500,9 +497,10 @@ def _dependent_required(validator: Any, dependent: Any, instance: Any, schema: A
 
 def _unique_items(validator: Any, unique: Any, instance: Any, schema: Any) -> _Errors:
     if unique is True and isinstance(instance, list):
-        for position, item in enumerate(instance):
-            if any(_json_equal(item, earlier) for earlier in instance[:position]):
-                yield ValidationError(f"duplicate item {short_value(item)}", path=[position])
+        for position in _duplicate_positions(instance):
+            yield ValidationError(
+                f"duplicate item {short_value(instance[position])}", path=[position]
+            )
 
 
 def _message(error: Any, validator: Any) -> str:
