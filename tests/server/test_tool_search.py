@@ -573,13 +573,17 @@ def test_a_continuation_cut_by_the_token_limit_is_incomplete(tmp_path: Path) -> 
 def test_every_round_renders_off_the_event_loop(
     stream: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Each round's chat-template rendering and output parsing run in worker threads, as
-    the rest of the server does, so a slow template never stalls other requests."""
+    """Each round's chat-template rendering runs in a worker thread, so a slow template
+    never stalls other requests; its pieces are fed by the server's one feeding policy
+    (``replyparse.server.feeding``): on the loop only up to ``INLINE_FEED_CHARS``."""
     import asyncio
 
     from replyparse.openai import ResponsesStream
 
+    from replyparse.server.feeding import INLINE_FEED_CHARS
+
     on_loop: list[str] = []
+    fed: list[int] = []
 
     def running_loop(what: str) -> None:
         try:
@@ -595,7 +599,8 @@ def test_every_round_renders_off_the_event_loop(
         return render(self, *args, **kwargs)
 
     def checked_feed(self: Any, text: Any) -> Any:
-        running_loop("feed")
+        running_loop(f"feed of {len(text)} chars")
+        fed.append(len(text))
         return feed(self, text)
 
     monkeypatch.setattr(ChatTemplate, "render", checked_render)
@@ -605,4 +610,5 @@ def test_every_round_renders_off_the_event_loop(
         output = _events(url, body)[-1]["response"] if stream else _whole(url, body)
     assert _types(output)[-1] == "function_call"
     assert len(backend.requests) == 2  # two rounds, two renders
-    assert on_loop == []
+    assert fed and "render" not in on_loop
+    assert all(int(what.split()[2]) <= INLINE_FEED_CHARS for what in on_loop), on_loop

@@ -51,6 +51,7 @@ from replyparse.openai import (
 from replyparse.server.backends import Backend, BackendError, Delta, Generation, GenerationRequest
 from replyparse.server.constraints import grammar_fields
 from replyparse.server.errors import Api, ApiError, to_api_error
+from replyparse.server.feeding import feed
 from replyparse.server.limits import Limits, decode_body
 from replyparse.server.structured import log_content_problems
 from replyparse.server.tool_search import prepare_search, respond_with_search
@@ -66,11 +67,6 @@ _T = TypeVar("_T")
 #: Serializes :func:`_quietly` (``warnings.catch_warnings`` is not thread-safe).
 _WARNINGS_LOCK = threading.Lock()
 _SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
-#: A generation piece up to this many characters is parsed on the event loop: feeding is
-#: linear in the piece, a token-sized one costs a few microseconds and a worker-thread hop
-#: several times that (issue 13). A longer piece (an upstream sending big deltas) still goes
-#: to a worker thread, so that no single feed holds the loop.
-_INLINE_FEED_CHARS = 1024
 
 
 @dataclass(frozen=True)
@@ -321,7 +317,7 @@ class _Handler:
             async for delta in generation:
                 outcome.note(delta)
                 if delta.text:
-                    await _feed(stream, delta.text)
+                    await feed(stream, delta.text)
             await asyncio.to_thread(
                 _quietly, lambda: stream.finish(finish_reason=outcome.finish_reason), lambda e: []
             )
@@ -378,7 +374,7 @@ class _Handler:
             async for delta in generation:
                 outcome.note(delta)
                 if delta.text:
-                    pieces = await _feed(stream, delta.text)
+                    pieces = await feed(stream, delta.text)
                     for frame in chat_sse(pieces, done=False):
                         yield frame
             usage = _chat_usage(outcome.usage) if turn.include_usage else None
@@ -407,7 +403,7 @@ class _Handler:
             async for delta in generation:
                 outcome.note(delta)
                 if delta.text:
-                    pieces = await _feed(stream, delta.text)
+                    pieces = await feed(stream, delta.text)
                     for frame in responses_sse(turn.stamp_events(pieces)):
                         yield frame
             usage = _responses_usage(outcome.usage)
@@ -449,13 +445,6 @@ class _Handler:
             "created": self.created,
             "owned_by": "replyparse",
         }
-
-
-async def _feed(stream: ChatCompletionStream | ResponsesStream, text: str) -> list[dict[str, Any]]:
-    """``stream.feed(text)``: on the event loop for a short piece, else in a worker thread."""
-    if len(text) <= _INLINE_FEED_CHARS:
-        return stream.feed(text)
-    return await asyncio.to_thread(stream.feed, text)
 
 
 def _log_issues(stream: ChatCompletionStream | ResponsesStream) -> None:

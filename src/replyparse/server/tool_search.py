@@ -58,6 +58,7 @@ from replyparse.openai.tool_search import (
 )
 from replyparse.server.backends import BackendError, Generation, GenerationRequest
 from replyparse.server.errors import ApiError, to_api_error
+from replyparse.server.feeding import feed
 from replyparse.server.turn import Turn
 from replyparse.template import ResponseTemplate
 from replyparse.tools import FunctionTool, Tool, normalize_tools, responses_shapes
@@ -439,7 +440,7 @@ async def _drain(
         async for delta in generation:
             round_.note(delta.finish_reason, delta.usage)
             if delta.text:
-                yield await asyncio.to_thread(stream.feed, delta.text)
+                yield await feed(stream, delta.text)
     finally:
         await generation.aclose()
 
