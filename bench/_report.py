@@ -12,6 +12,8 @@ __all__ = ["Results", "Target", "console_report", "evaluate_targets", "markdown_
 
 OURS = "replyparse"
 REFERENCE = "reference"
+#: bench/_floor.py: the tightest pure-Python literal scanner, the per-feed floor of issue 13
+FLOOR = "literal floor"
 
 #: "A small constant" in the memory target: bytes a parser may hold beyond the text it was fed.
 MEMORY_ALLOWANCE = 16 * 1024
@@ -40,6 +42,8 @@ class Results:
     many_memory: dict[str, dict[str, float]] = field(default_factory=dict)
     interleaved: dict[str, dict[str, Sample]] = field(default_factory=dict)
     interleaved_shape: dict[str, str] = field(default_factory=dict)
+    #: (style, length) -> {OURS: Sample, FLOOR: Sample}: streaming against bench/_floor.py
+    floor: dict[tuple[str, int], dict[str, Sample]] = field(default_factory=dict)
     #: (family, length) -> {"chars", "style", "stream": Sample, "one_shot": Sample}
     registry: dict[tuple[str, int], dict[str, Any]] = field(default_factory=dict)
     #: (family, length) -> {"chars", "parser", "chat", "responses"} (Samples per delta)
@@ -95,7 +99,18 @@ def evaluate_targets(results: Results) -> list[Target]:
                     growth <= 1.3,
                 )
             )
-    for length, needed in ((100_000, 3.0), (10_000, 1.5), (1_000, 1.0)):
+    for (style, length), samples in results.floor.items():
+        over = samples[OURS].per_unit / samples[FLOOR].per_unit
+        targets.append(
+            Target(
+                f"core parser per feed vs the literal-scanner floor, {_length(length)} ({style})",
+                f"{over:.2f}x",
+                "<= 2.00x",
+                over <= 2.0,
+            )
+        )
+    # 100k: issue 13 asks 5x on every style (issue 3 asked 3x); 10k and 1k are issue 3's.
+    for length, needed in ((100_000, 5.0), (10_000, 1.5), (1_000, 1.0)):
         for style in styles:
             key = (style, length)
             if key not in results.stream:
@@ -632,6 +647,13 @@ def markdown_report(results: Results, command: str) -> str:
             f"(until {settings['stream_budget']} s have been spent on the cell); the table "
             "gives the median. If one warm-up run takes over "
             f"{settings['slow']} s, the cell is cut to 3 repeats and marked so.",
+            "- **Literal floor.** `bench/_floor.py` is the tightest pure-Python streaming "
+            "scanner for the literal template: per feed one C-level check for a character "
+            "that could begin a delimiter (if none, the piece is appended and that is all), "
+            "else one search for the next delimiter and a held-back tail; values stripped and "
+            "call bodies decoded at the end. It gives the same messages as replyparse (checked "
+            "before timing) and is streamed the same 4-character feeds; the target compares "
+            "cost per feed.",
             "- **One-shot.** `parse_response(text, template, prefix=...)` on the same outputs; "
             "MB/s = UTF-8 bytes of the output / median time.",
             f"- **Batch.** {settings['batch']:,} different short outputs per style (half without "

@@ -40,7 +40,14 @@ if str(HERE) not in sys.path:
 
 import _layers as layers  # noqa: E402
 import _measure as measure  # noqa: E402
-from _report import OURS, REFERENCE, Results, console_report, markdown_report  # noqa: E402
+from _report import (  # noqa: E402
+    FLOOR,
+    OURS,
+    REFERENCE,
+    Results,
+    console_report,
+    markdown_report,
+)
 from _workloads import STYLES, Style, make_batch, make_output  # noqa: E402
 
 DEFAULT_OUTPUT = ROOT / "docs" / "performance.md"
@@ -131,6 +138,12 @@ def _implementations() -> list[measure.Implementation]:
         ),
         measure.Implementation(REFERENCE, transformers.__version__, parse_response, ResponseParser),
     ]
+
+
+def _floor() -> measure.Implementation:
+    from _floor import LiteralFloor, floor_parse
+
+    return measure.Implementation(FLOOR, "bench/_floor.py", floor_parse, LiteralFloor)
 
 
 def _cpu_model() -> str:
@@ -271,6 +284,24 @@ def run(
                 style.template,
                 style.prefix,
                 text,
+                budget=settings.stream_budget,
+                slow=settings.slow,
+                **repeats,
+            )
+        floor_length = max((n for n in settings.lengths if n <= 100_000), default=None)
+        if style.name == "literal" and floor_length is not None:
+            # Issue 13: the core parser against the tightest pure-Python literal scanner on
+            # the same deltas (bench/_floor.py), which must give the same messages.
+            pair = [implementations[0], _floor()]
+            results.equal["literal floor", floor_length] = _check_equal(
+                pair, style, [texts[floor_length]], stream=True
+            )
+            _log(f"[{style.name}] streaming {floor_length:,} chars against the literal floor")
+            results.floor[style.name, floor_length] = measure.stream(
+                pair,
+                style.template,
+                style.prefix,
+                texts[floor_length],
                 budget=settings.stream_budget,
                 slow=settings.slow,
                 **repeats,

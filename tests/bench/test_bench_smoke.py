@@ -70,6 +70,23 @@ def test_both_implementations_agree_on_long_outputs(style: Style, length: int) -
     assert ours["reasoning_content"] and ours["content"] and len(ours["tool_calls"]) >= 2
 
 
+@pytest.mark.parametrize("chunk", [1, 3, 4, 9])
+def test_the_literal_floor_does_the_same_job(chunk: int) -> None:
+    """bench/_floor.py (issue 13's per-feed floor) must give replyparse's messages, or the
+    ratio against it would compare unlike work."""
+    from _floor import LiteralFloor, floor_parse
+
+    style = next(style for style in STYLES if style.name == "literal")
+    texts = [make_output("literal", 10_000), *make_batch("literal", 40)]
+    for text in texts:
+        ours = replyparse.parse_response(text, style.template, prefix=style.prefix)
+        assert floor_parse(text, style.template, prefix=style.prefix) == ours
+        floor = LiteralFloor(style.template, style.prefix)
+        for index in range(0, len(text), chunk):
+            floor.feed(text[index : index + chunk])
+        assert floor.finalize()[0] == ours
+
+
 @pytest.mark.parametrize("style", STYLES, ids=STYLE_IDS)
 def test_both_implementations_agree_on_batch_outputs(style: Style) -> None:
     for text in make_batch(style.name, 40):
