@@ -579,7 +579,6 @@ def test_every_round_renders_off_the_event_loop(
     import asyncio
 
     from replyparse.openai import ResponsesStream
-
     from replyparse.server.feeding import INLINE_FEED_CHARS
 
     on_loop: list[str] = []
