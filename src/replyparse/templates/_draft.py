@@ -278,13 +278,38 @@ def _named_opener(text: str, name: str) -> str:
 
 
 #: A call's id, or its index in the turn (``functions.NAME:0``), in a rendered opener.
-_CALL_NUMBER = re.compile(r"call[01]abcd|(?<=[:_.])[01](?![0-9])")
+_CALL_NUMBER = re.compile(r"(call[01]abcd)|(?<=[:_.])[01](?![0-9])")
+#: The probe call ids, as :func:`_tool_calls` writes them.
+_PROBE_IDS = ("call0abcd", "call1abcd")
+#: What a call id the template writes may be, captured for the transform's ``id``.
+_ID = "(?P<id>[A-Za-z0-9_-]+)"
 
 
 def _generic(text: str) -> str:
-    """:func:`_lit`, with the probe's call ids and call indexes as any word."""
-    parts = _CALL_NUMBER.split(text)
-    return "[A-Za-z0-9_-]+".join(_lit(part) for part in parts)
+    """:func:`_lit`, with the probe's call ids and call indexes as any word; the first
+    probe call id the template writes is captured as the call's ``id``."""
+    pieces: list[str] = []
+    captured = False
+    at = 0
+    for match in _CALL_NUMBER.finditer(text):
+        pieces.append(_lit(text[at : match.start()]))
+        if match.group(1) is not None and not captured:
+            pieces.append(_ID)
+            captured = True
+        else:
+            pieces.append("[A-Za-z0-9_-]+")
+        at = match.end()
+    pieces.append(_lit(text[at:]))
+    return "".join(pieces)
+
+
+def _id_key(value: Mapping[str, Any]) -> str | None:
+    """The key of a JSON call object that holds the call's id: an ``id``/``…_id`` key
+    whose value is the probe's id or the call's index (Cohere's ``"tool_call_id": "0"``)."""
+    for key, item in value.items():
+        if (key == "id" or key.endswith("_id")) and item in (*_PROBE_IDS, "0", 0):
+            return str(key)
+    return None
 
 
 def _read_call(call_text: str) -> _Call:
@@ -300,12 +325,14 @@ def _read_call(call_text: str) -> _Call:
         start, end, value = listed
         key = _arguments_key(value[0]) or "arguments"
         name_key = _name_key(value[0], name) or "name"
+        id_key = _id_key(value[0])
         return _Call(
             _lit(call_text[:start].strip()) or "(?=\\[\\s*\\{)",
             _lit(call_text[end:].strip()) or "(?!)",
             "json",
             None,
             {
+                **({"id": "{" + id_key + "}"} if id_key else {}),
                 "type": "function",
                 "function": {"name": "{" + name_key + "}", "arguments": "{" + key + "}"},
             },
@@ -316,6 +343,7 @@ def _read_call(call_text: str) -> _Call:
         start, end, value = found
         key = _arguments_key(value) or "arguments"
         name_key = _name_key(value, name) or "name"
+        id_key = _id_key(value)
         opener = call_text[:start].strip()
         notes = ["each call is a JSON object holding its name"]
         # Where the call's object starts: the key the template writes first.
@@ -337,6 +365,7 @@ def _read_call(call_text: str) -> _Call:
             "json",
             None,
             {
+                **({"id": "{content." + id_key + "}"} if id_key else {}),
                 "type": "function",
                 "function": {
                     "name": "{content." + name_key + "}",
@@ -748,6 +777,10 @@ def draft(
         if call.transform_each:
             tool_field["transform_each"] = True
         tool_field["transform"] = call.transform
+        if _ID in open_pattern and "id" not in call.transform:
+            # The template writes the call's id in its opener (Mistral's [CALL_ID]).
+            tool_field["transform"] = {"id": "{id}", **call.transform}
+            notes.append("the call's id is in its opener: captured as the call id")
         fields["tool_calls"] = tool_field
     # The end of turn, and each of its tokens when it is several: a call's close may take
     # the first ones (Cohere's <|END_ACTION|> before <|END_OF_TURN_TOKEN|>).
