@@ -34,9 +34,6 @@ DRAFT_GAPS: dict[str, str] = {
         "unreadable: rendering the chat template failed: UndefinedError: 'dict object' ha"
         "s no attribute 'desc"
     ),
-    "command-r7b.jinja": (
-        "unreadable: the chat template renders no assistant turn with its content"
-    ),
     "deepseek-r1-llamacpp-tools.jinja": (
         "unreadable: rendering the chat template failed: TypeError: Object of type genera"
         "tor is not JSON seri"
@@ -44,9 +41,6 @@ DRAFT_GAPS: dict[str, str] = {
     "deepseek-v3.1-vllm.jinja": (
         "round trip: plain answer: tool_calls came back as \"field 'tool_calls' at offset "
         "-360: the 'json' con"
-    ),
-    "deepseek-v3.jinja": (
-        "unreadable: the chat template renders no assistant turn with its content"
     ),
     "firefunction-v2.jinja": (
         "unreadable: rendering the chat template failed: UndefinedError: 'functions' is undefined"
@@ -74,9 +68,6 @@ DRAFT_GAPS: dict[str, str] = {
     "llama4-json.jinja": (
         'round trip: plain answer: content came back as "<|header_start|>system<|header_e'
         "nd|>\\n\\nYou are a he"
-    ),
-    "mistral-parallel-vllm.jinja": (
-        "unreadable: the chat template renders no assistant turn with its content"
     ),
     "nemotron-json-vllm.jinja": ("round trip: plain answer: content came back as 'None'"),
     "nemotron-nano-v2.jinja": ("round trip: plain answer: content came back as 'None'"),
@@ -231,3 +222,27 @@ def test_cli_draft_exits_2_when_the_chat_template_cannot_be_read(tmp_path: Path)
     status, out, err = _cli(str(path))
     assert status == 2 and out == ""
     assert "cannot draft from" in err and "chat_template" in err
+
+
+@requires_shared
+def test_a_template_that_always_writes_the_generation_prompt_drafts_around_it() -> None:
+    # Command R7B ignores add_generation_prompt and renders reasoning only in call turns.
+    result = draft_from_path(CHAT_TEMPLATES / "command-r7b.jinja")
+    assert result.ok, [str(problem) for problem in result.problems]
+    assert result.entry["prefixes"]["default"] == (
+        "<|START_OF_TURN_TOKEN|><|CHATBOT_TOKEN|><|START_THINKING|><|END_THINKING|>"
+    )
+    text = (
+        "<|START_THINKING|>plan<|END_THINKING|><|START_ACTION|>[\n"
+        '    {"tool_call_id": "0", "tool_name": "f", "parameters": {"a": 1}}\n]<|END_ACTION|>'
+    )
+    message = parse_response(
+        text, result.response_template, prefix="<|START_OF_TURN_TOKEN|><|CHATBOT_TOKEN|>"
+    )
+    assert message == {
+        "role": "assistant",
+        "reasoning_content": "plan",
+        "tool_calls": [
+            {"id": "0", "type": "function", "function": {"name": "f", "arguments": {"a": 1}}}
+        ],
+    }

@@ -179,10 +179,46 @@ class _Prober:
         self.generation_prompt = self.prompt[len(self.base) :]
         #: Why the last probe turn did not render, for the notes.
         self.last_error = ""
+        #: The probe message whose rendering shows the reasoning.
+        self.reasoning_message = _assistant(reasoning_content=REASONING)
+        #: What the template writes after every conversation, whatever its last message
+        #: (Command R7B ignores ``add_generation_prompt`` and always ends with the
+        #: assistant header): not part of a rendered turn.
+        self.trailer = self._trailer() if not self.generation_prompt else ""
+        if self.trailer:
+            self.base = self.base[: len(self.base) - len(self.trailer)]
+            if self.trailer.strip():
+                self.generation_prompt = self.trailer
 
     def _render(self, messages: Sequence[Mapping[str, Any]], *, generation: bool, **kw: Any) -> str:
         text: str = self.render(messages, tools=TOOLS, add_generation_prompt=generation, **kw)
         return text
+
+    def _trailer(self) -> str:
+        """The text a template with no generation prompt of its own writes after the last
+        message of every conversation: what the base and a plain answer both end with,
+        from a token boundary, leaving the user turn its end (at least one token)."""
+        try:
+            text = self._render([USER, _assistant()], generation=False)
+        except Exception:
+            return ""
+        question = str(USER["content"])
+        if question not in self.base or question not in text:
+            return ""
+        after_base = self.base[self.base.rfind(question) + len(question) :]
+        after_text = text[text.rfind(question) + len(question) :]
+        trailer = _common_suffix(after_base, after_text)
+        while trailer and trailer[0] not in "<[" and not trailer[0].isspace():
+            trailer = trailer[1:]
+        if trailer == after_text:
+            return ""
+        user_end = after_base[: len(after_base) - len(trailer)]
+        while not user_end.strip() and trailer:
+            token = _FIRST_TOKEN.match(trailer)
+            if token is None:
+                return ""
+            user_end, trailer = user_end + token.group(), trailer[token.end() :]
+        return trailer
 
     def turn(self, message: Mapping[str, Any]) -> str | None:
         """The text the template renders for ``message`` after the user turn, or None."""
@@ -192,9 +228,18 @@ class _Prober:
             issues = error.issues if isinstance(error, TemplateError) else []
             self.last_error = issues[0].message if issues else f"{type(error).__name__}: {error}"
             return None
-        if not text.startswith(self.base):
+        if self.trailer and text.endswith(self.trailer):
+            text = text[: len(text) - len(self.trailer)]
+        if text.startswith(self.base):
+            return text[len(self.base) :]
+        # The template rewrites the text before the turn (Mistral's vLLM template moves the
+        # default system prompt into the last user turn): the turn follows the user's.
+        question = str(USER["content"])
+        user_turn = self.base[self.base.rfind(question) :] if question in self.base else ""
+        at = text.find(user_turn) if user_turn else -1
+        if at < 0 or text.find(user_turn, at + 1) >= 0:
             return None
-        return text[len(self.base) :]
+        return text[at + len(user_turn) :]
 
     def calls(self, calls: Sequence[Mapping[str, Any]]) -> str | None:
         for as_strings in (False, True):
@@ -214,7 +259,10 @@ class _Prober:
                 bare = self._render([USER], generation=False, **kwargs)
             except Exception:
                 continue
-            if full.startswith(bare):
+            if self.trailer and full == bare and full.startswith(self.base):
+                # The template always writes the generation prompt.
+                prompts[label] = full[len(self.base) :]
+            elif full.startswith(bare):
                 prompts[label] = full[len(bare) :]
         return prompts
 
@@ -699,9 +747,12 @@ def draft(
     rendered_reasoning = reasoning is not None
     if reasoning is None:
         reasoning = _reasoning_from_prompts(prober, chat_template, notes)
+    empty_block = ""
     if reasoning is not None:
         fields["reasoning_content"] = reasoning
         opener = reasoning.get("opener", "")
+        if opener:
+            empty_block = opener + reasoning["close"]
         prompts = (prober.generation_prompt, *prober.switch_prompts().values())
         if opener and any(opener in prompt for prompt in prompts):
             # A prompt pre-writes the opener, and models also write it again.
@@ -745,12 +796,18 @@ def draft(
     else:
         call_text = _calls_of(one, header, end)
         call_text = _without_end(call_text, end).lstrip()
+        if empty_block and call_text.startswith(empty_block):
+            # A call turn without reasoning renders an empty reasoning block before the
+            # calls (Command R7B): the reasoning field reads it.
+            call_text = call_text[len(empty_block) :].lstrip()
         call = _read_call(call_text)
         notes.extend(call.notes)
         two = prober.calls([CALL_ONE, CALL_TWO])
         open_pattern, close_pattern = call.open_pattern, call.close_pattern
         if two is not None and not call.transform_each:
-            two_text = _calls_of(two, header, end)
+            two_text = _calls_of(two, header, end).lstrip()
+            if empty_block and two_text.startswith(empty_block):
+                two_text = two_text[len(empty_block) :]
             split = _split_section(call_text, two_text.lstrip(), call.body_end)
             open_pattern, close_pattern = _call_delimiters(call, end, split)
             nested = _nested_values(call, two_text)
@@ -834,7 +891,18 @@ def draft(
 def _reasoning(
     prober: _Prober, header: str, anchor: str, notes: list[str]
 ) -> dict[str, Any] | None:
-    turn = prober.turn(_assistant(reasoning_content=REASONING))
+    message = _assistant(reasoning_content=REASONING)
+    turn = prober.turn(message)
+    if turn is None or REASONING not in turn:
+        # Some templates render reasoning only in a call turn (Command R7B's plan before
+        # <|START_ACTION|>).
+        message = _assistant(
+            reasoning_content=REASONING, tool_calls=_tool_calls([CALL_ONE], as_strings=False)
+        )
+        turn = prober.turn(message)
+        if turn is not None and REASONING in turn:
+            prober.reasoning_message = message
+            notes.append("reasoning is rendered only in a call turn")
     if turn is None or REASONING not in turn:
         notes.append(
             "the chat template does not render reasoning in history: if the model reasons, "
@@ -844,9 +912,17 @@ def _reasoning(
     before, _, after = turn.partition(REASONING)
     between = after.partition(ANSWER)[0]
     closer = between.strip()
+    if "tool_calls" in message:
+        # The calls follow the reasoning: its close is the first token after it.
+        token = _FIRST_TOKEN.match(closer)
+        closer = token.group() if token is not None else ""
     content_header = header[len(anchor) :].strip() if header.startswith(anchor) else ""
     stripped_header = False
-    if content_header and closer.endswith(content_header) and closer != content_header:
+    if content_header and "tool_calls" in message and closer != content_header:
+        # The plain answer opens its content with a header of its own (Command R7B's
+        # <|START_RESPONSE|>): it ends the reasoning too.
+        stripped_header = True
+    elif content_header and closer.endswith(content_header) and closer != content_header:
         stripped_header = True
         # Cohere: <|END_THINKING|><|START_TEXT|>; the second opens the content, which the
         # plain answer writes too.
@@ -981,21 +1057,18 @@ def _round_trip(
     probes: list[tuple[str, dict[str, Any], list[dict[str, Any]]]] = [
         ("plain answer", _assistant(), []),
     ]
-    if has_reasoning:
-        probes.append(("reasoning", _assistant(reasoning_content=REASONING), []))
+    if has_reasoning and "tool_calls" not in prober.reasoning_message:
+        probes.append(("reasoning", prober.reasoning_message, []))
     if "tool_calls" in response_template["fields"]:
         probes.append(("one call", _assistant(), [CALL_ONE]))
         probes.append(("two calls", _assistant(), [CALL_ONE, CALL_TWO]))
+        if has_reasoning and "tool_calls" in prober.reasoning_message:
+            probes.append(("reasoning", prober.reasoning_message, [CALL_ONE]))
     problems: list[DraftProblem] = []
     for label, message, calls in probes:
-        if calls:
-            text = prober.calls(calls)
-            if text is None:
-                continue
-        else:
-            text = prober.turn(message)
-            if text is None:
-                continue
+        text = prober.calls(calls) if calls and label != "reasoning" else prober.turn(message)
+        if text is None:
+            continue
         generation_prompt = prober.generation_prompt
         if not text.startswith(generation_prompt):
             # The rendered turn differs from the prompt (a history turn closes reasoning the
