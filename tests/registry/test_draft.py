@@ -30,10 +30,6 @@ DRAFT_GAPS: dict[str, str] = {
         "round trip: reasoning: content came back as 'Probe reasoning text.\\n\\nProbe answ"
         "er text.'"
     ),
-    "command-r-plus.jinja": (
-        "unreadable: rendering the chat template failed: UndefinedError: 'dict object' ha"
-        "s no attribute 'desc"
-    ),
     "deepseek-r1-llamacpp-tools.jinja": (
         "unreadable: rendering the chat template failed: TypeError: Object of type genera"
         "tor is not JSON seri"

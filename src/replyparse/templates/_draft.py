@@ -46,7 +46,10 @@ TOOLS: list[dict[str, Any]] = [
             "description": "Get the weather in a city.",
             "parameters": {
                 "type": "object",
-                "properties": {"city": {"type": "string"}, "days": {"type": "integer"}},
+                "properties": {
+                    "city": {"type": "string", "description": "The city."},
+                    "days": {"type": "integer", "description": "How many days."},
+                },
                 "required": ["city"],
             },
         },
@@ -59,9 +62,18 @@ TOOLS: list[dict[str, Any]] = [
             "parameters": {
                 "type": "object",
                 "properties": {
-                    "enabled": {"type": "boolean"},
-                    "tags": {"type": "array", "items": {"type": "string"}},
-                    "limits": {"type": "object", "properties": {"max": {"type": "integer"}}},
+                    "enabled": {"type": "boolean", "description": "Whether on."},
+                    "tags": {
+                        "type": "array",
+                        "items": {"type": "string"},
+                        "description": "The tags.",
+                    },
+                    "limits": {
+                        "type": "object",
+                        "properties": {"max": {"type": "integer", "description": "The most."}},
+                        "additionalProperties": {"type": "integer"},
+                        "description": "The limits.",
+                    },
                 },
             },
         },
@@ -184,10 +196,13 @@ class _Prober:
         #: What the template writes after every conversation, whatever its last message
         #: (Command R7B ignores ``add_generation_prompt`` and always ends with the
         #: assistant header): not part of a rendered turn.
-        self.trailer = self._trailer() if not self.generation_prompt else ""
+        #: Command R+ ends every conversation with a system turn of instructions.
+        self.trailer = self._trailer()
+        if self.generation_prompt and not self.trailer.strip():
+            self.trailer = ""
         if self.trailer:
             self.base = self.base[: len(self.base) - len(self.trailer)]
-            if self.trailer.strip():
+            if not self.generation_prompt and self.trailer.strip():
                 self.generation_prompt = self.trailer
 
     def _render(self, messages: Sequence[Mapping[str, Any]], *, generation: bool, **kw: Any) -> str:
@@ -198,9 +213,14 @@ class _Prober:
         """The text a template with no generation prompt of its own writes after the last
         message of every conversation: what the base and a plain answer both end with,
         from a token boundary, leaving the user turn its end (at least one token)."""
+        second_user = {"role": "user", "content": "Probe question two?"}
         try:
             text = self._render([USER, _assistant()], generation=False)
+            longer = self._render([USER, _assistant(), second_user], generation=False)
         except Exception:
+            return ""
+        if longer.startswith(text):
+            # The next message follows the answer directly: nothing is written after it.
             return ""
         question = str(USER["content"])
         if question not in self.base or question not in text:
