@@ -26,10 +26,6 @@ DRAFT_GAPS: dict[str, str] = {
         "round trip: one call: tool_calls came back as 'field \\'tool_calls\\' at offset 51"
         ": the \\'json\\' conte"
     ),
-    "apriel-1.6.jinja": (
-        "round trip: reasoning: content came back as 'Probe reasoning text.\\n\\nProbe answ"
-        "er text.'"
-    ),
     "deepseek-r1-llamacpp-tools.jinja": (
         "unreadable: rendering the chat template failed: TypeError: Object of type genera"
         "tor is not JSON seri"

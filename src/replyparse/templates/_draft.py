@@ -1090,43 +1090,62 @@ def _round_trip(
         if text is None:
             continue
         generation_prompt = prober.generation_prompt
-        if not text.startswith(generation_prompt):
-            # The rendered turn differs from the prompt (a history turn closes reasoning the
-            # prompt leaves open): parse it after the role header only.
+        if text.startswith(generation_prompt):
+            readings = [(prober.prompt, text[len(generation_prompt) :])]
+        else:
+            # The rendered turn differs from the prompt: a history turn closes reasoning the
+            # prompt leaves open (parse it after the role header only), or drops an opener
+            # the prompt pre-writes (Apriel 1.6's "Here are my reasoning steps:": parse
+            # what follows the shared part after the whole prompt, as the model writes it).
             common = _common_prefix(text, generation_prompt)
             anchor = str(response_template["start_anchor"])
-            if common.startswith(anchor):
-                common = common[: len(anchor)]
-            prefix, generation = prober.base + common, text[len(common) :]
-        else:
-            prefix, generation = prober.prompt, text[len(generation_prompt) :]
-        try:
-            parsed = parse_response(generation, dict(response_template), prefix=prefix, tools=TOOLS)
-        except ResponseParseError as error:
-            problems.append(
-                DraftProblem(
-                    label, error.field or "?", "a message", f"{error} (text {error.raw!r})"
-                )
-            )
-            continue
-        content = parsed.get("content") or ""
-        # A template may write the content of a call message as a turn of its own after the
-        # calls' end of turn (DeepSeek-R1): that turn is not this generation's.
-        closes = response_template["fields"]["content"].get("close") or [""]
-        turn_end = text.find(closes[0]) if closes[0] else -1
-        in_turn = ANSWER in text and (turn_end < 0 or text.find(ANSWER) < turn_end)
-        if in_turn and content.strip() != ANSWER:
-            problems.append(DraftProblem(label, "content", ANSWER, parsed.get("content")))
-        if label == "reasoning" and (parsed.get("reasoning_content") or "").strip() != REASONING:
-            problems.append(
-                DraftProblem(label, "reasoning_content", REASONING, parsed.get("reasoning_content"))
-            )
-        got = [
-            {"name": call["function"]["name"], "arguments": call["function"]["arguments"]}
-            for call in parsed.get("tool_calls") or []
+            header = common[: common.find(anchor) + len(anchor)] if anchor in common else common
+            readings = [(prober.base + header, text[len(header) :])]
+            if common.strip() and common != header:
+                readings.append((prober.prompt, text[len(common) :]))
+        found: list[DraftProblem] = []
+        for prefix, generation in readings:
+            found = _check_probe(label, text, generation, prefix, calls, response_template)
+            if not found:
+                break
+        problems.extend(found)
+    return problems
+
+
+def _check_probe(
+    label: str,
+    text: str,
+    generation: str,
+    prefix: str,
+    calls: Sequence[Mapping[str, Any]],
+    response_template: Mapping[str, Any],
+) -> list[DraftProblem]:
+    """What does not come back when one rendered probe turn is parsed after ``prefix``."""
+    try:
+        parsed = parse_response(generation, dict(response_template), prefix=prefix, tools=TOOLS)
+    except ResponseParseError as error:
+        return [
+            DraftProblem(label, error.field or "?", "a message", f"{error} (text {error.raw!r})")
         ]
-        if got != [dict(call) for call in calls]:
-            problems.append(DraftProblem(label, "tool_calls", calls, got))
+    problems: list[DraftProblem] = []
+    content = parsed.get("content") or ""
+    # A template may write the content of a call message as a turn of its own after the
+    # calls' end of turn (DeepSeek-R1): that turn is not this generation's.
+    closes = response_template["fields"]["content"].get("close") or [""]
+    turn_end = text.find(closes[0]) if closes[0] else -1
+    in_turn = ANSWER in text and (turn_end < 0 or text.find(ANSWER) < turn_end)
+    if in_turn and content.strip() != ANSWER:
+        problems.append(DraftProblem(label, "content", ANSWER, parsed.get("content")))
+    if label == "reasoning" and (parsed.get("reasoning_content") or "").strip() != REASONING:
+        problems.append(
+            DraftProblem(label, "reasoning_content", REASONING, parsed.get("reasoning_content"))
+        )
+    got = [
+        {"name": call["function"]["name"], "arguments": call["function"]["arguments"]}
+        for call in parsed.get("tool_calls") or []
+    ]
+    if got != [dict(call) for call in calls]:
+        problems.append(DraftProblem(label, "tool_calls", calls, got))
     return problems
 
 
