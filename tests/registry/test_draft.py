@@ -30,10 +30,6 @@ DRAFT_GAPS: dict[str, str] = {
         "unreadable: rendering the chat template failed: TypeError: Object of type genera"
         "tor is not JSON seri"
     ),
-    "deepseek-v3.1-vllm.jinja": (
-        "round trip: plain answer: tool_calls came back as \"field 'tool_calls' at offset "
-        "-360: the 'json' con"
-    ),
     "firefunction-v2.jinja": (
         "unreadable: rendering the chat template failed: UndefinedError: 'functions' is undefined"
     ),

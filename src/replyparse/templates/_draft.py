@@ -1090,8 +1090,12 @@ def _round_trip(
         if text is None:
             continue
         generation_prompt = prober.generation_prompt
+        laid_out = re.match("\\s*" + _lit(generation_prompt.strip()), text)
         if text.startswith(generation_prompt):
             readings = [(prober.prompt, text[len(generation_prompt) :])]
+        elif generation_prompt.strip() and laid_out is not None:
+            # The same prompt in another layout (vLLM's DeepSeek-V3.1 template indents).
+            readings = [(prober.prompt, text[laid_out.end() :])]
         else:
             # The rendered turn differs from the prompt: a history turn closes reasoning the
             # prompt leaves open (parse it after the role header only), or drops an opener
