@@ -46,7 +46,8 @@ DRAFT_GAPS: dict[str, str] = {
     ),
     "hunyuan.jinja": (
         "round trip: plain answer: content came back with the system prompt and the user "
-        "turn in it ('开头进行回复。…用户：Probe question one?…'; the prompt holds the current time)"
+        "turn in it ('开头进行回复。…用户：Probe question one?…'): the prompt has no role header "
+        "and the plain answer's '助手：' is also in the system prompt's instructions"
     ),
     "kimi-k3.jinja": ("round trip: plain answer: content came back as 'None'"),
     "llama3.2-pythonic.jinja": (

@@ -24,6 +24,7 @@ import json
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -130,6 +131,14 @@ class Draft:
     def response_template(self) -> dict[str, Any]:
         template: dict[str, Any] = self.entry["response_template"]
         return template
+
+
+#: The moment every probe is rendered at (see ``strftime_now`` in chat_template.py).
+_PROBE_MOMENT = datetime(2026, 1, 5, 9, 30, 0)
+
+
+def _probe_time(format: str) -> str:
+    return _PROBE_MOMENT.strftime(format)
 
 
 def _error(message: str, value: Any = None) -> TemplateError:
@@ -740,7 +749,9 @@ def draft(
 
         def render(messages: Sequence[Mapping[str, Any]], **kwargs: Any) -> str:
             try:
-                return template.render(messages, **kwargs)
+                # One clock for every probe: a prompt that writes the time (Hunyuan) must
+                # render the same text each time to be diffed.
+                return template.render(messages, strftime_now=_probe_time, **kwargs)
             except ChatTemplateError as error:
                 raise _error(str(error)) from None
 
