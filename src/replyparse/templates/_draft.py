@@ -663,6 +663,8 @@ def _split_section(one: str, two: str, body_end: int | None) -> _Split:
     calls), and what each call repeats (its own opener and close)."""
     first_name: str = CALL_ONE["name"]
     second_name: str = CALL_TWO["name"]
+    # Each call's own id is the same part of its opener (Solar Open's call0abcd/call1abcd).
+    two = two.replace(_PROBE_IDS[1], _PROBE_IDS[0])
     second_at = two.find(second_name)
     first_at = two.find(first_name)
     if second_at < 0 or first_at < 0:
@@ -812,6 +814,14 @@ def draft(
             raise _error("cannot find where the assistant turn starts (no role header)")
         anchor = token.group(1)
         notes.append(f"no assistant role header: the turn starts after {anchor!r}")
+    opener = _content_opener(header, anchor, prober.generation_prompt)
+    if opener and "reasoning_content" not in fields and _FIRST_TOKEN.match(opener):
+        # The answer opens with a token of its own after the role header (Solar Open's
+        # <|content|>): a region that takes it and holds nothing, so a turn that starts
+        # with it and one that does not read the same. (Plain text, as Functionary's "all"
+        # recipient, could open anywhere in the content: not drafted.)
+        fields["content_opener"] = {"open_pattern": _lit(opener), "close_pattern": "(?=[\\s\\S])"}
+        notes.append(f"content opens with {opener!r} after the role header (field content_opener)")
     one = prober.calls([CALL_ONE])
     if one is None:
         prober.last_error = ""
@@ -986,6 +996,19 @@ def _reasoning(
         notes.append("the reasoning opener is in the prompt only; reasoning opens before its close")
         return {"open_pattern": "(?=" + _lit(closer) + ")", **result}
     return {"open_pattern": _lit(opener) + "|(?=" + _lit(closer) + ")", **result, "opener": opener}
+
+
+def _content_opener(header: str, anchor: str, generation_prompt: str) -> str:
+    """The text a plain answer writes between the role header (and what the generation
+    prompt pre-writes) and the content: ``<|content|>``, ``all\\n``; empty when none."""
+    if anchor.strip() and anchor in header:
+        rest = header[header.index(anchor) + len(anchor) :]
+    else:
+        return ""
+    written = generation_prompt[generation_prompt.find(anchor) + len(anchor) :]
+    if anchor in generation_prompt and rest.startswith(written):
+        rest = rest[len(written) :]
+    return rest.strip()
 
 
 #: The first special token of a text (an end of turn written as several tokens, Cohere's
