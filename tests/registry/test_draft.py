@@ -42,7 +42,9 @@ DRAFT_GAPS: dict[str, str] = {
     ),
     "glimmer.jinja": ("round trip: reasoning: content came back as 'to=\\n\\nProbe answer text.'"),
     "gpt-oss.jinja": (
-        "round trip: reasoning: content came back as '<|channel|>\\n\\nProbe answer text.'"
+        "round trip: one call: content came back as the call message ('to=functions.get_weather"
+        "<|channel|>commentary json<|message|>…'): the reasoning's close <|end|><|start|>assistant "
+        "takes the start of the call's opener"
     ),
     "hunyuan.jinja": (
         "round trip: plain answer: content came back with the system prompt and the user "

@@ -971,7 +971,13 @@ def _reasoning(
     if not closer:
         notes.append("reasoning is rendered with no closing delimiter: not drafted")
         return None
-    opener = before[len(_whole_tokens(_common_prefix(before, header))) :].strip()
+    shared = _whole_tokens(_common_prefix(before, header))
+    token = _LAST_TOKEN.search(shared)
+    if token is not None and before[len(shared) : len(shared) + 1].isalnum() and shared != anchor:
+        # The two differ in the word after a token (gpt-oss's <|channel|>analysis versus
+        # <|channel|>final): the token is part of the opener.
+        shared = shared[: token.start()]
+    opener = before[len(shared) :].strip()
     if not opener:
         shared = _whole_tokens(_common_prefix(before, prober.generation_prompt))
         opener = before[len(shared) :].strip()
