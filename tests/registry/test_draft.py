@@ -40,7 +40,6 @@ DRAFT_GAPS: dict[str, str] = {
         "round trip: one call: tool_calls came back as 'field \\'tool_calls\\' at offset 1:"
         " the \\'pythonic\\' co"
     ),
-    "glimmer.jinja": ("round trip: reasoning: content came back as 'to=\\n\\nProbe answer text.'"),
     "gpt-oss.jinja": (
         "round trip: one call: content came back as the call message ('to=functions.get_weather"
         "<|channel|>commentary json<|message|>…'): the reasoning's close <|end|><|start|>assistant "

@@ -350,8 +350,11 @@ def _arguments_key(value: Mapping[str, Any]) -> str | None:
 
 
 def _named_opener(text: str, name: str) -> str:
+    """The opener with the call's name as the ``name`` group; an opener that writes the
+    name again (Glimmer's ``to=NAME<|message|>…<atem:invoke name="NAME">``) repeats it."""
     at = text.find(name)
-    return _generic(text[:at]) + _NAME + _generic(text[at + len(name) :])
+    rest = text[at + len(name) :].split(name)
+    return _generic(text[:at]) + _NAME + "(?P=name)".join(_generic(part) for part in rest)
 
 
 #: A call's id, or its index in the turn (``functions.NAME:0``), in a rendered opener.
@@ -646,7 +649,7 @@ def _calls_of(turn: str, header: str, end: str) -> str:
     """The calls in a rendered call turn: after the content, or (templates that write the
     calls first, as DeepSeek-R1 and Gemma) between the role header and the content."""
     if ANSWER not in turn:
-        return turn[len(_whole_tokens(_common_prefix(turn, header))) :]
+        return turn[len(_whole_words(_whole_tokens(_common_prefix(turn, header)), turn)) :]
     before, _, after = turn.partition(ANSWER)
     if CALL_ONE["name"] in after or CALL_ONE["name"] not in before:
         return after
@@ -977,6 +980,7 @@ def _reasoning(
         # The two differ in the word after a token (gpt-oss's <|channel|>analysis versus
         # <|channel|>final): the token is part of the opener.
         shared = shared[: token.start()]
+    shared = _whole_words(shared, before)
     opener = before[len(shared) :].strip()
     if not opener:
         shared = _whole_tokens(_common_prefix(before, prober.generation_prompt))
@@ -1046,6 +1050,15 @@ def _whole_tokens(text: str) -> str:
     if cut > text.rfind("]") and not re.search("[<>]", text[cut:]):
         text = text[:cut]
     return text
+
+
+def _whole_words(shared: str, text: str) -> str:
+    """``shared`` (a prefix of ``text``) without a word cut in half at its end: two
+    renderings that differ inside a word after a space (Glimmer's `` to=self`` versus
+    `` to=user``) differ from the word on."""
+    if text[len(shared) : len(shared) + 1].isalnum() and shared[-1:] not in ("", " ", ">", "\n"):
+        return shared[: shared.rfind(" ") + 1] if " " in shared else shared
+    return shared
 
 
 _OPENER_AT_END = re.compile(r"(<[A-Za-z_:|]*think[A-Za-z_:|]*>)\s*$")
@@ -1180,6 +1193,9 @@ def _check_probe(
     in_turn = ANSWER in text and (turn_end < 0 or text.find(ANSWER) < turn_end)
     if in_turn and content.strip() != ANSWER:
         problems.append(DraftProblem(label, "content", ANSWER, parsed.get("content")))
+    elif ANSWER not in text and content.strip():
+        # A turn that renders no content must not leave delimiter text in it.
+        problems.append(DraftProblem(label, "content", None, parsed.get("content")))
     if label == "reasoning" and (parsed.get("reasoning_content") or "").strip() != REASONING:
         problems.append(
             DraftProblem(label, "reasoning_content", REASONING, parsed.get("reasoning_content"))
