@@ -50,7 +50,10 @@ DRAFT_GAPS: dict[str, str] = {
         "turn in it ('开头进行回复。…用户：Probe question one?…'): the prompt has no role header "
         "and the plain answer's '助手：' is also in the system prompt's instructions"
     ),
-    "kimi-k3.jinja": ("round trip: plain answer: content came back as 'None'"),
+    "kimi-k3.jinja": (
+        "round trip: one call: the xml-inline parser rejects 'argument<|sep|>': a parameter's "
+        "closing tag is the section tag <|close|>argument<|sep|>, cut at its first token"
+    ),
     "llama3.2-pythonic.jinja": (
         "round trip: one call: tool_calls came back as \"field 'tool_calls' at offset 1: t"
         "he 'pythonic' conten"

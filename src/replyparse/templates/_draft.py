@@ -887,7 +887,8 @@ def draft(
     # the first ones (Cohere's <|END_ACTION|> before <|END_OF_TURN_TOKEN|>).
     closes = [end]
     for token in _FIRST_TOKEN.findall(end) if end else []:
-        if token not in closes and token:
+        # A token the role header also writes is structure, not an end (Kimi-K3's <|sep|>).
+        if token not in closes and token and token not in header:
             closes.append(token)
     # A template that writes the calls before the content ends a call turn differently
     # (Gemma 4: the answer, then <|tool_response>): that ends the content too.
@@ -992,6 +993,14 @@ def _reasoning(
         token = _LAST_TOKEN.search(before)
         if token is not None and _pairs(token.group(1), closer):
             opener = token.group(1)
+        section = _LAST_SECTION.search(before)
+        if not opener and section is not None:
+            # A section tag of tokens around a word (Kimi-K3's <|open|>think<|sep|>), when
+            # the closer starts with the same word between other tokens (<|close|>think<|sep|>).
+            first, word, last = section.group(1, 2, 3)
+            closing = re.match("(<[^<>\\s]+>)" + re.escape(word) + re.escape(last), closer)
+            if closing is not None and closing.group(1) != first:
+                opener = section.group().strip()
     if not opener:
         # The prompt pre-writes an opener that history does not render (Apriel's "Here are
         # my reasoning steps:"): the text the generation prompt adds to the role header.
@@ -1028,6 +1037,10 @@ _FIRST_TOKEN = re.compile(r"<[^<>\s]+>|\[[^\[\]\s]+\]")
 #: The last special token of a text (``<think>``, ``<|assistant|>``, ``[INST]``), and what
 #: follows it.
 _LAST_TOKEN = re.compile(r"(<[^<>\s]+>|\[[^\[\]\s]+\])\s*$")
+
+
+#: The last section tag of a text: a word between two special tokens (``<|open|>think<|sep|>``).
+_LAST_SECTION = re.compile(r"(<[^<>\s]+>)(\w+)(<[^<>\s]+>)\s*$")
 
 
 def _pairs(opener: str, closer: str) -> bool:
