@@ -50,10 +50,6 @@ DRAFT_GAPS: dict[str, str] = {
         "turn in it ('开头进行回复。…用户：Probe question one?…'): the prompt has no role header "
         "and the plain answer's '助手：' is also in the system prompt's instructions"
     ),
-    "kimi-k3.jinja": (
-        "round trip: one call: the xml-inline parser rejects 'argument<|sep|>': a parameter's "
-        "closing tag is the section tag <|close|>argument<|sep|>, cut at its first token"
-    ),
     "llama3.2-pythonic.jinja": (
         "round trip: one call: tool_calls came back as \"field 'tool_calls' at offset 1: t"
         "he 'pythonic' conten"
@@ -258,3 +254,24 @@ def test_a_content_token_after_the_role_header_is_taken_by_an_empty_region() -> 
         ("abc123", "f"),
         ("def456", "g"),
     ]
+
+
+@requires_shared
+def test_xtml_section_tags_are_read_as_whole_delimiters() -> None:
+    # Kimi-K3 writes every delimiter as a section tag: <|open|>WORD<|sep|> … <|close|>WORD<|sep|>.
+    result = draft_from_path(CHAT_TEMPLATES / "kimi-k3.jinja")
+    assert result.ok, [str(problem) for problem in result.problems]
+    text = (
+        "plan<|close|>think<|sep|><|open|>response<|sep|>On it.<|close|>response<|sep|>"
+        '<|open|>tools<|sep|><|open|>call tool="f" index="1"<|sep|>'
+        '<|open|>argument key="n" type="number"<|sep|>2<|close|>argument<|sep|>'
+        "<|close|>call<|sep|><|close|>tools<|sep|><|close|>message<|sep|>"
+    )
+    prefix = '<|open|>message role="assistant"<|sep|><|open|>think<|sep|>'
+    message = parse_response(text, result.response_template, prefix=prefix)
+    assert message == {
+        "role": "assistant",
+        "reasoning_content": "plan",
+        "content": "On it.",
+        "tool_calls": [{"type": "function", "function": {"name": "f", "arguments": {"n": "2"}}}],
+    }

@@ -358,7 +358,7 @@ def _named_opener(text: str, name: str) -> str:
 
 
 #: A call's id, or its index in the turn (``functions.NAME:0``), in a rendered opener.
-_CALL_NUMBER = re.compile(r"(call[01]abcd)|(?<=[:_.])[01](?![0-9])")
+_CALL_NUMBER = re.compile(r"(call[01]abcd)|(?<=[:_.])[01](?![0-9])|(?<=index=\")[0-9](?=\")")
 #: The probe call ids, as :func:`_tool_calls` writes them.
 _PROBE_IDS = ("call0abcd", "call1abcd")
 #: What a call id the template writes may be, captured for the transform's ``id``.
@@ -556,6 +556,10 @@ def _read_xml_call(call_text: str, name: str) -> _Call:
     after_days = call_text[days_value + 1 :].replace("days", "\0", 1)
     closing = _common_prefix(after_city, after_days)
     tag_end = closing.find(">", closing.find("\0") + 1 if "\0" in closing else 0)
+    section = _FIRST_SECTION.match(closing)
+    if section is not None and "\0" not in closing:
+        # A closing section tag (Kimi-K3's <|close|>argument<|sep|>) ends after its last token.
+        tag_end = section.end() - 1
     if tag_end < 0:
         raise _error("cannot find where a parameter value ends in the rendered call", call_text)
     closing = closing[: tag_end + 1]
@@ -642,6 +646,10 @@ def _without_end(text: str, end: str) -> str:
     shared = _common_suffix(text, end) if end else ""
     while shared and shared[0] not in "<[":
         shared = shared[1:]
+    token = _FIRST_TOKEN.match(shared)
+    if token is not None and text[: len(text) - len(shared)][-1:].isalnum():
+        # Not inside a section tag (Kimi-K3's <|close|>tools<|sep|>).
+        shared = shared[token.end() :]
     return text[: len(text) - len(shared)] if shared else text
 
 
@@ -678,9 +686,13 @@ def _split_section(one: str, two: str, body_end: int | None) -> _Split:
     opener_one = one[: one.find(first_name)]
     call_open = _common_suffix(opener_one, between)
     split = len(opener_one) - len(call_open) if call_open else 0
-    # Cut between tokens: move the split to the start of the next tag or line.
+    # Cut between tokens: move the split to the start of the next tag or line, past a
+    # token that ends a section tag (Kimi-K3's <|open|>tools<|sep|>).
     while 0 < split < len(opener_one) and opener_one[split] not in "<[\n":
         split += 1
+    token = _FIRST_TOKEN.match(opener_one, split) if 0 < split < len(opener_one) else None
+    if token is not None and opener_one[split - 1].isalnum():
+        split = token.end()
     section_open = opener_one[:split] if split < len(opener_one) else ""
     if body_end is None or not one.startswith(two[:body_end]):
         return _Split(section_open.strip(), opener_one[split:].strip())
@@ -886,6 +898,10 @@ def draft(
     # The end of turn, and each of its tokens when it is several: a call's close may take
     # the first ones (Cohere's <|END_ACTION|> before <|END_OF_TURN_TOKEN|>).
     closes = [end]
+    if _FIRST_SECTION.match(end):
+        # An end written as section tags (Kimi-K3's <|close|>response<|sep|><|close|>message
+        # <|sep|>…) also ends at each of them (a call turn closes no response section).
+        closes.extend(tag for tag in _FIRST_SECTION.findall(end) if tag not in closes)
     for token in _FIRST_TOKEN.findall(end) if end else []:
         # A token the role header also writes is structure, not an end (Kimi-K3's <|sep|>).
         if token not in closes and token and token not in header:
@@ -962,6 +978,16 @@ def _reasoning(
         token = _FIRST_TOKEN.match(closer)
         closer = token.group() if token is not None else ""
     content_header = header[len(anchor) :].strip() if header.startswith(anchor) else ""
+    section = _LAST_SECTION.search(header)
+    if (
+        section is not None
+        and content_header.endswith(section.group())
+        and closer.endswith(section.group())
+        and closer != section.group()
+    ):
+        # The plain answer's header ends with a section tag of its own that the reasoning's
+        # close also ends with (Kimi-K3's <|open|>response<|sep|>): the content's opener.
+        content_header = section.group()
     stripped_header = False
     if content_header and "tool_calls" in message and closer != content_header:
         # The plain answer opens its content with a header of its own (Command R7B's
@@ -1038,6 +1064,9 @@ _FIRST_TOKEN = re.compile(r"<[^<>\s]+>|\[[^\[\]\s]+\]")
 #: follows it.
 _LAST_TOKEN = re.compile(r"(<[^<>\s]+>|\[[^\[\]\s]+\])\s*$")
 
+
+#: The first section tag of a text (``<|close|>response<|sep|>``).
+_FIRST_SECTION = re.compile(r"<[^<>\s]+>\w+<[^<>\s]+>")
 
 #: The last section tag of a text: a word between two special tokens (``<|open|>think<|sep|>``).
 _LAST_SECTION = re.compile(r"(<[^<>\s]+>)(\w+)(<[^<>\s]+>)\s*$")
