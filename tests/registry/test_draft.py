@@ -40,11 +40,6 @@ DRAFT_GAPS: dict[str, str] = {
         "round trip: one call: tool_calls came back as 'field \\'tool_calls\\' at offset 1:"
         " the \\'pythonic\\' co"
     ),
-    "gpt-oss.jinja": (
-        "round trip: one call: content came back as the call message ('to=functions.get_weather"
-        "<|channel|>commentary json<|message|>…'): the reasoning's close <|end|><|start|>assistant "
-        "takes the start of the call's opener"
-    ),
     "hunyuan.jinja": (
         "round trip: plain answer: content came back with the system prompt and the user "
         "turn in it ('开头进行回复。…用户：Probe question one?…'): the prompt has no role header "
@@ -58,7 +53,6 @@ DRAFT_GAPS: dict[str, str] = {
         'round trip: plain answer: content came back as "<|header_start|>system<|header_e'
         "nd|>\\n\\nYou are a he"
     ),
-    "nemotron-json-vllm.jinja": ("round trip: plain answer: content came back as 'None'"),
     "nemotron-nano-v2.jinja": ("round trip: plain answer: content came back as 'None'"),
     "phi3.5.jinja": (
         "unreadable: the prompt with the generation prompt does not extend the one without"
@@ -196,10 +190,11 @@ def test_cli_draft_prints_the_family_file_and_the_round_trip(tmp_path: Path) -> 
 
 @requires_shared
 def test_cli_draft_exits_1_naming_the_field_and_text_when_the_round_trip_fails() -> None:
-    status, _out, err = _cli(str(CHAT_TEMPLATES / "gpt-oss.jinja"))
+    # Functionary v3.2 writes its answers behind a plain-text recipient ("all"), not drafted.
+    status, _out, err = _cli(str(CHAT_TEMPLATES / "functionary-v3.2.jinja"))
     assert status == 1
-    assert "round trip FAILED: one call: field 'tool_calls'" in err
-    assert "to=functions.get_weather<|channel|>commentary json<|message|>" in err
+    assert "round trip FAILED: plain answer: field 'content'" in err
+    assert "got 'all\\nProbe answer text.'" in err
 
 
 def test_cli_draft_exits_2_when_the_chat_template_cannot_be_read(tmp_path: Path) -> None:

@@ -796,6 +796,7 @@ def draft(
     if reasoning is None:
         reasoning = _reasoning_from_prompts(prober, chat_template, notes)
     empty_block = ""
+    reasoning_message_end = ""
     if reasoning is not None:
         fields["reasoning_content"] = reasoning
         opener = reasoning.get("opener", "")
@@ -819,7 +820,20 @@ def draft(
             # <|START_TEXT|>): the close takes it too.
             close = reasoning.pop("close")
             header_pattern = _lit(content_header)
-            reasoning["close_pattern"] = f"{_lit(close)}(?:\\s*{header_pattern})?|{header_pattern}"
+            role = anchor.strip()
+            if role and close.endswith(role) and close != role:
+                # The close ends the message and starts the next one (gpt-oss's <|end|>
+                # <|start|>assistant): the next one's header is the content's only when its
+                # content opener follows; otherwise it is another message's (a call's).
+                message_end = close[: -len(role)].strip()
+                reasoning_message_end = message_end
+                reasoning["close_pattern"] = (
+                    f"{_lit(message_end)}(?:\\s*{_lit(role)}\\s*{header_pattern})?|{header_pattern}"
+                )
+            else:
+                reasoning["close_pattern"] = (
+                    f"{_lit(close)}(?:\\s*{header_pattern})?|{header_pattern}"
+                )
             # A turn without reasoning starts with the content's opener.
             reasoning["open_pattern"] += f"|(?={header_pattern})"
             notes.append(f"content opens with {content_header!r} after the reasoning's close")
@@ -879,6 +893,21 @@ def draft(
         if close_pattern == "(?!)" and end:
             # Nothing closes a call but the end of the turn.
             close_pattern = "(?=" + _lit(end) + ")"
+        if reasoning_message_end:
+            # The reasoning's close takes the end of its message: a call's message may
+            # start right after it, with its role header or (cut from the call's text)
+            # without.
+            rest = open_pattern
+            for part in (reasoning_message_end, anchor.strip()):
+                while rest.startswith("\\s*"):
+                    rest = rest[3:]
+                if rest.startswith(_lit(part)):
+                    rest = rest[len(_lit(part)) :]
+            while rest.startswith("\\s*"):
+                rest = rest[3:]
+            open_pattern = (
+                f"(?:{_lit(reasoning_message_end)}\\s*)?(?:{_lit(anchor.strip())}\\s*)?{rest}"
+            )
         tool_field: dict[str, Any] = {
             "open_pattern": open_pattern,
             "close_pattern": close_pattern,
@@ -1233,7 +1262,21 @@ def _check_probe(
     closes = response_template["fields"]["content"].get("close") or [""]
     turn_end = text.find(closes[0]) if closes[0] else -1
     in_turn = ANSWER in text and (turn_end < 0 or text.find(ANSWER) < turn_end)
-    if in_turn and content.strip() != ANSWER:
+    reasoning = response_template["fields"].get("reasoning_content")
+    as_reasoning = (
+        label != "reasoning"
+        and reasoning is not None
+        and (parsed.get("reasoning_content") or "").strip() == ANSWER
+        and not content.strip()
+        and re.search(
+            "(?:" + str(reasoning.get("open_pattern", "(?!)")) + ")\\s*$",
+            text.partition(ANSWER)[0],
+        )
+        is not None
+    )
+    if in_turn and content.strip() != ANSWER and not as_reasoning:
+        # (A call message's content rendered inside the reasoning delimiters, as gpt-oss's
+        # analysis channel, is reasoning by the template's own layout.)
         problems.append(DraftProblem(label, "content", ANSWER, parsed.get("content")))
     elif ANSWER not in text and content.strip():
         # A turn that renders no content must not leave delimiter text in it.
