@@ -53,6 +53,10 @@ DRAFT_GAPS: dict[str, str] = {
         'round trip: plain answer: content came back as "<|header_start|>system<|header_e'
         "nd|>\\n\\nYou are a he"
     ),
+    "nemotron-json-vllm.jinja": (
+        "round trip: plain answer: content came back as None: the template renders the last "
+        "assistant message as a continuation of the generation prompt, after its open <think>"
+    ),
     "nemotron-nano-v2.jinja": ("round trip: plain answer: content came back as 'None'"),
     "phi3.5.jinja": (
         "unreadable: the prompt with the generation prompt does not extend the one without"

@@ -1264,7 +1264,8 @@ def _check_probe(
     in_turn = ANSWER in text and (turn_end < 0 or text.find(ANSWER) < turn_end)
     reasoning = response_template["fields"].get("reasoning_content")
     as_reasoning = (
-        label != "reasoning"
+        bool(calls)
+        and label != "reasoning"
         and reasoning is not None
         and (parsed.get("reasoning_content") or "").strip() == ANSWER
         and not content.strip()
