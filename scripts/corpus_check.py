@@ -492,6 +492,25 @@ def _both_ways_or_error(
     return results[0], results[1]
 
 
+def _draft_prefix(case: Mapping[str, Any], draft: Mapping[str, Any], family_prefix: str) -> str:
+    """The prompt a draft parses a case after: the family's (see :func:`prefix_for`),
+    unless the case records none and the family's is another chat template's prompt (it
+    does not hold the draft's start anchor: pythonic's default is Llama 3.2's header, not
+    Gemma 3's); then the draft's own prefix of the same name, which its chat template
+    rendered."""
+    anchor = draft["response_template"].get("start_anchor")
+    if (
+        isinstance(case.get("prefix"), str)
+        or not isinstance(anchor, str)
+        or anchor in family_prefix
+    ):
+        return family_prefix
+    override = load_prefix_overrides().get(str(case.get("id")))
+    name = override.prefix if override is not None else "default"
+    prefix = draft["prefixes"].get(name)
+    return prefix if isinstance(prefix, str) else family_prefix
+
+
 def draft_agreement(
     cases: Sequence[Mapping[str, Any]], chat_templates_dir: Path
 ) -> list[DraftAgreement]:
@@ -521,7 +540,10 @@ def draft_agreement(
                 prefix = prefix_for(case, entry)
                 tools = tools_for(case)
                 want = _both_ways_or_error(case["text"], entry.template, prefix, tools)
-                got = _both_ways_or_error(case["text"], result.response_template, prefix, tools)
+                draft_prefix = _draft_prefix(case, result.entry, prefix)
+                got = _both_ways_or_error(
+                    case["text"], result.response_template, draft_prefix, tools
+                )
                 agreeing += want == got
             first = str(result.problems[0]) if result.problems else ""
             rows.append(

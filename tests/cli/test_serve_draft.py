@@ -20,10 +20,10 @@ UNKNOWN = (
     "{% for message in messages %}### {{ message['role'] }}:\n{{ message['content'] }}<END>\n"
     "{% endfor %}{% if add_generation_prompt %}### assistant:\n{% endif %}"
 )
-#: The assistant content sits behind a wrapper the generation prompt does not write, which a
-#: draft cannot express: its round trip fails on the content field.
+#: The assistant content sits behind a plain-text wrapper the generation prompt does not
+#: write, which a draft does not make a delimiter: its round trip fails on the content field.
 WRAPPED = (
-    "{% for message in messages %}<|start|>{{ message['role'] }}<|message|>"
+    "{% for message in messages %}<|start|>{{ message['role'] }}\nall\n"
     "{{ message['content'] }}<|end|>{% endfor %}"
     "{% if add_generation_prompt %}<|start|>assistant{% endif %}"
 )

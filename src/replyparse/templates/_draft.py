@@ -24,6 +24,7 @@ import json
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -46,7 +47,10 @@ TOOLS: list[dict[str, Any]] = [
             "description": "Get the weather in a city.",
             "parameters": {
                 "type": "object",
-                "properties": {"city": {"type": "string"}, "days": {"type": "integer"}},
+                "properties": {
+                    "city": {"type": "string", "description": "The city."},
+                    "days": {"type": "integer", "description": "How many days."},
+                },
                 "required": ["city"],
             },
         },
@@ -59,9 +63,18 @@ TOOLS: list[dict[str, Any]] = [
             "parameters": {
                 "type": "object",
                 "properties": {
-                    "enabled": {"type": "boolean"},
-                    "tags": {"type": "array", "items": {"type": "string"}},
-                    "limits": {"type": "object", "properties": {"max": {"type": "integer"}}},
+                    "enabled": {"type": "boolean", "description": "Whether on."},
+                    "tags": {
+                        "type": "array",
+                        "items": {"type": "string"},
+                        "description": "The tags.",
+                    },
+                    "limits": {
+                        "type": "object",
+                        "properties": {"max": {"type": "integer", "description": "The most."}},
+                        "additionalProperties": {"type": "integer"},
+                        "description": "The limits.",
+                    },
                 },
             },
         },
@@ -118,6 +131,14 @@ class Draft:
     def response_template(self) -> dict[str, Any]:
         template: dict[str, Any] = self.entry["response_template"]
         return template
+
+
+#: The moment every probe is rendered at (see ``strftime_now`` in chat_template.py).
+_PROBE_MOMENT = datetime(2026, 1, 5, 9, 30, 0)
+
+
+def _probe_time(format: str) -> str:
+    return _PROBE_MOMENT.strftime(format)
 
 
 def _error(message: str, value: Any = None) -> TemplateError:
@@ -179,10 +200,54 @@ class _Prober:
         self.generation_prompt = self.prompt[len(self.base) :]
         #: Why the last probe turn did not render, for the notes.
         self.last_error = ""
+        #: The probe message whose rendering shows the reasoning.
+        self.reasoning_message = _assistant(reasoning_content=REASONING)
+        #: What the template writes after every conversation, whatever its last message
+        #: (Command R7B ignores ``add_generation_prompt`` and always ends with the
+        #: assistant header): not part of a rendered turn.
+        #: Command R+ ends every conversation with a system turn of instructions.
+        self.trailer = self._trailer()
+        if self.generation_prompt and not self.trailer.strip():
+            self.trailer = ""
+        if self.trailer:
+            self.base = self.base[: len(self.base) - len(self.trailer)]
+            if not self.generation_prompt and self.trailer.strip():
+                self.generation_prompt = self.trailer
 
     def _render(self, messages: Sequence[Mapping[str, Any]], *, generation: bool, **kw: Any) -> str:
         text: str = self.render(messages, tools=TOOLS, add_generation_prompt=generation, **kw)
         return text
+
+    def _trailer(self) -> str:
+        """The text a template with no generation prompt of its own writes after the last
+        message of every conversation: what the base and a plain answer both end with,
+        from a token boundary, leaving the user turn its end (at least one token)."""
+        second_user = {"role": "user", "content": "Probe question two?"}
+        try:
+            text = self._render([USER, _assistant()], generation=False)
+            longer = self._render([USER, _assistant(), second_user], generation=False)
+        except Exception:
+            return ""
+        if longer.startswith(text):
+            # The next message follows the answer directly: nothing is written after it.
+            return ""
+        question = str(USER["content"])
+        if question not in self.base or question not in text:
+            return ""
+        after_base = self.base[self.base.rfind(question) + len(question) :]
+        after_text = text[text.rfind(question) + len(question) :]
+        trailer = _common_suffix(after_base, after_text)
+        while trailer and trailer[0] not in "<[" and not trailer[0].isspace():
+            trailer = trailer[1:]
+        if trailer == after_text:
+            return ""
+        user_end = after_base[: len(after_base) - len(trailer)]
+        while not user_end.strip() and trailer:
+            token = _FIRST_TOKEN.match(trailer)
+            if token is None:
+                return ""
+            user_end, trailer = user_end + token.group(), trailer[token.end() :]
+        return trailer
 
     def turn(self, message: Mapping[str, Any]) -> str | None:
         """The text the template renders for ``message`` after the user turn, or None."""
@@ -192,9 +257,18 @@ class _Prober:
             issues = error.issues if isinstance(error, TemplateError) else []
             self.last_error = issues[0].message if issues else f"{type(error).__name__}: {error}"
             return None
-        if not text.startswith(self.base):
+        if self.trailer and text.endswith(self.trailer):
+            text = text[: len(text) - len(self.trailer)]
+        if text.startswith(self.base):
+            return text[len(self.base) :]
+        # The template rewrites the text before the turn (Mistral's vLLM template moves the
+        # default system prompt into the last user turn): the turn follows the user's.
+        question = str(USER["content"])
+        user_turn = self.base[self.base.rfind(question) :] if question in self.base else ""
+        at = text.find(user_turn) if user_turn else -1
+        if at < 0 or text.find(user_turn, at + 1) >= 0:
             return None
-        return text[len(self.base) :]
+        return text[at + len(user_turn) :]
 
     def calls(self, calls: Sequence[Mapping[str, Any]]) -> str | None:
         for as_strings in (False, True):
@@ -214,7 +288,10 @@ class _Prober:
                 bare = self._render([USER], generation=False, **kwargs)
             except Exception:
                 continue
-            if full.startswith(bare):
+            if self.trailer and full == bare and full.startswith(self.base):
+                # The template always writes the generation prompt.
+                prompts[label] = full[len(self.base) :]
+            elif full.startswith(bare):
                 prompts[label] = full[len(bare) :]
         return prompts
 
@@ -273,18 +350,46 @@ def _arguments_key(value: Mapping[str, Any]) -> str | None:
 
 
 def _named_opener(text: str, name: str) -> str:
+    """The opener with the call's name as the ``name`` group; an opener that writes the
+    name again (Glimmer's ``to=NAME<|message|>…<atem:invoke name="NAME">``) repeats it."""
     at = text.find(name)
-    return _generic(text[:at]) + _NAME + _generic(text[at + len(name) :])
+    rest = text[at + len(name) :].split(name)
+    return _generic(text[:at]) + _NAME + "(?P=name)".join(_generic(part) for part in rest)
 
 
 #: A call's id, or its index in the turn (``functions.NAME:0``), in a rendered opener.
-_CALL_NUMBER = re.compile(r"call[01]abcd|(?<=[:_.])[01](?![0-9])")
+_CALL_NUMBER = re.compile(r"(call[01]abcd)|(?<=[:_.])[01](?![0-9])|(?<=index=\")[0-9](?=\")")
+#: The probe call ids, as :func:`_tool_calls` writes them.
+_PROBE_IDS = ("call0abcd", "call1abcd")
+#: What a call id the template writes may be, captured for the transform's ``id``.
+_ID = "(?P<id>[A-Za-z0-9_-]+)"
 
 
 def _generic(text: str) -> str:
-    """:func:`_lit`, with the probe's call ids and call indexes as any word."""
-    parts = _CALL_NUMBER.split(text)
-    return "[A-Za-z0-9_-]+".join(_lit(part) for part in parts)
+    """:func:`_lit`, with the probe's call ids and call indexes as any word; the first
+    probe call id the template writes is captured as the call's ``id``."""
+    pieces: list[str] = []
+    captured = False
+    at = 0
+    for match in _CALL_NUMBER.finditer(text):
+        pieces.append(_lit(text[at : match.start()]))
+        if match.group(1) is not None and not captured:
+            pieces.append(_ID)
+            captured = True
+        else:
+            pieces.append("[A-Za-z0-9_-]+")
+        at = match.end()
+    pieces.append(_lit(text[at:]))
+    return "".join(pieces)
+
+
+def _id_key(value: Mapping[str, Any]) -> str | None:
+    """The key of a JSON call object that holds the call's id: an ``id``/``…_id`` key
+    whose value is the probe's id or the call's index (Cohere's ``"tool_call_id": "0"``)."""
+    for key, item in value.items():
+        if (key == "id" or key.endswith("_id")) and item in (*_PROBE_IDS, "0", 0):
+            return str(key)
+    return None
 
 
 def _read_call(call_text: str) -> _Call:
@@ -300,12 +405,14 @@ def _read_call(call_text: str) -> _Call:
         start, end, value = listed
         key = _arguments_key(value[0]) or "arguments"
         name_key = _name_key(value[0], name) or "name"
+        id_key = _id_key(value[0])
         return _Call(
             _lit(call_text[:start].strip()) or "(?=\\[\\s*\\{)",
             _lit(call_text[end:].strip()) or "(?!)",
             "json",
             None,
             {
+                **({"id": "{" + id_key + "}"} if id_key else {}),
                 "type": "function",
                 "function": {"name": "{" + name_key + "}", "arguments": "{" + key + "}"},
             },
@@ -316,6 +423,7 @@ def _read_call(call_text: str) -> _Call:
         start, end, value = found
         key = _arguments_key(value) or "arguments"
         name_key = _name_key(value, name) or "name"
+        id_key = _id_key(value)
         opener = call_text[:start].strip()
         notes = ["each call is a JSON object holding its name"]
         # Where the call's object starts: the key the template writes first.
@@ -337,6 +445,7 @@ def _read_call(call_text: str) -> _Call:
             "json",
             None,
             {
+                **({"id": "{content." + id_key + "}"} if id_key else {}),
                 "type": "function",
                 "function": {
                     "name": "{content." + name_key + "}",
@@ -447,6 +556,10 @@ def _read_xml_call(call_text: str, name: str) -> _Call:
     after_days = call_text[days_value + 1 :].replace("days", "\0", 1)
     closing = _common_prefix(after_city, after_days)
     tag_end = closing.find(">", closing.find("\0") + 1 if "\0" in closing else 0)
+    section = _FIRST_SECTION.match(closing)
+    if section is not None and "\0" not in closing:
+        # A closing section tag (Kimi-K3's <|close|>argument<|sep|>) ends after its last token.
+        tag_end = section.end() - 1
     if tag_end < 0:
         raise _error("cannot find where a parameter value ends in the rendered call", call_text)
     closing = closing[: tag_end + 1]
@@ -533,6 +646,10 @@ def _without_end(text: str, end: str) -> str:
     shared = _common_suffix(text, end) if end else ""
     while shared and shared[0] not in "<[":
         shared = shared[1:]
+    token = _FIRST_TOKEN.match(shared)
+    if token is not None and text[: len(text) - len(shared)][-1:].isalnum():
+        # Not inside a section tag (Kimi-K3's <|close|>tools<|sep|>).
+        shared = shared[token.end() :]
     return text[: len(text) - len(shared)] if shared else text
 
 
@@ -540,7 +657,7 @@ def _calls_of(turn: str, header: str, end: str) -> str:
     """The calls in a rendered call turn: after the content, or (templates that write the
     calls first, as DeepSeek-R1 and Gemma) between the role header and the content."""
     if ANSWER not in turn:
-        return turn[len(_whole_tokens(_common_prefix(turn, header))) :]
+        return turn[len(_whole_words(_whole_tokens(_common_prefix(turn, header)), turn)) :]
     before, _, after = turn.partition(ANSWER)
     if CALL_ONE["name"] in after or CALL_ONE["name"] not in before:
         return after
@@ -557,6 +674,8 @@ def _split_section(one: str, two: str, body_end: int | None) -> _Split:
     calls), and what each call repeats (its own opener and close)."""
     first_name: str = CALL_ONE["name"]
     second_name: str = CALL_TWO["name"]
+    # Each call's own id is the same part of its opener (Solar Open's call0abcd/call1abcd).
+    two = two.replace(_PROBE_IDS[1], _PROBE_IDS[0])
     second_at = two.find(second_name)
     first_at = two.find(first_name)
     if second_at < 0 or first_at < 0:
@@ -567,9 +686,13 @@ def _split_section(one: str, two: str, body_end: int | None) -> _Split:
     opener_one = one[: one.find(first_name)]
     call_open = _common_suffix(opener_one, between)
     split = len(opener_one) - len(call_open) if call_open else 0
-    # Cut between tokens: move the split to the start of the next tag or line.
+    # Cut between tokens: move the split to the start of the next tag or line, past a
+    # token that ends a section tag (Kimi-K3's <|open|>tools<|sep|>).
     while 0 < split < len(opener_one) and opener_one[split] not in "<[\n":
         split += 1
+    token = _FIRST_TOKEN.match(opener_one, split) if 0 < split < len(opener_one) else None
+    if token is not None and opener_one[split - 1].isalnum():
+        split = token.end()
     section_open = opener_one[:split] if split < len(opener_one) else ""
     if body_end is None or not one.startswith(two[:body_end]):
         return _Split(section_open.strip(), opener_one[split:].strip())
@@ -643,7 +766,9 @@ def draft(
 
         def render(messages: Sequence[Mapping[str, Any]], **kwargs: Any) -> str:
             try:
-                return template.render(messages, **kwargs)
+                # One clock for every probe: a prompt that writes the time (Hunyuan) must
+                # render the same text each time to be diffed.
+                return template.render(messages, strftime_now=_probe_time, **kwargs)
             except ChatTemplateError as error:
                 raise _error(str(error)) from None
 
@@ -670,9 +795,13 @@ def draft(
     rendered_reasoning = reasoning is not None
     if reasoning is None:
         reasoning = _reasoning_from_prompts(prober, chat_template, notes)
+    empty_block = ""
+    reasoning_message_end = ""
     if reasoning is not None:
         fields["reasoning_content"] = reasoning
         opener = reasoning.get("opener", "")
+        if opener:
+            empty_block = opener + reasoning["close"]
         prompts = (prober.generation_prompt, *prober.switch_prompts().values())
         if opener and any(opener in prompt for prompt in prompts):
             # A prompt pre-writes the opener, and models also write it again.
@@ -691,7 +820,20 @@ def draft(
             # <|START_TEXT|>): the close takes it too.
             close = reasoning.pop("close")
             header_pattern = _lit(content_header)
-            reasoning["close_pattern"] = f"{_lit(close)}(?:\\s*{header_pattern})?|{header_pattern}"
+            role = anchor.strip()
+            if role and close.endswith(role) and close != role:
+                # The close ends the message and starts the next one (gpt-oss's <|end|>
+                # <|start|>assistant): the next one's header is the content's only when its
+                # content opener follows; otherwise it is another message's (a call's).
+                message_end = close[: -len(role)].strip()
+                reasoning_message_end = message_end
+                reasoning["close_pattern"] = (
+                    f"{_lit(message_end)}(?:\\s*{_lit(role)}\\s*{header_pattern})?|{header_pattern}"
+                )
+            else:
+                reasoning["close_pattern"] = (
+                    f"{_lit(close)}(?:\\s*{header_pattern})?|{header_pattern}"
+                )
             # A turn without reasoning starts with the content's opener.
             reasoning["open_pattern"] += f"|(?={header_pattern})"
             notes.append(f"content opens with {content_header!r} after the reasoning's close")
@@ -701,6 +843,14 @@ def draft(
             raise _error("cannot find where the assistant turn starts (no role header)")
         anchor = token.group(1)
         notes.append(f"no assistant role header: the turn starts after {anchor!r}")
+    opener = _content_opener(header, anchor, prober.generation_prompt)
+    if opener and "reasoning_content" not in fields and _FIRST_TOKEN.match(opener):
+        # The answer opens with a token of its own after the role header (Solar Open's
+        # <|content|>): a region that takes it and holds nothing, so a turn that starts
+        # with it and one that does not read the same. (Plain text, as Functionary's "all"
+        # recipient, could open anywhere in the content: not drafted.)
+        fields["content_opener"] = {"open_pattern": _lit(opener), "close_pattern": "(?=[\\s\\S])"}
+        notes.append(f"content opens with {opener!r} after the role header (field content_opener)")
     one = prober.calls([CALL_ONE])
     if one is None:
         prober.last_error = ""
@@ -716,12 +866,18 @@ def draft(
     else:
         call_text = _calls_of(one, header, end)
         call_text = _without_end(call_text, end).lstrip()
+        if empty_block and call_text.startswith(empty_block):
+            # A call turn without reasoning renders an empty reasoning block before the
+            # calls (Command R7B): the reasoning field reads it.
+            call_text = call_text[len(empty_block) :].lstrip()
         call = _read_call(call_text)
         notes.extend(call.notes)
         two = prober.calls([CALL_ONE, CALL_TWO])
         open_pattern, close_pattern = call.open_pattern, call.close_pattern
         if two is not None and not call.transform_each:
-            two_text = _calls_of(two, header, end)
+            two_text = _calls_of(two, header, end).lstrip()
+            if empty_block and two_text.startswith(empty_block):
+                two_text = two_text[len(empty_block) :]
             split = _split_section(call_text, two_text.lstrip(), call.body_end)
             open_pattern, close_pattern = _call_delimiters(call, end, split)
             nested = _nested_values(call, two_text)
@@ -737,6 +893,21 @@ def draft(
         if close_pattern == "(?!)" and end:
             # Nothing closes a call but the end of the turn.
             close_pattern = "(?=" + _lit(end) + ")"
+        if reasoning_message_end:
+            # The reasoning's close takes the end of its message: a call's message may
+            # start right after it, with its role header or (cut from the call's text)
+            # without.
+            rest = open_pattern
+            for part in (reasoning_message_end, anchor.strip()):
+                while rest.startswith("\\s*"):
+                    rest = rest[3:]
+                if rest.startswith(_lit(part)):
+                    rest = rest[len(_lit(part)) :]
+            while rest.startswith("\\s*"):
+                rest = rest[3:]
+            open_pattern = (
+                f"(?:{_lit(reasoning_message_end)}\\s*)?(?:{_lit(anchor.strip())}\\s*)?{rest}"
+            )
         tool_field: dict[str, Any] = {
             "open_pattern": open_pattern,
             "close_pattern": close_pattern,
@@ -748,12 +919,21 @@ def draft(
         if call.transform_each:
             tool_field["transform_each"] = True
         tool_field["transform"] = call.transform
+        if _ID in open_pattern and "id" not in call.transform:
+            # The template writes the call's id in its opener (Mistral's [CALL_ID]).
+            tool_field["transform"] = {"id": "{id}", **call.transform}
+            notes.append("the call's id is in its opener: captured as the call id")
         fields["tool_calls"] = tool_field
     # The end of turn, and each of its tokens when it is several: a call's close may take
     # the first ones (Cohere's <|END_ACTION|> before <|END_OF_TURN_TOKEN|>).
     closes = [end]
+    if _FIRST_SECTION.match(end):
+        # An end written as section tags (Kimi-K3's <|close|>response<|sep|><|close|>message
+        # <|sep|>…) also ends at each of them (a call turn closes no response section).
+        closes.extend(tag for tag in _FIRST_SECTION.findall(end) if tag not in closes)
     for token in _FIRST_TOKEN.findall(end) if end else []:
-        if token not in closes and token:
+        # A token the role header also writes is structure, not an end (Kimi-K3's <|sep|>).
+        if token not in closes and token and token not in header:
             closes.append(token)
     # A template that writes the calls before the content ends a call turn differently
     # (Gemma 4: the answer, then <|tool_response>): that ends the content too.
@@ -801,7 +981,18 @@ def draft(
 def _reasoning(
     prober: _Prober, header: str, anchor: str, notes: list[str]
 ) -> dict[str, Any] | None:
-    turn = prober.turn(_assistant(reasoning_content=REASONING))
+    message = _assistant(reasoning_content=REASONING)
+    turn = prober.turn(message)
+    if turn is None or REASONING not in turn:
+        # Some templates render reasoning only in a call turn (Command R7B's plan before
+        # <|START_ACTION|>).
+        message = _assistant(
+            reasoning_content=REASONING, tool_calls=_tool_calls([CALL_ONE], as_strings=False)
+        )
+        turn = prober.turn(message)
+        if turn is not None and REASONING in turn:
+            prober.reasoning_message = message
+            notes.append("reasoning is rendered only in a call turn")
     if turn is None or REASONING not in turn:
         notes.append(
             "the chat template does not render reasoning in history: if the model reasons, "
@@ -811,9 +1002,27 @@ def _reasoning(
     before, _, after = turn.partition(REASONING)
     between = after.partition(ANSWER)[0]
     closer = between.strip()
+    if "tool_calls" in message:
+        # The calls follow the reasoning: its close is the first token after it.
+        token = _FIRST_TOKEN.match(closer)
+        closer = token.group() if token is not None else ""
     content_header = header[len(anchor) :].strip() if header.startswith(anchor) else ""
+    section = _LAST_SECTION.search(header)
+    if (
+        section is not None
+        and content_header.endswith(section.group())
+        and closer.endswith(section.group())
+        and closer != section.group()
+    ):
+        # The plain answer's header ends with a section tag of its own that the reasoning's
+        # close also ends with (Kimi-K3's <|open|>response<|sep|>): the content's opener.
+        content_header = section.group()
     stripped_header = False
-    if content_header and closer.endswith(content_header) and closer != content_header:
+    if content_header and "tool_calls" in message and closer != content_header:
+        # The plain answer opens its content with a header of its own (Command R7B's
+        # <|START_RESPONSE|>): it ends the reasoning too.
+        stripped_header = True
+    elif content_header and closer.endswith(content_header) and closer != content_header:
         stripped_header = True
         # Cohere: <|END_THINKING|><|START_TEXT|>; the second opens the content, which the
         # plain answer writes too.
@@ -821,7 +1030,14 @@ def _reasoning(
     if not closer:
         notes.append("reasoning is rendered with no closing delimiter: not drafted")
         return None
-    opener = before[len(_whole_tokens(_common_prefix(before, header))) :].strip()
+    shared = _whole_tokens(_common_prefix(before, header))
+    token = _LAST_TOKEN.search(shared)
+    if token is not None and before[len(shared) : len(shared) + 1].isalnum() and shared != anchor:
+        # The two differ in the word after a token (gpt-oss's <|channel|>analysis versus
+        # <|channel|>final): the token is part of the opener.
+        shared = shared[: token.start()]
+    shared = _whole_words(shared, before)
+    opener = before[len(shared) :].strip()
     if not opener:
         shared = _whole_tokens(_common_prefix(before, prober.generation_prompt))
         opener = before[len(shared) :].strip()
@@ -832,6 +1048,14 @@ def _reasoning(
         token = _LAST_TOKEN.search(before)
         if token is not None and _pairs(token.group(1), closer):
             opener = token.group(1)
+        section = _LAST_SECTION.search(before)
+        if not opener and section is not None:
+            # A section tag of tokens around a word (Kimi-K3's <|open|>think<|sep|>), when
+            # the closer starts with the same word between other tokens (<|close|>think<|sep|>).
+            first, word, last = section.group(1, 2, 3)
+            closing = re.match("(<[^<>\\s]+>)" + re.escape(word) + re.escape(last), closer)
+            if closing is not None and closing.group(1) != first:
+                opener = section.group().strip()
     if not opener:
         # The prompt pre-writes an opener that history does not render (Apriel's "Here are
         # my reasoning steps:"): the text the generation prompt adds to the role header.
@@ -848,6 +1072,19 @@ def _reasoning(
     return {"open_pattern": _lit(opener) + "|(?=" + _lit(closer) + ")", **result, "opener": opener}
 
 
+def _content_opener(header: str, anchor: str, generation_prompt: str) -> str:
+    """The text a plain answer writes between the role header (and what the generation
+    prompt pre-writes) and the content: ``<|content|>``, ``all\\n``; empty when none."""
+    if anchor.strip() and anchor in header:
+        rest = header[header.index(anchor) + len(anchor) :]
+    else:
+        return ""
+    written = generation_prompt[generation_prompt.find(anchor) + len(anchor) :]
+    if anchor in generation_prompt and rest.startswith(written):
+        rest = rest[len(written) :]
+    return rest.strip()
+
+
 #: The first special token of a text (an end of turn written as several tokens, Cohere's
 #: ``<|END_TEXT|><|END_OF_TURN_TOKEN|>``, also ends at its first).
 _FIRST_TOKEN = re.compile(r"<[^<>\s]+>|\[[^\[\]\s]+\]")
@@ -855,6 +1092,13 @@ _FIRST_TOKEN = re.compile(r"<[^<>\s]+>|\[[^\[\]\s]+\]")
 #: The last special token of a text (``<think>``, ``<|assistant|>``, ``[INST]``), and what
 #: follows it.
 _LAST_TOKEN = re.compile(r"(<[^<>\s]+>|\[[^\[\]\s]+\])\s*$")
+
+
+#: The first section tag of a text (``<|close|>response<|sep|>``).
+_FIRST_SECTION = re.compile(r"<[^<>\s]+>\w+<[^<>\s]+>")
+
+#: The last section tag of a text: a word between two special tokens (``<|open|>think<|sep|>``).
+_LAST_SECTION = re.compile(r"(<[^<>\s]+>)(\w+)(<[^<>\s]+>)\s*$")
 
 
 def _pairs(opener: str, closer: str) -> bool:
@@ -877,6 +1121,15 @@ def _whole_tokens(text: str) -> str:
     if cut > text.rfind("]") and not re.search("[<>]", text[cut:]):
         text = text[:cut]
     return text
+
+
+def _whole_words(shared: str, text: str) -> str:
+    """``shared`` (a prefix of ``text``) without a word cut in half at its end: two
+    renderings that differ inside a word after a space (Glimmer's `` to=self`` versus
+    `` to=user``) differ from the word on."""
+    if text[len(shared) : len(shared) + 1].isalnum() and shared[-1:] not in ("", " ", ">", "\n"):
+        return shared[: shared.rfind(" ") + 1] if " " in shared else shared
+    return shared
 
 
 _OPENER_AT_END = re.compile(r"(<[A-Za-z_:|]*think[A-Za-z_:|]*>)\s*$")
@@ -948,59 +1201,97 @@ def _round_trip(
     probes: list[tuple[str, dict[str, Any], list[dict[str, Any]]]] = [
         ("plain answer", _assistant(), []),
     ]
-    if has_reasoning:
-        probes.append(("reasoning", _assistant(reasoning_content=REASONING), []))
+    if has_reasoning and "tool_calls" not in prober.reasoning_message:
+        probes.append(("reasoning", prober.reasoning_message, []))
     if "tool_calls" in response_template["fields"]:
         probes.append(("one call", _assistant(), [CALL_ONE]))
         probes.append(("two calls", _assistant(), [CALL_ONE, CALL_TWO]))
+        if has_reasoning and "tool_calls" in prober.reasoning_message:
+            probes.append(("reasoning", prober.reasoning_message, [CALL_ONE]))
     problems: list[DraftProblem] = []
     for label, message, calls in probes:
-        if calls:
-            text = prober.calls(calls)
-            if text is None:
-                continue
-        else:
-            text = prober.turn(message)
-            if text is None:
-                continue
+        text = prober.calls(calls) if calls and label != "reasoning" else prober.turn(message)
+        if text is None:
+            continue
         generation_prompt = prober.generation_prompt
-        if not text.startswith(generation_prompt):
-            # The rendered turn differs from the prompt (a history turn closes reasoning the
-            # prompt leaves open): parse it after the role header only.
+        laid_out = re.match("\\s*" + _lit(generation_prompt.strip()), text)
+        if text.startswith(generation_prompt):
+            readings = [(prober.prompt, text[len(generation_prompt) :])]
+        elif generation_prompt.strip() and laid_out is not None:
+            # The same prompt in another layout (vLLM's DeepSeek-V3.1 template indents).
+            readings = [(prober.prompt, text[laid_out.end() :])]
+        else:
+            # The rendered turn differs from the prompt: a history turn closes reasoning the
+            # prompt leaves open (parse it after the role header only), or drops an opener
+            # the prompt pre-writes (Apriel 1.6's "Here are my reasoning steps:": parse
+            # what follows the shared part after the whole prompt, as the model writes it).
             common = _common_prefix(text, generation_prompt)
             anchor = str(response_template["start_anchor"])
-            if common.startswith(anchor):
-                common = common[: len(anchor)]
-            prefix, generation = prober.base + common, text[len(common) :]
-        else:
-            prefix, generation = prober.prompt, text[len(generation_prompt) :]
-        try:
-            parsed = parse_response(generation, dict(response_template), prefix=prefix, tools=TOOLS)
-        except ResponseParseError as error:
-            problems.append(
-                DraftProblem(
-                    label, error.field or "?", "a message", f"{error} (text {error.raw!r})"
-                )
-            )
-            continue
-        content = parsed.get("content") or ""
-        # A template may write the content of a call message as a turn of its own after the
-        # calls' end of turn (DeepSeek-R1): that turn is not this generation's.
-        closes = response_template["fields"]["content"].get("close") or [""]
-        turn_end = text.find(closes[0]) if closes[0] else -1
-        in_turn = ANSWER in text and (turn_end < 0 or text.find(ANSWER) < turn_end)
-        if in_turn and content.strip() != ANSWER:
-            problems.append(DraftProblem(label, "content", ANSWER, parsed.get("content")))
-        if label == "reasoning" and (parsed.get("reasoning_content") or "").strip() != REASONING:
-            problems.append(
-                DraftProblem(label, "reasoning_content", REASONING, parsed.get("reasoning_content"))
-            )
-        got = [
-            {"name": call["function"]["name"], "arguments": call["function"]["arguments"]}
-            for call in parsed.get("tool_calls") or []
+            header = common[: common.find(anchor) + len(anchor)] if anchor in common else common
+            readings = [(prober.base + header, text[len(header) :])]
+            if common.strip() and common != header:
+                readings.append((prober.prompt, text[len(common) :]))
+        found: list[DraftProblem] = []
+        for prefix, generation in readings:
+            found = _check_probe(label, text, generation, prefix, calls, response_template)
+            if not found:
+                break
+        problems.extend(found)
+    return problems
+
+
+def _check_probe(
+    label: str,
+    text: str,
+    generation: str,
+    prefix: str,
+    calls: Sequence[Mapping[str, Any]],
+    response_template: Mapping[str, Any],
+) -> list[DraftProblem]:
+    """What does not come back when one rendered probe turn is parsed after ``prefix``."""
+    try:
+        parsed = parse_response(generation, dict(response_template), prefix=prefix, tools=TOOLS)
+    except ResponseParseError as error:
+        return [
+            DraftProblem(label, error.field or "?", "a message", f"{error} (text {error.raw!r})")
         ]
-        if got != [dict(call) for call in calls]:
-            problems.append(DraftProblem(label, "tool_calls", calls, got))
+    problems: list[DraftProblem] = []
+    content = parsed.get("content") or ""
+    # A template may write the content of a call message as a turn of its own after the
+    # calls' end of turn (DeepSeek-R1): that turn is not this generation's.
+    closes = response_template["fields"]["content"].get("close") or [""]
+    turn_end = text.find(closes[0]) if closes[0] else -1
+    in_turn = ANSWER in text and (turn_end < 0 or text.find(ANSWER) < turn_end)
+    reasoning = response_template["fields"].get("reasoning_content")
+    as_reasoning = (
+        bool(calls)
+        and label != "reasoning"
+        and reasoning is not None
+        and (parsed.get("reasoning_content") or "").strip() == ANSWER
+        and not content.strip()
+        and re.search(
+            "(?:" + str(reasoning.get("open_pattern", "(?!)")) + ")\\s*$",
+            text.partition(ANSWER)[0],
+        )
+        is not None
+    )
+    if in_turn and content.strip() != ANSWER and not as_reasoning:
+        # (A call message's content rendered inside the reasoning delimiters, as gpt-oss's
+        # analysis channel, is reasoning by the template's own layout.)
+        problems.append(DraftProblem(label, "content", ANSWER, parsed.get("content")))
+    elif ANSWER not in text and content.strip():
+        # A turn that renders no content must not leave delimiter text in it.
+        problems.append(DraftProblem(label, "content", None, parsed.get("content")))
+    if label == "reasoning" and (parsed.get("reasoning_content") or "").strip() != REASONING:
+        problems.append(
+            DraftProblem(label, "reasoning_content", REASONING, parsed.get("reasoning_content"))
+        )
+    got = [
+        {"name": call["function"]["name"], "arguments": call["function"]["arguments"]}
+        for call in parsed.get("tool_calls") or []
+    ]
+    if got != [dict(call) for call in calls]:
+        problems.append(DraftProblem(label, "tool_calls", calls, got))
     return problems
 
 
