@@ -218,6 +218,26 @@ def test_validate_arguments_agrees_with_jsonschema() -> None:
         assert ours == theirs, (value, ours, theirs)
 
 
+def test_equal_schemas_share_one_validator() -> None:
+    # Every request brings its tools as new objects: the validator (a class per schema,
+    # ~2 ms to build) is found by the schema's content, and reads the copy's refs alike.
+    pytest.importorskip("jsonschema")
+    from replyparse.openai._validation import _validator_for
+
+    schema = {
+        "type": "object",
+        "properties": {"d": {"$ref": "#/$defs/d"}},
+        "$defs": {"d": {"type": "integer", "minimum": 1}},
+    }
+    again = copy.deepcopy(schema)
+    assert _validator_for(again) is _validator_for(schema)
+    assert [str(v) for v in validate_arguments({"d": 0}, again)] == ["$.d: must be >= 1; got 0"]
+    other = copy.deepcopy(schema)
+    other["$defs"]["d"]["minimum"] = 0
+    assert _validator_for(other) is not _validator_for(schema)
+    assert validate_arguments({"d": 0}, other) == []
+
+
 def test_non_strict_tool_bad_arguments_are_warned_not_raised() -> None:
     message = {"tool_calls": [_call("get_weather", {"city": ["Paris"]})]}
     with pytest.warns(ToolCallRuleWarning, match=r"\$\.tool_calls\[0\]\.arguments\.city"):

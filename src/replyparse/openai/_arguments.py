@@ -32,6 +32,7 @@ separators=(",", ":"))``). :meth:`ToolCallStreamer.finish` checks it and returns
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Callable, Mapping
@@ -40,6 +41,8 @@ from typing import Any, Literal
 
 import regex
 
+from replyparse._charset import CharSet
+from replyparse._regex_syntax import Alt, Chars, Group, Node, Repeat, Seq, UnreadablePattern, read
 from replyparse._schema_ref import SchemaReferenceError, resolve_reference
 from replyparse.content import ArgumentStream, capabilities_of
 from replyparse.openai._json_scan import (
@@ -55,6 +58,7 @@ from replyparse.openai._json_scan import (
     Token,
 )
 from replyparse.template import FieldSpec
+from replyparse.template._call_shape import CallShape
 
 __all__ = [
     "CallTarget",
@@ -101,29 +105,72 @@ def escape_json_text(text: str) -> str:
 
 @dataclass(frozen=True)
 class ToolCallShape:
-    """Where a tool-call field's name and arguments come from, read off its transform.
+    """The argument streamer's view of a tool-call field.
+
+    Where the name and the arguments come from is the field's call shape
+    (``FieldSpec.call_shape``, the one reading of its transform, computed at load); this
+    view reads it there and adds only what the streamer needs: how the field's content
+    parser lets arguments stream. A ``transform_each`` call shape (keys of each list
+    element) gives no name or arguments to follow: its calls stream at the close.
 
     Attributes:
-        content: the field's content parser name (``"json"``, ``"xml-inline"``...).
-        content_args: the field's ``content_args``.
-        parser: the field's compiled content parser (read for xml-inline bodies).
-        name_group: the open delimiter's named group holding the function name, if any.
-        name_path: the path inside the parsed body holding the name, if any.
-        name_literal: a name written literally in the transform, if any.
-        arguments_path: the path inside the parsed body holding the arguments (``()`` for the
-            whole body); None when the arguments cannot be located (stream at close).
+        field: the template's ``tool_calls`` field spec.
     """
 
-    content: str
-    content_args: Mapping[str, Any]
-    parser: Any = None  # the compiled ContentParser; Any: only read duck-typed
-    name_group: str | None = None
-    name_path: Path | None = None
-    name_literal: str | None = None
-    arguments_path: Path | None = None
-    #: The open delimiter's named group that the transform writes as the call's ``id``
-    #: (Kimi-K2's ``functions.NAME:0``), so the early ``call_id`` can be the model's own.
-    id_group: str | None = None
+    field: FieldSpec
+
+    @property
+    def _call(self) -> CallShape | None:
+        shape = self.field.call_shape
+        return shape if shape is not None and not shape.each else None
+
+    @property
+    def content(self) -> str:
+        """The field's content parser name (``"json"``, ``"xml-inline"``...)."""
+        return self.field.content
+
+    @property
+    def content_args(self) -> Mapping[str, Any]:
+        """The field's ``content_args``."""
+        return self.field.content_args
+
+    @property
+    def parser(self) -> Any:
+        """The field's compiled content parser (read for xml-inline bodies; Any: only read
+        duck-typed)."""
+        return self.field.parser
+
+    @property
+    def name_group(self) -> str | None:
+        """The open delimiter's named group holding the function name, if any."""
+        call = self._call
+        return call.name_group if call is not None else None
+
+    @property
+    def name_path(self) -> Path | None:
+        """The path inside the parsed body holding the name, if any."""
+        call = self._call
+        return call.name_path if call is not None else None
+
+    @property
+    def name_literal(self) -> str | None:
+        """A name written literally in the transform, if any."""
+        call = self._call
+        return call.name_literal if call is not None else None
+
+    @property
+    def arguments_path(self) -> Path | None:
+        """The path inside the parsed body holding the arguments (``()`` for the whole
+        body); None when the arguments cannot be located (they stream at the close)."""
+        call = self._call
+        return call.arguments_path if call is not None else None
+
+    @property
+    def id_group(self) -> str | None:
+        """The open delimiter's named group the transform writes as the call's ``id``
+        (Kimi-K2's ``functions.NAME:0``), so the early ``call_id`` can be the model's own."""
+        call = self._call
+        return call.id_group if call is not None else None
 
     @property
     def argument_stream(self) -> ArgumentStream | None:
@@ -152,30 +199,18 @@ class ToolCallShape:
 
 
 def analyze_tool_call_field(field: FieldSpec) -> ToolCallShape:
-    """What the argument streamer needs of a tool-call field, from its call shape.
+    """What the argument streamer needs of a tool-call field: a view of its call shape.
 
     Args:
         field: the template's ``tool_calls`` field spec; its content parser and
             ``call_shape`` (computed once at load) are read, never its transform.
 
     Returns:
-        The shape; ``arguments_path`` is None (and nothing streams before the region closes)
+        The view; ``arguments_path`` is None (and nothing streams before the region closes)
         for ``transform_each``, a missing transform, or a transform whose call has no
         ``function.name`` / ``function.arguments`` (or ``name`` / ``arguments``) to follow.
     """
-    shape = field.call_shape
-    if shape is None or shape.each:
-        return ToolCallShape(field.content, field.content_args, field.parser)
-    return ToolCallShape(
-        content=field.content,
-        content_args=field.content_args,
-        parser=field.parser,
-        id_group=shape.id_group,
-        name_group=shape.name_group,
-        name_path=shape.name_path,
-        name_literal=shape.name_literal,
-        arguments_path=shape.arguments_path,
-    )
+    return ToolCallShape(field)
 
 
 # -- schemas: which parts may stream before they are complete --------------------------------
@@ -349,6 +384,13 @@ class _JsonArgumentsWriter:
             return '"'
         return self._begin_value(token, top)
 
+    def string_part(self, path: Path, text: str, body: Callable[[], str]) -> str:
+        """``handle(StringPart(path, text), body)``, without the token when the string
+        streams (most pieces of a long argument string)."""
+        if path == self._string and not self._stopped and self._whole is None:
+            return escape_json_text(text)
+        return self.handle(StringPart(path, text), body)
+
     def _continue_whole(self, token: Token, body: Callable[[], str]) -> str:
         assert self._whole is not None
         path, start = self._whole
@@ -398,6 +440,10 @@ class _JsonInputWriter:
     def handle(self, token: Token, body: Callable[[], str]) -> str:
         return token.text if isinstance(token, StringPart) and token.path == self._root else ""
 
+    def string_part(self, path: Path, text: str, body: Callable[[], str]) -> str:
+        """``handle(StringPart(path, text), body)``."""
+        return text if path == self._root else ""
+
 
 _JSON_STARTS = frozenset('{["-0123456789')
 _JSON_WORDS = ("true", "false", "null")
@@ -436,6 +482,57 @@ def _value_suffix(pattern: regex.Pattern[str]) -> regex.Pattern[str] | None:
     return compiled
 
 
+def _value_prefix(pattern: regex.Pattern[str]) -> regex.Pattern[str] | None:
+    """What precedes the lazy ``(?P<value>.*?)`` of a pattern :func:`_value_suffix` reads
+    (``<arg_key>\\s*(?P<key>.*?)\\s*</arg_key>\\s*<arg_value>``), compiled; None when it
+    does not compile alone or holds no ``key`` group."""
+    before = pattern.pattern.split("(?P<value>.*?)", 1)[0]
+    try:
+        compiled = regex.compile(before, pattern.flags)
+    except regex.error:
+        return None
+    return compiled if "key" in compiled.groupindex else None
+
+
+def _first_chars(node: Node) -> tuple[CharSet | None, bool]:
+    """The characters a match of ``node`` can begin with (None: not known, e.g. after an
+    anchor or a lookaround), and whether it can match the empty string."""
+    if isinstance(node, Chars):
+        return node.chars, False
+    if isinstance(node, Group):
+        return _first_chars(node.item)
+    if isinstance(node, Repeat):
+        first, empty = _first_chars(node.item)
+        return first, empty or node.low == 0
+    if isinstance(node, Alt | Seq):
+        found = CharSet()
+        for item in node.options if isinstance(node, Alt) else node.items:
+            first, empty = _first_chars(item)
+            if first is None:
+                return None, False
+            found = found | first
+            if isinstance(node, Seq) and not empty:
+                return found, False
+        return found, isinstance(node, Seq) or any(_first_chars(o)[1] for o in node.options)
+    return None, False
+
+
+@functools.lru_cache(maxsize=64)
+def _close_leads(source: str) -> re.Pattern[str] | None:
+    """A standard-library pattern finding the first place where a match of the close
+    ``source`` (a :func:`_value_suffix`) can begin: a few characters, e.g. ``<`` for
+    ``</arg_value>``. None when they are not few or not known (the suffix is searched then)."""
+    try:
+        tree = read(source, exact=True)
+    except UnreadablePattern:
+        return None
+    first, empty = _first_chars(tree)
+    if first is None or empty or not first or first.size > 16:
+        return None
+    chars = "".join(chr(point) for low, high in first.ranges for point in range(low, high + 1))
+    return re.compile(f"[{re.escape(chars)}]")
+
+
 #: Characters of an unfinished tag after which only its close is looked for (see handle()).
 _WAIT_AFTER = 256
 
@@ -459,6 +556,8 @@ class _XmlArgumentsWriter:
         # partial match may be read through the wrong one.
         self._streams_partial_values = self._pattern.pattern.count("(?P<value>") == 1
         self._suffix = _value_suffix(self._pattern) if self._streams_partial_values else None
+        self._close_leads = _close_leads(self._suffix.pattern) if self._suffix else None
+        self._prefix = _value_prefix(self._pattern) if self._suffix else None
         self._value_parser: Any = parser.value_parser
         #: The value parser is lenient json: non-JSON text is kept stripped, JSON text typed.
         self._lenient_json = (
@@ -510,7 +609,7 @@ class _XmlArgumentsWriter:
                 # A long tag whose partial match reads no value (the regex reports none for
                 # some patterns, e.g. a lazy key): it cannot complete before its close, so
                 # only that is looked for. A short one is matched again: its value may start.
-                close = self._suffix.search(self._tail, self._waiting, partial=True)
+                close = self._search_close(self._tail, self._waiting)
                 if (close is None or close.partial) and len(self._tail) > _WAIT_AFTER:
                     self._waiting = close.start() if close is not None else len(self._tail)
                     break
@@ -520,13 +619,10 @@ class _XmlArgumentsWriter:
             if match is None or match.end() == match.start():
                 break
             if match.partial:
-                if (
-                    self._suffix is not None
-                    and match.start("value") >= 0
-                    and match.start("key") >= 0
-                ):
+                opened = self._open_value(match, body)
+                if opened is not None:
                     # Incremental from here: the value so far is read, the rest followed.
-                    self._begin_open_value(match)
+                    self._begin_open_value(*opened)
                     continue
                 out.append(
                     self._stream_partial(
@@ -553,11 +649,45 @@ class _XmlArgumentsWriter:
             self._tail = body[match.end() :]
         return "".join(out)
 
+    def _search_close(self, tail: str, start: int) -> regex.Match[str] | None:
+        """The close's partial search from ``start``, first skipped (by the standard
+        library, much cheaper per call) to where a match can begin: without one, None,
+        which both callers read as the empty partial match the search gives at the end."""
+        assert self._suffix is not None
+        leads = self._close_leads
+        if leads is not None:
+            found = leads.search(tail, start)
+            if found is None:
+                return None
+            start = found.start()
+        return self._suffix.search(tail, start, partial=True)
+
     # -- an open value, followed incrementally ---------------------------------------------
 
-    def _begin_open_value(self, match: regex.Match[str]) -> None:
-        self._open_key = match.group("key")
-        start = match.start("value")
+    def _open_value(self, match: regex.Match[str], body: str) -> tuple[str, int] | None:
+        """The key and the start of the value a partial tag match has opened, when its
+        close can be followed (:func:`_value_suffix`); else None.
+
+        The regex does not always report the value group of a partial match (GLM's lazy
+        key: only while the value is still empty), so the part before the value
+        (:func:`_value_prefix`) is matched on its own: a whole match of it, with text
+        after it (an optional part at its end is settled), is where the value begins.
+        """
+        if self._suffix is None or match.start("key") < 0:
+            return None
+        if match.start("value") >= 0:
+            return match.group("key"), match.start("value")
+        if self._prefix is None:
+            return None
+        opened = self._prefix.match(body, match.start(), partial=True)
+        if opened is None or opened.partial or opened.end() >= len(body):
+            return None
+        if opened.start("key") < 0:
+            return None  # pragma: no cover - defensive: the prefix holds the key group
+        return opened.group("key"), opened.end()
+
+    def _begin_open_value(self, key: str, start: int) -> None:
+        self._open_key = key
         self._open_raw = []
         self._open_fresh = True
         self._tail = self._tail[start:]
@@ -566,7 +696,7 @@ class _XmlArgumentsWriter:
         """Read the open value's new text; True when its tag closed (read on)."""
         assert self._suffix is not None and self._open_key is not None
         tail = self._tail
-        close = self._suffix.search(tail, 0, partial=True)
+        close = self._search_close(tail, 0)
         cut = close.start() if close is not None else len(tail)
         if close is not None and not close.partial:
             raw = "".join(self._open_raw) + tail[:cut]
@@ -790,10 +920,19 @@ class ToolCallStreamer:
 
     def feed(self, text: str) -> None:
         """Take the next raw text of the region body (a dirty ``region_chunk``)."""
-        if self._scanner is not None or self._writer is None:
+        scanner = self._scanner
+        if scanner is not None or self._writer is None:
             self._body_parts.append(text)
-        if self._scanner is not None:
-            for token in self._scanner.feed(text):
+        if scanner is not None:
+            path = scanner.string_run(text)
+            if path is not None:  # more of a string value: one StringPart, built only if kept
+                writer = self._writer
+                if isinstance(writer, (_JsonArgumentsWriter, _JsonInputWriter)):
+                    self._pending.append(writer.string_part(path, text, self._body))
+                elif self.name is None:
+                    self._buffered.append(StringPart(path, text))
+                return
+            for token in scanner.feed(text):
                 if (
                     self.name is None
                     and self._shape.name_path is not None

@@ -76,13 +76,37 @@ class StreamBase:
         updates, self._pending = self._pending, []
         return updates
 
-    def _feed_updates(self, text: str | Sequence[int]) -> list[Update]:
+    def _feed(self, text: str | Sequence[int]) -> list[dict[str, Any]]:
+        """Feed the parser; render what it gives (each adapter's ``feed``).
+
+        Once the stream has started (nothing is pending then), the most common deltas are
+        rendered without the tracker's general reading (issue 13: building the updates
+        cost as much as the rest of the delta): no event, or one clean text chunk that
+        :meth:`MessageTracker.take_text` accepts (:meth:`_render_text`). Anything else
+        goes through the tracker's updates (:meth:`_render_updates`).
+        """
         if self._done:
             self._check_open("feed")
-        updates = self._tracker.handle(self._parser.feed(text))
+        events = self._parser.feed(text)
+        if self._started:
+            if not events:
+                return []
+            if len(events) == 1:
+                event = events[0]
+                if self._tracker.take_text(event):
+                    return self._render_text(event["field"], event["text"])
+        updates = self._tracker.handle(events)
         if self._pending:
             updates[:0], self._pending = self._pending, []
-        return updates
+        return self._render_updates(updates)
+
+    def _render_text(self, key: str, text: str) -> list[dict[str, Any]]:
+        """Render more text of ``key`` within its capture (``TextDelta(key, text)``)."""
+        raise NotImplementedError  # pragma: no cover - each adapter renders
+
+    def _render_updates(self, updates: list[Update]) -> list[dict[str, Any]]:
+        """Render the updates of one ``feed``."""
+        raise NotImplementedError  # pragma: no cover - each adapter renders
 
     def _finish_updates(self, partial: bool = False) -> tuple[dict[str, Any], list[Update]]:
         """Finalize the parser (``partial``: the generation was cut): the message and the

@@ -373,9 +373,12 @@ def fallback_violations(
 
 #: The ``format`` values checked (every other format passes, as the draft allows).
 FORMATS = ("date", "date-time", "time", "uuid", "ipv4", "ipv6", "email")
-#: Validators kept, by ``id`` of their schema (which each entry holds, so the id stays its).
+#: Validators kept, by ``id`` of their schema (which each entry holds, so the id stays its),
+#: and by the schema's canonical JSON text: every request brings its tools as new objects,
+#: and building a validator (a class per schema, for its ``$ref`` root) costs ~2 ms.
 _CACHE_SIZE = 256
 _cache: dict[int, tuple[Any, Any]] = {}
+_by_text: dict[str, Any] = {}
 
 _Errors = Iterator[Any]  # of jsonschema ValidationError; Any: jsonschema ships no types
 
@@ -591,8 +594,18 @@ def _validator_for(schema: Any) -> Any:
         return cached[1]
     if len(_cache) >= _CACHE_SIZE:
         _cache.clear()
-    kind = extend(Draft202012Validator, _keywords(schema))
-    validator = kind(schema, format_checker=_FORMAT_CHECKER)
+    try:
+        text: str | None = json.dumps(schema, sort_keys=True, allow_nan=False)
+    except (TypeError, ValueError):  # not JSON (a tuple key, NaN): cached by id only
+        text = None
+    validator = _by_text.get(text) if text is not None else None
+    if validator is None:
+        kind = extend(Draft202012Validator, _keywords(schema))
+        validator = kind(schema, format_checker=_FORMAT_CHECKER)
+        if text is not None:
+            if len(_by_text) >= _CACHE_SIZE:
+                _by_text.clear()
+            _by_text[text] = validator
     _cache[id(schema)] = (schema, validator)
     return validator
 

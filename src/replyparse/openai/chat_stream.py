@@ -113,6 +113,12 @@ class ChatCompletionStream(StreamBase):
         }
 
     def _call_delta(self, update: Update) -> dict[str, Any] | None:
+        if isinstance(update, CallDelta):  # most call updates: tested first
+            custom = self._tracker.calls[update.position].custom
+            if custom and not self._custom_as_function:
+                return {"index": update.position, "custom": {"input": update.text}}
+            text = escape_json_text(update.text) if custom else update.text
+            return {"index": update.position, "function": {"arguments": text}}
         if isinstance(update, CallStart):
             if update.custom and not self._custom_as_function:
                 return {
@@ -128,12 +134,6 @@ class ChatCompletionStream(StreamBase):
                 "type": "function",
                 "function": {"name": update.name, "arguments": opening},
             }
-        if isinstance(update, CallDelta):
-            custom = self._tracker.calls[update.position].custom
-            if custom and not self._custom_as_function:
-                return {"index": update.position, "custom": {"input": update.text}}
-            text = escape_json_text(update.text) if custom else update.text
-            return {"index": update.position, "function": {"arguments": text}}
         if (
             isinstance(update, CallDone)
             and update.call.kind == "custom"
@@ -201,15 +201,21 @@ class ChatCompletionStream(StreamBase):
                 end the stream with :meth:`fail`).
             ParserStateError: the stream already finished.
         """
-        updates = self._feed_updates(text)
-        update = updates[0] if len(updates) == 1 else None
-        if isinstance(update, TextDelta) and self._started:
-            # Most deltas: one text update, one chunk (_render's general case, without
-            # its merging; issue 13).
-            if update.key != REASONING_KEY:
-                return [self._chunk({update.key: update.text})]
-            keys = self._reasoning_keys
-            return [self._chunk(dict.fromkeys(keys, update.text))] if keys else []
+        return self._feed(text)
+
+    def _render_text(self, key: str, text: str) -> list[dict[str, Any]]:
+        # Most deltas: one text update, one chunk (_render's general case, without its
+        # merging; issue 13).
+        if key != REASONING_KEY:
+            return [self._chunk({key: text})]
+        keys = self._reasoning_keys
+        return [self._chunk(dict.fromkeys(keys, text))] if keys else []
+
+    def _render_updates(self, updates: list[Update]) -> list[dict[str, Any]]:
+        if len(updates) == 1 and self._started and type(updates[0]) is CallDelta:
+            # More arguments of the open call (the next most common delta).
+            entry = self._call_delta(updates[0])
+            return [self._chunk({"tool_calls": [entry]})] if entry is not None else []
         if updates or not self._started:
             return self._render(updates)
         return []

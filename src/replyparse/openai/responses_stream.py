@@ -73,6 +73,10 @@ class _Item:
     final: dict[str, Any] | None = None
     #: the streamed text, as pieces (joined when read: appending to a str copies it)
     pieces: list[str] = field(default_factory=list)
+    #: a call item's event type stem (``response.function_call_arguments``...)
+    stem: str = ""
+    #: the type of a call item's ``.delta`` events (made once, not per delta)
+    delta_type: str = ""
 
     @property
     def text(self) -> str:
@@ -201,16 +205,17 @@ class ResponsesStream(StreamBase):
         )
         return item
 
-    def _text(self, update: TextDelta, events: list[dict[str, Any]]) -> None:
-        kind = "reasoning" if update.key == REASONING_KEY else "message"
+    def _text(self, key: str, text: str, separator: str, events: list[dict[str, Any]]) -> None:
+        """Render more text of ``key`` (a ``TextDelta``'s fields; ``separator`` begins
+        ``text`` and is dropped when the text starts a new item)."""
+        kind = "reasoning" if key == REASONING_KEY else "message"
         item = self._open
-        text = update.text
         if item is None or item.kind != kind:
-            text = text[len(update.separator) :]  # a new item: nothing to join to
+            text = text[len(separator) :]  # a new item: nothing to join to
             if not text:
                 return
             self._close_open_item(None, events)
-            item = self._add_text_item(update.key, events)
+            item = self._add_text_item(key, events)
         item.pieces.append(text)
         # Built whole, not through _event (its keyword merging is most of a delta's cost).
         sequence = self._sequence
@@ -244,11 +249,16 @@ class ResponsesStream(StreamBase):
             self._close_open_item(None, events)
             custom = update.custom
             prefix = CUSTOM_TOOL_CALL_PREFIX if custom else FUNCTION_CALL_PREFIX
+            stem = (
+                "response.custom_tool_call_input" if custom else "response.function_call_arguments"
+            )
             item = _Item(
                 len(self._items),
                 self._ids(prefix),
                 "custom_tool_call" if custom else "function_call",
                 start=update,
+                stem=stem,
+                delta_type=f"{stem}.delta",
             )
             self._items.append(item)
             self._call_items[update.position] = item
@@ -267,14 +277,25 @@ class ResponsesStream(StreamBase):
             )
             return
         item = self._call_items[update.position]
-        custom = item.kind == "custom_tool_call"
-        stem = "response.custom_tool_call_input" if custom else "response.function_call_arguments"
-        location = {"item_id": item.item_id, "output_index": item.index}
         if isinstance(update, CallDelta):
             item.pieces.append(update.text)
-            events.append(self._event(f"{stem}.delta", **location, delta=update.text))
+            # Built whole, not through _event (as text deltas are).
+            sequence = self._sequence
+            self._sequence = sequence + 1
+            events.append(
+                {
+                    "type": item.delta_type,
+                    "sequence_number": sequence,
+                    "item_id": item.item_id,
+                    "output_index": item.index,
+                    "delta": update.text,
+                }
+            )
             return
         assert isinstance(update, CallDone) and item.start is not None
+        custom = item.kind == "custom_tool_call"
+        stem = item.stem
+        location = {"item_id": item.item_id, "output_index": item.index}
         field_name = "input" if custom else "arguments"
         events.append(self._event(f"{stem}.done", **location, **{field_name: item.text}))
         item.final = call_item(update.call, item.item_id, item.start.call_id, item.text)
@@ -282,11 +303,11 @@ class ResponsesStream(StreamBase):
             self._event("response.output_item.done", output_index=item.index, item=item.final)
         )
 
-    def _render(self, updates: list[Update]) -> list[dict[str, Any]]:
+    def _render_updates(self, updates: list[Update]) -> list[dict[str, Any]]:
         events = [] if self._started else self._opening()
         for update in updates:
             if isinstance(update, TextDelta):
-                self._text(update, events)
+                self._text(update.key, update.text, update.separator, events)
             else:
                 self._call(update, events)
         return events
@@ -321,7 +342,7 @@ class ResponsesStream(StreamBase):
         Optional: the first :meth:`feed` sends them too. Call it to open the stream before
         the model's first token.
         """
-        return self._render(self._take_pending("start"))
+        return self._render_updates(self._take_pending("start"))
 
     def feed(self, text: str | Sequence[int]) -> list[dict[str, Any]]:
         """Parse more model output; return the events it completes (possibly none).
@@ -331,7 +352,13 @@ class ResponsesStream(StreamBase):
                 end the stream with :meth:`fail`).
             ParserStateError: the stream already finished.
         """
-        return self._render(self._feed_updates(text))
+        return self._feed(text)
+
+    def _render_text(self, key: str, text: str) -> list[dict[str, Any]]:
+        # Most deltas: more text of the open item (issue 13).
+        events: list[dict[str, Any]] = []
+        self._text(key, text, "", events)
+        return events
 
     def finish(
         self,
@@ -355,7 +382,7 @@ class ResponsesStream(StreamBase):
                 these final events. Best-effort rules are warned.
         """
         message, updates = self._finish_updates(partial=finish_reason == "length")
-        events = self._render(updates)
+        events = self._render_updates(updates)
         status, reason = response_status(finish_reason)
         cut = self._items[-1] if status == "incomplete" and self._items else None
         self._close_open_item(cut, events)
