@@ -95,6 +95,8 @@ class ParserPhase(enum.Enum):
 _DEMOTED: Any = object()
 #: No value could be read.
 _NOTHING: Any = object()
+#: The groups of a region opened without a delimiter (shared: never changed).
+_NO_GROUPS: dict[str, str | None] = {}
 
 
 @functools.lru_cache(maxsize=256)
@@ -416,11 +418,157 @@ class ResponseParser:
         its close, never cut into chunks)."""
         self._check_usable("finalize")
         try:
+            if (
+                isinstance(text, str)
+                and self.phase is _STREAMING
+                and not self._rescan_at
+                and self._decoder is None
+            ):
+                message = self._finish_fitting(text, partial)
+                if message is not None:
+                    return message
             return self._finalize(partial, text, whole=True)[0]
         except BaseException:
             if self.phase is not ParserPhase.FINISHED:
                 self.phase = ParserPhase.FAILED
             raise
+
+    def _finish_fitting(self, text: str, partial: bool) -> dict[str, Any] | None:
+        """``_finalize(partial, text, whole=True)[0]`` for a text that fits the template as
+        it is: every region's body parses, no field is missing, nothing is left to recover.
+        Otherwise None, with the parser untouched (the walk keeps its state in local names
+        and stores it only at the end), and the general path parses the text, with its
+        issues or its error.
+
+        The same walk as ``_run`` and ``_scan`` with ``final`` and ``whole`` (a complete text,
+        region text collected, never cut into chunks), without what only the general path
+        needs: events, recover-mode bookkeeping, demoted regions. A batch of short rows is
+        mostly this walk (issue 17).
+        """
+        template = self.template
+        context = self._context
+        held = self._buffer
+        buffer = context + held + text if (context or held) else text
+        length = len(buffer)
+        base = self._base - len(context)
+        position = len(context)
+        implicit = template.implicit_field
+        # A stripping clean implicit field opens at its first non-whitespace character.
+        implicit_strips = (
+            implicit is not None and implicit.parser.strips and not implicit.parser.dirty
+        )
+        outside = template.outside_scanner
+        region_scanners = template.region_scanners
+        field_list = template.field_list
+        field = self._field
+        scanner = self._scanner
+        implicit_open = self._implicit_open
+        groups = self._open_groups
+        carried = self._body.getvalue() if self._body else ""  # a body begun in the prefix
+        body_start = position
+        empty_at = self._empty_match_at
+        captures = (
+            {name: list(values) for name, values in self._captures.items()}
+            if self._captures
+            else {}
+        )
+        unclaimed: list[tuple[int, str]] = []
+        trailing: str | None = None
+        parse_body = self._parse_body
+        memo: dict[Any, Any] = {}
+        try:
+            while True:
+                match = scanner.scan_final(buffer, position, memo, empty_at - base)
+                end = length if match is None else match.start
+                if field is None and end > position:  # as ``_take_text``
+                    if implicit is None:
+                        piece = buffer[position:end]
+                        if not piece.isspace():
+                            unclaimed.append((base + position, piece))
+                    elif not implicit_open:
+                        start = position
+                        if implicit_strips:
+                            piece = buffer[position:end]
+                            start = end - len(piece.lstrip())
+                        if start < end:
+                            implicit_open = True
+                            groups = _NO_GROUPS
+                            carried = ""
+                            body_start = start
+                if match is None:
+                    break
+                position = match.end
+                if position == match.start:
+                    empty_at = base + position
+                target = match.target
+                if target == END_OF_TURN:  # as ``_close_open_regions(events, match)``
+                    if field is not None:
+                        value = parse_body(field, carried + buffer[body_start:end], groups)
+                        captures.setdefault(field.name, []).append(value)
+                        field = None
+                    elif implicit_open:
+                        assert implicit is not None
+                        close_groups = match.groups
+                        value = parse_body(
+                            implicit,
+                            carried + buffer[body_start:end],
+                            {**groups, **close_groups} if close_groups else groups,
+                        )
+                        captures.setdefault(implicit.name, []).append(value)
+                        implicit_open = False
+                    trailing = buffer[position:]
+                    break
+                if target == REGION_CLOSE:
+                    assert field is not None
+                    close_groups = match.groups
+                    value = parse_body(
+                        field,
+                        carried + buffer[body_start:end],
+                        {**groups, **close_groups} if close_groups else groups,
+                    )
+                    captures.setdefault(field.name, []).append(value)
+                    field = None
+                    scanner = outside
+                    continue
+                if implicit_open:
+                    assert implicit is not None
+                    value = parse_body(implicit, carried + buffer[body_start:end], groups)
+                    captures.setdefault(implicit.name, []).append(value)
+                    implicit_open = False
+                field = field_list[target]
+                scanner = region_scanners[field.index]
+                groups = match.groups
+                carried = ""
+                body_start = position
+            if trailing is None:  # the end of the text: as ``_close_open_regions(events)``
+                if field is not None:
+                    body = carried + buffer[body_start:]
+                    if partial or (self.recover and field.close is not None and body.strip()):
+                        return None  # in progress, or an unclosed region to report
+                    captures.setdefault(field.name, []).append(parse_body(field, body, groups))
+                elif implicit_open:
+                    assert implicit is not None
+                    value = parse_body(implicit, carried + buffer[body_start:], groups)
+                    captures.setdefault(implicit.name, []).append(value)
+        except ResponseParseError:
+            return None  # a body that does not fit: the general path recovers or raises
+        previous = self._captures
+        self._captures = captures
+        message = self._build_message()
+        for required in template.field_list:
+            if not required.optional and required.name not in message:
+                self._captures = previous
+                return None
+        self.unclaimed_text.extend(unclaimed)
+        if trailing is not None:
+            self.trailing_text = trailing
+        self._field = None
+        self._scanner = outside
+        self._implicit_open = False
+        self._buffer = ""
+        self._body = _TextAccumulator()
+        self.phase = ParserPhase.FINISHED
+        return message
 
     def _finalize(
         self, partial: bool, text: str | Sequence[int], whole: bool = False
