@@ -74,6 +74,7 @@ BASE_COLUMNS = (
 _OPENAI_COLUMN = {"chat": "chat_completion", "responses": "response"}
 _FINISH_REASONS = frozenset(("stop", "length", "content_filter", "tool_calls"))
 _TOOLS_CACHE_SIZE = 64
+_PRIMED_CACHE_SIZE = 64
 
 
 def output_columns(openai: OpenAIShape | None = None) -> tuple[str, ...]:
@@ -181,6 +182,10 @@ class BatchParser:
             PreparedTools(self.tools) if self.tools is not None else None
         )
         self._tools_cache: OrderedDict[str, tuple[list[Any], PreparedTools]] = OrderedDict()
+        # Parsers that have read a prefix (and hold its tools), copied for each row.
+        self._primed: OrderedDict[tuple[str, int], tuple[PreparedTools | None, ResponseParser]] = (
+            OrderedDict()
+        )
 
     # Pickled (to datasets' and Ray's workers) as the template's JSON: each process compiles
     # it once (through the template memo) and builds its own tool typers.
@@ -188,7 +193,7 @@ class BatchParser:
         state = {
             key: value
             for key, value in self.__dict__.items()
-            if key not in ("template", "_prepared", "_tools_cache")
+            if key not in ("template", "_prepared", "_tools_cache", "_primed")
         }
         state["template"] = self.template.to_json()
         return state
@@ -255,12 +260,7 @@ class BatchParser:
         self, text: Any, prefix: Any, tools: PreparedTools | None, partial: bool
     ) -> RowResult:
         """The one per-row parse: a parser on the shared template and prepared tools."""
-        try:
-            parser = ResponseParser(
-                self.template, prefix, tools=tools, tokenizer=self.tokenizer, recover=self.recover
-            )
-        except (ValueError, TypeError) as error:
-            raise _RowError(f"the prefix could not be read: {_one_line(str(error))}") from None
+        parser = self._parser(prefix, tools)
         try:
             message = parser._finish(text, partial)
         except ResponseParseError as error:  # raise mode: the row fails, its partial message kept
@@ -270,6 +270,28 @@ class BatchParser:
         in_progress = parser.in_progress.field if parser.in_progress is not None else None
         issues = [issue.to_dict() for issue in parser.issues]
         return RowResult(message, issues=issues, in_progress=in_progress)
+
+    def _parser(self, prefix: Any, tools: PreparedTools | None) -> ResponseParser:
+        """A parser that has read ``prefix``: a copy of the one primed for this prefix and
+        these tools (text prefixes; token ids are decoded per row)."""
+        if not isinstance(prefix, str):
+            return self._new_parser(prefix, tools)
+        key = (prefix, id(tools))
+        primed = self._primed.get(key)
+        if primed is None or primed[0] is not tools:
+            primed = (tools, self._new_parser(prefix, tools))
+            self._primed[key] = primed
+            if len(self._primed) > _PRIMED_CACHE_SIZE:
+                self._primed.popitem(last=False)
+        return primed[1]._copy()
+
+    def _new_parser(self, prefix: Any, tools: PreparedTools | None) -> ResponseParser:
+        try:
+            return ResponseParser(
+                self.template, prefix, tools=tools, tokenizer=self.tokenizer, recover=self.recover
+            )
+        except (ValueError, TypeError) as error:
+            raise _RowError(f"the prefix could not be read: {_one_line(str(error))}") from None
 
     def _row_tools(self, tools: Any) -> tuple[list[Any] | None, PreparedTools | None]:
         if tools is None:

@@ -173,6 +173,13 @@ class _TextAccumulator:
             self._blocks[:] = ["".join(self._blocks)]
         return self._blocks[0] if self._blocks else ""
 
+    def copy(self) -> _TextAccumulator:
+        """An accumulator holding the same text."""
+        copied = _TextAccumulator()
+        if self:
+            copied.append(self.getvalue())
+        return copied
+
     def take(self) -> str:
         """``getvalue()``, leaving the accumulator empty (reused, not rebuilt, per region)."""
         pieces, blocks = self._pieces, self._blocks
@@ -611,6 +618,24 @@ class ResponseParser:
     def message(self) -> dict[str, Any]:
         """The message built from every region closed so far (a fresh dict each time)."""
         return self._build_message()
+
+    def _copy(self) -> ResponseParser:
+        """A parser in this one's state, to parse another text from the same point: a batch
+        primes one parser per prefix and copies it for each row, instead of building one
+        and parsing the prefix again. Only for a parser that has not been fed (nor decoded
+        token ids)."""
+        assert self.phase is _STREAMING and self._decoder is None
+        copied = object.__new__(ResponseParser)
+        state = self.__dict__.copy()
+        state["issues"] = list(self.issues)
+        state["unclaimed_text"] = list(self.unclaimed_text)
+        state["initial_events"] = list(self.initial_events)
+        state["_captures"] = copy.deepcopy(self._captures) if self._captures else {}
+        state["_body"] = self._body.copy()
+        state["_deferred"] = self._deferred.copy()
+        state["_pending_whitespace"] = self._pending_whitespace.copy()
+        copied.__dict__.update(state)
+        return copied
 
     # -- the machine --------------------------------------------------------------------------
 
