@@ -260,9 +260,14 @@ class BatchParser:
         self, text: Any, prefix: Any, tools: PreparedTools | None, partial: bool
     ) -> RowResult:
         """The one per-row parse: a parser on the shared template and prepared tools."""
-        parser = self._parser(prefix, tools)
+        primed = self._primed_parser(prefix, tools)
+        if primed is not None and isinstance(text, str):
+            walked = primed._walk_fitting(text, partial)
+            if walked is not None:  # the common row: read from the primed parser, no copy
+                return RowResult(walked[0])
+        parser = primed._copy() if primed is not None else self._new_parser(prefix, tools)
         try:
-            message = parser._finish(text, partial)
+            message = parser._finish(text, partial, fitting=False)
         except ResponseParseError as error:  # raise mode: the row fails, its partial message kept
             return RowResult(error.partial_message, error=_one_line(str(error)))
         except (ValueError, TypeError) as error:  # token ids that do not decode
@@ -271,11 +276,11 @@ class BatchParser:
         issues = [issue.to_dict() for issue in parser.issues]
         return RowResult(message, issues=issues, in_progress=in_progress)
 
-    def _parser(self, prefix: Any, tools: PreparedTools | None) -> ResponseParser:
-        """A parser that has read ``prefix``: a copy of the one primed for this prefix and
-        these tools (text prefixes; token ids are decoded per row)."""
+    def _primed_parser(self, prefix: Any, tools: PreparedTools | None) -> ResponseParser | None:
+        """The parser that has read ``prefix`` with these tools, built once per prefix and
+        kept (at most ``_PRIMED_CACHE_SIZE``); None for token ids, decoded per row."""
         if not isinstance(prefix, str):
-            return self._new_parser(prefix, tools)
+            return None
         key = (prefix, id(tools))
         primed = self._primed.get(key)
         if primed is None or primed[0] is not tools:
@@ -283,7 +288,7 @@ class BatchParser:
             self._primed[key] = primed
             if len(self._primed) > _PRIMED_CACHE_SIZE:
                 self._primed.popitem(last=False)
-        return primed[1]._copy()
+        return primed[1]
 
     def _new_parser(self, prefix: Any, tools: PreparedTools | None) -> ResponseParser:
         try:

@@ -29,7 +29,7 @@ import functools
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, overload
+from typing import Any, TypeAlias, overload
 
 from replyparse._scanner import DelimiterMatch
 from replyparse.coercion import type_tool_call
@@ -95,6 +95,10 @@ class ParserPhase(enum.Enum):
 _DEMOTED: Any = object()
 #: No value could be read.
 _NOTHING: Any = object()
+#: ``ResponseParser._walk_fitting``: (message, unclaimed text, trailing text, captures).
+_Fitting: TypeAlias = tuple[
+    dict[str, Any], list[tuple[int, str]], "str | None", dict[str, list[Any]]
+]
 #: The groups of a region opened without a delimiter (shared: never changed).
 _NO_GROUPS: dict[str, str | None] = {}
 
@@ -418,21 +422,30 @@ class ResponseParser:
                 self.phase = ParserPhase.FAILED
             raise
 
-    def _finish(self, text: str | Sequence[int], partial: bool = False) -> dict[str, Any]:
+    def _finish(
+        self, text: str | Sequence[int], partial: bool = False, fitting: bool = True
+    ) -> dict[str, Any]:
         """``finalize(text, partial=partial)[0]`` for a caller that wants only the message
         (``parse_output``, batches): the same message, issues and state, without building
         the events of ``text`` (the whole-text path: region text is collected and parsed at
-        its close, never cut into chunks)."""
+        its close, never cut into chunks). ``fitting=False``: the text is known not to fit
+        (``_walk_fitting`` said so), so only the general path is tried."""
         self._check_usable("finalize")
         try:
-            if (
-                isinstance(text, str)
-                and self.phase is _STREAMING
-                and not self._rescan_at
-                and self._decoder is None
-            ):
-                message = self._finish_fitting(text, partial)
-                if message is not None:
+            if fitting and isinstance(text, str):
+                walked = self._walk_fitting(text, partial)
+                if walked is not None:
+                    message, unclaimed, trailing, captures = walked
+                    self._captures = captures
+                    self.unclaimed_text.extend(unclaimed)
+                    if trailing is not None:
+                        self.trailing_text = trailing
+                    self._field = None
+                    self._scanner = self.template.outside_scanner
+                    self._implicit_open = False
+                    self._buffer = ""
+                    self._body = _TextAccumulator()
+                    self.phase = ParserPhase.FINISHED
                     return message
             return self._finalize(partial, text, whole=True)[0]
         except BaseException:
@@ -440,18 +453,20 @@ class ResponseParser:
                 self.phase = ParserPhase.FAILED
             raise
 
-    def _finish_fitting(self, text: str, partial: bool) -> dict[str, Any] | None:
-        """``_finalize(partial, text, whole=True)[0]`` for a text that fits the template as
-        it is: every region's body parses, no field is missing, nothing is left to recover.
-        Otherwise None, with the parser untouched (the walk keeps its state in local names
-        and stores it only at the end), and the general path parses the text, with its
-        issues or its error.
+    def _walk_fitting(self, text: str, partial: bool = False) -> _Fitting | None:
+        """What ``_finish(text, partial)`` would give, for a text that fits the template as
+        it is (every region's body parses, no field is missing, nothing to recover), read
+        without changing the parser: ``(message, unclaimed text, trailing text or None,
+        captures)``. None otherwise, and then only the general path says what the text
+        gives (its issues or its error). A batch walks each row from one parser primed by
+        the prefix (issue 17).
 
         The same walk as ``_run`` and ``_scan`` with ``final`` and ``whole`` (a complete text,
-        region text collected, never cut into chunks), without what only the general path
-        needs: events, recover-mode bookkeeping, demoted regions. A batch of short rows is
-        mostly this walk (issue 17).
+        region text collected, never cut into chunks), its state in local names, without what
+        only the general path needs: events, recover-mode bookkeeping, demoted regions.
         """
+        if self.phase is not _STREAMING or self._rescan_at or self._decoder is not None:
+            return None
         template = self.template
         context = self._context
         held = self._buffer
@@ -474,11 +489,8 @@ class ResponseParser:
         carried = self._body.getvalue() if self._body else ""  # a body begun in the prefix
         body_start = position
         empty_at = self._empty_match_at
-        captures = (
-            {name: list(values) for name, values in self._captures.items()}
-            if self._captures
-            else {}
-        )
+        # Fresh values: a batch gives every row's message its own.
+        captures: dict[str, list[Any]] = copy.deepcopy(self._captures) if self._captures else {}
         unclaimed: list[tuple[int, str]] = []
         trailing: str | None = None
         parse_body = self._parse_body
@@ -559,23 +571,11 @@ class ResponseParser:
                     captures.setdefault(implicit.name, []).append(value)
         except ResponseParseError:
             return None  # a body that does not fit: the general path recovers or raises
-        previous = self._captures
-        self._captures = captures
-        message = self._build_message()
+        message = self._build_message(captures)
         for required in template.field_list:
             if not required.optional and required.name not in message:
-                self._captures = previous
                 return None
-        self.unclaimed_text.extend(unclaimed)
-        if trailing is not None:
-            self.trailing_text = trailing
-        self._field = None
-        self._scanner = outside
-        self._implicit_open = False
-        self._buffer = ""
-        self._body = _TextAccumulator()
-        self.phase = ParserPhase.FINISHED
-        return message
+        return message, unclaimed, trailing, captures
 
     def _finalize(
         self, partial: bool, text: str | Sequence[int], whole: bool = False
@@ -1224,14 +1224,16 @@ class ResponseParser:
 
     # -- the message ------------------------------------------------------------------------
 
-    def _build_message(self) -> dict[str, Any]:
+    def _build_message(self, captures: dict[str, list[Any]] | None = None) -> dict[str, Any]:
+        """The message of ``captures`` (default: the parser's)."""
         template = self.template
         defaults = template.defaults
         message: dict[str, Any] = (
             dict(defaults) if template.scalar_defaults else copy.deepcopy(dict(defaults))
         )
-        for name, values in self._captures.items():
-            field = self.template.fields[name]
+        fields = template.fields
+        for name, values in (self._captures if captures is None else captures).items():
+            field = fields[name]
             if field.repeats:
                 if field.join is not None:
                     if any(value != "" for value in values):
