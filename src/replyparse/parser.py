@@ -111,10 +111,12 @@ def _required_names(shape: CallShape | None) -> frozenset[str]:
     return frozenset(names)
 
 
+@functools.lru_cache(maxsize=1024)
 def _required(field: FieldSpec) -> frozenset[str]:
     """The placeholder names a field's transform cannot leave out (see ``transform``):
     the body and a tool call's name and arguments; other values the model did not write
-    (an optional group, an id key) leave their entries out."""
+    (an optional group, an id key) leave their entries out. Cached by field (hashed by
+    identity; a call shape hashes all its attributes at every lookup)."""
     return _required_names(field.call_shape)
 
 
