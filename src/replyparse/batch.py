@@ -404,15 +404,28 @@ class BatchParser:
 
     def to_columns(self, results: Sequence[RowResult]) -> dict[str, list[Any]]:
         """Row results as the output columns (see the module docstring)."""
-        messages = [result.message for result in results]
+        messages: list[str | None] = []
+        contents: list[str | None] = []
+        reasonings: list[str | None] = []
+        calls: list[str | None] = []
+        for result in results:
+            message = result.message
+            if message is None:
+                messages.append(None)
+                contents.append(None)
+                reasonings.append(None)
+                calls.append(None)
+                continue
+            text, values = _message_json(message)
+            messages.append(text)
+            contents.append(values.get("content"))
+            reasonings.append(values.get("reasoning_content"))
+            calls.append(values.get("tool_calls") if message.get("tool_calls") else None)
         columns: dict[str, list[Any]] = {
-            "message": [None if message is None else _ENCODE(message) for message in messages],
-            "content": [_text(message, "content") for message in messages],
-            "reasoning_content": [_text(message, "reasoning_content") for message in messages],
-            "tool_calls": [
-                _json(message.get("tool_calls") or None) if message is not None else None
-                for message in messages
-            ],
+            "message": messages,
+            "content": contents,
+            "reasoning_content": reasonings,
+            "tool_calls": calls,
             "issues": [result.issues for result in results],
             "error": [result.error for result in results],
             "in_progress": [result.in_progress for result in results],
@@ -537,20 +550,49 @@ def _to_list(values: Any) -> list[Any]:
 
 
 # One encoder for every cell: json.dumps with options builds a new encoder per call.
-_ENCODE = json.JSONEncoder(ensure_ascii=False).encode
+_ENCODER = json.JSONEncoder(ensure_ascii=False)
+_ENCODE = _ENCODER.encode
+_encode_string: Any = json.encoder.encode_basestring  # the C one, where there is one
+
+
+def _value_encoder() -> Any:
+    """``_ENCODE`` for a value that is not a string: the standard library's C encoder built
+    once (``JSONEncoder.encode`` builds one per call), where it has one. Without its check
+    for circular values, which a parsed message never holds."""
+    make = getattr(json.encoder, "c_make_encoder", None)
+    if make is None:  # pragma: no cover - CPython always has it
+        return _ENCODE
+    chunks = make(None, _ENCODER.default, _encode_string, None, ": ", ", ", False, False, True)
+    return lambda value: "".join(chunks(value, 0))
+
+
+_encode_value = _value_encoder()
+_KEYS: dict[str, str] = {}
+
+
+def _message_json(message: Mapping[str, Any]) -> tuple[str, dict[str, str]]:
+    """``_ENCODE(message)``, and the JSON text of each of its values (strings as they are),
+    so that the columns built from the message's values are not encoded again: the
+    ``{key: value, ...}`` text the encoder writes, value by value."""
+    parts: list[str] = []
+    values: dict[str, str] = {}
+    for key, value in message.items():
+        if isinstance(value, str):
+            values[key] = value
+            text = _encode_string(value)
+        else:
+            text = values[key] = _encode_value(value)
+        name = _KEYS.get(key)
+        if name is None:
+            name = _KEYS[key] = _encode_string(key) + ": "
+            if len(_KEYS) > 4096:
+                _KEYS.clear()
+        parts.append(name + text)
+    return "{" + ", ".join(parts) + "}", values
 
 
 def _json(value: Any) -> str | None:
     return None if value is None else _ENCODE(value)
-
-
-def _text(message: Mapping[str, Any] | None, key: str) -> str | None:
-    if message is None:
-        return None
-    value = message.get(key)
-    if value is None or isinstance(value, str):
-        return value
-    return _ENCODE(value)
 
 
 # -- pipelines -------------------------------------------------------------------------------
