@@ -84,7 +84,7 @@ def output_columns(openai: OpenAIShape | None = None) -> tuple[str, ...]:
     return (*BASE_COLUMNS, _OPENAI_COLUMN[openai], "warnings")
 
 
-@dataclass
+@dataclass(slots=True)
 class RowResult:
     """What one row gave.
 
@@ -392,15 +392,35 @@ class BatchParser:
         ):
             if column is not None and len(column) != count:
                 raise ValueError(f"column {name!r} has {len(column)} rows; expected {count}")
-        return [
-            self.parse_row(
-                texts[index],
-                prefix=prefixes[index] if prefixes is not None else None,
-                tools=tools[index] if tools is not None else None,
-                finish_reason=finish_reasons[index] if finish_reasons is not None else None,
+        # Rows without their own prefix, tools or cut: walked from one primed parser here,
+        # without the per-row steps below (``parse_row``), when they fit the template.
+        primed = None
+        if self.openai is None:
+            try:
+                primed = self._primed_parser(self.prefix, self._prepared)
+            except _RowError:  # every such row reports it (``parse_row``)
+                primed = None
+        results: list[RowResult] = []
+        for index in range(count):
+            text = texts[index]
+            prefix = prefixes[index] if prefixes is not None else None
+            row_tools = tools[index] if tools is not None else None
+            reason = finish_reasons[index] if finish_reasons is not None else None
+            if (
+                primed is not None
+                and prefix is None
+                and row_tools is None
+                and reason != "length"
+                and isinstance(text, str)
+            ):
+                walked = primed._walk_fitting(text)
+                if walked is not None:
+                    results.append(RowResult(walked[0]))
+                    continue
+            results.append(
+                self.parse_row(text, prefix=prefix, tools=row_tools, finish_reason=reason)
             )
-            for index in range(len(texts))
-        ]
+        return results
 
     def to_columns(self, results: Sequence[RowResult]) -> dict[str, list[Any]]:
         """Row results as the output columns (see the module docstring)."""
