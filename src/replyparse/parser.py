@@ -495,7 +495,7 @@ class ResponseParser:
         captures: dict[str, list[Any]] = copy.deepcopy(self._captures) if self._captures else {}
         unclaimed: list[tuple[int, str]] = []
         trailing: str | None = None
-        parse_body = self._parse_body
+        parse_body = self._read_fitting_body
         memo: dict[Any, Any] = {}
         try:
             while True:
@@ -571,7 +571,7 @@ class ResponseParser:
                     assert implicit is not None
                     value = parse_body(implicit, carried + buffer[body_start:], groups)
                     captures.setdefault(implicit.name, []).append(value)
-        except ResponseParseError:
+        except (ResponseParseError, ContentError):
             return None  # a body that does not fit: the general path recovers or raises
         message = self._build_message(captures)
         for required in template.field_list:
@@ -620,6 +620,16 @@ class ResponseParser:
     def message(self) -> dict[str, Any]:
         """The message built from every region closed so far (a fresh dict each time)."""
         return self._build_message()
+
+    def _read_fitting_body(
+        self, field: FieldSpec, body: str, groups: Mapping[str, str | None]
+    ) -> Any:
+        """``_parse_body`` for ``_walk_fitting``: a content error is raised as it is (the
+        walk gives up on it), and a string with nothing to transform or type is the value."""
+        value = field.parser.parse(body)
+        if isinstance(value, str) and field.transform is None and self._tool_typer is None:
+            return value
+        return self._finish_value(field, value, body, groups)
 
     def _copy(self) -> ResponseParser:
         """A parser in this one's state, to parse another text from the same point: a batch
