@@ -224,3 +224,35 @@ def test_json_cells_are_the_json_text_of_each_rows_values() -> None:
         '"reasoning_content": "é", "content": 42}',
         '{"role": "assistant", "meta": {"n": [1, 2.5, null, true]}}',
     ]
+
+
+def test_rows_parsed_from_one_primed_parser_share_no_values() -> None:
+    # The prefix is read once per batch; each row's message gets its own copy of what the
+    # prefix captured (a JSON object here) and of the defaults.
+    template = {
+        "defaults": {"role": "assistant", "meta": {"tags": []}},
+        "start_anchor": "A:",
+        "fields": {
+            "plan": {"open": "<plan>", "close": "</plan>", "content": "json"},
+            "content": {"close": "<end>"},
+        },
+    }
+    parser = BatchParser(template, prefix='A:<plan>{"steps": [1]}</plan>')
+    first, second = parser.parse_rows(["one<end>", "two<end>"])
+    assert first.message == {
+        "role": "assistant",
+        "meta": {"tags": []},
+        "plan": {"steps": [1]},
+        "content": "one",
+    }
+    assert first.message is not None and second.message is not None
+    first.message["plan"]["steps"].append(2)
+    first.message["meta"]["tags"].append("x")
+    assert second.message["plan"] == {"steps": [1]}
+    assert second.message["meta"] == {"tags": []}
+    assert parser.parse_rows(["three<end>"])[0].message == {
+        "role": "assistant",
+        "meta": {"tags": []},
+        "plan": {"steps": [1]},
+        "content": "three",
+    }
