@@ -522,40 +522,30 @@ class ResponseParser:
                 if position == match.start:
                     empty_at = base + position
                 target = match.target
-                if target == END_OF_TURN:  # as ``_close_open_regions(events, match)``
-                    if field is not None:
-                        value = parse_body(field, carried + buffer[body_start:end], groups)
-                        captures.setdefault(field.name, []).append(value)
-                        field = None
-                    elif implicit_open:
-                        assert implicit is not None
-                        close_groups = match.groups
-                        value = parse_body(
-                            implicit,
-                            carried + buffer[body_start:end],
-                            {**groups, **close_groups} if close_groups else groups,
-                        )
-                        captures.setdefault(implicit.name, []).append(value)
-                        implicit_open = False
-                    trailing = buffer[position:]
-                    break
-                if target == REGION_CLOSE:
-                    assert field is not None
-                    close_groups = match.groups
+                if field is not None or implicit_open:  # the region this match ends
+                    closing = field if field is not None else implicit
+                    assert closing is not None
+                    # Close groups: a close delimiter's, and the end of the turn's for the
+                    # implicit region (``_close_open_regions``); an open's are its own.
+                    close_groups = (
+                        match.groups
+                        if target == REGION_CLOSE or (target == END_OF_TURN and field is None)
+                        else _NO_GROUPS
+                    )
                     value = parse_body(
-                        field,
+                        closing,
                         carried + buffer[body_start:end],
                         {**groups, **close_groups} if close_groups else groups,
                     )
-                    captures.setdefault(field.name, []).append(value)
+                    captures.setdefault(closing.name, []).append(value)
                     field = None
+                    implicit_open = False
+                if target == END_OF_TURN:
+                    trailing = buffer[position:]
+                    break
+                if target == REGION_CLOSE:
                     scanner = outside
                     continue
-                if implicit_open:
-                    assert implicit is not None
-                    value = parse_body(implicit, carried + buffer[body_start:end], groups)
-                    captures.setdefault(implicit.name, []).append(value)
-                    implicit_open = False
                 field = field_list[target]
                 scanner = region_scanners[field.index]
                 groups = match.groups
