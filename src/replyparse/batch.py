@@ -13,10 +13,13 @@ kind of batch with every input column kept and the output columns added.
 
 What is hoisted out of the per-row loop: the compiled template (compiled once per process;
 a pickled ``BatchParser`` carries the template's JSON and recompiles it through the
-template memo) and the tools (normalized and indexed once per distinct tools value, see
-``PreparedTools``). Nothing here does I/O; ``datasets``, ``pyarrow``, ``pandas`` and
-``ray`` are imported only by the functions that need them (the ``datasets`` and ``ray``
-extras).
+template memo), the tools (normalized and indexed once per distinct tools value, see
+``PreparedTools``) and the prefix (read once by a parser kept per prefix and tools). Each
+row is walked from that primed parser without changing it
+(``ResponseParser._walk_fitting``); only a row that does not fit the template as it is
+(something to recover, an error, a cut region) gets a copy of it and the general path.
+Nothing here does I/O; ``datasets``, ``pyarrow``, ``pandas`` and ``ray`` are imported only
+by the functions that need them (the ``datasets`` and ``ray`` extras).
 
 Output columns (``output_columns(openai=...)``), each nullable:
 
