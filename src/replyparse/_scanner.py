@@ -264,6 +264,19 @@ class Delimiter:
             # A short text: one search by the regex engine costs less than the anchors',
             # unless the pattern may begin with a run (of spaces), where the engine makes
             # an attempt at nearly every position.
+            if len(buffer) - position <= _WINDOW:  # ``_find_pattern``'s one search
+                exact = self.exact
+                assert exact is not None
+                while True:
+                    found = exact.search(buffer, position)
+                    if found is None:
+                        return None, len(buffer) + 1
+                    start, end = found.span()
+                    if end > start or start != no_empty_at:
+                        return DelimiterMatch(start, end, 0, found.groupdict()), 0
+                    if start >= len(buffer):
+                        return None, len(buffer) + 1
+                    position = start + 1
             match = self._find_pattern(buffer, position, True, no_empty_at)[0]
             return match, len(buffer) + 1
         last = len(buffer)  # no match starts after this

@@ -13,10 +13,13 @@ kind of batch with every input column kept and the output columns added.
 
 What is hoisted out of the per-row loop: the compiled template (compiled once per process;
 a pickled ``BatchParser`` carries the template's JSON and recompiles it through the
-template memo) and the tools (normalized and indexed once per distinct tools value, see
-``PreparedTools``). Nothing here does I/O; ``datasets``, ``pyarrow``, ``pandas`` and
-``ray`` are imported only by the functions that need them (the ``datasets`` and ``ray``
-extras).
+template memo), the tools (normalized and indexed once per distinct tools value, see
+``PreparedTools``) and the prefix (read once by a parser kept per prefix and tools). Each
+row is walked from that primed parser without changing it
+(``ResponseParser._walk_fitting``); only a row that does not fit the template as it is
+(something to recover, an error, a cut region) gets a copy of it and the general path.
+Nothing here does I/O; ``datasets``, ``pyarrow``, ``pandas`` and ``ray`` are imported only
+by the functions that need them (the ``datasets`` and ``ray`` extras).
 
 Output columns (``output_columns(openai=...)``), each nullable:
 
@@ -74,6 +77,7 @@ BASE_COLUMNS = (
 _OPENAI_COLUMN = {"chat": "chat_completion", "responses": "response"}
 _FINISH_REASONS = frozenset(("stop", "length", "content_filter", "tool_calls"))
 _TOOLS_CACHE_SIZE = 64
+_PRIMED_CACHE_SIZE = 64
 
 
 def output_columns(openai: OpenAIShape | None = None) -> tuple[str, ...]:
@@ -83,7 +87,7 @@ def output_columns(openai: OpenAIShape | None = None) -> tuple[str, ...]:
     return (*BASE_COLUMNS, _OPENAI_COLUMN[openai], "warnings")
 
 
-@dataclass
+@dataclass(slots=True)
 class RowResult:
     """What one row gave.
 
@@ -181,6 +185,10 @@ class BatchParser:
             PreparedTools(self.tools) if self.tools is not None else None
         )
         self._tools_cache: OrderedDict[str, tuple[list[Any], PreparedTools]] = OrderedDict()
+        # Parsers that have read a prefix (and hold its tools), copied for each row.
+        self._primed: OrderedDict[tuple[str, int], tuple[PreparedTools | None, ResponseParser]] = (
+            OrderedDict()
+        )
 
     # Pickled (to datasets' and Ray's workers) as the template's JSON: each process compiles
     # it once (through the template memo) and builds its own tool typers.
@@ -188,7 +196,7 @@ class BatchParser:
         state = {
             key: value
             for key, value in self.__dict__.items()
-            if key not in ("template", "_prepared", "_tools_cache")
+            if key not in ("template", "_prepared", "_tools_cache", "_primed")
         }
         state["template"] = self.template.to_json()
         return state
@@ -255,14 +263,14 @@ class BatchParser:
         self, text: Any, prefix: Any, tools: PreparedTools | None, partial: bool
     ) -> RowResult:
         """The one per-row parse: a parser on the shared template and prepared tools."""
+        primed = self._primed_parser(prefix, tools)
+        if primed is not None and isinstance(text, str):
+            walked = primed._walk_fitting(text, partial)
+            if walked is not None:  # the common row: read from the primed parser, no copy
+                return RowResult(walked[0])
+        parser = primed._copy() if primed is not None else self._new_parser(prefix, tools)
         try:
-            parser = ResponseParser(
-                self.template, prefix, tools=tools, tokenizer=self.tokenizer, recover=self.recover
-            )
-        except (ValueError, TypeError) as error:
-            raise _RowError(f"the prefix could not be read: {_one_line(str(error))}") from None
-        try:
-            message = parser._finish(text, partial)
+            message = parser._finish(text, partial, fitting=False)
         except ResponseParseError as error:  # raise mode: the row fails, its partial message kept
             return RowResult(error.partial_message, error=_one_line(str(error)))
         except (ValueError, TypeError) as error:  # token ids that do not decode
@@ -270,6 +278,28 @@ class BatchParser:
         in_progress = parser.in_progress.field if parser.in_progress is not None else None
         issues = [issue.to_dict() for issue in parser.issues]
         return RowResult(message, issues=issues, in_progress=in_progress)
+
+    def _primed_parser(self, prefix: Any, tools: PreparedTools | None) -> ResponseParser | None:
+        """The parser that has read ``prefix`` with these tools, built once per prefix and
+        kept (at most ``_PRIMED_CACHE_SIZE``); None for token ids, decoded per row."""
+        if not isinstance(prefix, str):
+            return None
+        key = (prefix, id(tools))
+        primed = self._primed.get(key)
+        if primed is None or primed[0] is not tools:
+            primed = (tools, self._new_parser(prefix, tools))
+            self._primed[key] = primed
+            if len(self._primed) > _PRIMED_CACHE_SIZE:
+                self._primed.popitem(last=False)
+        return primed[1]
+
+    def _new_parser(self, prefix: Any, tools: PreparedTools | None) -> ResponseParser:
+        try:
+            return ResponseParser(
+                self.template, prefix, tools=tools, tokenizer=self.tokenizer, recover=self.recover
+            )
+        except (ValueError, TypeError) as error:
+            raise _RowError(f"the prefix could not be read: {_one_line(str(error))}") from None
 
     def _row_tools(self, tools: Any) -> tuple[list[Any] | None, PreparedTools | None]:
         if tools is None:
@@ -365,27 +395,60 @@ class BatchParser:
         ):
             if column is not None and len(column) != count:
                 raise ValueError(f"column {name!r} has {len(column)} rows; expected {count}")
-        return [
-            self.parse_row(
-                texts[index],
-                prefix=prefixes[index] if prefixes is not None else None,
-                tools=tools[index] if tools is not None else None,
-                finish_reason=finish_reasons[index] if finish_reasons is not None else None,
+        # Rows without their own prefix, tools or cut: walked from one primed parser here,
+        # without the per-row steps below (``parse_row``), when they fit the template.
+        primed = None
+        if self.openai is None:
+            try:
+                primed = self._primed_parser(self.prefix, self._prepared)
+            except _RowError:  # every such row reports it (``parse_row``)
+                primed = None
+        results: list[RowResult] = []
+        for index in range(count):
+            text = texts[index]
+            prefix = prefixes[index] if prefixes is not None else None
+            row_tools = tools[index] if tools is not None else None
+            reason = finish_reasons[index] if finish_reasons is not None else None
+            if (
+                primed is not None
+                and prefix is None
+                and row_tools is None
+                and reason != "length"
+                and isinstance(text, str)
+            ):
+                walked = primed._walk_fitting(text)
+                if walked is not None:
+                    results.append(RowResult(walked[0]))
+                    continue
+            results.append(
+                self.parse_row(text, prefix=prefix, tools=row_tools, finish_reason=reason)
             )
-            for index in range(len(texts))
-        ]
+        return results
 
     def to_columns(self, results: Sequence[RowResult]) -> dict[str, list[Any]]:
         """Row results as the output columns (see the module docstring)."""
-        messages = [result.message for result in results]
+        messages: list[str | None] = []
+        contents: list[str | None] = []
+        reasonings: list[str | None] = []
+        calls: list[str | None] = []
+        for result in results:
+            message = result.message
+            if message is None:
+                messages.append(None)
+                contents.append(None)
+                reasonings.append(None)
+                calls.append(None)
+                continue
+            text, values = _message_json(message)
+            messages.append(text)
+            contents.append(values.get("content"))
+            reasonings.append(values.get("reasoning_content"))
+            calls.append(values.get("tool_calls") if message.get("tool_calls") else None)
         columns: dict[str, list[Any]] = {
-            "message": [None if message is None else _ENCODE(message) for message in messages],
-            "content": [_text(message, "content") for message in messages],
-            "reasoning_content": [_text(message, "reasoning_content") for message in messages],
-            "tool_calls": [
-                _json(message.get("tool_calls") or None) if message is not None else None
-                for message in messages
-            ],
+            "message": messages,
+            "content": contents,
+            "reasoning_content": reasonings,
+            "tool_calls": calls,
             "issues": [result.issues for result in results],
             "error": [result.error for result in results],
             "in_progress": [result.in_progress for result in results],
@@ -510,20 +573,49 @@ def _to_list(values: Any) -> list[Any]:
 
 
 # One encoder for every cell: json.dumps with options builds a new encoder per call.
-_ENCODE = json.JSONEncoder(ensure_ascii=False).encode
+_ENCODER = json.JSONEncoder(ensure_ascii=False)
+_ENCODE = _ENCODER.encode
+_encode_string: Any = json.encoder.encode_basestring  # the C one, where there is one
+
+
+def _value_encoder() -> Any:
+    """``_ENCODE`` for a value that is not a string: the standard library's C encoder built
+    once (``JSONEncoder.encode`` builds one per call), where it has one. Without its check
+    for circular values, which a parsed message never holds."""
+    make = getattr(json.encoder, "c_make_encoder", None)
+    if make is None:  # pragma: no cover - CPython always has it
+        return _ENCODE
+    chunks = make(None, _ENCODER.default, _encode_string, None, ": ", ", ", False, False, True)
+    return lambda value: "".join(chunks(value, 0))
+
+
+_encode_value = _value_encoder()
+_KEYS: dict[str, str] = {}
+
+
+def _message_json(message: Mapping[str, Any]) -> tuple[str, dict[str, str]]:
+    """``_ENCODE(message)``, and the JSON text of each of its values (strings as they are),
+    so that the columns built from the message's values are not encoded again: the
+    ``{key: value, ...}`` text the encoder writes, value by value."""
+    parts: list[str] = []
+    values: dict[str, str] = {}
+    for key, value in message.items():
+        if isinstance(value, str):
+            values[key] = value
+            text = _encode_string(value)
+        else:
+            text = values[key] = _encode_value(value)
+        name = _KEYS.get(key)
+        if name is None:
+            name = _KEYS[key] = _encode_string(key) + ": "
+            if len(_KEYS) > 4096:
+                _KEYS.clear()
+        parts.append(name + text)
+    return "{" + ", ".join(parts) + "}", values
 
 
 def _json(value: Any) -> str | None:
     return None if value is None else _ENCODE(value)
-
-
-def _text(message: Mapping[str, Any] | None, key: str) -> str | None:
-    if message is None:
-        return None
-    value = message.get(key)
-    if value is None or isinstance(value, str):
-        return value
-    return _ENCODE(value)
 
 
 # -- pipelines -------------------------------------------------------------------------------

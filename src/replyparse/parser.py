@@ -29,7 +29,7 @@ import functools
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, overload
+from typing import Any, TypeAlias, overload
 
 from replyparse._scanner import DelimiterMatch
 from replyparse.coercion import type_tool_call
@@ -95,6 +95,12 @@ class ParserPhase(enum.Enum):
 _DEMOTED: Any = object()
 #: No value could be read.
 _NOTHING: Any = object()
+#: ``ResponseParser._walk_fitting``: (message, unclaimed text, trailing text, captures).
+_Fitting: TypeAlias = tuple[
+    dict[str, Any], list[tuple[int, str]], "str | None", dict[str, list[Any]]
+]
+#: The groups of a region opened without a delimiter (shared: never changed).
+_NO_GROUPS: dict[str, str | None] = {}
 
 
 @functools.lru_cache(maxsize=256)
@@ -105,10 +111,12 @@ def _required_names(shape: CallShape | None) -> frozenset[str]:
     return frozenset(names)
 
 
+@functools.lru_cache(maxsize=1024)
 def _required(field: FieldSpec) -> frozenset[str]:
     """The placeholder names a field's transform cannot leave out (see ``transform``):
     the body and a tool call's name and arguments; other values the model did not write
-    (an optional group, an id key) leave their entries out."""
+    (an optional group, an id key) leave their entries out. Cached by field (hashed by
+    identity; a call shape hashes all its attributes at every lookup)."""
     return _required_names(field.call_shape)
 
 
@@ -170,6 +178,13 @@ class _TextAccumulator:
         if len(self._blocks) > 1:
             self._blocks[:] = ["".join(self._blocks)]
         return self._blocks[0] if self._blocks else ""
+
+    def copy(self) -> _TextAccumulator:
+        """An accumulator holding the same text."""
+        copied = _TextAccumulator()
+        if self:
+            copied.append(self.getvalue())
+        return copied
 
     def take(self) -> str:
         """``getvalue()``, leaving the accumulator empty (reused, not rebuilt, per region)."""
@@ -409,18 +424,150 @@ class ResponseParser:
                 self.phase = ParserPhase.FAILED
             raise
 
-    def _finish(self, text: str | Sequence[int], partial: bool = False) -> dict[str, Any]:
+    def _finish(
+        self, text: str | Sequence[int], partial: bool = False, fitting: bool = True
+    ) -> dict[str, Any]:
         """``finalize(text, partial=partial)[0]`` for a caller that wants only the message
         (``parse_output``, batches): the same message, issues and state, without building
         the events of ``text`` (the whole-text path: region text is collected and parsed at
-        its close, never cut into chunks)."""
+        its close, never cut into chunks). ``fitting=False``: the text is known not to fit
+        (``_walk_fitting`` said so), so only the general path is tried."""
         self._check_usable("finalize")
         try:
+            if fitting and isinstance(text, str):
+                walked = self._walk_fitting(text, partial)
+                if walked is not None:
+                    message, unclaimed, trailing, captures = walked
+                    self._captures = captures
+                    self.unclaimed_text.extend(unclaimed)
+                    if trailing is not None:
+                        self.trailing_text = trailing
+                    self._field = None
+                    self._scanner = self.template.outside_scanner
+                    self._implicit_open = False
+                    self._buffer = ""
+                    self._body = _TextAccumulator()
+                    self.phase = ParserPhase.FINISHED
+                    return message
             return self._finalize(partial, text, whole=True)[0]
         except BaseException:
             if self.phase is not ParserPhase.FINISHED:
                 self.phase = ParserPhase.FAILED
             raise
+
+    def _walk_fitting(self, text: str, partial: bool = False) -> _Fitting | None:
+        """What ``_finish(text, partial)`` would give, for a text that fits the template as
+        it is (every region's body parses, no field is missing, nothing to recover), read
+        without changing the parser: ``(message, unclaimed text, trailing text or None,
+        captures)``. None otherwise, and then only the general path says what the text
+        gives (its issues or its error). A batch walks each row from one parser primed by
+        the prefix (issue 17).
+
+        The same walk as ``_run`` and ``_scan`` with ``final`` and ``whole`` (a complete text,
+        region text collected, never cut into chunks), its state in local names, without what
+        only the general path needs: events, recover-mode bookkeeping, demoted regions.
+        """
+        if self.phase is not _STREAMING or self._rescan_at or self._decoder is not None:
+            return None
+        template = self.template
+        context = self._context
+        held = self._buffer
+        buffer = context + held + text if (context or held) else text
+        length = len(buffer)
+        base = self._base - len(context)
+        position = len(context)
+        implicit = template.implicit_field
+        # A stripping clean implicit field opens at its first non-whitespace character.
+        implicit_strips = (
+            implicit is not None and implicit.parser.strips and not implicit.parser.dirty
+        )
+        outside = template.outside_scanner
+        region_scanners = template.region_scanners
+        field_list = template.field_list
+        field = self._field
+        scanner = self._scanner
+        implicit_open = self._implicit_open
+        groups = self._open_groups
+        carried = self._body.getvalue() if self._body else ""  # a body begun in the prefix
+        body_start = position
+        empty_at = self._empty_match_at
+        # Fresh values: a batch gives every row's message its own.
+        captures: dict[str, list[Any]] = copy.deepcopy(self._captures) if self._captures else {}
+        unclaimed: list[tuple[int, str]] = []
+        trailing: str | None = None
+        parse_body = self._read_fitting_body
+        memo: dict[Any, Any] = {}
+        try:
+            while True:
+                match = scanner.scan_final(buffer, position, memo, empty_at - base)
+                end = length if match is None else match.start
+                if field is None and end > position:  # as ``_take_text``
+                    if implicit is None:
+                        piece = buffer[position:end]
+                        if not piece.isspace():
+                            unclaimed.append((base + position, piece))
+                    elif not implicit_open:
+                        start = position
+                        if implicit_strips:
+                            piece = buffer[position:end]
+                            start = end - len(piece.lstrip())
+                        if start < end:
+                            implicit_open = True
+                            groups = _NO_GROUPS
+                            carried = ""
+                            body_start = start
+                if match is None:
+                    break
+                position = match.end
+                if position == match.start:
+                    empty_at = base + position
+                target = match.target
+                if field is not None or implicit_open:  # the region this match ends
+                    closing = field if field is not None else implicit
+                    assert closing is not None
+                    # Close groups: a close delimiter's, and the end of the turn's for the
+                    # implicit region (``_close_open_regions``); an open's are its own.
+                    close_groups = (
+                        match.groups
+                        if target == REGION_CLOSE or (target == END_OF_TURN and field is None)
+                        else _NO_GROUPS
+                    )
+                    value = parse_body(
+                        closing,
+                        carried + buffer[body_start:end],
+                        {**groups, **close_groups} if close_groups else groups,
+                    )
+                    captures.setdefault(closing.name, []).append(value)
+                    field = None
+                    implicit_open = False
+                if target == END_OF_TURN:
+                    trailing = buffer[position:]
+                    break
+                if target == REGION_CLOSE:
+                    scanner = outside
+                    continue
+                field = field_list[target]
+                scanner = region_scanners[field.index]
+                groups = match.groups
+                carried = ""
+                body_start = position
+            if trailing is None:  # the end of the text: as ``_close_open_regions(events)``
+                if field is not None:
+                    body = carried + buffer[body_start:]
+                    if partial or (self.recover and field.close is not None and body.strip()):
+                        return None  # in progress, or an unclosed region to report
+                    captures.setdefault(field.name, []).append(parse_body(field, body, groups))
+                elif implicit_open:
+                    assert implicit is not None
+                    value = parse_body(implicit, carried + buffer[body_start:], groups)
+                    captures.setdefault(implicit.name, []).append(value)
+        except (ResponseParseError, ContentError):
+            return None  # a body that does not fit: the general path recovers or raises
+        message = self._build_message(captures)
+        for required in template.field_list:
+            if not required.optional and required.name not in message:
+                return None
+        return message, unclaimed, trailing, captures
 
     def _finalize(
         self, partial: bool, text: str | Sequence[int], whole: bool = False
@@ -463,6 +610,34 @@ class ResponseParser:
     def message(self) -> dict[str, Any]:
         """The message built from every region closed so far (a fresh dict each time)."""
         return self._build_message()
+
+    def _read_fitting_body(
+        self, field: FieldSpec, body: str, groups: Mapping[str, str | None]
+    ) -> Any:
+        """``_parse_body`` for ``_walk_fitting``: a content error is raised as it is (the
+        walk gives up on it), and a string with nothing to transform or type is the value."""
+        value = field.parser.parse(body)
+        if isinstance(value, str) and field.transform is None and self._tool_typer is None:
+            return value
+        return self._finish_value(field, value, body, groups)
+
+    def _copy(self) -> ResponseParser:
+        """A parser in this one's state, to parse another text from the same point: a batch
+        primes one parser per prefix and copies it for each row, instead of building one
+        and parsing the prefix again. Only for a parser that has not been fed (nor decoded
+        token ids)."""
+        assert self.phase is _STREAMING and self._decoder is None
+        copied = object.__new__(ResponseParser)
+        state = self.__dict__.copy()
+        state["issues"] = list(self.issues)
+        state["unclaimed_text"] = list(self.unclaimed_text)
+        state["initial_events"] = list(self.initial_events)
+        state["_captures"] = copy.deepcopy(self._captures) if self._captures else {}
+        state["_body"] = self._body.copy()
+        state["_deferred"] = self._deferred.copy()
+        state["_pending_whitespace"] = self._pending_whitespace.copy()
+        copied.__dict__.update(state)
+        return copied
 
     # -- the machine --------------------------------------------------------------------------
 
@@ -1051,14 +1226,16 @@ class ResponseParser:
 
     # -- the message ------------------------------------------------------------------------
 
-    def _build_message(self) -> dict[str, Any]:
+    def _build_message(self, captures: dict[str, list[Any]] | None = None) -> dict[str, Any]:
+        """The message of ``captures`` (default: the parser's)."""
         template = self.template
         defaults = template.defaults
         message: dict[str, Any] = (
             dict(defaults) if template.scalar_defaults else copy.deepcopy(dict(defaults))
         )
-        for name, values in self._captures.items():
-            field = self.template.fields[name]
+        fields = template.fields
+        for name, values in (self._captures if captures is None else captures).items():
+            field = fields[name]
             if field.repeats:
                 if field.join is not None:
                     if any(value != "" for value in values):

@@ -132,16 +132,15 @@ def check_transform(
 
 
 def _resolve(names: tuple[str, ...], scope: Mapping[str, Any]) -> Any:
-    placeholder = ".".join(names)
     if names[0] not in scope:
-        raise TransformPathError(placeholder, f"{names[0]!r} is not in scope ({sorted(scope)})")
+        raise TransformPathError(".".join(names), f"{names[0]!r} is not in scope ({sorted(scope)})")
     value: Any = scope[names[0]]
     for depth, name in enumerate(names[1:], start=1):
         if isinstance(value, Mapping):
             if name not in value:
                 where = ".".join(names[:depth])
                 raise TransformPathError(
-                    placeholder, f"{where!r} has no key {name!r} (keys: {sorted(value)})"
+                    ".".join(names), f"{where!r} has no key {name!r} (keys: {sorted(value)})"
                 )
             value = value[name]
         elif isinstance(value, list) and name.isdigit() and int(name) < len(value):
@@ -149,7 +148,8 @@ def _resolve(names: tuple[str, ...], scope: Mapping[str, Any]) -> Any:
         else:
             where = ".".join(names[:depth])
             raise TransformPathError(
-                placeholder, f"cannot look up {name!r} in {where!r}, a {type(value).__name__}"
+                ".".join(names),
+                f"cannot look up {name!r} in {where!r}, a {type(value).__name__}",
             )
     return value
 
@@ -219,6 +219,19 @@ def _compile(transform: Any) -> _Step:
         if names is None:
             return lambda scope, required: transform
         root = names[0]
+        if len(names) == 1:  # "{content}", "{name}": one lookup
+
+            def resolve_name(scope: Mapping[str, Any], required: Container[str] | None) -> Any:
+                if root in scope:
+                    value = scope[root]
+                    if value is None and required is not None and root not in required:
+                        return _ABSENT
+                    return value
+                if required is not None and root not in required:
+                    return _ABSENT
+                return _resolve(names, scope)  # raises: not in scope
+
+            return resolve_name
 
         def resolve(scope: Mapping[str, Any], required: Container[str] | None) -> Any:
             if required is not None and root not in required and scope.get(root) is None:

@@ -191,3 +191,68 @@ def test_batches_keep_their_kind_and_their_other_columns() -> None:
         parser({"generation": texts})
     with pytest.raises(TypeError, match="a batch is a mapping of columns"):
         parser(texts)
+
+
+def test_json_cells_are_the_json_text_of_each_rows_values() -> None:
+    # The message cell is written value by value (each value encoded once, reused by the
+    # content, reasoning and tool_calls cells): byte for byte what json.dumps writes.
+    for family, columns in family_rows().items():
+        parser = BatchParser(get_entry(family).template)
+        rows = parser.parse_rows(
+            columns["text"], prefixes=columns["prefix"], tools=columns["tools"]
+        )
+        out = parser.to_columns(rows)
+        for index, row in enumerate(rows):
+            assert row.message is not None
+            assert out["message"][index] == json.dumps(row.message, ensure_ascii=False), family
+            calls = row.message.get("tool_calls")
+            want = json.dumps(calls, ensure_ascii=False) if calls else None
+            assert out["tool_calls"][index] == want, family
+    template = {
+        "defaults": {"role": "assistant", "meta": {"n": [1, 2.5, None, True]}},
+        "start_anchor": "A:",
+        "fields": {
+            "content": {"open": "<n>", "close": "</n>", "content": "int"},
+            "reasoning_content": {"close": "<end>"},
+        },
+    }
+    out = BatchParser(template, prefix="").parse_columns(["é\n<n>42</n><end>", "<end>"])
+    assert out["content"] == ["42", None]  # not a string: its JSON text
+    assert out["reasoning_content"] == ["é", None]
+    assert out["message"] == [
+        '{"role": "assistant", "meta": {"n": [1, 2.5, null, true]}, '
+        '"reasoning_content": "é", "content": 42}',
+        '{"role": "assistant", "meta": {"n": [1, 2.5, null, true]}}',
+    ]
+
+
+def test_rows_parsed_from_one_primed_parser_share_no_values() -> None:
+    # The prefix is read once per batch; each row's message gets its own copy of what the
+    # prefix captured (a JSON object here) and of the defaults.
+    template = {
+        "defaults": {"role": "assistant", "meta": {"tags": []}},
+        "start_anchor": "A:",
+        "fields": {
+            "plan": {"open": "<plan>", "close": "</plan>", "content": "json"},
+            "content": {"close": "<end>"},
+        },
+    }
+    parser = BatchParser(template, prefix='A:<plan>{"steps": [1]}</plan>')
+    first, second = parser.parse_rows(["one<end>", "two<end>"])
+    assert first.message == {
+        "role": "assistant",
+        "meta": {"tags": []},
+        "plan": {"steps": [1]},
+        "content": "one",
+    }
+    assert first.message is not None and second.message is not None
+    first.message["plan"]["steps"].append(2)
+    first.message["meta"]["tags"].append("x")
+    assert second.message["plan"] == {"steps": [1]}
+    assert second.message["meta"] == {"tags": []}
+    assert parser.parse_rows(["three<end>"])[0].message == {
+        "role": "assistant",
+        "meta": {"tags": []},
+        "plan": {"steps": [1]},
+        "content": "three",
+    }
