@@ -20,7 +20,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from replyparse import ResponseParser, load_template
-from replyparse._scanner import REGEX_FLAGS, Delimiter, possessive_source, required_literals
+from replyparse._regex_analysis import possessive_source, required_literals
+from replyparse._scanner import REGEX_FLAGS, Delimiter
 from replyparse.templates import get_entry, list_templates
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
