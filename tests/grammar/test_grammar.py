@@ -444,3 +444,35 @@ def test_what_a_content_schema_cannot_be_compiled_with() -> None:
                 "additionalProperties": False,
             },
         )
+
+
+@pytest.mark.parametrize(
+    ("open_pattern", "builds"),
+    [(r"<call (?P<name>\w+)>\s*+", True), (r"<call\s++(?P<name>\w+)>", False)],
+)
+def test_possessive_runs_in_a_delimiter_are_written_only_where_optional(
+    open_pattern: str, builds: bool
+) -> None:
+    """A possessive run's language depends on what follows it: an optional one is left
+    out of the grammar (like a lookaround), a mandatory one is refused with its path."""
+    template = {
+        "start_anchor": "A:",
+        "fields": {
+            "tool_calls": {
+                "open_pattern": open_pattern,
+                "close": "</call>",
+                "repeats": True,
+                "content": "json",
+                "transform": {
+                    "type": "function",
+                    "function": {"name": "{name}", "arguments": "{content}"},
+                },
+            },
+            "content": {},
+        },
+    }
+    if builds:
+        assert build_grammar(template, tools=TOOLS, tool_choice="required")
+    else:
+        with pytest.raises(GrammarError, match=r"\$\.fields\.tool_calls\.open"):
+            build_grammar(template, tools=TOOLS, tool_choice="required")
