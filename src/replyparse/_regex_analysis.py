@@ -7,7 +7,8 @@ its tree as read by the one regex reader (``replyparse._regex_syntax``, exact re
   same matches (and ``RunLeads``, ``LiteralRun``: starts a failed start rules out);
 * ``find_token_loop``: a loop over header tokens, and the starts a failed one rules out;
 * ``required_literals``: literals every match contains, after its start;
-* ``find_anchors``: the literals every match begins with (after a run).
+* ``find_anchors``: the literals every match begins with (after a run);
+* ``whitespace_only_as_lead``: whether whitespace begins a match only as a leading run.
 
 Every answer is one-sided: what the reader cannot read, or an analysis cannot bound, gives
 the pattern as written and no shortcut, never a different match. Trees are read once per
@@ -23,6 +24,7 @@ from typing import Any, NamedTuple
 
 import regex
 
+from replyparse._charset import whitespace
 from replyparse._regex_syntax import (
     REGEX_FLAGS,
     Alt,
@@ -48,6 +50,7 @@ __all__ = [
     "find_token_loop",
     "possessive_source",
     "required_literals",
+    "whitespace_only_as_lead",
 ]
 
 
@@ -545,6 +548,32 @@ def analyse(source: str) -> tuple[str, RunLeads | None, LiteralRun | None]:
     if found is not None and found.runs and not found.nullable:
         leads = RunLeads(found.runs, found.others)
     return out, leads, _literal_run(tree)
+
+
+def whitespace_only_as_lead(source: str) -> bool:
+    """Whether whitespace can begin a match of ``source`` only as an optional leading run
+    (``\\s*X``), read from the tree of each top-level alternative; anything unclear (or
+    unreadable) answers False."""
+    tree = _tree(source)
+    return tree is not None and _lead_ok(tree)
+
+
+def _lead_ok(node: Node) -> bool:
+    items = _items(node)
+    if not items:
+        return False
+    first = items[0]
+    if isinstance(first, Alt):
+        return len(items) == 1 and all(_lead_ok(option) for option in first.options)
+    if isinstance(first, Group):
+        return len(items) == 1 and _lead_ok(first.item)
+    if isinstance(first, Repeat) and first.low == 0:
+        body = first.item
+        return isinstance(body, Chars) and bool(body.chars) and not body.chars - whitespace()
+    if isinstance(first, Chars):
+        single = first.chars.single()
+        return single is not None and not single.isspace()
+    return False
 
 
 # -- anchors: where a match can start in a complete text ----------------------------------

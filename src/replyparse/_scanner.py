@@ -43,7 +43,6 @@ from typing import Any, NamedTuple
 
 import regex
 
-from replyparse._charset import whitespace
 from replyparse._regex_analysis import (
     Anchors,
     LiteralRun,
@@ -53,19 +52,9 @@ from replyparse._regex_analysis import (
     find_anchors,
     find_token_loop,
     required_literals,
+    whitespace_only_as_lead,
 )
-from replyparse._regex_syntax import (
-    REGEX_FLAGS,
-    Alt,
-    Chars,
-    Group,
-    Node,
-    Repeat,
-    Seq,
-    UnreadablePattern,
-    read,
-    tokens,
-)
+from replyparse._regex_syntax import REGEX_FLAGS, tokens
 
 __all__ = ["REGEX_FLAGS", "Delimiter", "DelimiterMatch", "Scanner", "is_context_sensitive"]
 
@@ -736,33 +725,11 @@ def is_context_sensitive(delimiter: Delimiter) -> bool:
 def _whitespace_only_as_lead(delimiter: Delimiter) -> bool:
     """Whether whitespace can begin a match of this delimiter only as an optional leading
     run (``\\s*X``), so that whitespace followed by a character that begins nothing is no
-    match. Literals: when they do not begin with whitespace. Patterns: read from the syntax
-    tree of each top-level alternative; anything unclear answers False (no fast path)."""
+    match. Literals: when they do not begin with whitespace; patterns: see
+    ``whitespace_only_as_lead``."""
     if delimiter.pattern is None:
         return not any(literal[0].isspace() for literal in delimiter.literals)
-    try:
-        tree = read(delimiter.pattern.pattern, exact=True)
-    except UnreadablePattern:  # syntax of the regex module that the tree does not hold
-        return False
-    return _lead_ok(tree)
-
-
-def _lead_ok(node: Node) -> bool:
-    items = node.items if isinstance(node, Seq) else (node,)
-    if not items:
-        return False
-    first = items[0]
-    if isinstance(first, Alt):
-        return len(items) == 1 and all(_lead_ok(option) for option in first.options)
-    if isinstance(first, Group):
-        return len(items) == 1 and _lead_ok(first.item)
-    if isinstance(first, Repeat) and first.low == 0:
-        body = first.item
-        return isinstance(body, Chars) and bool(body.chars) and not body.chars - whitespace()
-    if isinstance(first, Chars):
-        single = first.chars.single()
-        return single is not None and not single.isspace()
-    return False
+    return whitespace_only_as_lead(delimiter.pattern.pattern)
 
 
 def _can_start_with(delimiter: Delimiter, char: str) -> bool:
