@@ -13,6 +13,9 @@ Usage::
     python bench/worst_case.py --families kimi-k2 glm4.5 --sizes 1000 10000
     python bench/worst_case.py --write-docs             # also rewrite the section in
                                                         # docs/performance.md
+    python bench/worst_case.py --families gpt-oss --shape 'header+words*k'
+                                                        # one shape (families lacking it
+                                                        # are skipped, said on stderr)
 
 Passing: the per-character cost at 1M is at most twice that at 10k (``growth`` column).
 """
@@ -79,8 +82,8 @@ HEADER_RUNS = {
         ),
         ("header+to=assistant*k", "<|start|>assistant<|channel|>commentary", " to=assistant"),
         ("start+channel*k", "<|start|>assistant", "<|channel|>"),
-        # Known superlinear (not the scanner): the regex engine backtracks through the
-        # header's word loop ``(?:\s+(?!to=)[\w\-]+)*`` in one match.
+        # The header's word loop: superlinear in one match while it was greedy
+        # (``(?:\s+(?!to=)[\w\-]+)*``), the regex engine giving the words back one by one.
         ("header+words*k", "<|start|>assistant<|channel|>commentary", " w"),
     ]
 }
@@ -192,10 +195,17 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     for family in args.families or all_families():
         shapes = {shape.name: shape for shape in shapes_of(family)}
+        if args.shape and args.shape not in shapes:
+            # Shapes are built from each family's own delimiters: most exist in one family.
+            print(f"{family}: no shape {args.shape!r}; skipped", file=sys.stderr)
+            continue
         shape = shapes[args.shape] if args.shape else worst_shape(family, args.search)
         row = measure(family, shape, sizes)
         rows.append(row)
         print(table([row], sizes).splitlines()[-1], flush=True)
+    if not rows:
+        print(f"no family has the shape {args.shape!r}", file=sys.stderr)
+        return 2
     text = section(rows, sizes, args.search)
     print()
     print(text)

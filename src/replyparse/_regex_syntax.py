@@ -4,8 +4,14 @@ This is the one reader of regex syntax in the package. :func:`read` turns a patt
 ``regex`` module's syntax, through the standard library's own parser) into :data:`Node`
 trees whose character classes are :class:`~replyparse._charset.CharSet` s; :func:`tokens`
 walks a pattern's text token by token, for rewrites that keep the source as written (the
-scanner's streaming assertions). The grammar package (``replyparse.grammar._regex``) and the
-scanner's pattern analysis both read patterns here.
+scanner's streaming assertions); :func:`write` writes a tree back as a pattern that matches
+exactly what the one it was read from matches (the scanner's possessive rewrite). The grammar
+package (``replyparse.grammar._regex``) and the scanner's pattern analysis
+(``replyparse._regex_analysis``) both read patterns here.
+
+Possessive quantifiers (``*+``) and atomic groups (``(?>...)``) are read (``Repeat.possessive``,
+``Group.atomic``): the language of a possessive repeat is a subset of the greedy one's, which
+readers that only ask what a pattern can match must keep in mind.
 
 Character classes are read two ways (``exact``): exactly, for patterns whose matches must be
 *forbidden* (forbidding a superset stays sound), or as the ASCII part of a positive Unicode
@@ -20,14 +26,19 @@ from __future__ import annotations
 
 import importlib
 import re
+import warnings
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Literal, TypeAlias
+
+import regex
 
 from replyparse._charset import ASCII_DIGIT, ASCII_WORD, NON_ASCII, CharSet, whitespace
 
 __all__ = [
     "EMPTY",
+    "REGEX_FLAGS",
     "Alt",
     "Anchor",
     "Chars",
@@ -41,7 +52,11 @@ __all__ = [
     "literal",
     "read",
     "tokens",
+    "write",
 ]
+
+#: The spec's regex semantics: unicode-aware, DOTALL on, MULTILINE off.
+REGEX_FLAGS = regex.DOTALL | regex.UNICODE
 
 # The standard library's own regex parser (private modules, stable since Python 3.11).
 _sre: Any = importlib.import_module("re._constants")
@@ -65,11 +80,51 @@ class UnreadablePattern(ValueError):
         self.pattern = pattern
 
 
+#: Finite classes up to this size are enumerated (``Chars.finite``).
+_FINITE = 4096
+
+
 @dataclass(frozen=True)
 class Chars:
-    """One character out of ``chars``."""
+    """One character out of ``chars``.
+
+    ``source`` is the class as a pattern of its own (``[^<\\s]``, ``\\w``, ``<``), matching
+    exactly the characters the pattern's class matches under the spec's flags, where
+    ``chars`` may be an approximation (``\\w``, ``\\d``; see the module docstring); empty
+    for nodes built by hand (:func:`literal`).
+    """
 
     chars: CharSet
+    source: str = field(default="", compare=False)
+
+    @cached_property
+    def finite(self) -> frozenset[str] | None:
+        """Every character matched, when the set is exact and at most ``_FINITE`` large."""
+        if not self.source or self.chars.size > _FINITE:
+            return None
+        return frozenset(
+            chr(code) for low, high in self.chars.ranges for code in range(low, high + 1)
+        )
+
+    @cached_property
+    def _compiled(self) -> regex.Pattern[str]:
+        return regex.compile(self.source, REGEX_FLAGS)
+
+    def contains(self, char: str) -> bool:
+        """Whether ``char`` is matched, exactly (read from ``source``)."""
+        return self._compiled.fullmatch(char) is not None
+
+    def disjoint(self, other: Chars) -> bool:
+        """Whether no character is matched by both (False when not known)."""
+        if self.finite is not None:
+            return not any(other.contains(char) for char in self.finite)
+        if other.finite is not None:
+            return not any(self.contains(char) for char in other.finite)
+        return False
+
+    def covers(self, other: Chars) -> bool:
+        """Whether every character of ``other`` is matched (False when not known)."""
+        return other.finite is not None and all(self.contains(char) for char in other.finite)
 
 
 @dataclass(frozen=True)
@@ -88,19 +143,26 @@ class Alt:
 
 @dataclass(frozen=True)
 class Repeat:
-    """``item`` between ``low`` and ``high`` times (None: unbounded)."""
+    """``item`` between ``low`` and ``high`` times (None: unbounded); lazy when not
+    ``greedy``; ``possessive`` (``*+``): greedy, and never gives an iteration back."""
 
     item: Node
     low: int
     high: int | None
+    greedy: bool = True
+    possessive: bool = False
 
 
 @dataclass(frozen=True)
 class Group:
-    """A group; ``name`` for a named group of the template."""
+    """A group; ``name`` for a named group of the template. ``capture`` is False for a
+    group written only for its flags (``(?s:...)``); ``atomic`` for ``(?>...)``, matched on
+    its own (nothing after it backtracks into it)."""
 
     item: Node
     name: str | None = None
+    capture: bool = True
+    atomic: bool = False
 
 
 @dataclass(frozen=True)
@@ -144,13 +206,15 @@ def read(pattern: str, *, exact: bool, dotall: bool = True) -> Node:
     Args:
         pattern: the pattern, in the ``regex`` module's syntax (no MULTILINE).
         exact: read classes exactly (for patterns to forbid) or as a safe subset (for
-            patterns to generate); see the module docstring.
+            patterns to generate); see the module docstring. Only an exact reading gives
+            each :class:`Chars` its ``source`` (and so can be written back, :func:`write`).
         dotall: ``.`` matches a newline (the spec's flags); False for patterns compiled
             without flags (custom tools' regex grammars).
 
     Raises:
         UnreadablePattern: syntax outside what the standard ``re`` parser reads
-            (``\p{...}``, ``\G``...), a backreference, or case folding.
+            (``\p{...}``, ``\G``...), a backreference, case folding, or flags that change
+            what the tree means (MULTILINE, ASCII, LOCALE, or DOTALL turned off).
     """
     # The regex module allows one group name in several alternatives (DeepSeek's name
     # group); the standard parser does not. Number the repeats: name, name__2, ...
@@ -164,13 +228,55 @@ def read(pattern: str, *, exact: bool, dotall: bool = True) -> Node:
 
     renamed = _NAMED_GROUP.sub(rename, pattern)
     try:
-        tree = _sre_parse.parse(renamed, re.DOTALL | re.UNICODE)
+        with warnings.catch_warnings():
+            # "Possible nested set" (``[[``): the regex module (version 0) reads it as
+            # the standard parser does, a literal ``[``.
+            warnings.simplefilter("ignore", FutureWarning)
+            tree = _sre_parse.parse(renamed, re.DOTALL | re.UNICODE)
     except re.error as error:
         raise UnreadablePattern("syntax", str(error), pattern) from None
+    except ValueError as error:  # "ASCII and UNICODE flags are incompatible": (?a)
+        raise UnreadablePattern("construct", str(error), pattern) from None
     if tree.state.flags & re.IGNORECASE:
         raise UnreadablePattern("case", "case-insensitive patterns", pattern)
+    if tree.state.flags & _MEANING_FLAGS:
+        raise UnreadablePattern("construct", "the inline flags (?m), (?a) or (?L)", pattern)
     names = {number: name for name, number in tree.state.groupdict.items()}
     return _Reader(names, pattern, exact, dotall).sequence(tree)
+
+
+#: Flags that change what a tree's nodes mean (the tree has no place for them).
+_MEANING_FLAGS = re.MULTILINE | re.ASCII | re.LOCALE
+
+#: The standard parser's names of zero-width assertions, as :class:`Anchor` kinds, and
+#: their syntax (for :func:`write`).
+_ANCHORS = {
+    "beginning": "^",
+    "end": "$",
+    "beginning_string": "\\A",
+    "end_string": "\\Z",
+    "boundary": "\\b",
+    "non_boundary": "\\B",
+}
+_CATEGORIES = {"space": "s", "digit": "d", "word": "w"}
+
+
+#: Characters with a meaning of their own, outside a class and inside one.
+_SPECIAL = frozenset(".^$*+?{}[]\\|()")
+_SPECIAL_IN_CLASS = frozenset("\\]^-[")
+
+
+def _class_char(code: int, in_class: bool = True) -> str:
+    """One character as written inside a class (or, not ``in_class``, on its own): escaped
+    when it has a meaning there, written by its code when it is not printable."""
+    char = chr(code)
+    if char in (_SPECIAL_IN_CLASS if in_class else _SPECIAL):
+        return "\\" + char
+    if char.isprintable():
+        return char
+    if code <= 0xFF:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
 
 
 class _Reader:
@@ -185,54 +291,83 @@ class _Reader:
     def fail(self, what: str) -> UnreadablePattern:
         return UnreadablePattern("construct", what, self.pattern)
 
+    def chars(self, chars: CharSet, source: str) -> Chars:
+        return Chars(chars, source if self.exact else "")
+
     def sequence(self, items: Any) -> Node:
         nodes = [self.item(op, argument) for op, argument in items]
         return nodes[0] if len(nodes) == 1 else Seq(tuple(nodes))
 
     def item(self, op: Any, argument: Any) -> Node:
         if op is _sre.LITERAL:
-            return Chars(CharSet.of([argument]))
+            return self.chars(CharSet.of([argument]), _class_char(argument, in_class=False))
         if op is _sre.NOT_LITERAL:
-            return Chars(CharSet.of([argument]).complement())
+            return self.chars(CharSet.of([argument]).complement(), f"[^{_class_char(argument)}]")
         if op is _sre.ANY:
-            return Chars(CharSet.any() if self.dotall else CharSet.of("\n").complement())
+            if self.dotall:
+                return self.chars(CharSet.any(), ".")
+            return self.chars(CharSet.of("\n").complement(), "[^\\n]")
         if op is _sre.IN:
-            return Chars(self.char_class(argument))
+            return self.char_class(argument)
         if op is _sre.BRANCH:
             return Alt(tuple(self.sequence(option) for option in argument[1]))
         if op is _sre.SUBPATTERN:
-            number, add_flags, _del_flags, body = argument
+            number, add_flags, del_flags, body = argument
             if add_flags & re.IGNORECASE:
                 raise self.fail("a case-insensitive group")
-            return Group(self.sequence(body), self.names.get(number) if number else None)
-        if op in (_sre.MAX_REPEAT, _sre.MIN_REPEAT):
+            if add_flags & _MEANING_FLAGS or del_flags & (re.DOTALL | re.UNICODE):
+                raise self.fail("a group with the flags m, a, L, -s or -u")
+            name = self.names.get(number) if number else None
+            return Group(self.sequence(body), name, capture=bool(number))
+        if op is _sre.ATOMIC_GROUP:
+            return Group(self.sequence(argument), capture=False, atomic=True)
+        if op in (_sre.MAX_REPEAT, _sre.MIN_REPEAT, _sre.POSSESSIVE_REPEAT):
             low, high, body = argument
-            return Repeat(self.sequence(body), low, None if high is _sre.MAXREPEAT else high)
+            return Repeat(
+                self.sequence(body),
+                low,
+                None if high is _sre.MAXREPEAT else high,
+                greedy=op is not _sre.MIN_REPEAT,
+                possessive=op is _sre.POSSESSIVE_REPEAT,
+            )
         if op in (_sre.ASSERT, _sre.ASSERT_NOT):
             direction, body = argument
             return Look(self.sequence(body), ahead=direction == 1, negative=op is _sre.ASSERT_NOT)
         if op is _sre.AT:
-            return Anchor(str(argument).lower().replace("at_", ""))
+            kind = str(argument).lower().replace("at_", "")
+            if kind not in _ANCHORS:
+                raise self.fail(f"the assertion {kind}")
+            return Anchor(kind)
         if op is _sre.GROUPREF:
             raise self.fail("a backreference")
         raise self.fail(f"the construct {str(op).lower()}")
 
-    def char_class(self, items: Any) -> CharSet:
+    def char_class(self, items: Any) -> Chars:
         negate = False
         result = CharSet()
+        written: list[str] = []
         for op, argument in items:
             if op is _sre.NEGATE:
                 negate = True
             elif op is _sre.LITERAL:
                 result |= CharSet.of([argument])
+                written.append(_class_char(argument))
             elif op is _sre.RANGE:
                 result |= CharSet.span(argument[0], argument[1])
+                written.append(f"{_class_char(argument[0])}-{_class_char(argument[1])}")
             elif op is _sre.CATEGORY:
                 # A negated class needs its items approximated the other way round.
-                result |= self.category(str(argument), widen=self.exact != negate)
+                name = str(argument)
+                result |= self.category(name, widen=self.exact != negate)
+                base = name.lower().replace("category_", "")
+                letter = _CATEGORIES[base.removeprefix("not_")]
+                written.append("\\" + (letter.upper() if base.startswith("not_") else letter))
             else:
                 raise self.fail(f"the class item {str(op).lower()}")
-        return result.complement() if negate else result
+        source = "[" + ("^" if negate else "") + "".join(written) + "]"
+        if not negate and len(items) == 1 and items[0][0] is _sre.CATEGORY:
+            source = written[0]  # ``\s``: no brackets needed
+        return self.chars(result.complement() if negate else result, source)
 
     def category(self, name: str, *, widen: bool) -> CharSet:
         r"""A character category: exact for ``\s``, approximated for ``\d`` and ``\w``.
@@ -277,3 +412,44 @@ def tokens(source: str) -> Iterator[tuple[int, str, bool]]:
                 if source[index : index + 1] == member:
                     yield index, member, True
                     index += 1
+
+
+def write(node: Node) -> str:
+    """A pattern matching exactly what ``node`` matches (groups in the same order, with
+    their names), from an exact reading (:func:`read`); raises ``ValueError`` for a class
+    without its ``source``."""
+    if isinstance(node, Chars):
+        if not node.source:
+            raise ValueError("a class read without exact=True has no source to write")
+        return node.source
+    if isinstance(node, Seq):
+        return "".join(
+            f"(?:{write(item)})" if isinstance(item, Alt) else write(item) for item in node.items
+        )
+    if isinstance(node, Alt):
+        return "|".join(write(option) for option in node.options)
+    if isinstance(node, Repeat):
+        item = write(node.item)
+        if not isinstance(node.item, (Chars, Group, Look)):
+            item = f"(?:{item})"
+        low, high = node.low, node.high
+        if (low, high) in ((0, None), (1, None), (0, 1)):
+            quantifier = {(0, None): "*", (1, None): "+", (0, 1): "?"}[(low, high)]
+        elif high == low:
+            quantifier = f"{{{low}}}"
+        else:
+            quantifier = f"{{{low},{'' if high is None else high}}}"
+        suffix = "+" if node.possessive else ("" if node.greedy else "?")
+        return item + quantifier + suffix
+    if isinstance(node, Group):
+        if node.atomic:
+            opener = "(?>"
+        elif node.name is not None:
+            opener = f"(?P<{base_name(node.name)}>"
+        else:
+            opener = "(" if node.capture else "(?:"
+        return opener + write(node.item) + ")"
+    if isinstance(node, Look):
+        opener = ("(?" if node.ahead else "(?<") + ("!" if node.negative else "=")
+        return opener + write(node.item) + ")"
+    return _ANCHORS[node.kind]

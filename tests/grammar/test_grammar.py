@@ -292,12 +292,13 @@ def test_a_name_the_template_cannot_write_is_refused() -> None:
         build_grammar("pythonic", tools=[tool])
 
 
-def test_lookaround_in_a_delimiter_is_refused_with_its_path() -> None:
-    template = {
+def _calls_opened_by(open_pattern: str) -> dict[str, Any]:
+    """A template whose tool calls open with ``open_pattern`` (naming the call)."""
+    return {
         "start_anchor": "A:",
         "fields": {
             "tool_calls": {
-                "open_pattern": r"<call(?!x)(?P<name>\w+)(?<=\w)>",
+                "open_pattern": open_pattern,
                 "close": "</call>",
                 "repeats": True,
                 "content": "json",
@@ -309,6 +310,10 @@ def test_lookaround_in_a_delimiter_is_refused_with_its_path() -> None:
             "content": {},
         },
     }
+
+
+def test_lookaround_in_a_delimiter_is_refused_with_its_path() -> None:
+    template = _calls_opened_by(r"<call(?!x)(?P<name>\w+)(?<=\w)>")
     with pytest.raises(GrammarError, match=r"\$\.fields\.tool_calls\.open"):
         build_grammar(template, tools=TOOLS, tool_choice="required")
 
@@ -444,3 +449,20 @@ def test_what_a_content_schema_cannot_be_compiled_with() -> None:
                 "additionalProperties": False,
             },
         )
+
+
+@pytest.mark.parametrize(
+    ("open_pattern", "builds"),
+    [(r"<call (?P<name>\w+)>\s*+", True), (r"<call\s++(?P<name>\w+)>", False)],
+)
+def test_possessive_runs_in_a_delimiter_are_written_only_where_optional(
+    open_pattern: str, builds: bool
+) -> None:
+    """A possessive run's language depends on what follows it: an optional one is left
+    out of the grammar (like a lookaround), a mandatory one is refused with its path."""
+    template = _calls_opened_by(open_pattern)
+    if builds:
+        assert build_grammar(template, tools=TOOLS, tool_choice="required")
+    else:
+        with pytest.raises(GrammarError, match=r"\$\.fields\.tool_calls\.open"):
+            build_grammar(template, tools=TOOLS, tool_choice="required")

@@ -7,6 +7,8 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
+import regex
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 # Pairs of (open, close) literals. Some share prefixes with each other and with the end of
@@ -114,3 +116,31 @@ def cut_points(draw: Any, text: str) -> list[str]:
     )
     bounds = [0, *[cut for cut in cuts if 0 < cut < len(text)], len(text)]
     return [text[start:end] for start, end in itertools.pairwise(bounds) if end > start]
+
+
+def assert_same_matches(
+    original: regex.Pattern[str],
+    rewritten: regex.Pattern[str],
+    pieces: list[str],
+    examples: int,
+    max_size: int = 16,
+) -> None:
+    """A rewritten pattern finds what the original found: same span, groups and partial
+    flag for search, match and fullmatch, partial or not, on texts joined from up to
+    ``max_size`` of ``pieces`` and from a few starts."""
+
+    def key(found: Any) -> Any:
+        return None if found is None else (found.span(), found.partial, found.groupdict())
+
+    @settings(max_examples=examples, deadline=None, database=None)
+    @given(st.lists(st.sampled_from(pieces), max_size=max_size), st.integers(0, 3))
+    def check(parts: list[str], start: int) -> None:
+        text = "".join(parts)
+        start = min(start, len(text))
+        for partial in (False, True):
+            for method in ("search", "match", "fullmatch"):
+                expected = getattr(original, method)(text, start, partial=partial)
+                found = getattr(rewritten, method)(text, start, partial=partial)
+                assert key(found) == key(expected), (method, partial, text)
+
+    check()

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import regex
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -28,9 +29,10 @@ from replyparse import (
     parse_output,
     parse_response,
 )
+from replyparse._regex_syntax import REGEX_FLAGS
 from replyparse.content import MAX_NESTING
 from replyparse.templates import get_entry, list_templates
-from tests.property.strategies import cut_points
+from tests.property.strategies import assert_same_matches, cut_points
 from tests.streaming import chunked
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
@@ -93,6 +95,9 @@ HEADER_RUN_TEXTS = [
     "<|start|>assistant<|channel|>analysis" + " <|constrain|>" * 150 + "<|message|>r<|end|>",
     "<|start|>assistant<|channel|>commentary" + " to=assistant" * 150 + "x<|message|>",
     "<|start|>assistant" + "<|channel|>" * 150,
+    "<|start|>assistant<|channel|>commentary" + " w" * 150,
+    "<|start|>assistant<|channel|>commentary" + " w" * 150 + "<|message|>hi<|end|>",
+    "<|start|>assistant<|channel|>commentary" + " w" * 150 + "to=functions.f<|message|>{}",
 ]
 
 
@@ -250,3 +255,38 @@ def test_samples_cover_every_family() -> None:
     """Every family has real delimiter texts to build shapes from (corpus or literals)."""
     for family in FAMILIES:
         assert delimiter_samples(family), family
+
+
+# -- the header's word loop (issue 13) ---------------------------------------------------------
+
+#: The gpt-oss header's loop over words after the channel name, as the template writes it,
+#: and the greedy loop it replaces: the regex engine backtracked through the greedy one word
+#: by word when no ``<|message|>`` followed (``header+words*k``, superlinear in one match).
+WORD_LOOP = r"(?:\s++(?:(?!to=)[\w\-])++)*+"
+GREEDY_WORD_LOOP = r"(?:\s+(?!to=)[\w\-]+)*"
+HEADER_PIECES = [
+    *("<|channel|>", "analysis", "commentary", "final", "<|constrain|>", "json", "<|message|>"),
+    *("<|start|>assistant", "<|end|>", "to=", "to", "t", "o", "=", "assistant", "functions."),
+    *(" ", "  ", "\n", "w", "x", "-", ".", "f", "<"),
+]
+
+
+def _header_patterns() -> list[str]:
+    fields = get_entry("gpt-oss").template.to_dict()["fields"]
+    return [
+        spec["open_pattern"]
+        for spec in fields.values()
+        if WORD_LOOP in spec.get("open_pattern", "")
+    ]
+
+
+@pytest.mark.parametrize("index", range(4))
+def test_gpt_oss_word_loop_finds_what_the_greedy_loop_found(index: int) -> None:
+    """A word of the loop ends at its end or right before ``to=`` (what may follow the
+    loop begins with spaces, ``<`` or ``to=``, and a word has no ``=``), so the loop never
+    needs to give a word back: possessive, it finds the same matches."""
+    source = _header_patterns()[index]
+    written = regex.compile(source, REGEX_FLAGS)
+    greedy = regex.compile(source.replace(WORD_LOOP, GREEDY_WORD_LOOP), REGEX_FLAGS)
+
+    assert_same_matches(greedy, written, HEADER_PIECES, examples=300)

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import pytest
+import regex
 
 from replyparse._charset import CharSet, whitespace
 from replyparse._regex_syntax import (
+    REGEX_FLAGS,
     Alt,
     Anchor,
     Chars,
@@ -18,6 +20,7 @@ from replyparse._regex_syntax import (
     literal,
     read,
     tokens,
+    write,
 )
 
 
@@ -78,3 +81,57 @@ def test_tokens_know_escapes_and_classes() -> None:
         (6, "\\b", False),
         (8, "^", False),
     ]
+
+
+def test_possessive_lazy_and_atomic_syntax_is_read() -> None:
+    tree = read(r"a*+b+?(?>cd|e)f{2,3}+", exact=True)
+    assert isinstance(tree, Seq)
+    first, second, atomic, last = tree.items
+    assert first == Repeat(Chars(CharSet.of("a")), 0, None, possessive=True)
+    assert second == Repeat(Chars(CharSet.of("b")), 1, None, greedy=False)
+    assert isinstance(atomic, Group) and atomic.atomic and not atomic.capture
+    assert last == Repeat(Chars(CharSet.of("f")), 2, 3, possessive=True)
+
+
+def test_an_exact_reading_keeps_each_class_as_written() -> None:
+    tree = read(r"[^\s<]\w.", exact=True)
+    assert isinstance(tree, Seq)
+    assert [item.source for item in tree.items] == [r"[^\s<]", r"\w", "."]  # type: ignore[union-attr]
+    name, word, _ = tree.items
+    assert isinstance(name, Chars) and isinstance(word, Chars)
+    assert name.contains("a") and not name.contains("<") and not name.contains("\u3000")
+    assert word.contains("é") and not word.contains("\u3001")  # exact, where chars widens
+    assert read("[ab]", exact=True).finite == frozenset("ab")  # type: ignore[union-attr]
+    assert word.finite is None and name.finite is None
+    assert read(r"\d", exact=False).source == ""  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    [
+        r"<a>\s*(?:<b>)?\s*x",
+        r"(?P<name>[^\s<]+)(?=\s*<)|(?P<name>y)",
+        r"a{3}b{2,}c{1,4}?d*+(?>e|fg)(?<!x)\b\B^$\A\Z(?<=\d)",
+        "[\\]\\-^a-f\n\t ]\\.\\x00\u3000é中(x)(?:y|z)*",
+        r"(?s:.)[^\n]\W\S\D",
+    ],
+)
+def test_written_patterns_match_what_they_were_read_from(pattern: str) -> None:
+    written = write(read(pattern, exact=True))
+    original = regex.compile(pattern, REGEX_FLAGS)
+    again = regex.compile(written, REGEX_FLAGS)
+    assert list(again.groupindex) == list(original.groupindex)
+    texts = ["<a> <b>  x", "q<", "aaabbcd\u3000", "]-^f\n\t .\x00\u3000é中xyz", "\nx\x01 a"]
+    for text in texts:
+        for start in range(len(text)):
+            found, expected = again.match(text, start), original.match(text, start)
+            assert (found and (found.span(), found.groupdict())) == (
+                expected and (expected.span(), expected.groupdict())
+            ), (written, text, start)
+
+
+@pytest.mark.parametrize("pattern", ["(?m)^a", "(?a)\\w", "(?-s:.)", "(?m:$)"])
+def test_flags_that_change_the_tree_are_refused(pattern: str) -> None:
+    with pytest.raises(UnreadablePattern) as caught:
+        read(pattern, exact=True)
+    assert caught.value.kind == "construct"

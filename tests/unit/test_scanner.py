@@ -16,15 +16,15 @@ from typing import Any
 
 import pytest
 import regex
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from replyparse import ResponseParser, load_template
-from replyparse._scanner import REGEX_FLAGS, Delimiter, possessive_source, required_literals
+from replyparse._regex_analysis import possessive_source, required_literals
+from replyparse._scanner import REGEX_FLAGS, Delimiter
 from replyparse.templates import get_entry, list_templates
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 
+from tests.property.strategies import assert_same_matches
 from worst_case_shapes import family_shapes
 
 
@@ -75,10 +75,6 @@ def test_possessive_source(source: str, expected: str) -> None:
     assert possessive_source(source) == expected
 
 
-def _key(found: Any) -> Any:
-    return None if found is None else (found.span(), found.partial, found.groupdict())
-
-
 def _pieces(source: str) -> list[str]:
     literal = regex.sub(r"\\(.)", r"\1", source)
     tokens = regex.findall(r"<[^<>]{1,30}>|[^\s]", literal)
@@ -89,20 +85,7 @@ def _pieces(source: str) -> list[str]:
 def test_possessive_patterns_find_the_same_matches(source: str) -> None:
     original = regex.compile(source, REGEX_FLAGS)
     rewritten = regex.compile(possessive_source(source), REGEX_FLAGS)
-    pieces = _pieces(source)
-
-    @settings(max_examples=150, deadline=None, database=None)
-    @given(st.lists(st.sampled_from(pieces), max_size=14), st.integers(0, 3))
-    def check(parts: list[str], start: int) -> None:
-        text = "".join(parts)
-        start = min(start, len(text))
-        for partial in (False, True):
-            for method in ("search", "match", "fullmatch"):
-                expected = getattr(original, method)(text, start, partial=partial)
-                found = getattr(rewritten, method)(text, start, partial=partial)
-                assert _key(found) == _key(expected), (method, partial, text)
-
-    check()
+    assert_same_matches(original, rewritten, _pieces(source), examples=150, max_size=14)
 
 
 def test_delimiters_keep_the_pattern_as_written() -> None:
@@ -279,6 +262,8 @@ HEADER_RUNS = [
     ("<|start|>assistant<|channel|>analysis", " <|constrain|>", "x<|message|>"),
     ("<|start|>assistant<|channel|>commentary", " to=assistant", "x<|message|>"),
     ("<|start|>assistant", "<|channel|>", " to=functions.g<|message|>"),
+    ("<|start|>assistant<|channel|>commentary", " w", ""),
+    ("<|start|>assistant<|channel|>analysis", " w", "<|message|>r"),
 ]
 
 

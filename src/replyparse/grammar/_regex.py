@@ -15,6 +15,7 @@ This module knows nothing of templates, tools or grammar output formats beyond r
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Callable, Iterator, Sequence
 
@@ -72,7 +73,7 @@ def parse(pattern: str, *, where: str, exact: bool, dotall: bool = True) -> Node
 
     Raises:
         GrammarError: the pattern uses syntax outside what the standard ``re`` parser reads
-            (``\p{...}``, possessive quantifiers...), a backreference, or case folding.
+            (``\p{...}``...), a backreference, or case folding.
     """
     try:
         return read(pattern, exact=exact, dotall=dotall)
@@ -110,9 +111,18 @@ def walk(node: Node) -> Iterator[Node]:
         yield from walk(child)
 
 
+def is_atomic(node: Node) -> bool:
+    """Whether ``node`` is a possessive repeat or an atomic group: it never gives back what
+    it matched, so what it matches depends on what follows, as a lookaround's does."""
+    return (isinstance(node, Repeat) and node.possessive) or (
+        isinstance(node, Group) and node.atomic
+    )
+
+
 def contains_look(node: Node) -> bool:
-    """Whether a lookaround or anchor occurs anywhere in ``node``."""
-    return any(isinstance(item, (Look, Anchor)) for item in walk(node))
+    """Whether a lookaround, anchor, possessive repeat or atomic group occurs anywhere in
+    ``node``."""
+    return any(isinstance(item, (Look, Anchor)) or is_atomic(item) for item in walk(node))
 
 
 def has_group(node: Node, name: str) -> bool:
@@ -281,18 +291,15 @@ def map_tree(node: Node, function: Callable[[Node], Node | None]) -> Node:
         node = Seq(tuple(map_tree(item, function) for item in node.items))
     elif isinstance(node, Alt):
         node = Alt(tuple(map_tree(option, function) for option in node.options))
-    elif isinstance(node, Repeat):
-        node = Repeat(map_tree(node.item, function), node.low, node.high)
-    elif isinstance(node, Group):
-        node = Group(map_tree(node.item, function), node.name)
-    elif isinstance(node, Look):
-        node = Look(map_tree(node.item, function), node.ahead, node.negative)
+    elif isinstance(node, (Repeat, Group, Look)):
+        node = dataclasses.replace(node, item=map_tree(node.item, function))
     replaced = function(node)
     return node if replaced is None else replaced
 
 
 def prune(node: Node) -> Node | None:
-    """Remove every optional part that holds a lookaround or anchor.
+    """Remove every optional part that holds a lookaround or anchor (or a possessive repeat
+    or atomic group, :func:`is_atomic`).
 
     Options of an alternation holding one are dropped, and repetitions that may occur zero
     times are dropped whole; what is left matches a subset of the original language in which
@@ -302,6 +309,8 @@ def prune(node: Node) -> Node | None:
         return node
     if isinstance(node, (Look, Anchor)):
         return None
+    if is_atomic(node):  # a grammar has no possessive repeats: like a lookaround
+        return EMPTY if isinstance(node, Repeat) and node.low == 0 else None
     if isinstance(node, Alt):
         kept = [pruned for option in node.options if (pruned := prune(option)) is not None]
         return alt(*kept) if kept else None

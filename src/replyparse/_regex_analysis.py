@@ -1,0 +1,738 @@
+"""What the scanner reads from a delimiter pattern's syntax, to search it in linear time.
+
+The scanner (``replyparse._scanner``) asks four questions of a pattern, each answered from
+its tree as read by the one regex reader (``replyparse._regex_syntax``, exact reading):
+
+* ``possessive_source``: the pattern with greedy runs made possessive where that finds the
+  same matches (and ``RunLeads``, ``LiteralRun``: starts a failed start rules out);
+* ``find_token_loop``: a loop over header tokens, and the starts a failed one rules out;
+* ``required_literals``: literals every match contains, after its start;
+* ``find_anchors``: the literals every match begins with (after a run);
+* ``whitespace_only_as_lead``: whether whitespace begins a match only as a leading run.
+
+Every answer is one-sided: what the reader cannot read, or an analysis cannot bound, gives
+the pattern as written and no shortcut, never a different match. Trees are read once per
+pattern source (``_tree``). This module knows nothing of buffers' hold-back, fields or
+events.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import lru_cache
+from typing import Any, NamedTuple
+
+import regex
+
+from replyparse._charset import whitespace
+from replyparse._regex_syntax import (
+    REGEX_FLAGS,
+    Alt,
+    Anchor,
+    Chars,
+    Group,
+    Look,
+    Node,
+    Repeat,
+    Seq,
+    UnreadablePattern,
+    read,
+    write,
+)
+
+__all__ = [
+    "Anchors",
+    "LiteralRun",
+    "RunLeads",
+    "TokenLoop",
+    "analyse",
+    "find_anchors",
+    "find_token_loop",
+    "possessive_source",
+    "required_literals",
+    "whitespace_only_as_lead",
+]
+
+
+@lru_cache(maxsize=256)
+def _tree(source: str) -> Node | None:
+    """The pattern's exact tree, or None when the reader cannot read it."""
+    try:
+        return read(source, exact=True)
+    except UnreadablePattern:
+        return None
+
+
+def _items(node: Node) -> tuple[Node, ...]:
+    """A sequence's items; any other node as a sequence of one."""
+    return node.items if isinstance(node, Seq) else (node,)
+
+
+def _is_boundary(node: Node) -> bool:
+    """Whether the inside of ``node`` is matched on its own: nothing after it backtracks
+    into it (lookarounds, atomic groups)."""
+    return isinstance(node, Look) or (isinstance(node, Group) and node.atomic)
+
+
+def _single(node: Node) -> str | None:
+    """The one character a class node matches, or None."""
+    if isinstance(node, Chars) and node.finite is not None and len(node.finite) == 1:
+        return next(iter(node.finite))
+    return None
+
+
+# -- possessive runs -----------------------------------------------------------------------
+#
+# A backtracking engine gives back the characters of a greedy run one by one when what
+# follows fails: ``\s*(?:<a>)?\s*X`` over n spaces tries every split of the run between the
+# two ``\s*``, n squared steps per attempt. When giving back can never help, the run may be
+# made possessive (``\s*+``), which finds the same first match. It never helps when what
+# follows the run (its continuation, to the end of the pattern) cannot begin with a character
+# of the run's class: after giving some back, the continuation would have to begin with
+# one. Two refinements make the rule cover real delimiters: a later greedy run of a class
+# that contains this one (``\s*`` again) absorbs the given-back characters and is skipped
+# over, and a continuation that can match empty must do so without assertions (an empty
+# continuation then also succeeds where the run ends, so the engine never backtracks).
+# A pattern the reader (``_regex_syntax``) cannot read is left as written.
+
+
+class _First(NamedTuple):
+    """What can begin a match: character matchers, whether it can be empty, and whether
+    an empty match passes an assertion."""
+
+    chars: list[Chars]
+    nullable: bool
+    asserts: bool
+
+
+def _first(node: Node, run: Chars) -> _First:
+    """What can begin a match of ``node``; greedy runs of a class covering ``run`` are
+    skipped (they absorb characters ``run`` gives back)."""
+    if isinstance(node, Chars):
+        return _First([node], False, False)
+    if isinstance(node, Anchor) or (isinstance(node, Look) and (node.negative or not node.ahead)):
+        return _First([], True, True)
+    if isinstance(node, (Look, Group)):
+        # A positive lookahead consumes nothing, but where what follows it must begin
+        # with a character that cannot begin its body, the whole continuation fails.
+        return _first(node.item, run)
+    if isinstance(node, Alt):
+        chars: list[Chars] = []
+        nullable = asserts = False
+        for option in node.options:
+            found = _first(option, run)
+            chars += found.chars
+            nullable = nullable or found.nullable
+            asserts = asserts or found.asserts
+        return _First(chars, nullable, asserts)
+    if isinstance(node, Repeat):
+        body = node.item
+        if (
+            node.greedy
+            and node.low == 0
+            and node.high is None
+            and isinstance(body, Chars)
+            and body.covers(run)
+        ):
+            return _First([], True, False)
+        found = _first(body, run)
+        return _First(found.chars, found.nullable or node.low == 0, found.asserts)
+    chars = []
+    asserts = False
+    for item in node.items:
+        found = _first(item, run)
+        chars += found.chars
+        asserts = asserts or found.asserts
+        if not found.nullable:
+            return _First(chars, False, asserts)
+    return _First(chars, True, asserts)
+
+
+#: A continuation frame: ``(sequence, index of its next item)``, or ``(repeat, -1)`` for a
+#: loop that may go round again.
+_Frame = tuple[Node, int]
+
+
+def _possessive_runs(node: Node, after: list[_Frame], found: list[Repeat]) -> None:
+    """Collect into ``found`` the greedy single-class runs of ``node`` that may be made
+    possessive. ``after`` is the continuation, innermost frame first."""
+    if isinstance(node, Seq):
+        for position, item in enumerate(node.items):
+            _possessive_runs(item, [(node, position + 1), *after], found)
+    elif isinstance(node, Alt):
+        for option in node.options:
+            _possessive_runs(option, after, found)
+    elif isinstance(node, (Group, Look)):
+        # Lookarounds and atomic groups are matched on their own: nothing after them can
+        # backtrack into them, so their continuation ends with them.
+        _possessive_runs(node.item, [] if _is_boundary(node) else after, found)
+    elif isinstance(node, Repeat):
+        body = node.item
+        if isinstance(body, Chars):
+            if (
+                node.greedy
+                and not node.possessive
+                and node.high != node.low
+                and _continuation_disjoint(body, after)
+            ):
+                found.append(node)
+        else:
+            # A possessive loop is an atomic group around a greedy one: inside it, only
+            # the loop itself comes next.
+            _possessive_runs(body, [(node, -1), *([] if node.possessive else after)], found)
+
+
+def _continuation_disjoint(run: Chars, after: list[_Frame]) -> bool:
+    chars: list[Chars] = []
+    asserts = False
+    for frame, start in after:
+        if start < 0:  # a loop: its body may come next, or what follows it
+            assert isinstance(frame, Repeat)
+            found = _first(frame.item, run)
+            chars += found.chars
+            asserts = asserts or found.asserts
+            continue
+        nullable = True
+        for item in _items(frame)[start:]:
+            found = _first(item, run)
+            chars += found.chars
+            asserts = asserts or found.asserts
+            if not found.nullable:
+                nullable = False
+                break
+        if not nullable:
+            return all(run.disjoint(other) for other in chars)
+    # The continuation can match empty: only safe when that needs no assertion.
+    return not asserts and all(run.disjoint(other) for other in chars)
+
+
+def _make_possessive(node: Node, runs: set[int]) -> Node:
+    """``node`` with the repeats whose ids are in ``runs`` possessive."""
+    if isinstance(node, Seq):
+        return Seq(tuple(_make_possessive(item, runs) for item in node.items))
+    if isinstance(node, Alt):
+        return Alt(tuple(_make_possessive(option, runs) for option in node.options))
+    if isinstance(node, Repeat):
+        item = _make_possessive(node.item, runs)
+        possessive = node.possessive or id(node) in runs
+        return Repeat(item, node.low, node.high, node.greedy, possessive)
+    if isinstance(node, Group):
+        return Group(_make_possessive(node.item, runs), node.name, node.capture, node.atomic)
+    if isinstance(node, Look):
+        return Look(_make_possessive(node.item, runs), node.ahead, node.negative)
+    return node
+
+
+class _Lead(NamedTuple):
+    runs: list[Chars]  # classes of possessive unbounded runs a match can begin with
+    others: list[Chars]  # everything else a match can begin with
+    nullable: bool
+
+
+class _Unknown(Exception):
+    """An assertion before the first character a match consumes."""
+
+
+def _lead(node: Node) -> _Lead:
+    """What a match of the (possessive) tree ``node`` can begin with."""
+    if isinstance(node, Chars):
+        return _Lead([], [node], False)
+    if isinstance(node, (Anchor, Look)):
+        raise _Unknown
+    if isinstance(node, Group):
+        return _lead(node.item)
+    if isinstance(node, Repeat):
+        body = node.item
+        if node.possessive and node.high is None and isinstance(body, Chars):
+            return _Lead([body], [], node.low == 0)
+        found = _lead(body)
+        return _Lead(found.runs, found.others, found.nullable or node.low == 0)
+    runs: list[Chars] = []
+    others: list[Chars] = []
+    if isinstance(node, Alt):
+        nullable = False
+        for option in node.options:
+            found = _lead(option)
+            runs += found.runs
+            others += found.others
+            nullable = nullable or found.nullable
+        return _Lead(runs, others, nullable)
+    for item in node.items:
+        found = _lead(item)
+        runs += found.runs
+        others += found.others
+        if not found.nullable:
+            return _Lead(runs, others, False)
+    return _Lead(runs, others, True)
+
+
+class RunLeads:
+    """Characters that can begin a match of a pattern only through a leading possessive
+    run (``\\s*+to=`` begins with a space only through its ``\\s*+``). When no match
+    starts at a position holding such a character, none starts at the positions after it
+    holding the same character either: each way through the pattern eats the same run and
+    is then where it was. The scanner skips those starts: without this, a long run tried
+    from each of its characters costs its length squared."""
+
+    def __init__(self, runs: list[Chars], others: list[Chars]) -> None:
+        self._runs = runs
+        self._others = others
+        self._cache: dict[str, bool] = {}
+
+    def __contains__(self, char: object) -> bool:
+        if not isinstance(char, str):
+            return False
+        answer = self._cache.get(char)
+        if answer is None:
+            answer = any(run.contains(char) for run in self._runs) and not any(
+                other.contains(char) for other in self._others
+            )
+            if len(self._cache) < 4096:
+                self._cache[char] = answer
+        return answer
+
+
+def possessive_source(source: str) -> str:
+    """``source`` with greedy runs made possessive where giving back characters can never
+    lead to a match (see above): the same matches, without quadratic backtracking over
+    long runs. ``source`` unchanged when nothing is made possessive, or it uses syntax the
+    reader does not read."""
+    return analyse(source)[0]
+
+
+class LiteralRun(NamedTuple):
+    """A pattern that begins with a literal and then a possessive run (``<function=`` then
+    ``[^>\\s]++``): when no match starts at an occurrence of the literal, none starts at an
+    occurrence inside the run that followed it either (its run ends at the same place, and
+    the rest of the pattern is where it was), so the scanner skips them. Without this,
+    ``<function=f`` written over and over costs its length squared: each start's run
+    reaches the end."""
+
+    literal: str
+    run: regex.Pattern[str]  # the run's class, repeated possessively
+
+    def skip_to(self, buffer: str, start: int) -> int:
+        """The next start worth trying after a failed one at ``start``."""
+        literal = self.literal
+        if not buffer.startswith(literal, start):
+            return start + 1
+        found = self.run.match(buffer, start + len(literal))
+        end = found.end() if found is not None else start + len(literal)
+        return max(start + 1, end - len(literal) + 1)
+
+
+def _literal_run(tree: Node) -> LiteralRun | None:
+    items = tree.items if isinstance(tree, Seq) else ()
+    literal = ""
+    index = 0
+    while index < len(items):
+        char = _single(items[index])
+        if char is None:
+            break
+        literal += char
+        index += 1
+    if not literal or index == len(items):
+        return None
+    if any(literal[shift:] == literal[: len(literal) - shift] for shift in range(1, len(literal))):
+        return None  # the literal can overlap itself
+    node = items[index]
+    if isinstance(node, Group) and not node.atomic and isinstance(node.item, Seq):
+        node = node.item.items[0] if node.item.items else node
+    elif isinstance(node, Group) and not node.atomic:
+        node = node.item
+    if not (
+        isinstance(node, Repeat)
+        and node.possessive
+        and node.high is None
+        and isinstance(node.item, Chars)
+    ):
+        return None
+    return LiteralRun(literal, regex.compile(f"(?:{node.item.source})*+", REGEX_FLAGS))
+
+
+class TokenLoop:
+    """A pattern ``PRE LOOP REST``: optional literal-led items, then a loop ``(?:BODY)*``
+    over tokens, then the rest (gpt-oss's headers: ``(?:<\\|end\\|>)?...(?:<\\|channel\\|>\\w+
+    |\\s*<\\|constrain\\|>[\\w\\-]*|...)*\\s*to=functions...``). Over a long run of tokens
+    every start inside the run eats the rest of it before failing, so trying them one by one
+    costs the run's length squared. When no match starts at ``s``, none starts at:
+
+    * a position ``b`` that whole iterations of the loop reach from ``s`` (a match at ``b``
+      with ``PRE`` empty, prefixed by those iterations, would be one at ``s``), unless an
+      item of ``PRE`` could begin there;
+    * a position ``b + k`` after such a ``b``, where ``buffer[b:b + k]`` is a run of
+      characters every run-led alternative's first run accepts (``\\s*<\\|constrain...``)
+      and no literal-led alternative's literal (nor an item of ``PRE``) begins: each way on
+      from ``b + k`` begins with a run, which from ``b`` eats those characters too.
+
+    The alternatives are the loop body's and ``REST`` (zero iterations). ``rule_out`` adds
+    these positions along the loop's greedy way from ``s``: its cost is that way's length.
+    """
+
+    def __init__(
+        self,
+        path: regex.Pattern[str],
+        runs: list[Chars],
+        literals: tuple[str, ...],
+        pre: tuple[str, ...],
+    ) -> None:
+        self._path = path
+        self._runs = runs
+        self._literals = literals
+        self._pre = pre
+
+    @staticmethod
+    def _led(buffer: str, position: int, literals: tuple[str, ...], final: bool) -> bool:
+        """Whether one of ``literals`` begins at ``position`` (or, unless ``final``, may
+        begin there once more text arrives)."""
+        if not final and len(buffer) - position < max(map(len, literals), default=0):
+            tail = buffer[position:]
+            if any(literal.startswith(tail) for literal in literals):
+                return True
+        return any(buffer.startswith(literal, position) for literal in literals)
+
+    def rule_out(self, buffer: str, start: int, out: set[int], final: bool = True) -> None:
+        """Add to ``out`` the starts that a failed start at ``start`` rules out. Unless
+        ``final`` (more text may come), the end of the buffer is never ruled out: an
+        iteration's lookahead there is undecided."""
+        found = self._path.match(buffer, start)
+        if found is None:
+            return
+        end = found.end() if final else min(found.end(), len(buffer) - 1)
+        boundaries = [start, *found.ends("step")]
+        everything = self._literals + self._pre
+        for index, boundary in enumerate(boundaries):
+            if boundary in out and index:
+                continue
+            if boundary > end:
+                break
+            if not self._led(buffer, boundary, self._pre, final):
+                out.add(boundary)
+            stop = min(boundaries[index + 1], end) if index + 1 < len(boundaries) else end
+            position = boundary
+            while position < stop and all(run.contains(buffer[position]) for run in self._runs):
+                position += 1
+                if not self._led(buffer, position, everything, final):
+                    out.add(position)
+
+
+def _leading_literal(node: Node) -> str:
+    """The literal every match of ``node`` begins with ("" when none)."""
+    literal = ""
+    for item in _items(node):
+        if isinstance(item, Group) and not literal:
+            return _leading_literal(item.item)
+        char = _single(item)
+        if char is None:
+            break
+        literal += char
+    return literal
+
+
+def _leading_run(node: Node) -> Chars | None:
+    """The class of the unbounded greedy run every match of ``node`` begins with."""
+    items = _items(node)
+    if not items:
+        return None
+    first = items[0]
+    if isinstance(first, Group):
+        return _leading_run(first.item) if len(items) == 1 else None
+    if (
+        not isinstance(first, Repeat)
+        or not isinstance(first.item, Chars)
+        or not first.greedy
+        or first.high is not None
+    ):
+        return None
+    return first.item
+
+
+def required_literals(source: str) -> tuple[str, ...]:
+    """Literals (three characters or more) that every match of ``source`` contains, or
+    looks ahead at, somewhere after its start: runs of literal characters in its top-level
+    sequence, inside plain groups and positive lookaheads there. Empty when the reader does
+    not know the syntax."""
+    tree = _tree(source)
+    if tree is None:
+        return ()
+    found: list[str] = []
+
+    def collect(node: Node) -> None:
+        literal = ""
+        for item in _items(node):
+            char = _single(item)
+            if char is not None:
+                literal += char
+                continue
+            if len(literal) >= 3:
+                found.append(literal)
+            literal = ""
+            if (isinstance(item, Group) and not item.atomic) or (
+                isinstance(item, Look) and item.ahead and not item.negative
+            ):
+                collect(item.item)
+        if len(literal) >= 3:
+            found.append(literal)
+
+    collect(tree)
+    return tuple(dict.fromkeys(found))
+
+
+def find_token_loop(source: str) -> TokenLoop | None:
+    """The ``TokenLoop`` of a pattern, or None when it does not have that shape (or uses
+    syntax the reader does not know)."""
+    tree = _tree(source)
+    if tree is None:
+        return None
+    items = tree.items if isinstance(tree, Seq) else ()
+    pre: list[str] = []
+    index = 0
+    while index < len(items):
+        item = items[index]
+        if not isinstance(item, Repeat) or item.low != 0 or item.high != 1:
+            break
+        literal = _leading_literal(item.item)
+        if not literal:
+            return None
+        pre.append(literal)
+        index += 1
+    if index + 1 >= len(items):
+        return None
+    loop = items[index]
+    if (
+        not isinstance(loop, Repeat)
+        or loop.low != 0
+        or loop.high is not None
+        or not loop.greedy
+        or loop.possessive
+        or isinstance(loop.item, Chars)
+    ):
+        return None
+    inner: Node = loop.item
+    while isinstance(inner, Group) and not inner.atomic:
+        inner = inner.item
+    branches = inner.options if isinstance(inner, Alt) else (inner,)
+    runs: list[Chars] = []
+    literals: list[str] = []
+    for branch in [*branches, Seq(items[index + 1 :])]:
+        run = _leading_run(branch)
+        if run is not None:
+            runs.append(run)
+            continue
+        literal = _leading_literal(branch)
+        if not literal:
+            return None
+        literals.append(literal)
+    try:
+        path = regex.compile(f"(?:(?P<step>{write(loop.item)}))*", REGEX_FLAGS)
+    except regex.error:  # the pattern has its own group "step"
+        return None
+    return TokenLoop(path, runs, tuple(literals), tuple(pre))
+
+
+def analyse(source: str) -> tuple[str, RunLeads | None, LiteralRun | None]:
+    """``(possessive_source(source), its RunLeads or None, its LiteralRun or None)``."""
+    tree = _tree(source)
+    if tree is None:
+        return source, None, None
+    runs: list[Repeat] = []
+    _possessive_runs(tree, [], runs)
+    if runs:
+        tree = _make_possessive(tree, {id(run) for run in runs})
+    out = write(tree) if runs else source
+    leads: RunLeads | None = None
+    try:
+        found = _lead(tree)
+    except _Unknown:
+        found = None
+    if found is not None and found.runs and not found.nullable:
+        leads = RunLeads(found.runs, found.others)
+    return out, leads, _literal_run(tree)
+
+
+def whitespace_only_as_lead(source: str) -> bool:
+    """Whether whitespace can begin a match of ``source`` only as an optional leading run
+    (``\\s*X``), read from the tree of each top-level alternative; anything unclear (or
+    unreadable) answers False."""
+    tree = _tree(source)
+    return tree is not None and _lead_ok(tree)
+
+
+def _lead_ok(node: Node) -> bool:
+    items = _items(node)
+    if not items:
+        return False
+    first = items[0]
+    if isinstance(first, Alt):
+        return len(items) == 1 and all(_lead_ok(option) for option in first.options)
+    if isinstance(first, Group):
+        return len(items) == 1 and _lead_ok(first.item)
+    if isinstance(first, Repeat) and first.low == 0:
+        body = first.item
+        return isinstance(body, Chars) and bool(body.chars) and not body.chars - whitespace()
+    if isinstance(first, Chars):
+        single = first.chars.single()
+        return single is not None and not single.isspace()
+    return False
+
+
+# -- anchors: where a match can start in a complete text ----------------------------------
+#
+# Searching a complete text (one-shot parsing, ``final``) for a pattern that may begin with
+# common characters (``\s*to=``: any space) costs the regex engine an attempt at every
+# position. Most delimiters are far more specific: every match of gpt-oss's headers begins
+# with ``<|end|>``, ``<|channel|>``, ``<|constrain|>`` or ``to=``, after a run of spaces at
+# most. ``find_anchors`` reads such literals from the pattern's syntax; the scanner then
+# finds their occurrences with one literal search (C speed) and tries only the starts they
+# allow. The rule is one-sided: an anchor is necessary for a match, never sufficient, so
+# leaving out what the reader does not know (an assertion, a lookahead after the first
+# character) only tries more starts. Anything it cannot bound gives no anchors.
+
+#: Longest anchor kept, and the most alternatives followed, before giving up.
+_ANCHOR_LENGTH = 16
+_ANCHOR_STATES = 64
+#: Anchors sharing a prefix this long are searched as that prefix (``_merge_anchors``).
+_ANCHOR_MERGE = 6
+#: A finite character set wider than this ends an anchor (``[\w\-]``, ``\s``).
+_ANCHOR_SET = 4
+
+
+class Anchors(NamedTuple):
+    """Every match of a pattern begins with one of ``literals``, possibly after a run of
+    characters that ``lead`` accepts (None: no such run)."""
+
+    literals: tuple[str, ...]
+    lead: Callable[[str], bool] | None
+
+    def next_at(self, buffer: str, position: int, end: int, memo: dict[Any, Any]) -> int:
+        """Where the first literal beginning in ``[position, end)`` begins; -1 when none
+        does. ``memo`` keeps each literal's last ``(searched from, found at, searched to)``
+        (found -1: none begins in ``[from, to)``), so that the literals of many delimiters
+        and many calls cost one pass over the text each."""
+        best = -1
+        for literal in self.literals:
+            cached = memo.get(literal)
+            since = position
+            begin = position
+            if cached is not None and cached[0] <= position:
+                found = cached[1]
+                if found >= position:
+                    if best < 0 or found < best:
+                        best = found
+                    continue
+                if found < 0:
+                    if cached[2] >= end:
+                        continue
+                    since, begin = cached[0], max(position, cached[2])
+            found = buffer.find(literal, begin, end + len(literal) - 1)
+            memo[literal] = (since, found, end)
+            if found >= 0 and (best < 0 or found < best):
+                best = found
+        return best if best < end else -1
+
+
+class _NoAnchors(Exception):
+    """A match may begin with text no small set of literals covers."""
+
+
+class _Start(NamedTuple):
+    text: str  # what a match begins with (after the lead run)
+    open: bool  # whether the text may still be extended by what follows
+
+
+def find_anchors(source: str) -> Anchors | None:
+    """The anchors of a pattern (see above), or None when no small set is certain."""
+    tree = _tree(source)
+    if tree is None:
+        return None
+    leads: list[Chars] = []
+    try:
+        starts = _starts(tree, [_Start("", True)], leads)
+    except _NoAnchors:
+        return None
+    texts = {start.text for start in starts}
+    if "" in texts:
+        return None
+    literals = _merge_anchors(texts)
+    lead: Callable[[str], bool] | None = None
+    if leads:
+        union = regex.compile("|".join(chars.source for chars in leads), REGEX_FLAGS)
+
+        def lead(char: str, match: Any = union.fullmatch) -> bool:
+            return match(char) is not None
+
+    return Anchors(literals, lead)
+
+
+def _merge_anchors(texts: set[str]) -> tuple[str, ...]:
+    """Fewer, shorter anchors (each search is a pass over the text): literals that share a
+    prefix of ``_ANCHOR_MERGE`` characters or more are replaced by their common prefix
+    (``<|start|>user``, ``<|start|>tool`` -> ``<|start|>``), and one that begins with
+    another is dropped. Shortening an anchor only allows more starts."""
+    merged: list[str] = []
+    for text in sorted(texts):
+        if merged:
+            last = merged[-1]
+            size = 0
+            while size < min(len(last), len(text)) and last[size] == text[size]:
+                size += 1
+            common = last[:size]
+            if len(common) >= min(_ANCHOR_MERGE, len(merged[-1])):
+                merged[-1] = common
+                continue
+        merged.append(text)
+    return tuple(merged)
+
+
+def _starts(node: Node, states: list[_Start], leads: list[Chars]) -> list[_Start]:
+    """The states after ``node``: what a match can begin with so far. ``leads`` collects
+    the classes of runs a match may begin with (before any literal)."""
+    closed = [state for state in states if not state.open]
+    active = [state for state in states if state.open]
+    if not active:
+        return states
+    out: list[_Start] = []
+    if isinstance(node, Chars):
+        finite = node.finite
+        for state in active:
+            if finite is None or len(finite) > _ANCHOR_SET or len(state.text) >= _ANCHOR_LENGTH:
+                out.append(_Start(state.text, False))
+            else:
+                out.extend(_Start(state.text + char, True) for char in sorted(finite))
+    elif isinstance(node, Seq):
+        out = active
+        for item in node.items:
+            out = _starts(item, out, leads)
+    elif isinstance(node, Group):
+        out = _starts(node.item, active, leads)
+    elif isinstance(node, Alt):
+        for option in node.options:
+            out.extend(_starts(option, active, leads))
+    elif isinstance(node, Anchor) or (isinstance(node, Look) and (node.negative or not node.ahead)):
+        out = active  # consumes nothing; ignoring its condition only allows more starts
+    elif isinstance(node, Look):
+        for state in active:
+            if state.text:
+                out.append(state)  # ignored, as above
+            else:  # what follows begins with the lookahead's body; nothing more is read
+                out.extend(_Start(s.text, False) for s in _starts(node.item, [state], leads))
+    else:
+        body = node.item
+        for state in active:
+            if not state.text and isinstance(body, Chars):
+                if body.finite is None:
+                    raise _NoAnchors  # a run of nearly anything: every start is possible
+                leads.append(body)  # a run a match may begin with, of any length
+                out.append(state)
+            elif state.text:
+                if node.low > 0:
+                    out.extend(_Start(s.text, False) for s in _starts(body, [state], leads))
+                else:
+                    out.append(_Start(state.text, False))
+            else:
+                if node.low == 0:
+                    out.append(state)  # the repeat matched nothing
+                out.extend(_Start(s.text, False) for s in _starts(body, [state], leads))
+    if len(out) + len(closed) > _ANCHOR_STATES:
+        raise _NoAnchors
+    return closed + out

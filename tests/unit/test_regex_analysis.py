@@ -1,0 +1,50 @@
+"""The scanner's pattern analyses (``replyparse._regex_analysis``) on possessive syntax, which
+the one reader now reads: a pattern already written possessively is still analysed."""
+
+from __future__ import annotations
+
+import pytest
+
+from replyparse._regex_analysis import (
+    analyse,
+    find_anchors,
+    find_token_loop,
+    possessive_source,
+    required_literals,
+    whitespace_only_as_lead,
+)
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        # A run already possessive is kept; the rest is still rewritten.
+        (r"<a>\s*+(?:<b>)?\s*x", r"<a>\s*+(?:<b>)?\s*+x"),
+        # Inside an atomic group only the group's own continuation counts.
+        (r"(?>\s*a|b)\s*", r"(?>\s*+a|b)\s*+"),
+        # Inside a possessive loop: the loop itself comes next, then nothing.
+        (r"(?:x\s*)*+x", r"(?:x\s*+)*+x"),
+        # Nothing to rewrite: the source as written.
+        (r"\w++to=", r"\w++to="),
+    ],
+)
+def test_possessive_syntax_is_analysed(source: str, expected: str) -> None:
+    assert possessive_source(source) == expected
+
+
+def test_a_leading_possessive_run_gives_run_leads_and_anchors() -> None:
+    _, leads, _ = analyse(r"\s*+to=f")
+    assert leads is not None and " " in leads and "t" not in leads
+    anchors = find_anchors(r"\s*+to=f")
+    assert anchors is not None and anchors.literals == ("to=f",) and anchors.lead is not None
+    assert whitespace_only_as_lead(r"\s*+to=f")
+    assert not whitespace_only_as_lead(r"\s++to=f|\s")
+
+
+def test_literal_runs_and_token_loops_read_possessive_patterns() -> None:
+    _, _, literal_run = analyse(r"<function=(?P<name>[^>\s]++)>")
+    assert literal_run is not None and literal_run.literal == "<function="
+    loop = find_token_loop(r"(?:<c>\w++|\s*<k>)*\s*to=x")
+    assert loop is not None
+    assert find_token_loop(r"(?:<c>\w+|\s*<k>)*+\s*to=x") is None  # a possessive loop
+    assert required_literals(r"(?>ab)cde\s*+<\|m\|>") == ("cde", "<|m|>")
