@@ -40,6 +40,7 @@ from replyparse.grammar._build import _Builder, build_ir
 from replyparse.grammar._errors import GrammarError
 from replyparse.grammar._readback import open_after_prefix
 from replyparse.grammar._request import CallRules, ToolEntry
+from replyparse.grammar._schema import ANNOTATIONS
 from replyparse.template import ResponseTemplate
 from replyparse.tools import FunctionTool
 
@@ -89,19 +90,6 @@ def _has_length_bounds(schema: Any) -> bool:
 _INTEGER_BOUND = 10**15 - 1
 #: The same integers as a regex (xgrammar writes no ``-0`` and no leading zeros).
 _INTEGER_REGEX = "(?:0|-?[1-9][0-9]{0,14})"
-#: Keywords that do not constrain a value.
-_ANNOTATIONS = frozenset(
-    {
-        "description",
-        "title",
-        "default",
-        "examples",
-        "$comment",
-        "deprecated",
-        "readOnly",
-        "writeOnly",
-    }
-)
 #: Values that probe a template's parameter tag: whatever xgrammar's qwen_xml style writes
 #: between ``<parameter=KEY>`` and ``</parameter>`` (no ``</parameter>`` inside).
 _PROBE_VALUES = ("", "x", " a b ", "\n\n7\n\n", "<p>", "a</b", "<parameter=y>z", '"q"', "\t{}")
@@ -152,7 +140,7 @@ def _qwen_xml_value(schema: Any, where: str) -> dict[str, Any]:
     """
     if not isinstance(schema, Mapping):
         raise GrammarError(f"{where}: boolean schemas do not fit a qwen_xml structural tag.")
-    keys = set(schema) - _ANNOTATIONS
+    keys = set(schema) - ANNOTATIONS
     if "anyOf" in keys and keys == {"anyOf"}:
         return {"anyOf": [_qwen_xml_value(sub, f"{where}.anyOf") for sub in schema["anyOf"]]}
     values = schema.get("enum", [schema["const"]] if "const" in schema else None)
@@ -202,7 +190,7 @@ def _qwen_xml_schema(entry: ToolEntry, content_args: Mapping[str, Any]) -> dict[
             "additionalProperties": False,
         }
     extra = sorted(
-        set(parameters) - _ANNOTATIONS - {"type", "properties", "required", "additionalProperties"}
+        set(parameters) - ANNOTATIONS - {"type", "properties", "required", "additionalProperties"}
     )
     if extra or parameters.get("additionalProperties") is not False:
         raise GrammarError(
