@@ -350,6 +350,14 @@ def holds_json_excludes(tag: Any, text: str) -> bool:
     return False
 
 
+#: Where llguidance's ``%json`` and xgrammar's JSON differ on valid JSON: llguidance refuses
+#: the string escapes ``\/`` and ``\uXXXX`` beyond U+001F (it takes ``\u`` only for control
+#: characters) and takes the integer ``-0``, which xgrammar does not write.
+LLGUIDANCE_JSON_DIFFERENCE = re.compile(
+    r"\\(?:/|u(?!00[01][0-9A-Fa-f]))|(?<![0-9.eE])-0(?![0-9.eE])"
+)
+
+
 def xgrammar_compiled(grammar: str | dict[str, Any], tokens: Sequence[str]) -> tuple[Any, Any]:
     """xgrammar's compiled grammar for a GBNF text or a structural tag, and the vocabulary."""
     import xgrammar

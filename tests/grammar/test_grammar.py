@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from replyparse import parse_response
 from replyparse.grammar import (
     ENGINES,
     GrammarError,
@@ -358,8 +359,72 @@ def test_structural_tag() -> None:
     assert isinstance(auto, dict)
     assert auto["format"]["triggers"] == ["<tool_call>"]
     assert accepts(auto, "hm " + CALL + " ok")
-    with pytest.raises(GrammarError, match="xml-inline"):
-        build_grammar(XML, tools=TOOLS, format="structural_tag")
+    with pytest.raises(GrammarError, match="pythonic"):
+        build_grammar("pythonic", tools=TOOLS, format="structural_tag")
+
+
+PARAMS = strict(
+    obj(
+        city={"type": "string"},
+        days={"type": "integer"},
+        hot={"type": "boolean"},
+        level={"enum": [1, 2]},
+        note={"anyOf": [{"type": "string"}, {"type": "null"}]},
+    )
+)
+
+
+def test_qwen_xml_structural_tag_is_exact() -> None:
+    tag = build_grammar(XML, tools=[PARAMS], tool_choice="required", format="structural_tag")
+    assert isinstance(tag, dict)
+    content = tag["format"]["tags"][0]["content"]
+    assert content["style"] == "qwen_xml" and "</function>" in content["excludes"]
+    good = (
+        "<tool_call><function=f>\n<parameter=city>\nPa <b>ris\n</parameter>\n"
+        "<parameter=days> -12 </parameter><parameter=hot>\ntrue\n</parameter>"
+        "<parameter=level>2</parameter><parameter=note>null</parameter>\n</function>"
+    )
+    bad = [
+        good.replace("-12", "012"),  # leading zero: not written
+        good.replace("Pa <b>ris", "Pa</function>ris"),  # would close the call
+        good.replace("Pa <b>ris", "Pa<end>"),  # the end of the turn
+        good.replace("<parameter=level>2", "<parameter=level>3"),
+        good.replace("<parameter=hot>\ntrue\n</parameter>", ""),  # required
+        good.replace("-12", "1" * 16),  # beyond the integer bound
+    ]
+    assert accepts(tag, good)
+    message = parse_response(good, XML, prefix="", tools=[PARAMS])
+    arguments = message["tool_calls"][0]["function"]["arguments"]
+    # "null" under anyOf [string, null] stays the string it also is: valid either way.
+    assert arguments == {"city": "Pa <b>ris", "days": -12, "hot": True, "level": 2, "note": "null"}
+    assert [accepts(tag, text) for text in bad] == [False] * len(bad)
+    xgrammar = pytest.importorskip("xgrammar")
+    from xgrammar.testing import _is_grammar_accept_string
+
+    compiled = xgrammar.Grammar.from_structural_tag(json.dumps(tag))
+    assert _is_grammar_accept_string(compiled, good)
+    assert [_is_grammar_accept_string(compiled, text) for text in bad] == [False] * len(bad)
+
+
+@pytest.mark.parametrize(
+    ("schema", "match"),
+    [
+        ({"type": "string", "enum": ["C", "F"]}, "enum or const with strings"),
+        ({"type": "string", "maxLength": 3}, "'maxLength'"),
+        ({"type": "number"}, "the type 'number'"),
+        (obj(x={"type": "string"}), "the type 'object'"),
+    ],
+)
+def test_qwen_xml_structural_tag_refuses_what_xgrammar_writes_inexactly(
+    schema: dict[str, Any], match: str
+) -> None:
+    with pytest.raises(GrammarError, match=match):
+        build_grammar(XML, tools=[strict(obj(v=schema))], format="structural_tag")
+
+
+def test_structural_tag_refuses_xml_tags_of_other_shapes() -> None:
+    with pytest.raises(GrammarError, match="<parameter=KEY>VALUE</parameter>"):
+        build_grammar("glm4.5", tools=TOOLS, format="structural_tag")
 
 
 def test_structural_tag_under_a_reasoning_prompt_calls_after_the_reasoning() -> None:

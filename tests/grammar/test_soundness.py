@@ -9,7 +9,8 @@ agree with :func:`~replyparse.grammar.accepts` on sampled and mutated texts.
 CI runs a per-family sample of the matrix (4 shapes per family for llguidance, the first 2 of
 them for xgrammar; different shapes for different families, so the registry covers the whole
 matrix). ``REPLYPARSE_SOUNDNESS=full`` runs every shape (128 per family) for every family with
-6 walks each: far beyond the CI budget (not timed yet).
+6 walks each: one to two hours on the development machine, far beyond the CI budget (the
+figures of the last full run are in ``docs/grammar.md``).
 """
 
 from __future__ import annotations
@@ -154,12 +155,16 @@ def test_xgrammar_loads_agrees_and_walks_validly(
     if format == "structural_tag":
         # accepts() models a tag with llguidance's %json, which has no excludes: texts whose
         # JSON holds an excluded delimiter are left to xgrammar (its walks check them above).
-        # llguidance's %json also refuses an unescaped U+007F in JSON strings, which JSON
-        # (and xgrammar, and the parser) allow: such texts are left to xgrammar's walks too.
+        # llguidance's %json also refuses an unescaped U+007F in JSON strings and the escapes
+        # \/ and \uXXXX beyond U+001F, which JSON (and xgrammar, and the parser) allow, and
+        # takes the integer -0, which xgrammar does not write (and the parser reads as 0):
+        # such texts are left to xgrammar's walks too.
         candidates = [
             text
             for text in candidates
-            if not S.holds_json_excludes(grammar, text) and "\x7f" not in text
+            if not S.holds_json_excludes(grammar, text)
+            and "\x7f" not in text
+            and not S.LLGUIDANCE_JSON_DIFFERENCE.search(text)
         ]
     ours = S.llguidance_acceptance(grammar, candidates)
     disagree = [

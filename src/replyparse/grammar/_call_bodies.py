@@ -260,6 +260,9 @@ class CallWriter:
             required = tool.parameters.get("required", []) if entry.strict else []
             members = [(str(key), sub, key in required) for key, sub in properties.items()]
         expressions: list[tuple[G.Expr, bool]] = []
+        # The tag's own free parts (gigachat's ``string="(?:false|[^"]*)"``) are inside the
+        # region too: they hold no close delimiter and no end of the turn.
+        forbid = self.body_forbid()
         for key, sub, required in members:
             options = []
             for before, middle, after in shapes:
@@ -271,9 +274,14 @@ class CallWriter:
                 else:
                     value = compiler.any_value(dialect)
                 head = G.Term(
-                    (G.Piece(WS), G.Piece(before), G.Piece(R.literal(key)), G.Piece(middle))
+                    (
+                        G.Piece(WS),
+                        _tag_piece(before, forbid),
+                        G.Piece(R.literal(key)),
+                        _tag_piece(middle, forbid),
+                    )
                 )
-                options.append(G.seq(head, _then(value, (G.Piece(after),))))
+                options.append(G.seq(head, _then(value, (_tag_piece(after, forbid),))))
             expressions.append((G.alt(*options), required))
         if not expressions:
             return G.Seq(())
@@ -307,6 +315,11 @@ class CallWriter:
             f"{open_.where}: Python-style calls written between the delimiters do not parse "
             "back, with or without brackets."
         )
+
+
+def _tag_piece(node: R.Node, forbid: tuple[R.Node, ...]) -> G.Piece:
+    """A fixed part of a tag; when it has free text, that text holds nothing of ``forbid``."""
+    return G.Piece(node) if R.literal_text(node) is not None else G.Piece(node, forbid)
 
 
 def _then(value: G.Expr, pieces: tuple[G.Piece, ...]) -> G.Expr:

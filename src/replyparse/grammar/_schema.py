@@ -37,7 +37,7 @@ from replyparse.grammar import _ir as G
 from replyparse.grammar import _regex as R
 from replyparse.grammar._errors import GrammarError
 
-__all__ = ["Dialect", "ValueCompiler", "punct"]
+__all__ = ["ANNOTATIONS", "Dialect", "ValueCompiler", "punct"]
 
 Dialect = Literal["json", "python", "raw"]
 
@@ -114,7 +114,7 @@ _ENGINE_ENFORCED = frozenset(
     {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"}
 )
 #: Keywords with no effect on which values are valid.
-_ANNOTATIONS = frozenset(
+ANNOTATIONS = frozenset(
     {
         "description",
         "title",
@@ -232,7 +232,7 @@ class ValueCompiler:
             return self.any_value(dialect)
         if not isinstance(schema, Mapping):
             raise self.fail(path, f"expected a schema object; got {schema!r:.80}")
-        unknown = sorted(set(schema) - _HANDLED - _ANNOTATIONS)
+        unknown = sorted(set(schema) - _HANDLED - ANNOTATIONS)
         if unknown:
             raise self.fail(
                 path,
@@ -240,14 +240,14 @@ class ValueCompiler:
                 f"Compiled keywords: {sorted(_HANDLED)}.",
             )
         if "$ref" in schema:
-            if set(schema) - {"$ref"} - _ANNOTATIONS:
+            if set(schema) - {"$ref"} - ANNOTATIONS:
                 raise self.fail(path, "'$ref' with sibling keywords cannot be compiled.")
             return self.reference(str(schema["$ref"]), dialect, path)
         if "anyOf" in schema:
             branches = schema["anyOf"]
             if not isinstance(branches, list) or not branches:
                 raise self.fail(path, "'anyOf' must be a non-empty list.")
-            if set(schema) - {"anyOf"} - _ANNOTATIONS:
+            if set(schema) - {"anyOf"} - ANNOTATIONS:
                 raise self.fail(path, "'anyOf' with sibling keywords cannot be compiled.")
             return G.alt(
                 *(
@@ -307,7 +307,7 @@ class ValueCompiler:
             return not self.forbid
         if not isinstance(schema, Mapping):
             return False
-        if set(schema) - _HANDLED - _ANNOTATIONS - _ENGINE_ENFORCED:
+        if set(schema) - _HANDLED - ANNOTATIONS - _ENGINE_ENFORCED:
             return False
         if "$ref" in schema:
             reference = str(schema["$ref"])
