@@ -469,9 +469,14 @@ class Scanner:
     """
 
     __slots__ = (
+        "_anchor_firsts",
+        "_anchor_search",
+        "_anchors",
         "_entries",
         "_final_order",
         "_first_chars",
+        "_lead_cache",
+        "_leads",
         "_literal_search",
         "_literal_targets",
         "_safe_chars",
@@ -537,6 +542,37 @@ class Scanner:
             self._whitespace_leads = all(
                 _whitespace_only_as_lead(delimiter) for delimiter in delimiters
             )
+        # Patterns whose every match begins with a known literal (``Delimiter.anchors``),
+        # after a run of lead characters at most: a match can begin only at such a literal,
+        # at a beginning of one that the text ends in, or in the lead run before either.
+        # One search for all of them (a trie, at C speed) tells how much text is safe, where
+        # the one-character test above would hold on every space of ``\s*to=``.
+        self._anchor_search: Callable[[str], Any] | None = None
+        self._anchors: frozenset[str] = frozenset()
+        self._anchor_firsts: frozenset[str] = frozenset()
+        self._leads: tuple[Callable[[str], bool], ...] = ()
+        self._lead_cache: dict[str, bool] = {}
+        if self._starts_cache is not None and all(
+            delimiter.anchors is not None or (delimiter.literals and all(delimiter.literals))
+            for delimiter in delimiters
+        ):
+            anchors = {
+                literal
+                for delimiter in delimiters
+                for literal in (
+                    delimiter.anchors.literals
+                    if delimiter.anchors is not None
+                    else delimiter.literals
+                )
+            }
+            self._anchors = frozenset(anchors)
+            self._anchor_firsts = frozenset(anchor[0] for anchor in anchors)
+            self._anchor_search = re.compile(_trie_source(anchors)).search
+            self._leads = tuple(
+                delimiter.anchors.lead
+                for delimiter in delimiters
+                if delimiter.anchors is not None and delimiter.anchors.lead is not None
+            )
 
     def safe_length(self, text: str) -> int:
         """How much of ``text`` (from its start) certainly begins no delimiter match.
@@ -547,6 +583,8 @@ class Scanner:
         first_chars = self._first_chars
         if first_chars is not None:
             return len(text) if first_chars.isdisjoint(text) else -1
+        if self._anchor_search is not None:
+            return self._anchored_safe_length(text)
         cache = self._starts_cache
         if cache is None:
             return -1
@@ -569,6 +607,35 @@ class Scanner:
         # Only whitespace can begin a match here, and only as the lead of one: a match must
         # start inside the trailing whitespace run (anything after whitespace begins nothing).
         return len(text.rstrip()) if whitespace_leads else len(text)
+
+    def _anchored_safe_length(self, text: str) -> int:
+        """``safe_length`` when every delimiter has anchors: -1 when an anchor occurs (a
+        match may be there: scan), else the length before the earliest beginning of an
+        anchor the text ends in (or its end), less the lead run before it."""
+        leads = self._leads
+        if not leads and self._anchor_firsts.isdisjoint(text):
+            return len(text)
+        assert self._anchor_search is not None
+        found = self._anchor_search(text)
+        if found is None:
+            end = len(text)
+        elif found.group() in self._anchors:
+            return -1
+        else:
+            end = found.start()
+        if leads:
+            cache = self._lead_cache
+            while end:
+                char = text[end - 1]
+                is_lead = cache.get(char)
+                if is_lead is None:
+                    if len(cache) > 4096:  # bound the memory on very varied text
+                        cache.clear()
+                    is_lead = cache[char] = any(lead(char) for lead in leads)
+                if not is_lead:
+                    break
+                end -= 1
+        return end
 
     def scan_final(
         self, buffer: str, position: int, memo: dict[Any, Any], no_empty_at: int = -1
@@ -673,6 +740,25 @@ class Scanner:
         if best is not None and best.start < held:
             return best.start, best
         return held, None
+
+
+def _trie_source(words: set[str], at_root: bool = True) -> str:
+    """A regex (standard library syntax) that matches, where it starts, one of ``words``
+    (the shortest, when one begins another) or a proper beginning of one that ends the text
+    (``\\Z``). Written as a trie, so each attempt reads at most the longest word: searching
+    a text costs its length times that, whatever the number of words."""
+    if "" in words:
+        return ""
+    branches: dict[str, set[str]] = {}
+    for word in words:
+        branches.setdefault(word[0], set()).add(word[1:])
+    options = [
+        re.escape(char) + _trie_source(rest, at_root=False)
+        for char, rest in sorted(branches.items())
+    ]
+    if not at_root:  # at the root an empty match at the end would begin nothing
+        options.append("\\Z")
+    return "(?:" + "|".join(options) + ")"
 
 
 #: Width of the windows in which patterns are searched (see ``Delimiter._search``).
