@@ -110,6 +110,9 @@ class Delimiter:
     extend_cache: dict[str, bool] = field(default_factory=dict, compare=False, repr=False)
     #: Where a match can start in a complete text (``Anchors``); None when not known.
     anchors: Anchors | None = None
+    #: The anchors' literals as a trie (``_trie_source``): finds where one, or a beginning
+    #: of one that ends the text, begins; the streaming search tries only the starts there.
+    anchor_trie: re.Pattern[str] | None = None
     #: A pattern that begins with a loop over tokens: the starts a failed one rules out
     #: (``TokenLoop``); None when the pattern does not begin so.
     token_loop: TokenLoop | None = None
@@ -150,6 +153,7 @@ class Delimiter:
         )
         probe_chars = "".join(probes)
         anchors = find_anchors(source)
+        anchor_trie = None if anchors is None else re.compile(_trie_source(set(anchors.literals)))
         delimiter = cls(
             source,
             (),
@@ -160,6 +164,7 @@ class Delimiter:
             None,
             probe_chars,
             anchors=anchors,
+            anchor_trie=anchor_trie,
             required=required_literals(source),
         )
         if not is_context_sensitive(delimiter):
@@ -173,10 +178,19 @@ class Delimiter:
                 literal_run,
                 probe_chars,
                 anchors=anchors,
+                anchor_trie=anchor_trie,
                 token_loop=find_token_loop(source),
                 required=delimiter.required,
             )
         return delimiter
+
+    @property
+    def earliest_partial(self) -> bool:
+        """Whether ``find`` (not final) reports the earliest start of a partial match, or of
+        a match that may still change, as held: literals, and patterns searched by their
+        anchors (``_search_streaming``). The regex engine's own partial search prefers a
+        complete match anywhere to an earlier partial one."""
+        return self.pattern is None or self.anchor_trie is not None
 
     @property
     def is_pattern(self) -> bool:
@@ -351,6 +365,10 @@ class Delimiter:
         settled by ``_match_at``. Returns ``(match, settled)``: ``settled`` when the match
         was proved independent of all text past its window, so more text cannot change it.
         """
+        if not final and self.anchor_trie is not None:
+            anchored = self._search_streaming(buffer, position)
+            if anchored is not None:
+                return anchored
         length = len(buffer)
         streaming = self.streaming
         assert streaming is not None and self.exact is not None
@@ -384,6 +402,43 @@ class Delimiter:
                 char = buffer[start]
                 while position < length and buffer[position] == char:
                     position += 1
+
+    def _search_streaming(self, buffer: str, position: int) -> tuple[Any, bool] | None:
+        """``_search(buffer, position, final=False)`` trying only the starts the anchors
+        allow: where an anchor, or a beginning of one that ends the buffer, begins, and the
+        lead run before it. The regex engine's own partial search tries every start (and
+        prefers a complete match anywhere to an earlier partial one); here the earliest
+        start with a match or a partial match wins, as the tie-breaking rules say. None when
+        a lead run is too long to walk back: the windowed search takes over."""
+        trie = self.anchor_trie
+        anchors = self.anchors
+        assert trie is not None and anchors is not None
+        lead = anchors.lead
+        length = len(buffer)
+        loop = self.token_loop
+        ruled_out: set[int] = set()
+        checked = position  # no match or partial match starts in [position, checked)
+        while True:
+            found = trie.search(buffer, checked)
+            anchor = length if found is None else found.start()
+            start = anchor
+            if lead is not None:
+                while start > checked and lead(buffer[start - 1]):
+                    start -= 1
+                    if anchor - start > _LEAD_LIMIT:
+                        return None
+            for candidate in range(start, min(anchor, length - 1) + 1):
+                if candidate in ruled_out:
+                    continue
+                wide = [False]
+                settled = self._match_at(buffer, candidate, False, wide)
+                if settled is not None:
+                    return settled
+                if loop is not None and wide[0]:
+                    loop.rule_out(buffer, candidate, ruled_out, False)
+            if found is None:
+                return None, False
+            checked = anchor + 1
 
     def _search_anchored(
         self, buffer: str, position: int, limit: int, anchors: Anchors, memo: dict[Any, Any]
@@ -580,11 +635,37 @@ class Scanner:
         ``len(text)`` when nothing in it can begin one; with whitespace-led patterns, the
         length before a trailing whitespace run; ``-1`` when a full scan is needed.
         """
+        search = self._anchor_search
+        if search is not None:
+            # Every delimiter has anchors: -1 when an anchor occurs (a match may be there:
+            # scan), else the length before the earliest beginning of an anchor the text
+            # ends in (or its end), less the lead run before it.
+            leads = self._leads
+            if not leads and self._anchor_firsts.isdisjoint(text):
+                return len(text)
+            found = search(text)
+            if found is None:
+                end = len(text)
+            elif found.group() in self._anchors:
+                return -1
+            else:
+                end = found.start()
+            if leads:
+                lead_cache = self._lead_cache
+                while end:
+                    char = text[end - 1]
+                    is_lead = lead_cache.get(char)
+                    if is_lead is None:
+                        if len(lead_cache) > 4096:  # bound the memory on very varied text
+                            lead_cache.clear()
+                        is_lead = lead_cache[char] = any(lead(char) for lead in leads)
+                    if not is_lead:
+                        break
+                    end -= 1
+            return end
         first_chars = self._first_chars
         if first_chars is not None:
             return len(text) if first_chars.isdisjoint(text) else -1
-        if self._anchor_search is not None:
-            return self._anchored_safe_length(text)
         cache = self._starts_cache
         if cache is None:
             return -1
@@ -607,35 +688,6 @@ class Scanner:
         # Only whitespace can begin a match here, and only as the lead of one: a match must
         # start inside the trailing whitespace run (anything after whitespace begins nothing).
         return len(text.rstrip()) if whitespace_leads else len(text)
-
-    def _anchored_safe_length(self, text: str) -> int:
-        """``safe_length`` when every delimiter has anchors: -1 when an anchor occurs (a
-        match may be there: scan), else the length before the earliest beginning of an
-        anchor the text ends in (or its end), less the lead run before it."""
-        leads = self._leads
-        if not leads and self._anchor_firsts.isdisjoint(text):
-            return len(text)
-        assert self._anchor_search is not None
-        found = self._anchor_search(text)
-        if found is None:
-            end = len(text)
-        elif found.group() in self._anchors:
-            return -1
-        else:
-            end = found.start()
-        if leads:
-            cache = self._lead_cache
-            while end:
-                char = text[end - 1]
-                is_lead = cache.get(char)
-                if is_lead is None:
-                    if len(cache) > 4096:  # bound the memory on very varied text
-                        cache.clear()
-                    is_lead = cache[char] = any(lead(char) for lead in leads)
-                if not is_lead:
-                    break
-                end -= 1
-        return end
 
     def scan_final(
         self, buffer: str, position: int, memo: dict[Any, Any], no_empty_at: int = -1
@@ -689,6 +741,8 @@ class Scanner:
         final: bool = False,
         memo: dict[int, tuple[int, DelimiterMatch | None, int | None]] | None = None,
         no_empty_at: int = -1,
+        floors: dict[int, int] | None = None,
+        base: int = 0,
     ) -> tuple[int, DelimiterMatch | None]:
         """Scan ``buffer[position:]``; return ``(safe_end, match)`` (see the module docstring).
 
@@ -698,6 +752,14 @@ class Scanner:
         delimiter's last search found, so that walking a long buffer region by region does
         not search the same text again for delimiters that did not match: one-shot parsing
         of a long output stays linear.
+
+        ``floors`` (one dict per stream, with ``base`` the stream offset of ``buffer[0]``)
+        carries across feeds, for each delimiter, a stream offset before which none of its
+        matches can start: where a search found neither a match nor a partial one, no
+        text that follows can make one, since a match would have begun as a partial one
+        (matching is prefix-closed). A held header (a partial match of a long pattern,
+        rescanned at every token until it completes) is then read again only from where
+        it begins.
         """
         held = len(buffer)
         best: DelimiterMatch | None = None
@@ -719,8 +781,18 @@ class Scanner:
                 ):
                     match, partial_start = cached[1], cached[2]
                 else:
-                    match, partial_start = delimiter.find(buffer, position, final, no_empty_at)
+                    start = position
+                    if floors is not None:
+                        floor = floors.get(key)
+                        if floor is not None and floor - base > position:
+                            start = floor - base
+                    match, partial_start = delimiter.find(buffer, start, final, no_empty_at)
                     memo[key] = (position, match, partial_start)
+                    if floors is not None and match is None:
+                        if partial_start is None:
+                            floors[key] = base + len(buffer)
+                        elif delimiter.earliest_partial:
+                            floors[key] = base + partial_start
             if partial_start is not None and partial_start < held:
                 held = partial_start
             if match is None:

@@ -150,14 +150,18 @@ class _TextAccumulator:
         pieces = self._pieces
         pieces.append(text)
         if len(pieces) >= self._BLOCK:
-            blocks = self._blocks
-            blocks.append("".join(pieces))
-            pieces.clear()
-            # Merge while the block before is not longer than the last one: O(log n) blocks,
-            # so the overhead beyond the text stays small whatever the body's length.
-            while len(blocks) > 1 and len(blocks[-2]) <= len(blocks[-1]):
-                last = blocks.pop()
-                blocks[-1] += last
+            self.pack()
+
+    def pack(self) -> None:
+        """Join the pieces into a block (``append`` does, every ``_BLOCK`` pieces)."""
+        blocks = self._blocks
+        blocks.append("".join(self._pieces))
+        self._pieces.clear()
+        # Merge while the block before is not longer than the last one: O(log n) blocks,
+        # so the overhead beyond the text stays small whatever the body's length.
+        while len(blocks) > 1 and len(blocks[-2]) <= len(blocks[-1]):
+            last = blocks.pop()
+            blocks[-1] += last
 
     def __bool__(self) -> bool:
         return bool(self._pieces or self._blocks)
@@ -287,6 +291,9 @@ class ResponseParser:
         self._deferred_size = 0
         self._rescan_at = 0
         self._context = ""
+        # Per delimiter, where in the generation its next match can start at the earliest
+        # (``Scanner.scan``'s floors): held text is not searched again before it.
+        self._floors: dict[int, int] = {}
         # Offset of the last zero-width delimiter acted on: no second one is taken there.
         self._empty_match_at = -(10**18)
         self._context_size = self.template.context_size
@@ -557,7 +564,9 @@ class ResponseParser:
                 match = scanner.scan_final(buffer, position, memo, no_empty_at)
                 safe_end = len(buffer) if match is None else match.start
             else:
-                safe_end, match = scanner.scan(buffer, position, final, memo, no_empty_at)
+                safe_end, match = scanner.scan(
+                    buffer, position, final, memo, no_empty_at, self._floors, self._base
+                )
             if safe_end > position:
                 self._take_text(buffer, position, safe_end, events, whole)
             if match is None:
@@ -624,8 +633,13 @@ class ResponseParser:
         self._pending_whitespace = None
 
     def _append_body(self, field: FieldSpec, text: str, events: list[Event]) -> None:
-        # Once per feed: the common case (clean text, no whitespace held) is tested first.
-        self._body.append(text)
+        # Once per feed: the common case (clean text, no whitespace held) is tested first,
+        # and the body's piece list is appended to in place (``_TextAccumulator.append``).
+        body = self._body
+        pieces = body._pieces
+        pieces.append(text)
+        if len(pieces) >= _TextAccumulator._BLOCK:
+            body.pack()
         parser = field.parser
         if parser.dirty or not parser.strips:
             events.append(

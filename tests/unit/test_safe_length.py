@@ -13,6 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from replyparse import ResponseParser, parse_response
 from replyparse._scanner import Delimiter, Scanner
 from replyparse.templates import get_entry, list_templates
 
@@ -94,3 +95,44 @@ def test_safe_text_is_never_past_what_a_scan_emits(data: st.DataObject) -> None:
         safe_end, match = scanner.scan(text, 0)
         assert safe <= safe_end
         assert match is None or safe <= match.start
+
+
+# -- the streaming search of patterns with anchors ------------------------------------------
+
+#: A partial match of the first alternative begins before a complete match of the second.
+EARLIER_PARTIAL = {
+    "start_anchor": "A:",
+    "fields": {
+        "x": {"open_pattern": "<a>[^!]*</a>|<c>", "close": "!"},
+        "content": {"close": "<end>"},
+    },
+}
+
+
+@pytest.mark.parametrize("cut", range(1, 16))
+def test_an_earlier_partial_match_is_held_over_a_later_complete_one(cut: int) -> None:
+    text = "<a> <c> </a>body!tail<end>"
+    whole = parse_response(text, EARLIER_PARTIAL, prefix="")
+    assert whole == {"x": "body", "content": "tail"}
+    parser = ResponseParser(EARLIER_PARTIAL, prefix="")
+    parser.feed(text[:cut])
+    parser.feed(text[cut:])
+    assert parser.finalize()[0] == whole
+
+
+def test_a_held_header_is_searched_again_only_from_where_it_begins() -> None:
+    """Floors: a delimiter that found nothing is not searched again before where the held
+    text begins, and the result is the one-shot parse's whatever the feeds."""
+    template = get_entry("gpt-oss").template
+    text = (
+        "<|channel|>analysis<|message|>think<|end|><|start|>assistant<|channel|>commentary"
+        ' to=functions.get_weather <|constrain|>json<|message|>{"city": "Paris"}<|call|>'
+        "<|start|>assistant<|channel|>final<|message|>Sunny.<|return|>"
+    )
+    whole = parse_response(text, template, prefix="<|start|>assistant")
+    assert whole["tool_calls"][0]["function"]["name"] == "get_weather"
+    for step in (1, 3, 4, 7):
+        parser = ResponseParser(template, "<|start|>assistant")
+        for index in range(0, len(text), step):
+            parser.feed(text[index : index + step])
+        assert parser.finalize()[0] == whole
