@@ -373,7 +373,6 @@ class Delimiter:
         streaming = self.streaming
         assert streaming is not None and self.exact is not None
         leads = self.run_leads
-        loop = self.token_loop
         ruled_out: set[int] = set()  # for this buffer as it is now
         while True:
             stop = position + _WINDOW
@@ -389,12 +388,9 @@ class Delimiter:
             if start in ruled_out:
                 position = start + 1
                 continue
-            wide = [False]
-            settled = self._match_at(buffer, start, final, wide)
+            settled = self._try_start(buffer, start, final, ruled_out)
             if settled is not None:
                 return settled
-            if loop is not None and wide[0]:
-                loop.rule_out(buffer, start, ruled_out, final)
             position = start + 1
             if self.literal_run is not None:
                 position = self.literal_run.skip_to(buffer, start)
@@ -402,6 +398,17 @@ class Delimiter:
                 char = buffer[start]
                 while position < length and buffer[position] == char:
                     position += 1
+
+    def _try_start(
+        self, buffer: str, start: int, final: bool, ruled_out: set[int]
+    ) -> tuple[Any, bool] | None:
+        """``_match_at(buffer, start, final)``; a failure that read past its first window
+        adds the starts its token loop rules out to ``ruled_out``."""
+        wide = [False]
+        settled = self._match_at(buffer, start, final, wide)
+        if settled is None and wide[0] and self.token_loop is not None:
+            self.token_loop.rule_out(buffer, start, ruled_out, final)
+        return settled
 
     def _search_streaming(self, buffer: str, position: int) -> tuple[Any, bool] | None:
         """``_search(buffer, position, final=False)`` trying only the starts the anchors
@@ -415,7 +422,6 @@ class Delimiter:
         assert trie is not None and anchors is not None
         lead = anchors.lead
         length = len(buffer)
-        loop = self.token_loop
         ruled_out: set[int] = set()
         checked = position  # no match or partial match starts in [position, checked)
         while True:
@@ -428,14 +434,10 @@ class Delimiter:
                     if anchor - start > _LEAD_LIMIT:
                         return None
             for candidate in range(start, min(anchor, length - 1) + 1):
-                if candidate in ruled_out:
-                    continue
-                wide = [False]
-                settled = self._match_at(buffer, candidate, False, wide)
-                if settled is not None:
-                    return settled
-                if loop is not None and wide[0]:
-                    loop.rule_out(buffer, candidate, ruled_out, False)
+                if candidate not in ruled_out:
+                    settled = self._try_start(buffer, candidate, False, ruled_out)
+                    if settled is not None:
+                        return settled
             if found is None:
                 return None, False
             checked = anchor + 1
