@@ -609,7 +609,7 @@ class Scanner:
         self._anchor_firsts: frozenset[str] = frozenset()
         self._leads: tuple[Callable[[str], bool], ...] = ()
         self._lead_cache: dict[str, bool] = {}
-        if self._starts_cache is not None and all(
+        if (self._starts_cache is not None or self._first_chars is not None) and all(
             delimiter.anchors is not None or (delimiter.literals and all(delimiter.literals))
             for delimiter in delimiters
         ):
