@@ -107,6 +107,9 @@ class Delimiter:
     extend_cache: dict[str, bool] = field(default_factory=dict, compare=False, repr=False)
     #: Where a match can start in a complete text (``Anchors``); None when not known.
     anchors: Anchors | None = None
+    #: The anchors' literals as a trie (``_trie_source``): finds where one, or a beginning
+    #: of one that ends the text, begins; the streaming search tries only the starts there.
+    anchor_trie: re.Pattern[str] | None = None
     #: A pattern that begins with a loop over tokens: the starts a failed one rules out
     #: (``TokenLoop``); None when the pattern does not begin so.
     token_loop: TokenLoop | None = None
@@ -147,6 +150,7 @@ class Delimiter:
         )
         probe_chars = "".join(probes)
         anchors = find_anchors(source)
+        anchor_trie = None if anchors is None else re.compile(_trie_source(set(anchors.literals)))
         delimiter = cls(
             source,
             (),
@@ -157,6 +161,7 @@ class Delimiter:
             None,
             probe_chars,
             anchors=anchors,
+            anchor_trie=anchor_trie,
             required=required_literals(source),
         )
         if not is_context_sensitive(delimiter):
@@ -170,10 +175,19 @@ class Delimiter:
                 literal_run,
                 probe_chars,
                 anchors=anchors,
+                anchor_trie=anchor_trie,
                 token_loop=find_token_loop(source),
                 required=delimiter.required,
             )
         return delimiter
+
+    @property
+    def earliest_partial(self) -> bool:
+        """Whether ``find`` (not final) reports the earliest start of a partial match, or of
+        a match that may still change, as held: literals, and patterns searched by their
+        anchors (``_search_streaming``). The regex engine's own partial search prefers a
+        complete match anywhere to an earlier partial one."""
+        return self.pattern is None or self.anchor_trie is not None
 
     @property
     def is_pattern(self) -> bool:
@@ -361,11 +375,14 @@ class Delimiter:
         settled by ``_match_at``. Returns ``(match, settled)``: ``settled`` when the match
         was proved independent of all text past its window, so more text cannot change it.
         """
+        if not final and self.anchor_trie is not None:
+            anchored = self._search_streaming(buffer, position)
+            if anchored is not None:
+                return anchored
         length = len(buffer)
         streaming = self.streaming
         assert streaming is not None and self.exact is not None
         leads = self.run_leads
-        loop = self.token_loop
         ruled_out: set[int] = set()  # for this buffer as it is now
         while True:
             stop = position + _WINDOW
@@ -381,12 +398,9 @@ class Delimiter:
             if start in ruled_out:
                 position = start + 1
                 continue
-            wide = [False]
-            settled = self._match_at(buffer, start, final, wide)
+            settled = self._try_start(buffer, start, final, ruled_out)
             if settled is not None:
                 return settled
-            if loop is not None and wide[0]:
-                loop.rule_out(buffer, start, ruled_out, final)
             position = start + 1
             if self.literal_run is not None:
                 position = self.literal_run.skip_to(buffer, start)
@@ -394,6 +408,49 @@ class Delimiter:
                 char = buffer[start]
                 while position < length and buffer[position] == char:
                     position += 1
+
+    def _try_start(
+        self, buffer: str, start: int, final: bool, ruled_out: set[int]
+    ) -> tuple[Any, bool] | None:
+        """``_match_at(buffer, start, final)``; a failure that read past its first window
+        adds the starts its token loop rules out to ``ruled_out``."""
+        wide = [False]
+        settled = self._match_at(buffer, start, final, wide)
+        if settled is None and wide[0] and self.token_loop is not None:
+            self.token_loop.rule_out(buffer, start, ruled_out, final)
+        return settled
+
+    def _search_streaming(self, buffer: str, position: int) -> tuple[Any, bool] | None:
+        """``_search(buffer, position, final=False)`` trying only the starts the anchors
+        allow: where an anchor, or a beginning of one that ends the buffer, begins, and the
+        lead run before it. The regex engine's own partial search tries every start (and
+        prefers a complete match anywhere to an earlier partial one); here the earliest
+        start with a match or a partial match wins, as the tie-breaking rules say. None when
+        a lead run is too long to walk back: the windowed search takes over."""
+        trie = self.anchor_trie
+        anchors = self.anchors
+        assert trie is not None and anchors is not None
+        lead = anchors.lead
+        length = len(buffer)
+        ruled_out: set[int] = set()
+        checked = position  # no match or partial match starts in [position, checked)
+        while True:
+            found = trie.search(buffer, checked)
+            anchor = length if found is None else found.start()
+            start = anchor
+            if lead is not None:
+                while start > checked and lead(buffer[start - 1]):
+                    start -= 1
+                    if anchor - start > _LEAD_LIMIT:
+                        return None
+            for candidate in range(start, min(anchor, length - 1) + 1):
+                if candidate not in ruled_out:
+                    settled = self._try_start(buffer, candidate, False, ruled_out)
+                    if settled is not None:
+                        return settled
+            if found is None:
+                return None, False
+            checked = anchor + 1
 
     def _search_anchored(
         self, buffer: str, position: int, limit: int, anchors: Anchors, memo: dict[Any, Any]
@@ -479,9 +536,14 @@ class Scanner:
     """
 
     __slots__ = (
+        "_anchor_firsts",
+        "_anchor_search",
+        "_anchors",
         "_entries",
         "_final_order",
         "_first_chars",
+        "_lead_cache",
+        "_leads",
         "_literal_search",
         "_literal_targets",
         "_safe_chars",
@@ -547,6 +609,37 @@ class Scanner:
             self._whitespace_leads = all(
                 _whitespace_only_as_lead(delimiter) for delimiter in delimiters
             )
+        # Patterns whose every match begins with a known literal (``Delimiter.anchors``),
+        # after a run of lead characters at most: a match can begin only at such a literal,
+        # at a beginning of one that the text ends in, or in the lead run before either.
+        # One search for all of them (a trie, at C speed) tells how much text is safe, where
+        # the one-character test above would hold on every space of ``\s*to=``.
+        self._anchor_search: Callable[[str], Any] | None = None
+        self._anchors: frozenset[str] = frozenset()
+        self._anchor_firsts: frozenset[str] = frozenset()
+        self._leads: tuple[Callable[[str], bool], ...] = ()
+        self._lead_cache: dict[str, bool] = {}
+        if (self._starts_cache is not None or self._first_chars is not None) and all(
+            delimiter.anchors is not None or (delimiter.literals and all(delimiter.literals))
+            for delimiter in delimiters
+        ):
+            anchors = {
+                literal
+                for delimiter in delimiters
+                for literal in (
+                    delimiter.anchors.literals
+                    if delimiter.anchors is not None
+                    else delimiter.literals
+                )
+            }
+            self._anchors = frozenset(anchors)
+            self._anchor_firsts = frozenset(anchor[0] for anchor in anchors)
+            self._anchor_search = re.compile(_trie_source(anchors)).search
+            self._leads = tuple(
+                delimiter.anchors.lead
+                for delimiter in delimiters
+                if delimiter.anchors is not None and delimiter.anchors.lead is not None
+            )
 
     def safe_length(self, text: str) -> int:
         """How much of ``text`` (from its start) certainly begins no delimiter match.
@@ -554,6 +647,34 @@ class Scanner:
         ``len(text)`` when nothing in it can begin one; with whitespace-led patterns, the
         length before a trailing whitespace run; ``-1`` when a full scan is needed.
         """
+        search = self._anchor_search
+        if search is not None:
+            # Every delimiter has anchors: -1 when an anchor occurs (a match may be there:
+            # scan), else the length before the earliest beginning of an anchor the text
+            # ends in (or its end), less the lead run before it.
+            leads = self._leads
+            if not leads and self._anchor_firsts.isdisjoint(text):
+                return len(text)
+            found = search(text)
+            if found is None:
+                end = len(text)
+            elif found.group() in self._anchors:
+                return -1
+            else:
+                end = found.start()
+            if leads:
+                lead_cache = self._lead_cache
+                while end:
+                    char = text[end - 1]
+                    is_lead = lead_cache.get(char)
+                    if is_lead is None:
+                        if len(lead_cache) > 4096:  # bound the memory on very varied text
+                            lead_cache.clear()
+                        is_lead = lead_cache[char] = any(lead(char) for lead in leads)
+                    if not is_lead:
+                        break
+                    end -= 1
+            return end
         first_chars = self._first_chars
         if first_chars is not None:
             return len(text) if first_chars.isdisjoint(text) else -1
@@ -632,6 +753,8 @@ class Scanner:
         final: bool = False,
         memo: dict[int, tuple[int, DelimiterMatch | None, int | None]] | None = None,
         no_empty_at: int = -1,
+        floors: dict[int, int] | None = None,
+        base: int = 0,
     ) -> tuple[int, DelimiterMatch | None]:
         """Scan ``buffer[position:]``; return ``(safe_end, match)`` (see the module docstring).
 
@@ -641,6 +764,14 @@ class Scanner:
         delimiter's last search found, so that walking a long buffer region by region does
         not search the same text again for delimiters that did not match: one-shot parsing
         of a long output stays linear.
+
+        ``floors`` (one dict per stream, with ``base`` the stream offset of ``buffer[0]``)
+        carries across feeds, for each delimiter, a stream offset before which none of its
+        matches can start: where a search found neither a match nor a partial one, no
+        text that follows can make one, since a match would have begun as a partial one
+        (matching is prefix-closed). A held header (a partial match of a long pattern,
+        rescanned at every token until it completes) is then read again only from where
+        it begins.
         """
         held = len(buffer)
         best: DelimiterMatch | None = None
@@ -662,8 +793,18 @@ class Scanner:
                 ):
                     match, partial_start = cached[1], cached[2]
                 else:
-                    match, partial_start = delimiter.find(buffer, position, final, no_empty_at)
+                    start = position
+                    if floors is not None:
+                        floor = floors.get(key)
+                        if floor is not None and floor - base > position:
+                            start = floor - base
+                    match, partial_start = delimiter.find(buffer, start, final, no_empty_at)
                     memo[key] = (position, match, partial_start)
+                    if floors is not None and match is None:
+                        if partial_start is None:
+                            floors[key] = base + len(buffer)
+                        elif delimiter.earliest_partial:
+                            floors[key] = base + partial_start
             if partial_start is not None and partial_start < held:
                 held = partial_start
             if match is None:
@@ -683,6 +824,25 @@ class Scanner:
         if best is not None and best.start < held:
             return best.start, best
         return held, None
+
+
+def _trie_source(words: set[str], at_root: bool = True) -> str:
+    """A regex (standard library syntax) that matches, where it starts, one of ``words``
+    (the shortest, when one begins another) or a proper beginning of one that ends the text
+    (``\\Z``). Written as a trie, so each attempt reads at most the longest word: searching
+    a text costs its length times that, whatever the number of words."""
+    if "" in words:
+        return ""
+    branches: dict[str, set[str]] = {}
+    for word in words:
+        branches.setdefault(word[0], set()).add(word[1:])
+    options = [
+        re.escape(char) + _trie_source(rest, at_root=False)
+        for char, rest in sorted(branches.items())
+    ]
+    if not at_root:  # at the root an empty match at the end would begin nothing
+        options.append("\\Z")
+    return "(?:" + "|".join(options) + ")"
 
 
 #: Width of the windows in which patterns are searched (see ``Delimiter._search``).

@@ -29,7 +29,7 @@ import functools
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeAlias, overload
+from typing import Any, TypeAlias, cast, overload
 
 from replyparse._scanner import DelimiterMatch
 from replyparse.coercion import type_tool_call
@@ -135,7 +135,6 @@ def _close_name(field: FieldSpec) -> str:
 
 
 _STREAMING = ParserPhase.STREAMING
-_ENDED = ParserPhase.ENDED
 # Held text longer than this is scanned again only once it has doubled (``_defer``).
 _RESCAN_AFTER = 128
 
@@ -159,14 +158,18 @@ class _TextAccumulator:
         pieces = self._pieces
         pieces.append(text)
         if len(pieces) >= self._BLOCK:
-            blocks = self._blocks
-            blocks.append("".join(pieces))
-            pieces.clear()
-            # Merge while the block before is not longer than the last one: O(log n) blocks,
-            # so the overhead beyond the text stays small whatever the body's length.
-            while len(blocks) > 1 and len(blocks[-2]) <= len(blocks[-1]):
-                last = blocks.pop()
-                blocks[-1] += last
+            self.pack()
+
+    def pack(self) -> None:
+        """Join the pieces into a block (``append`` does, every ``_BLOCK`` pieces)."""
+        blocks = self._blocks
+        blocks.append("".join(self._pieces))
+        self._pieces.clear()
+        # Merge while the block before is not longer than the last one: O(log n) blocks,
+        # so the overhead beyond the text stays small whatever the body's length.
+        while len(blocks) > 1 and len(blocks[-2]) <= len(blocks[-1]):
+            last = blocks.pop()
+            blocks[-1] += last
 
     def __bool__(self) -> bool:
         return bool(self._pieces or self._blocks)
@@ -303,6 +306,9 @@ class ResponseParser:
         self._deferred_size = 0
         self._rescan_at = 0
         self._context = ""
+        # Per delimiter, where in the generation its next match can start at the earliest
+        # (``Scanner.scan``'s floors): held text is not searched again before it.
+        self._floors: dict[int, int] = {}
         # Offset of the last zero-width delimiter acted on: no second one is taken there.
         self._empty_match_at = -(10**18)
         self._context_size = self.template.context_size
@@ -311,13 +317,17 @@ class ResponseParser:
         self._field: FieldSpec | None = None
         self._scanner = self.template.outside_scanner  # the scanner of the current state
         self._implicit_open = False
+        # The implicit field, read on every feed in it: only while ``_implicit_open``, which
+        # needs the template to have one.
+        self._implicit_field = cast(FieldSpec, self.template.implicit_field)
         self._open_groups: dict[str, str | None] = {}
         self._body = _TextAccumulator()
         self._body_offset = 0
         self._started = False  # a stripping clean field has seen non-whitespace
         # Whitespace held until more text follows (an accumulator: a long run arrives in many
-        # small pieces, and appending to one string would copy it each time).
-        self._pending_whitespace = _TextAccumulator()
+        # small pieces, and appending to one string would copy it each time); None when there
+        # is none, so that the per-feed test is an identity check.
+        self._pending_whitespace: _TextAccumulator | None = None
         self._captures: dict[str, list[Any]] = {}
 
         prefix_text = self._decode_prefix(prefix)
@@ -348,14 +358,15 @@ class ResponseParser:
         Any exception but ``ParserStateError`` leaves the parser ``FAILED``: further calls
         raise ``ParserStateError``.
         """
-        if self.phase is not _STREAMING:
-            self._check_usable("feed")
+        ended = self.phase is not _STREAMING
+        if ended:
+            self._check_usable("feed")  # raises unless the turn has ended
         try:
             if not isinstance(text, str):
                 text = self._decode_ids(text)
             if not text:
                 return []
-            if self.phase is _ENDED:
+            if ended:
                 self.trailing_text += text
                 return []
             if self._rescan_at:
@@ -371,19 +382,25 @@ class ResponseParser:
             # Fast path: nothing before ``safe`` can begin a delimiter, so it is region text;
             # the rest (a trailing whitespace run that may lead a delimiter) stays held.
             events: list[Event] = []
+            size = len(pending)
             if safe:
+                chunk = pending if safe == size else pending[:safe]
                 field = self._field
                 if field is not None:
-                    self._append_body(
-                        field, pending[:safe] if safe < len(pending) else pending, events
-                    )
+                    self._append_body(field, chunk, events)
+                elif self._implicit_open:
+                    self._append_body(self._implicit_field, chunk, events)
                 else:
-                    self._take_text(pending, 0, safe, events)
+                    self._take_text(chunk, 0, safe, events)
                 self._base += safe
                 if self._context_size:
-                    self._context = (self._context + pending[:safe])[-self._context_size :]
-            self._buffer = pending[safe:] if safe < len(pending) else ""
-            self._set_rescan()
+                    self._context = (self._context + chunk)[-self._context_size :]
+            if safe == size:
+                self._buffer = ""
+            else:
+                rest = self._buffer = pending[safe:]
+                if len(rest) > _RESCAN_AFTER:  # as ``_set_rescan``: _rescan_at is 0 here
+                    self._rescan_at = 2 * len(rest)
             return events
         except ParserStateError:
             raise
@@ -635,7 +652,9 @@ class ResponseParser:
         state["_captures"] = copy.deepcopy(self._captures) if self._captures else {}
         state["_body"] = self._body.copy()
         state["_deferred"] = self._deferred.copy()
-        state["_pending_whitespace"] = self._pending_whitespace.copy()
+        pending = self._pending_whitespace
+        state["_pending_whitespace"] = None if pending is None else pending.copy()
+        state["_floors"] = dict(self._floors)
         copied.__dict__.update(state)
         return copied
 
@@ -722,7 +741,9 @@ class ResponseParser:
                 match = scanner.scan_final(buffer, position, memo, no_empty_at)
                 safe_end = len(buffer) if match is None else match.start
             else:
-                safe_end, match = scanner.scan(buffer, position, final, memo, no_empty_at)
+                safe_end, match = scanner.scan(
+                    buffer, position, final, memo, no_empty_at, self._floors, self._base
+                )
             if safe_end > position:
                 self._take_text(buffer, position, safe_end, events, whole)
             if match is None:
@@ -786,20 +807,20 @@ class ResponseParser:
             self._body = _TextAccumulator()
         self._body_offset = offset
         self._started = False
-        if self._pending_whitespace:
-            self._pending_whitespace = _TextAccumulator()
+        self._pending_whitespace = None
 
     def _append_body(self, field: FieldSpec, text: str, events: list[Event]) -> None:
-        self._body.append(text)
+        # Once per feed: the common case (clean text, no whitespace held) is tested first,
+        # and the body's piece list is appended to in place (``_TextAccumulator.append``).
+        body = self._body
+        pieces = body._pieces
+        pieces.append(text)
+        if len(pieces) >= _TextAccumulator._BLOCK:
+            body.pack()
         parser = field.parser
-        if parser.dirty:
+        if parser.dirty or not parser.strips:
             events.append(
-                {"type": "region_chunk", "field": field.name, "text": text, "dirty": True}
-            )
-            return
-        if not parser.strips:
-            events.append(
-                {"type": "region_chunk", "field": field.name, "text": text, "dirty": False}
+                {"type": "region_chunk", "field": field.name, "text": text, "dirty": parser.dirty}
             )
             return
         if not self._started:
@@ -808,24 +829,28 @@ class ResponseParser:
                 return
             self._started = True
         kept = text.rstrip()
+        pending = self._pending_whitespace
         if kept is text:  # no trailing whitespace (rstrip returns the same object)
-            if self._pending_whitespace:
-                text = self._pending_whitespace.getvalue() + text
-                self._pending_whitespace = _TextAccumulator()
+            if pending is not None:
+                text = pending.getvalue() + text
+                self._pending_whitespace = None
             events.append(
                 {"type": "region_chunk", "field": field.name, "text": text, "dirty": False}
             )
-        elif kept:
+            return
+        if kept:
             trailing = text[len(kept) :]
-            if self._pending_whitespace:
-                kept = self._pending_whitespace.getvalue() + kept
+            if pending is not None:
+                kept = pending.getvalue() + kept
             events.append(
                 {"type": "region_chunk", "field": field.name, "text": kept, "dirty": False}
             )
-            self._pending_whitespace = _TextAccumulator()
-            self._pending_whitespace.append(trailing)
-        else:
-            self._pending_whitespace.append(text)
+            pending = self._pending_whitespace = _TextAccumulator()
+            pending.append(trailing)
+            return
+        if pending is None:
+            pending = self._pending_whitespace = _TextAccumulator()
+        pending.append(text)
 
     def _open_region(self, field: FieldSpec, match: DelimiterMatch, events: list[Event]) -> None:
         self._field = field
