@@ -614,7 +614,7 @@ class Scanner:
         # at a beginning of one that the text ends in, or in the lead run before either.
         # One search for all of them (a trie, at C speed) tells how much text is safe, where
         # the one-character test above would hold on every space of ``\s*to=``.
-        self._anchor_search: Callable[[str], Any] | None = None
+        self._anchor_search: Callable[..., Any] | None = None
         self._anchors: frozenset[str] = frozenset()
         self._anchor_firsts: frozenset[str] = frozenset()
         self._leads: tuple[Callable[[str], bool], ...] = ()
@@ -725,9 +725,40 @@ class Scanner:
             )
             memo[key] = (position, match)
             return match
+        anchor_search = self._anchor_search
+        if (
+            anchor_search is not None
+            and not self._leads
+            and len(self._anchor_firsts) == 1
+            and len(buffer) - position > _SHORT
+        ):
+            # Every match begins with one of the state's anchors (no lead run before it), and
+            # they share their first character (``<``, ``<|``): one search of their trie, which
+            # the engine runs at memchr speed to that character, finds where the next match
+            # can begin, and the delimiters are tried there only, instead of each one's own
+            # pass over a long text that holds none of it (a registry template's reasoning
+            # opener is a pattern, so its state has no combined literal search). Without a
+            # common first character the engine tests every position and separate passes are
+            # faster. When the anchor begins no match (text dense with anchors that begin
+            # nothing), the search goes on as below from the next character, so such text
+            # costs one extra attempt per call, not one per anchor.
+            found = anchor_search(buffer, position)
+            if found is None:
+                return None
+            at = found.start()
+            best = self._best_final(buffer, at, at, no_empty_at, memo)
+            if best is not None and best.start == at:
+                return best
+            position = at + 1
+        return self._best_final(buffer, position, len(buffer), no_empty_at, memo)
+
+    def _best_final(
+        self, buffer: str, position: int, limit: int, no_empty_at: int, memo: dict[Any, Any]
+    ) -> DelimiterMatch | None:
+        """The match to act on from ``position``, searching each delimiter no further than
+        ``limit`` or the best match found so far (a later match may come back too)."""
         best: DelimiterMatch | None = None
         best_rank = (0, 0)
-        limit = len(buffer)
         for delimiter, target, rank in self._final_order:
             found_match = delimiter.find_final(buffer, position, limit, no_empty_at, memo)
             if found_match is None:
