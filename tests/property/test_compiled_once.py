@@ -19,6 +19,7 @@ import regex
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from replyparse.content import ContentError
 from replyparse.content.first_of import FirstOfParser
 from replyparse.content.json import JsonParser
 from replyparse.content.xml_inline import XmlInlineParser, stdlib_twin
@@ -197,6 +198,7 @@ JSONISH = st.lists(
         [
             *(" ", "\n", "\x0c", "\x1c", "\u3000", "Tokyo", "7", "-", "1e3", "NaN", "Infinity"),
             *("true", "nul", '"a"', "{", "}", "[", "]", ":", ",", '{"k": 1}', "x"),
+            *("false", "fahrenheit", "null", "nope", "Inf", "-Infinity", "\ufeff", "\t"),
         ]
     ),
     max_size=8,
@@ -214,8 +216,24 @@ def test_plain_text_skips_the_decoder_with_the_same_value(body: str) -> None:
         assert value == expected and type(value) is type(expected)
 
 
-def test_json_parse_without_the_option_still_raises() -> None:
-    from replyparse.content import ContentError
+@settings(max_examples=300, deadline=None)
+@given(body=JSONISH)
+def test_strict_json_reads_what_json_loads_reads(body: str) -> None:
+    # The decoder's scanner called directly: the value of json.loads, or its error.
+    try:
+        expected: Any = json.loads(body)
+    except ValueError as error:
+        expected = ("error", getattr(error, "msg", str(error)), getattr(error, "pos", None))
+    try:
+        value: Any = JsonParser().parse(body)
+    except ContentError as error:
+        value = ("error", error.message.removeprefix("not valid JSON: "), error.position)
+    if isinstance(expected, float) and expected != expected:  # NaN
+        assert isinstance(value, float) and value != value
+    else:
+        assert value == expected and type(value) is type(expected)
 
+
+def test_json_parse_without_the_option_still_raises() -> None:
     with pytest.raises(ContentError, match="not valid JSON"):
         JsonParser().parse("Tokyo")

@@ -8,6 +8,7 @@ over; it accepts standard JSON plus exactly the configured deviations, nothing g
 from __future__ import annotations
 
 import json as _json
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -29,6 +30,48 @@ _KEY_STOP = frozenset(":,{}[]\"'" + _WHITESPACE)
 #: The characters a document ``json.loads`` accepts can start with (after whitespace):
 #: values, and the ``NaN``/``Infinity`` it reads too. A body starting otherwise is not JSON.
 _JSON_STARTS = frozenset('{["-0123456789tfnNI')
+#: The words ``json.loads`` reads as a whole document, by their first letter: a body whose
+#: text starts with one of these letters and is not one of the words is not JSON.
+_KEYWORDS = frozenset(("true", "false", "null", "NaN", "Infinity"))
+_KEYWORD_STARTS = frozenset(word[0] for word in _KEYWORDS)
+#: The decoder's scanner (the C one, where there is one): ``(value, end)`` at an index,
+#: what ``json.loads`` calls after skipping whitespace, without its Python frames.
+_SCAN: Callable[[str, int], tuple[Any, int]] = _DECODER.scan_once  # type: ignore[attr-defined]
+
+
+def _value_or_text(body: str) -> Any:
+    """``json.loads(body)``, or ``body.strip()`` where it fails or the body nests too deep
+    (``allow_non_json``). Plain text (a parameter value such as ``Tokyo``) is the common
+    case: it is told apart without calling the decoder and the error it would raise and
+    build for nothing; a JSON value is read by the decoder's C scanner, and only a body it
+    does not read to the end goes through ``json.loads``, whose answer is then taken."""
+    stripped = body.strip()
+    if not stripped:
+        return stripped
+    first = stripped[0]
+    if first not in _JSON_STARTS or (first in _KEYWORD_STARTS and stripped not in _KEYWORDS):
+        return stripped
+    if nesting_error(body) is not None:
+        return stripped
+    try:
+        return _loads(body)
+    except ValueError:
+        return stripped
+
+
+def _loads(body: str) -> Any:
+    """``json.loads(body)``: the decoder's scanner called directly (what ``json.loads``
+    does after skipping whitespace, without its Python frames); a body it does not read to
+    the end goes through ``json.loads`` itself, for its exact error."""
+    start = len(body) - len(body.lstrip(_WHITESPACE))
+    try:
+        value, end = _SCAN(body, start)
+    except (StopIteration, ValueError):
+        pass
+    else:
+        if end == len(body) or not body[end:].strip(_WHITESPACE):
+            return value
+    return _json.loads(body)
 
 
 def json_error(error: ValueError, position: int | None) -> ContentError:
@@ -61,23 +104,15 @@ class JsonParser:
 
     def parse(self, body: str) -> Any:
         """Parse the body; see the class docstring for the dialect options."""
+        if self.allow_non_json and not (self.unquoted_keys or self.string_delims):
+            return _value_or_text(body)
         too_deep = nesting_error(body)
         if too_deep is not None:
             if self.allow_non_json:
                 return body.strip()
             raise too_deep
-        if self.allow_non_json and not (self.unquoted_keys or self.string_delims):
-            # Plain text (a parameter value such as ``Tokyo``) is the common case: skip the
-            # decoder and the error it would raise and build for nothing.
-            stripped = body.strip()
-            if not stripped or stripped[0] not in _JSON_STARTS:
-                return stripped
-            try:
-                return _json.loads(body)
-            except ValueError:
-                return stripped
         try:
-            return _json.loads(body)
+            return _loads(body)
         except ValueError as strict_error:
             error = json_error(strict_error, None)
         if self.unquoted_keys or self.string_delims:

@@ -139,24 +139,27 @@ class XmlInlineParser:
         # Keys whose value is a list built by merging, told apart from a value that was a
         # list to begin with (a JSON array parsed by value_parser).
         merged: set[str] = set()
+        merge_duplicates = self.merge_duplicates
+        parse_value = self.value_parser.parse if self.value_parser is not None else None
         last_end = 0
         finder = self._finder if self._finder is not None else self.tag_pattern
         for match in finder.finditer(body):
-            _note_gap(body, last_end, match.start(), stray)
-            last_end = match.end()
-            key = match.group("key")
-            raw_value = match.group("value")
+            start, end = match.span()
+            if start > last_end and not body[last_end:start].isspace():
+                _note_gap(body, last_end, start, stray)
+            last_end = end
+            key, raw_value = match.group("key", "value")
             if key is None:
-                raise ContentError("a tag matched without its 'key' group", match.start())
+                raise ContentError("a tag matched without its 'key' group", start)
             value: Any = raw_value if raw_value is not None else ""
-            if self.value_parser is not None:
+            if parse_value is not None:
                 try:
-                    value = self.value_parser.parse(value)
+                    value = parse_value(value)
                 except ContentError as error:
                     raise ContentError(
                         f"value of tag {key!r}: {error.message}", match.start("value")
                     ) from None
-            if self.merge_duplicates and key in result:
+            if merge_duplicates and key in result:
                 existing = result[key]
                 if key in merged:
                     existing.append(value)
@@ -165,13 +168,16 @@ class XmlInlineParser:
                     merged.add(key)
             else:
                 result[key] = value
-        self._check_not_truncated(body, last_end)
-        _note_gap(body, last_end, len(body), stray)
+        # Past the last tag: nothing, or layout (whitespace) in the common body.
+        if last_end < len(body) and not body[last_end:].isspace():
+            self._check_not_truncated(body, last_end)
+            _note_gap(body, last_end, len(body), stray)
         return result, stray
 
     def _check_not_truncated(self, body: str, last_end: int) -> None:
         """Text between tags is layout, but a tag cut off by the end of the body is data
-        that would be lost (a call truncated at max tokens): refuse it."""
+        that would be lost (a call truncated at max tokens): refuse it. Only called when
+        ``body[last_end:]`` holds non-whitespace (otherwise no cut tag could hold any)."""
         cut = self.tag_pattern.search(body, last_end, partial=True)
         if cut is not None and cut.partial and body[cut.start() :].strip():
             raise ContentError(
