@@ -29,6 +29,7 @@ import functools
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any, TypeAlias, cast, overload
 
 from replyparse._scanner import DelimiterMatch
@@ -1255,9 +1256,12 @@ class ResponseParser:
         """The message of ``captures`` (default: the parser's)."""
         template = self.template
         defaults = template.defaults
-        message: dict[str, Any] = (
-            dict(defaults) if template.scalar_defaults else copy.deepcopy(dict(defaults))
-        )
+        if not template.scalar_defaults:
+            message: dict[str, Any] = copy.deepcopy(dict(defaults))
+        elif isinstance(defaults, MappingProxyType):  # as loaded: the dict's own copy
+            message = defaults.copy()
+        else:
+            message = dict(defaults)
         fields = template.fields
         for name, values in (self._captures if captures is None else captures).items():
             field = fields[name]
@@ -1266,13 +1270,21 @@ class ResponseParser:
                     if any(value != "" for value in values):
                         message[name] = field.join.join(values)
                     continue
+                if not field.transform_each:
+                    message[name] = list(values)
+                    continue
                 items: list[Any] = []
                 for value in values:
-                    if field.transform_each and isinstance(value, list):
+                    if isinstance(value, list):
                         items.extend(value)
                     else:
                         items.append(value)
                 message[name] = items
+                continue
+            if len(values) == 1:  # the common field, captured once
+                value = values[0]
+                if value != "" and value is not None:
+                    message[name] = value
                 continue
             present = [value for value in values if value != "" and value is not None]
             if not present:
