@@ -649,7 +649,9 @@ class ResponseParser:
         state = self.__dict__.copy()
         state["issues"] = list(self.issues)
         state["unclaimed_text"] = list(self.unclaimed_text)
-        state["initial_events"] = list(self.initial_events)
+        # The prefix's events hold its values (a closed region's dict): the copy's own.
+        state["initial_events"] = copy.deepcopy(self.initial_events) if self.initial_events else []
+        state["_open_groups"] = dict(self._open_groups)
         state["_captures"] = copy.deepcopy(self._captures) if self._captures else {}
         state["_body"] = self._body.copy()
         state["_deferred"] = self._deferred.copy()
