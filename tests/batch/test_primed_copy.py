@@ -1,0 +1,190 @@
+"""A batch's copy of a primed parser (``ResponseParser._copy``) shares no mutable state with it.
+
+A batch reads each prefix once into a primed parser and gives every row that does not fit
+the template as it is a copy of it (``BatchParser._parse_text``). Any mutable value the two
+share would carry one row's state into the primed parser, and from it into every later row.
+These tests compare every attribute of the copy with the primed parser's, recursively: the
+same object is allowed only for a value that cannot change, so that the next mutable field
+added to the parser fails here until ``_copy`` copies it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import enum
+import re
+import types
+from collections.abc import Callable
+from dataclasses import is_dataclass
+from typing import Any
+
+import pytest
+import regex
+
+from replyparse import ResponseParser
+from replyparse._scanner import Scanner
+from replyparse.parser import PreparedTools
+
+_ATOMS = (str, bytes, int, float, complex, bool, type(None), range, type, re.Pattern, regex.Pattern)
+
+#: Shared by design, never changed after they are built (the reason, by type): a compiled
+#: template's scanners (their searches keep their memo per call, never in the scanner); the
+#: tool typer a ``PreparedTools`` builds once per tools value, reading its tools only.
+_SHARED_BY_DESIGN: dict[type, str] = {
+    Scanner: "compiled with the template; its searches keep no state in it",
+    types.FunctionType: "the tool typer of a PreparedTools, built once per tools value",
+}
+
+
+def _is_immutable(value: Any) -> bool:
+    """Whether ``value`` can never change: an atom, an enum member, a tuple or frozenset of
+    such values, a read-only view of a dict of them, a frozen dataclass (the compiled
+    template and its parts, issues), or a type shared by design."""
+    if isinstance(value, (*_ATOMS, enum.Enum)):
+        return True
+    if isinstance(value, (tuple, frozenset)):
+        return all(_is_immutable(item) for item in value)
+    if isinstance(value, types.MappingProxyType):
+        return all(_is_immutable(item) for item in value.values())
+    if is_dataclass(value) and not isinstance(value, type):
+        return bool(value.__dataclass_params__.frozen)  # type: ignore[attr-defined]
+    return type(value) in _SHARED_BY_DESIGN
+
+
+def _attributes(value: Any) -> dict[str, Any]:
+    """An object's attributes: its ``__dict__`` and its slots."""
+    found: dict[str, Any] = dict(getattr(value, "__dict__", {}))
+    for klass in type(value).__mro__:
+        for name in getattr(klass, "__slots__", ()):
+            if hasattr(value, name):
+                found[name] = getattr(value, name)
+    return found
+
+
+def _shared_mutable(primed: Any, copied: Any, path: str, found: list[str]) -> None:
+    """Append to ``found`` the path of every mutable value ``copied`` shares with
+    ``primed``, looking inside lists, dicts and objects."""
+    if primed is copied:
+        if not _is_immutable(primed):
+            found.append(f"{path}: {type(primed).__name__} {primed!r:.80}")
+        return
+    if _is_immutable(primed) or type(primed) is not type(copied):
+        return
+    if isinstance(primed, (list, tuple)):
+        for index, (left, right) in enumerate(zip(primed, copied, strict=False)):
+            _shared_mutable(left, right, f"{path}[{index}]", found)
+    elif isinstance(primed, dict):
+        for key, left in primed.items():
+            if key in copied:
+                _shared_mutable(left, copied[key], f"{path}[{key!r}]", found)
+    else:
+        right_attributes = _attributes(copied)
+        for name, left in _attributes(primed).items():
+            if name in right_attributes:
+                _shared_mutable(left, right_attributes[name], f"{path}.{name}", found)
+
+
+def _snapshot(value: Any) -> Any:
+    """A comparable picture of ``value``: atoms as they are, other immutable values by
+    identity, containers and objects by their contents (recursively; a text accumulator,
+    which may join its pieces when read, by its text)."""
+    if isinstance(value, (*_ATOMS, enum.Enum)):
+        return value
+    if _is_immutable(value):
+        return ("the object", id(value))
+    if isinstance(value, (list, tuple)):
+        return [_snapshot(item) for item in value]
+    if isinstance(value, dict):
+        return {key: _snapshot(item) for key, item in value.items()}
+    if callable(getattr(value, "getvalue", None)):  # a text accumulator: by its text
+        return (type(value).__name__, value.getvalue())
+    return (type(value).__name__, _snapshot(_attributes(value)))
+
+
+_TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "get_weather",
+            "parameters": {"type": "object", "properties": {"days": {"type": "integer"}}},
+        },
+    }
+]
+
+#: Primed parsers in several states: a prefix that closed a region (captures, events),
+#: one that leaves a body begun, with pending whitespace, with tools, in recover mode with
+#: an issue and unclaimed text, and a template without an implicit field.
+_LITERAL = {
+    "defaults": {"role": "assistant", "meta": {"tags": []}},
+    "start_anchor": "A:",
+    "fields": {
+        "plan": {"open": "<plan>", "close": "</plan>", "content": "json"},
+        "reasoning_content": {"open": "<think>", "close": "</think>"},
+        "tool_calls": {
+            "open": "<call>",
+            "close": "</call>",
+            "repeats": True,
+            "content": "json",
+            "transform": {"type": "function", "function": "{content}"},
+        },
+        "content": {"close": "<end>"},
+    },
+}
+_NO_IMPLICIT = {
+    "start_anchor": "A:",
+    "fields": {
+        "reasoning_content": {
+            "open_pattern": r"<\|channel\|>analysis<\|message\|>",
+            "close": "<|end|>",
+        },
+        "content": {"open_pattern": r"<\|channel\|>final<\|message\|>", "close": "<|return|>"},
+    },
+}
+PRIMED: dict[str, Callable[[], ResponseParser]] = {
+    "captured a region": lambda: ResponseParser(_LITERAL, 'A:<plan>{"steps": [1]}</plan>'),
+    "inside a body": lambda: ResponseParser(_LITERAL, "A:<plan>{}</plan><think>so far   "),
+    "tools and a call": lambda: ResponseParser(
+        _LITERAL,
+        'A:<call>{"name": "get_weather", "arguments": {"days": "2"}}</call><think>a ',
+        tools=PreparedTools(_TOOLS),
+    ),
+    "recover, an issue": lambda: ResponseParser(
+        _LITERAL, "A:<plan>{not json}</plan>text <thi", recover=True
+    ),
+    "no implicit field": lambda: ResponseParser(
+        _NO_IMPLICIT, "A:stray <|channel|>analysis<|message|>thinking ", recover=True
+    ),
+}
+ROWS = ["</think>done<end>", "more</think><call>{bad</call><end>", "<|end|>x<|channel|>fin"]
+
+
+@pytest.mark.parametrize("name", sorted(PRIMED))
+def test_a_copy_shares_no_mutable_value_with_the_primed_parser(name: str) -> None:
+    primed = PRIMED[name]()
+    assert _attributes(primed), "the parser's attributes could not be read"
+    found: list[str] = []
+    _shared_mutable(primed, primed._copy(), "parser", found)
+    assert not found, "shared with the primed parser:\n" + "\n".join(found)
+
+
+@pytest.mark.parametrize("name", sorted(PRIMED))
+def test_parsing_rows_from_copies_leaves_the_primed_parser_as_it_was(name: str) -> None:
+    primed = PRIMED[name]()
+    before = _snapshot(primed)
+    for row in ROWS:
+        copied = primed._copy()
+        with contextlib.suppress(ValueError):  # raise mode: the row's error is its own
+            copied._finish(row, fitting=False)
+        primed._walk_fitting(row)
+    assert _snapshot(primed) == before
+
+
+def test_the_check_finds_a_shared_mutable_value() -> None:
+    # The check itself: a shallow copy shares the bodies, captures and lists.
+    primed = PRIMED["inside a body"]()
+    shallow = object.__new__(ResponseParser)
+    shallow.__dict__.update(primed.__dict__)
+    found: list[str] = []
+    _shared_mutable(primed, shallow, "parser", found)
+    assert "parser._body: _TextAccumulator" in " ".join(found)
+    assert any(path.startswith("parser._captures") for path in found)
