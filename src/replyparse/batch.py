@@ -404,6 +404,13 @@ class BatchParser:
             except _RowError:  # every such row reports it (``parse_row``)
                 primed = None
         results: list[RowResult] = []
+        if primed is not None and prefixes is None and tools is None and finish_reasons is None:
+            # Every row has the defaults: the loop below without its per-row reads.
+            walk = primed._walk_fitting
+            for text in texts:
+                walked = walk(text) if isinstance(text, str) else None
+                results.append(RowResult(walked[0]) if walked is not None else self.parse_row(text))
+            return results
         for index in range(count):
             text = texts[index]
             prefix = prefixes[index] if prefixes is not None else None
