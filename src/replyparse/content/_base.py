@@ -64,7 +64,7 @@ def nesting_error(
     """A ``ContentError`` naming the position where brackets outside string literals nest
     deeper than ``limit`` in ``text``, or None. String literals are JSON's (``"..."``), or
     with ``python`` also ``'...'``. Linear in ``len(text)``."""
-    if text.count("[") + text.count("{") + text.count("(") <= limit:
+    if len(text) <= limit or text.count("[") + text.count("{") + text.count("(") <= limit:
         return None
     depth = 0
     for token in (_PYTHON_TOKENS if python else _JSON_TOKENS).finditer(text):
