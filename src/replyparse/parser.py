@@ -1189,6 +1189,13 @@ class ResponseParser:
         read. Anything else is a malformed call, reported rather than passed on."""
         if not isinstance(value, (dict, list)):
             return value  # text or a number: no call in it
+        if isinstance(value, dict):  # one value, most often a well-formed call
+            function = function_of(value)
+            if function is None:
+                return value
+            name = function["name"]
+            if isinstance(function["arguments"], dict) and isinstance(name, str) and name:
+                return value
         calls = value if isinstance(value, list) else [value]
         checked: list[Any] | None = None
         for index, call in enumerate(calls):
