@@ -59,6 +59,7 @@ EXTRA_PATTERNS = [
     r"^<(?P<key>[a-z]+)>(?P<value>.*?)</(?P=key)>$",
     r"<(?P<key>[^<>/\s]+)>(?:(?!</).)*?(?P<value>[^\s<]*?)</(?P=key)>",
     r"(?:<p (?P<key>k|key)>|\[(?P<value>v+)\])\s*",
+    r"(?P<key>k*)=?(?P<value>v*)",
 ]
 #: The characters the bodies are drawn from: the patterns' own pieces, and whitespace where
 #: ``regex`` and ``re`` part (``\x1c``-``\x1f`` are ``str.isspace`` but not White_Space).
@@ -131,6 +132,107 @@ def test_the_twin_finds_the_same_matches(source: str, body: str) -> None:
     twin = stdlib_twin(source)
     assert twin is not None
     assert _matches(twin, body) == _matches(regex.compile(source, _FLAGS), body)
+
+
+#: Bodies made mostly of whole tags of the registry's shapes (values plain, JSON, not
+#: JSON), with layout, prose and cut tags between them.
+TAGS = [
+    "<parameter=city>Paris</parameter>",
+    "<parameter=days>\n3\n</parameter>",
+    '<parameter=opts>{"a": [1]}</parameter>',
+    '<parameter name="city">Paris</parameter>',
+    '<parameter name="days">{"x": </parameter>',
+    "<arg_key>city</arg_key><arg_value>Paris</arg_value>",
+    "<arg_key>days</arg_key>\n<arg_value>[1, 2]</arg_value>",
+    "<p k>",
+    "[vv]",
+    "k=v",
+    "</function>",
+    "\n",
+    " ",
+    "\x1c",
+    "so",
+    "<parameter=cut>Par",
+]
+TAG_BODIES = st.lists(st.sampled_from(TAGS), max_size=8).map("".join)
+
+
+#: No value parser, one that falls back to text, one that rejects what is not JSON.
+VALUE_PARSERS = [None, JsonParser(allow_non_json=True), JsonParser()]
+
+
+def _read_outcome(run: Any) -> Any:
+    try:
+        return ("value", run())
+    except ContentError as error:
+        return ("error", error.message, error.position)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    source=st.sampled_from(TWINNED + EXTRA_PATTERNS),
+    body=st.one_of(BODIES, TAG_BODIES),
+    merge_duplicates=st.booleans(),
+    value_parser=st.sampled_from(VALUE_PARSERS),
+)
+def test_reading_by_split_is_reading_tag_by_tag(
+    source: str, body: str, merge_duplicates: bool, value_parser: JsonParser | None
+) -> None:
+    # xml-inline reads a body with one split call when it can (whitespace between the
+    # tags, every value parsed), else tag by tag: the same value, stray text and error.
+    parser = XmlInlineParser(
+        regex.compile(source, _FLAGS),
+        value_parser=value_parser,
+        merge_duplicates=merge_duplicates,
+    )
+    assert _read_outcome(lambda: parser._read(body)) == _read_outcome(
+        lambda: parser._read_matches(body)
+    )
+
+
+#: Tag patterns of the registry's shapes, each with tags of its own shape: bodies that
+#: the split reads whole, among near misses.
+SHAPED = {
+    r"<parameter=(?P<key>[^>\n]+)>\n?(?P<value>.*?)\n?</parameter>": [
+        "<parameter=city>\nParis\n</parameter>",
+        '<parameter=opts>{"a": [1]}</parameter>',
+        "<parameter=days>3</parameter>",
+        "<parameter=days>{</parameter>",
+    ],
+    r'<parameter\s+name="(?P<key>[^"]+)"\s*>(?P<value>.*?)</parameter>': [
+        '<parameter name="city">Paris</parameter>',
+        '<parameter  name="days" >[1, 2]</parameter>',
+        '<parameter name="">x</parameter>',
+    ],
+    r"<arg_key>\s*(?P<key>.*?)\s*</arg_key>\s*<arg_value>(?P<value>.*?)</arg_value>": [
+        "<arg_key>city</arg_key><arg_value>Paris</arg_value>",
+        "<arg_key> days </arg_key>\n<arg_value>null</arg_value>",
+    ],
+    r"(?P<key>k*)=?(?P<value>v*)": ["k=v", "kk", "=vv", ""],
+}
+LAYOUT = ["", "\n", " ", "\n\n", "\x1c", "</function>", "so", "<parameter=cut>Pa"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    data=st.data(),
+    source=st.sampled_from(sorted(SHAPED)),
+    merge_duplicates=st.booleans(),
+    value_parser=st.sampled_from(VALUE_PARSERS),
+)
+def test_shaped_bodies_read_by_split_as_tag_by_tag(
+    data: st.DataObject, source: str, merge_duplicates: bool, value_parser: JsonParser | None
+) -> None:
+    pieces = st.sampled_from(SHAPED[source]) | st.sampled_from(LAYOUT)
+    body = "".join(data.draw(st.lists(pieces, max_size=10)))
+    parser = XmlInlineParser(
+        regex.compile(source, _FLAGS),
+        value_parser=value_parser,
+        merge_duplicates=merge_duplicates,
+    )
+    assert _read_outcome(lambda: parser._read(body)) == _read_outcome(
+        lambda: parser._read_matches(body)
+    )
 
 
 TRANSFORMS: list[Any] = [

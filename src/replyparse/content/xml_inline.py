@@ -114,8 +114,19 @@ class XmlInlineParser:
     #: (``stdlib_twin``), read once here; None: ``tag_pattern`` itself.
     _finder: re.Pattern[str] | None = field(init=False, repr=False, compare=False, default=None)
 
+    #: For ``_read_split``: the items ``_finder.split`` gives per tag (the text before it,
+    #: then every group) and where the key and value groups are among them; None without
+    #: a ``re`` twin.
+    _split_layout: tuple[int, int, int] | None = field(
+        init=False, repr=False, compare=False, default=None
+    )
+
     def __post_init__(self) -> None:
-        object.__setattr__(self, "_finder", stdlib_twin(self.tag_pattern.pattern))
+        finder = stdlib_twin(self.tag_pattern.pattern)
+        object.__setattr__(self, "_finder", finder)
+        if finder is not None:
+            layout = (finder.groups + 1, finder.groupindex["key"], finder.groupindex["value"])
+            object.__setattr__(self, "_split_layout", layout)
 
     def parse(self, body: str) -> dict[str, Any]:
         """Collect every tag of the body into a dict; text between tags is an error."""
@@ -134,6 +145,52 @@ class XmlInlineParser:
         return Recovered(value, tuple(stray))
 
     def _read(self, body: str) -> tuple[dict[str, Any], list[tuple[int, str]]]:
+        if self._split_layout is not None:
+            value = self._read_split(body)
+            if value is not None:
+                return value, []
+        return self._read_matches(body)
+
+    def _read_split(self, body: str) -> dict[str, Any] | None:
+        """``_read(body)`` for the common body (only whitespace around the tags, every tag
+        with its key, every value parsed), or None for any other body, which
+        ``_read_matches`` then reads from the start: its value, stray text or error.
+
+        One ``split`` call gives the text between the tags and every tag's groups, without
+        a match object per tag (the ``re`` twin only: its ``split`` and ``finditer`` find
+        the same matches)."""
+        assert self._finder is not None and self._split_layout is not None
+        stride, key_at, value_at = self._split_layout
+        parts = self._finder.split(body)
+        last = len(parts) - 1
+        tail = parts[last]
+        if tail and not tail.isspace():
+            return None  # stray text, or a tag cut off at the end
+        result: dict[str, Any] = {}
+        merged: set[str] = set()
+        merge_duplicates = self.merge_duplicates
+        parse_value = self.value_parser.parse if self.value_parser is not None else None
+        for index in range(0, last, stride):
+            gap = parts[index]
+            key = parts[index + key_at]
+            if (gap and not gap.isspace()) or key is None:
+                return None
+            value: Any = parts[index + value_at]
+            if value is None:
+                value = ""
+            if parse_value is not None:
+                try:
+                    value = parse_value(value)
+                except ContentError:
+                    return None
+            if merge_duplicates and key in result:
+                _merge(result, merged, key, value)
+            else:
+                result[key] = value
+        return result
+
+    def _read_matches(self, body: str) -> tuple[dict[str, Any], list[tuple[int, str]]]:
+        """``_read``, tag by tag: every position known (stray text, errors)."""
         result: dict[str, Any] = {}
         stray: list[tuple[int, str]] = []
         # Keys whose value is a list built by merging, told apart from a value that was a
@@ -160,12 +217,7 @@ class XmlInlineParser:
                         f"value of tag {key!r}: {error.message}", match.start("value")
                     ) from None
             if merge_duplicates and key in result:
-                existing = result[key]
-                if key in merged:
-                    existing.append(value)
-                else:
-                    result[key] = [existing, value]
-                    merged.add(key)
+                _merge(result, merged, key, value)
             else:
                 result[key] = value
         # Past the last tag: nothing, or layout (whitespace) in the common body.
@@ -243,3 +295,13 @@ def _note_gap(body: str, start: int, end: int, stray: list[tuple[int, str]]) -> 
     text = gap.strip()
     if text and not _MARKUP.fullmatch(text):
         stray.append((start + gap.index(text[0]), text))
+
+
+def _merge(result: dict[str, Any], merged: set[str], key: str, value: Any) -> None:
+    """Add another ``value`` of ``key`` (``merge_duplicates``): the values in a list, told
+    apart (``merged``) from a value that was a list to begin with (a JSON array)."""
+    if key in merged:
+        result[key].append(value)
+    else:
+        result[key] = [result[key], value]
+        merged.add(key)
