@@ -49,6 +49,7 @@ from replyparse._regex_analysis import (
     RunLeads,
     TokenLoop,
     analyse,
+    end_literal,
     find_anchors,
     find_token_loop,
     required_literals,
@@ -116,6 +117,15 @@ class Delimiter:
     #: Literals every match contains (or looks ahead at), after its start
     #: (``required_literals``): no match starts after the last occurrence of any of them.
     required: tuple[str, ...] = ()
+    #: A literal every match ends with, past whose first occurrence after a start no way
+    #: through the pattern reads (``end_literal``), as ``Anchors`` to search it with a
+    #: shared memo; None when not known.
+    end: Anchors | None = None
+    #: A literal delimiter's alternatives, searched in a complete text with the memo the
+    #: anchors use (``Anchors.next_at``): delimiters and anchors that are the same literal
+    #: (gpt-oss's ``<|end|>`` opens one region, closes another and begins every header)
+    #: share one pass over the text. None for a pattern.
+    alternatives: Anchors | None = None
 
     def _could_extend(self, matched: str) -> bool:
         cache = self.extend_cache
@@ -133,7 +143,12 @@ class Delimiter:
         """A literal delimiter; ``source`` is one string or a list of alternatives."""
         alternatives = (source,) if isinstance(source, str) else tuple(source)
         ordered = tuple(sorted(set(alternatives), key=lambda text: (-len(text), text)))
-        return cls(source if isinstance(source, str) else tuple(source), ordered, None)
+        return cls(
+            source if isinstance(source, str) else tuple(source),
+            ordered,
+            None,
+            alternatives=Anchors(ordered, None),
+        )
 
     @classmethod
     def from_pattern(cls, source: str) -> Delimiter:
@@ -151,6 +166,8 @@ class Delimiter:
         probe_chars = "".join(probes)
         anchors = find_anchors(source)
         anchor_trie = None if anchors is None else re.compile(_trie_source(set(anchors.literals)))
+        end_text = end_literal(source)
+        end = None if end_text is None else Anchors((end_text,), None)
         delimiter = cls(
             source,
             (),
@@ -163,6 +180,7 @@ class Delimiter:
             anchors=anchors,
             anchor_trie=anchor_trie,
             required=required_literals(source),
+            end=end,
         )
         if not is_context_sensitive(delimiter):
             delimiter = cls(
@@ -178,6 +196,7 @@ class Delimiter:
                 anchor_trie=anchor_trie,
                 token_loop=find_token_loop(source),
                 required=delimiter.required,
+                end=end,
             )
         return delimiter
 
@@ -261,15 +280,14 @@ class Delimiter:
     ) -> tuple[DelimiterMatch | None, int]:
         """The earliest match from ``position`` if it starts at or before ``limit``, or
         ``(None, clear_to)``: no match starts in ``[position, clear_to)``."""
-        if self.pattern is None:
-            best_start = best_end = -1
-            for literal in self.literals:  # longest first: equal starts keep the longest
-                start = buffer.find(literal, position, limit + len(literal))
-                if start >= 0 and (best_start < 0 or start < best_start):
-                    best_start, best_end = start, start + len(literal)
-            if best_start < 0:
+        alternatives = self.alternatives
+        if alternatives is not None:
+            start = alternatives.next_at(buffer, position, limit + 1, memo)
+            if start < 0:
                 return None, limit + 1
-            return DelimiterMatch(best_start, best_end, 0, _NO_GROUPS), 0
+            # Longest first: equal starts keep the longest.
+            size = next(len(text) for text in self.literals if buffer.startswith(text, start))
+            return DelimiterMatch(start, start + size, 0, _NO_GROUPS), 0
         anchors = self.anchors
         if anchors is None or (anchors.lead is None and len(buffer) - position <= _SHORT):
             # A short text: one search by the regex engine costs less than the anchors',
@@ -291,7 +309,10 @@ class Delimiter:
             match = self._find_pattern(buffer, position, True, no_empty_at)[0]
             return match, len(buffer) + 1
         last = len(buffer)  # no match starts after this
-        for literal in self.required:
+        # Over a short stretch (a state's next anchor, ``Scanner.scan_final``) the attempts
+        # cost less than looking for the required literals' last occurrences in the text.
+        required = self.required if limit - position > _WINDOW else ()
+        for literal in required:
             key = ("required", literal)
             at = memo.get(key)
             if at is None:
@@ -488,7 +509,7 @@ class Delimiter:
                 # the start, so one match on the whole text per anchor would cost the
                 # text's length per anchor.
                 wide = [False]
-                settled = self._match_at(buffer, start, True, wide)
+                settled = self._match_final(buffer, start, wide, memo)
                 if settled is not None:
                     return settled[0], 0
                 if loop is not None and wide[0]:
@@ -497,6 +518,28 @@ class Delimiter:
                     loop.rule_out(buffer, start, ruled_out)
                 start += 1
             checked = anchor + 1
+
+    def _match_final(
+        self, buffer: str, start: int, wide: list[bool], memo: dict[Any, Any]
+    ) -> tuple[Any, bool] | None:
+        """``_match_at(buffer, start, True, wide)``. When the pattern has an end literal
+        and its first occurrence after ``start`` ends within the first window, one match
+        on the text cut there is the answer (no way through reads past it), without the
+        partial matches that prove a window's match independent of the text after it
+        (the regex engine's partial mode costs several times a plain match: about 30 us
+        against 3 on a gpt-oss header)."""
+        end = self.end
+        if end is not None:
+            found = end.next_at(buffer, start, len(buffer), memo)
+            if found < 0:
+                return None  # every match ends with the literal
+            stop = found + len(end.literals[0])
+            if stop - start <= _WINDOW:
+                exact = self.exact
+                assert exact is not None
+                match = exact.match(buffer, start, stop)
+                return None if match is None else (match, True)
+        return self._match_at(buffer, start, True, wide)
 
     def _match_at(
         self, buffer: str, start: int, final: bool, wide: list[bool] | None = None
@@ -540,6 +583,7 @@ class Scanner:
         "_anchor_search",
         "_anchors",
         "_entries",
+        "_final_groups",
         "_final_order",
         "_first_chars",
         "_lead_cache",
@@ -619,6 +663,7 @@ class Scanner:
         self._anchor_firsts: frozenset[str] = frozenset()
         self._leads: tuple[Callable[[str], bool], ...] = ()
         self._lead_cache: dict[str, bool] = {}
+        self._final_groups: tuple[tuple[tuple[str, ...], Callable[..., Any]], ...] | None = None
         if (self._starts_cache is not None or self._first_chars is not None) and all(
             delimiter.anchors is not None or (delimiter.literals and all(delimiter.literals))
             for delimiter in delimiters
@@ -640,6 +685,23 @@ class Scanner:
                 for delimiter in delimiters
                 if delimiter.anchors is not None and delimiter.anchors.lead is not None
             )
+            # ``scan_final``'s search for where the next match can begin: the anchors grouped
+            # by first character, one alternation per group (a state's anchors mostly share
+            # ``<``), so that a complete text is passed over about once per group rather than
+            # once per anchor. A match begins at an anchor or in a lead run just before it
+            # only when no anchor begins with a lead character (else a run could go on
+            # through an anchor to a later one): otherwise no groups.
+            if not any(lead(anchor[0]) for lead in self._leads for anchor in anchors):
+                groups: dict[str, list[str]] = {}
+                for anchor in sorted(anchors, key=lambda text: (len(text), text)):
+                    groups.setdefault(anchor[0], []).append(anchor)
+                self._final_groups = tuple(
+                    (
+                        tuple(group),
+                        re.compile("|".join(re.escape(anchor) for anchor in group)).search,
+                    )
+                    for group in groups.values()
+                )
 
     def safe_length(self, text: str) -> int:
         """How much of ``text`` (from its start) certainly begins no delimiter match.
@@ -725,32 +787,87 @@ class Scanner:
             )
             memo[key] = (position, match)
             return match
-        anchor_search = self._anchor_search
-        if (
-            anchor_search is not None
-            and not self._leads
-            and len(self._anchor_firsts) == 1
-            and len(buffer) - position > _SHORT
-        ):
-            # Every match begins with one of the state's anchors (no lead run before it), and
-            # they share their first character (``<``, ``<|``): one search of their trie, which
-            # the engine runs at memchr speed to that character, finds where the next match
-            # can begin, and the delimiters are tried there only, instead of each one's own
-            # pass over a long text that holds none of it (a registry template's reasoning
-            # opener is a pattern, so its state has no combined literal search). Without a
-            # common first character the engine tests every position and separate passes are
-            # faster. When the anchor begins no match (text dense with anchors that begin
-            # nothing), the search goes on as below from the next character, so such text
-            # costs one extra attempt per call, not one per anchor.
-            found = anchor_search(buffer, position)
-            if found is None:
+        groups = self._final_groups
+        if groups is not None and len(buffer) - position > _SHORT:
+            # Every match begins with one of the state's anchors, or in a lead run (of
+            # spaces) just before one: the next occurrence of any anchor (one search per
+            # group of them, see ``_next_anchor``) is where the next match can begin, and the
+            # delimiters are tried there only, instead of each one's own pass over a long
+            # text that holds none of it. When the anchor begins no match (text dense with
+            # anchors that begin nothing), the search goes on as below from the next
+            # character, so such text costs one extra attempt per call, not one per anchor.
+            at = self._next_anchor(buffer, position, groups, memo)
+            if at < 0:
                 return None
-            at = found.start()
-            best = self._best_final(buffer, at, at, no_empty_at, memo)
-            if best is not None and best.start == at:
-                return best
-            position = at + 1
+            start = at
+            leads = self._leads
+            while start > position and any(lead(buffer[start - 1]) for lead in leads):
+                start -= 1
+                if at - start > _LEAD_LIMIT:
+                    break
+            else:
+                best = self._best_final(buffer, start, at, no_empty_at, memo)
+                if best is not None and best.start <= at:
+                    return best
+                position = at + 1
         return self._best_final(buffer, position, len(buffer), no_empty_at, memo)
+
+    @staticmethod
+    def _next_anchor(
+        buffer: str,
+        position: int,
+        groups: tuple[tuple[tuple[str, ...], Callable[..., Any]], ...],
+        memo: dict[Any, Any],
+    ) -> int:
+        """Where the first anchor beginning at or after ``position`` begins, or -1. As
+        ``Anchors.next_at`` with one search per group: what ``memo`` knows comes first, and
+        the groups are searched side by side in growing stretches, each no further than
+        the earliest anchor found so far (a group whose anchors occur late is not looked
+        for past another's). What a search finds is also written in ``memo`` for each
+        literal of its group as ``next_at`` keeps them (none begins in the text passed
+        over), so the delimiters' own searches after it cost nothing over that text."""
+        length = len(buffer)
+        best = length  # the least start found, or the end
+        # [literals, search, searched from, resume at] per group still to search
+        pending: list[list[Any]] = []
+        for literals, search in groups:
+            cached = memo.get(literals)  # (searched from, found at or -1, searched to)
+            if cached is not None and cached[0] <= position:
+                found = cached[1]
+                if found >= position:
+                    best = min(best, found)
+                    continue
+                if found < 0:
+                    pending.append([literals, search, cached[0], max(position, cached[2])])
+                    continue
+            pending.append([literals, search, position, position])
+        reach = position + _ANCHOR_STRETCH
+        while pending:
+            bound = min(best, reach)
+            for entry in pending:
+                literals, search, since, begin = entry
+                if begin >= bound:
+                    continue
+                # Starts before ``bound``: the longest literal may end after it.
+                match = search(buffer, begin, min(length, bound + len(literals[-1]) - 1))
+                if match is None:
+                    found, entry[3] = -1, bound
+                else:
+                    found = match.start()
+                    best = bound = min(best, found)
+                memo[literals] = (since, found, bound if found < 0 else found)
+                for literal in literals:
+                    known = memo.get(literal)
+                    if known is not None and known[0] <= since and known[1] >= since:
+                        continue  # an occurrence already known (at or after ``found``)
+                    if found >= 0 and buffer.startswith(literal, found):
+                        memo[literal] = (since, found, found + 1)
+                    else:
+                        memo[literal] = (since, -1, bound if found < 0 else found)
+            if best <= reach or reach >= length:
+                break
+            reach += 4 * (reach - position)
+        return best if best < length else -1
 
     def _best_final(
         self, buffer: str, position: int, limit: int, no_empty_at: int, memo: dict[Any, Any]
@@ -880,6 +997,8 @@ def _trie_source(words: set[str], at_root: bool = True) -> str:
 _WINDOW = 1024
 #: Text shorter than this is searched by the regex engine directly (``Delimiter._find_final``).
 _SHORT = 1024
+#: The first stretch of text ``Scanner._next_anchor`` searches for each group of anchors.
+_ANCHOR_STRETCH = 256
 #: Lead characters walked back from an anchor before the windowed search takes over.
 _LEAD_LIMIT = 32
 
