@@ -591,6 +591,7 @@ class Scanner:
         "_literal_search",
         "_literal_targets",
         "_safe_chars",
+        "_short_plan",
         "_starts_cache",
         "_whitespace_leads",
     )
@@ -608,6 +609,24 @@ class Scanner:
                 key=lambda entry: (entry[0].is_pattern, entry[2]),
             )
         )
+        # A short complete text (``_scan_short``): each delimiter is one search by the regex
+        # engine (or ``str.find``), its memo entry read and written in line. Not for
+        # patterns that may begin with a lead run, which are searched by their anchors.
+        self._short_plan: tuple[tuple[int, Any, tuple[str, ...], int, Any], ...] | None = None
+        if all(
+            delimiter.exact is None or delimiter.anchors is None or delimiter.anchors.lead is None
+            for delimiter, _, _ in self._final_order
+        ):
+            self._short_plan = tuple(
+                (
+                    id(delimiter),
+                    None if delimiter.exact is None else delimiter.exact.search,
+                    delimiter.literals,
+                    target,
+                    rank,
+                )
+                for delimiter, target, rank in self._final_order
+            )
         # A complete text and only literals: one search for all of them (``scan_final``).
         # Alternatives ordered as the tie-breaking rules rank them at one start (longest,
         # then lower priority, then entry order), since the first that matches wins.
@@ -771,24 +790,18 @@ class Scanner:
         found so far (``Delimiter.find_final``); ``memo`` is for this buffer only."""
         search = self._literal_search
         if search is not None:
-            key = id(self)
-            cached = memo.get(key)
-            if cached is not None and cached[0] <= position:
-                match: DelimiterMatch | None = cached[1]
-                if match is None or match.start >= position:
-                    return match
+            # No memo: a walk acts on the match it finds (the text before it is then
+            # consumed), or ends when there is none, so the search is never repeated.
             found = search(buffer, position)
-            match = (
-                None
-                if found is None
-                else DelimiterMatch(
-                    found.start(), found.end(), self._literal_targets[found.group()], _NO_GROUPS
-                )
-            )
-            memo[key] = (position, match)
-            return match
+            if found is None:
+                return None
+            start, end = found.span()
+            return DelimiterMatch(start, end, self._literal_targets[found.group()], _NO_GROUPS)
+        rest = len(buffer) - position
+        if self._short_plan is not None and rest <= _SHORT and rest <= _WINDOW:
+            return self._scan_short(buffer, position, no_empty_at, memo)
         groups = self._final_groups
-        if groups is not None and len(buffer) - position > _SHORT:
+        if groups is not None and rest > _SHORT:
             # Every match begins with one of the state's anchors, or in a lead run (of
             # spaces) just before one: the next occurrence of any anchor (one search per
             # group of them, see ``_next_anchor``) is where the next match can begin, and the
@@ -806,11 +819,136 @@ class Scanner:
                 if at - start > _LEAD_LIMIT:
                     break
             else:
-                best = self._best_final(buffer, start, at, no_empty_at, memo)
-                if best is not None and best.start <= at:
+                best = self._match_between(buffer, start, at, no_empty_at, memo)
+                if best is not None:
                     return best
                 position = at + 1
         return self._best_final(buffer, position, len(buffer), no_empty_at, memo)
+
+    def _match_between(
+        self, buffer: str, first: int, last: int, no_empty_at: int, memo: dict[Any, Any]
+    ) -> DelimiterMatch | None:
+        """The match to act on that starts in ``[first, last]`` (an anchor and the lead run
+        before it), or None: each delimiter is tried at each of those starts, earliest
+        first, with no search."""
+        best: DelimiterMatch | None = None
+        best_rank = (0, 0)
+        for delimiter, target, rank in self._final_order:
+            for start in range(first, last + 1 if best is None else best.start + 1):
+                if delimiter.exact is None:
+                    size = next(
+                        (
+                            len(text)
+                            for text in delimiter.literals
+                            if buffer.startswith(text, start)
+                        ),
+                        -1,
+                    )
+                    if size < 0:
+                        continue
+                    end = start + size
+                    groups = _NO_GROUPS
+                else:
+                    anchors = delimiter.anchors
+                    assert anchors is not None  # the state has groups: every pattern anchors
+                    if start == last:
+                        # An anchor begins here, and no lead character: so must the match.
+                        if not any(buffer.startswith(text, start) for text in anchors.literals):
+                            continue
+                    elif anchors.lead is None or not anchors.lead(buffer[start]):
+                        continue  # before the anchor, only a lead run can begin the match
+                    if best is not None and start == best.start and delimiter.end is not None:
+                        # A match here ends by the end literal's next occurrence: when that
+                        # is no further than the best match's end, it cannot outrank it.
+                        found = delimiter.end.next_at(buffer, start, len(buffer), memo)
+                        longest = found + len(delimiter.end.literals[0])
+                        if (
+                            found < 0
+                            or longest < best.end
+                            or (longest == best.end and rank > best_rank)
+                        ):
+                            continue
+                    settled = delimiter._match_final(buffer, start, [False], memo)
+                    if settled is None:
+                        continue
+                    end = settled[0].end()
+                    if end == start and start == no_empty_at:
+                        continue
+                    groups = settled[0].groupdict()
+                if (
+                    best is None
+                    or start < best.start
+                    or end > best.end
+                    or (end == best.end and rank < best_rank)
+                ):
+                    best = DelimiterMatch(start, end, target, groups)
+                    best_rank = rank
+                break
+        return best
+
+    def _scan_short(
+        self, buffer: str, position: int, no_empty_at: int, memo: dict[Any, Any]
+    ) -> DelimiterMatch | None:
+        """``_best_final(buffer, position, len(buffer), ...)`` on a short rest of a text,
+        where ``Delimiter.find_final`` searches each delimiter once, whole (issue 17: a
+        short row's scans are mostly the Python around a few C searches). The same memo
+        entries as ``find_final``'s: ``(searched from, match or None, clear to)``."""
+        assert self._short_plan is not None
+        length = len(buffer)
+        best: DelimiterMatch | None = None
+        best_rank = (0, 0)
+        for key, search, literals, target, rank in self._short_plan:
+            cached = memo.get(key)
+            begin = since = position
+            match: DelimiterMatch | None = None
+            if cached is not None and cached[0] <= position:
+                found: DelimiterMatch | None = cached[1]
+                if found is not None:
+                    if found.start >= position and found.end > found.start:
+                        match = found  # the earliest match after cached[0], so after position
+                elif cached[2] > position:  # no match starts in [cached[0], cached[2])
+                    if cached[2] > length:
+                        continue
+                    begin, since = cached[2], cached[0]
+            if match is None:
+                if search is None:
+                    start = end = -1
+                    for literal in literals:  # longest first: equal starts keep the longest
+                        at = buffer.find(literal, begin)
+                        if at >= 0 and (start < 0 or at < start):
+                            start, end = at, at + len(literal)
+                    if start >= 0:
+                        match = DelimiterMatch(start, end, target, _NO_GROUPS)
+                else:
+                    while True:
+                        result = search(buffer, begin)
+                        if result is None:
+                            break
+                        start, end = result.span()
+                        if end > start or start != no_empty_at:
+                            match = DelimiterMatch(start, end, target, result.groupdict())
+                            break
+                        if start >= length:
+                            break
+                        begin = start + 1
+                memo[key] = (since, match, 0 if match is not None else length + 1)
+                if match is None:
+                    continue
+            if (
+                best is None
+                or match.start < best.start
+                or (
+                    match.start == best.start
+                    and (match.end > best.end or (match.end == best.end and rank < best_rank))
+                )
+            ):
+                best = (
+                    match
+                    if match.target == target
+                    else DelimiterMatch(match.start, match.end, target, match.groups)
+                )
+                best_rank = rank
+        return best
 
     @staticmethod
     def _next_anchor(
