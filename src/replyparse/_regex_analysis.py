@@ -52,6 +52,7 @@ __all__ = [
     "find_token_loop",
     "possessive_source",
     "required_literals",
+    "resume_search",
     "whitespace_only_as_lead",
 ]
 
@@ -690,16 +691,11 @@ class Anchors(NamedTuple):
         best = end  # the least start found, or ``end``
         searches: list[tuple[str, int, int]] = []  # (literal, searched from, resume at)
         for literal in self.literals:
-            cached = memo.get(literal)
-            if cached is not None and cached[0] <= position:
-                found = cached[1]
-                if found >= position:
-                    best = min(best, found)
-                    continue
-                if found < 0:
-                    searches.append((literal, cached[0], max(position, cached[2])))
-                    continue
-            searches.append((literal, position, position))
+            found, since, begin = resume_search(memo, literal, position)
+            if found >= 0:
+                best = min(best, found)
+            else:
+                searches.append((literal, since, begin))
         for literal, since, begin in searches:
             if begin >= best:
                 continue  # none begins in [since, begin), and ``best`` is no later
@@ -708,6 +704,21 @@ class Anchors(NamedTuple):
             if found >= 0:
                 best = found
         return best if best < end else -1
+
+
+def resume_search(memo: dict[Any, Any], key: Any, position: int) -> tuple[int, int, int]:
+    """What ``memo`` knows of the search kept under ``key`` as ``(searched from, found at,
+    searched to)`` (found -1: nothing in ``[from, to)``), for a search from ``position``:
+    ``(found, 0, 0)`` when an occurrence at or after ``position`` is known, else ``(-1,
+    since, begin)``: nothing begins in ``[since, begin)``, search on from ``begin``."""
+    cached = memo.get(key)
+    if cached is not None and cached[0] <= position:
+        found: int = cached[1]
+        if found >= position:
+            return found, 0, 0
+        if found < 0:
+            return -1, cached[0], max(position, cached[2])
+    return -1, position, position
 
 
 class _NoAnchors(Exception):

@@ -53,6 +53,7 @@ from replyparse._regex_analysis import (
     find_anchors,
     find_token_loop,
     required_literals,
+    resume_search,
     whitespace_only_as_lead,
 )
 from replyparse._regex_syntax import REGEX_FLAGS, tokens
@@ -875,12 +876,7 @@ class Scanner:
                     if end == start and start == no_empty_at:
                         continue
                     groups = settled[0].groupdict()
-                if (
-                    best is None
-                    or start < best.start
-                    or end > best.end
-                    or (end == best.end and rank < best_rank)
-                ):
+                if best is None or _outranks(start, end, rank, best, best_rank):
                     best = DelimiterMatch(start, end, target, groups)
                     best_rank = rank
                 break
@@ -934,14 +930,7 @@ class Scanner:
                 memo[key] = (since, match, 0 if match is not None else length + 1)
                 if match is None:
                     continue
-            if (
-                best is None
-                or match.start < best.start
-                or (
-                    match.start == best.start
-                    and (match.end > best.end or (match.end == best.end and rank < best_rank))
-                )
-            ):
+            if best is None or _outranks(match.start, match.end, rank, best, best_rank):
                 best = (
                     match
                     if match.target == target
@@ -969,16 +958,11 @@ class Scanner:
         # [literals, search, searched from, resume at] per group still to search
         pending: list[list[Any]] = []
         for literals, search in groups:
-            cached = memo.get(literals)  # (searched from, found at or -1, searched to)
-            if cached is not None and cached[0] <= position:
-                found = cached[1]
-                if found >= position:
-                    best = min(best, found)
-                    continue
-                if found < 0:
-                    pending.append([literals, search, cached[0], max(position, cached[2])])
-                    continue
-            pending.append([literals, search, position, position])
+            found, since, begin = resume_search(memo, literals, position)
+            if found >= 0:
+                best = min(best, found)
+            else:
+                pending.append([literals, search, since, begin])
         reach = position + _ANCHOR_STRETCH
         while pending:
             bound = min(best, reach)
@@ -1019,14 +1003,7 @@ class Scanner:
             if found_match is None:
                 continue
             match = found_match
-            if (
-                best is None
-                or match.start < best.start
-                or (
-                    match.start == best.start
-                    and (match.end > best.end or (match.end == best.end and rank < best_rank))
-                )
-            ):
+            if best is None or _outranks(match.start, match.end, rank, best, best_rank):
                 best = DelimiterMatch(match.start, match.end, target, match.groups)
                 best_rank = rank
                 limit = match.start
@@ -1110,6 +1087,16 @@ class Scanner:
         if best is not None and best.start < held:
             return best.start, best
         return held, None
+
+
+def _outranks(
+    start: int, end: int, rank: tuple[int, int], best: DelimiterMatch, best_rank: tuple[int, int]
+) -> bool:
+    """Whether a match ``[start, end)`` of ``rank`` wins over ``best`` (the tie-breaking
+    rules: earliest start, then longest, then lower rank) in ``scan_final``."""
+    return start < best.start or (
+        start == best.start and (end > best.end or (end == best.end and rank < best_rank))
+    )
 
 
 def _trie_source(words: set[str], at_root: bool = True) -> str:
