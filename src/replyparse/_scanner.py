@@ -837,24 +837,19 @@ class Scanner:
         for delimiter, target, rank in self._final_order:
             for start in range(first, last + 1 if best is None else best.start + 1):
                 if delimiter.exact is None:
-                    size = next(
-                        (
-                            len(text)
-                            for text in delimiter.literals
-                            if buffer.startswith(text, start)
-                        ),
-                        -1,
-                    )
-                    if size < 0:
+                    if not buffer.startswith(delimiter.literals, start):
                         continue
-                    end = start + size
+                    # Longest first: equal starts keep the longest.
+                    end = start + next(
+                        len(text) for text in delimiter.literals if buffer.startswith(text, start)
+                    )
                     groups = _NO_GROUPS
                 else:
                     anchors = delimiter.anchors
                     assert anchors is not None  # the state has groups: every pattern anchors
                     if start == last:
                         # An anchor begins here, and no lead character: so must the match.
-                        if not any(buffer.startswith(text, start) for text in anchors.literals):
+                        if not buffer.startswith(anchors.literals, start):
                             continue
                     elif anchors.lead is None or not anchors.lead(buffer[start]):
                         continue  # before the anchor, only a lead run can begin the match
@@ -950,9 +945,7 @@ class Scanner:
         ``Anchors.next_at`` with one search per group: what ``memo`` knows comes first, and
         the groups are searched side by side in growing stretches, each no further than
         the earliest anchor found so far (a group whose anchors occur late is not looked
-        for past another's). What a search finds is also written in ``memo`` for each
-        literal of its group as ``next_at`` keeps them (none begins in the text passed
-        over), so the delimiters' own searches after it cost nothing over that text."""
+        for past another's)."""
         length = len(buffer)
         best = length  # the least start found, or the end
         # [literals, search, searched from, resume at] per group still to search
@@ -978,14 +971,6 @@ class Scanner:
                     found = match.start()
                     best = bound = min(best, found)
                 memo[literals] = (since, found, bound if found < 0 else found)
-                for literal in literals:
-                    known = memo.get(literal)
-                    if known is not None and known[0] <= since and known[1] >= since:
-                        continue  # an occurrence already known (at or after ``found``)
-                    if found >= 0 and buffer.startswith(literal, found):
-                        memo[literal] = (since, found, found + 1)
-                    else:
-                        memo[literal] = (since, -1, bound if found < 0 else found)
             if best <= reach or reach >= length:
                 break
             reach += 4 * (reach - position)
