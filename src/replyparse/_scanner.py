@@ -683,7 +683,9 @@ class Scanner:
         self._anchor_firsts: frozenset[str] = frozenset()
         self._leads: tuple[Callable[[str], bool], ...] = ()
         self._lead_cache: dict[str, bool] = {}
-        self._final_groups: tuple[tuple[tuple[str, ...], Callable[..., Any]], ...] | None = None
+        self._final_groups: tuple[tuple[Any, tuple[str, ...], Callable[..., Any]], ...] | None = (
+            None
+        )
         if (self._starts_cache is not None or self._first_chars is not None) and all(
             delimiter.anchors is not None or (delimiter.literals and all(delimiter.literals))
             for delimiter in delimiters
@@ -717,6 +719,7 @@ class Scanner:
                     groups.setdefault(anchor[0], []).append(anchor)
                 self._final_groups = tuple(
                     (
+                        ("anchors", *group),  # its memo key
                         tuple(group),
                         re.compile("|".join(re.escape(anchor) for anchor in group)).search,
                     )
@@ -938,7 +941,7 @@ class Scanner:
     def _next_anchor(
         buffer: str,
         position: int,
-        groups: tuple[tuple[tuple[str, ...], Callable[..., Any]], ...],
+        groups: tuple[tuple[Any, tuple[str, ...], Callable[..., Any]], ...],
         memo: dict[Any, Any],
     ) -> int:
         """Where the first anchor beginning at or after ``position`` begins, or -1. As
@@ -948,29 +951,29 @@ class Scanner:
         for past another's)."""
         length = len(buffer)
         best = length  # the least start found, or the end
-        # [literals, search, searched from, resume at] per group still to search
+        # [key, literals, search, searched from, resume at] per group still to search
         pending: list[list[Any]] = []
-        for literals, search in groups:
-            found, since, begin = resume_search(memo, literals, position)
+        for key, literals, search in groups:
+            found, since, begin = resume_search(memo, key, position)
             if found >= 0:
                 best = min(best, found)
             else:
-                pending.append([literals, search, since, begin])
+                pending.append([key, literals, search, since, begin])
         reach = position + _ANCHOR_STRETCH
         while pending:
             bound = min(best, reach)
             for entry in pending:
-                literals, search, since, begin = entry
+                key, literals, search, since, begin = entry
                 if begin >= bound:
                     continue
                 # Starts before ``bound``: the longest literal may end after it.
                 match = search(buffer, begin, min(length, bound + len(literals[-1]) - 1))
                 if match is None:
-                    found, entry[3] = -1, bound
+                    found, entry[4] = -1, bound
                 else:
                     found = match.start()
                     best = bound = min(best, found)
-                memo[literals] = (since, found, bound if found < 0 else found)
+                memo[key] = (since, found, bound if found < 0 else found)
             if best <= reach or reach >= length:
                 break
             reach += 4 * (reach - position)
