@@ -25,11 +25,15 @@ alternatives of one delimiter prefer the longest. These rules make the result in
 how the text was chunked: a match is acted on only when no text still to come can change it.
 
 Complete texts (``scan_final``, one-shot parsing): nothing is held, so only the match
-matters. A state of literals searches one alternation of them; otherwise each delimiter is
-searched only up to the best start found so far and records in the buffer's memo how far it
-got, so that walking the text state by state searches each stretch about once; a pattern
-with anchors (``find_anchors``: the literals every match begins with) is tried only where
-one occurs. The result is always ``scan(..., final=True)``'s.
+matters. A state of literals searches one alternation of them; a short rest of the text is
+one search per delimiter. On a long text, when every delimiter has anchors
+(``find_anchors``: the literals every match begins with), the next anchor of any (one search
+per group of anchors sharing a first character) is where the next match can begin, and each
+delimiter is tried there only; a pattern with an end literal (``end_literal``) is matched on
+the text cut after it, with no partial matching. Otherwise each delimiter is searched only up
+to the best start found so far and records in the buffer's memo how far it got, so that
+walking the text state by state searches each stretch about once. The result is always
+``scan(..., final=True)``'s.
 
 This module knows nothing of fields, events or messages.
 """
