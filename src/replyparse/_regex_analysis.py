@@ -8,6 +8,7 @@ its tree as read by the one regex reader (``replyparse._regex_syntax``, exact re
 * ``find_token_loop``: a loop over header tokens, and the starts a failed one rules out;
 * ``required_literals``: literals every match contains, after its start;
 * ``find_anchors``: the literals every match begins with (after a run);
+* ``end_literal``: a literal every match ends with, past which no way through it reads;
 * ``whitespace_only_as_lead``: whether whitespace begins a match only as a leading run.
 
 Every answer is one-sided: what the reader cannot read, or an analysis cannot bound, gives
@@ -46,10 +47,12 @@ __all__ = [
     "RunLeads",
     "TokenLoop",
     "analyse",
+    "end_literal",
     "find_anchors",
     "find_token_loop",
     "possessive_source",
     "required_literals",
+    "resume_search",
     "whitespace_only_as_lead",
 ]
 
@@ -478,6 +481,80 @@ def required_literals(source: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(found))
 
 
+def end_literal(source: str) -> str | None:
+    """A literal ``L`` that every match of ``source`` ends with (or ends looking ahead at),
+    such that no way through the pattern reads past the first occurrence of ``L`` after its
+    start: gpt-oss's headers end with ``<\\|message\\|>``. Then a match at a start is the
+    same in a text cut after that occurrence as in the whole text. None when the pattern
+    does not end so (or uses syntax the reader does not know).
+
+    What comes before ``L`` (``rest``) reads past an occurrence of ``L`` only by consuming
+    its first character. So every class in ``rest`` (lookarounds included) that matches
+    ``L[0]`` must be one character of a literal run that, laid over ``L`` from there,
+    differs from it within ``L``: a way through ``rest`` that reaches an occurrence dies
+    inside it, and the way through ``L`` itself ends the match."""
+    tree = _tree(source)
+    if tree is None:
+        return None
+    items = _items(tree)
+    if not items:
+        return None
+    last = items[-1]
+    if isinstance(last, Look) and last.ahead and not last.negative:
+        body = _items(last.item)
+        chars = [_single(item) for item in body]
+        if not body or None in chars:
+            return None
+        text = "".join(char for char in chars if char is not None)
+        rest = items[:-1]
+    else:
+        count = 0
+        while count < len(items) and _single(items[len(items) - 1 - count]) is not None:
+            count += 1
+        if not count:
+            return None
+        text = "".join(_single(item) or "" for item in items[len(items) - count :])
+        rest = items[: len(items) - count]
+    return text if _dies_in(Seq(tuple(rest)), text) else None
+
+
+def _dies_in(node: Node, text: str) -> bool:
+    """Whether every class of ``node`` that matches ``text[0]`` is one character of a
+    literal run (in its sequence) that differs from ``text`` laid over it from there."""
+    if isinstance(node, Chars):
+        return not _may_match(node, text[0])
+    if isinstance(node, Anchor):
+        return True
+    if isinstance(node, (Group, Look, Repeat)):
+        return _dies_in(node.item, text)
+    if isinstance(node, Alt):
+        return all(_dies_in(option, text) for option in node.options)
+    items = node.items
+    for index, item in enumerate(items):
+        if not isinstance(item, Chars):
+            if not _dies_in(item, text):
+                return False
+            continue
+        if not _may_match(item, text[0]):
+            continue
+        if _single(item) is None:
+            return False
+        run = ""
+        for after in items[index:]:
+            char = _single(after)
+            if char is None:
+                break
+            run += char
+        if all(run[offset] == text[offset] for offset in range(min(len(run), len(text)))):
+            return False  # the run agrees with ``text`` as far as both go: it may read on
+    return True
+
+
+def _may_match(node: Chars, char: str) -> bool:
+    """Whether ``node`` may match ``char`` (True when its class is not known exactly)."""
+    return not node.source or node.contains(char)
+
+
 def find_token_loop(source: str) -> TokenLoop | None:
     """The ``TokenLoop`` of a pattern, or None when it does not have that shape (or uses
     syntax the reader does not know)."""
@@ -608,27 +685,40 @@ class Anchors(NamedTuple):
         """Where the first literal beginning in ``[position, end)`` begins; -1 when none
         does. ``memo`` keeps each literal's last ``(searched from, found at, searched to)``
         (found -1: none begins in ``[from, to)``), so that the literals of many delimiters
-        and many calls cost one pass over the text each."""
-        best = -1
+        and many calls cost one pass over the text each. The literals known from ``memo``
+        come first, and each search stops at the earliest found so far: a literal that
+        occurs late is not looked for past an earlier one."""
+        best = end  # the least start found, or ``end``
+        searches: list[tuple[str, int, int]] = []  # (literal, searched from, resume at)
         for literal in self.literals:
-            cached = memo.get(literal)
-            since = position
-            begin = position
-            if cached is not None and cached[0] <= position:
-                found = cached[1]
-                if found >= position:
-                    if best < 0 or found < best:
-                        best = found
-                    continue
-                if found < 0:
-                    if cached[2] >= end:
-                        continue
-                    since, begin = cached[0], max(position, cached[2])
-            found = buffer.find(literal, begin, end + len(literal) - 1)
-            memo[literal] = (since, found, end)
-            if found >= 0 and (best < 0 or found < best):
+            found, since, begin = resume_search(memo, literal, position)
+            if found >= 0:
+                best = min(best, found)
+            else:
+                searches.append((literal, since, begin))
+        for literal, since, begin in searches:
+            if begin >= best:
+                continue  # none begins in [since, begin), and ``best`` is no later
+            found = buffer.find(literal, begin, best + len(literal) - 1)
+            memo[literal] = (since, found, best)
+            if found >= 0:
                 best = found
         return best if best < end else -1
+
+
+def resume_search(memo: dict[Any, Any], key: Any, position: int) -> tuple[int, int, int]:
+    """What ``memo`` knows of the search kept under ``key`` as ``(searched from, found at,
+    searched to)`` (found -1: nothing in ``[from, to)``), for a search from ``position``:
+    ``(found, 0, 0)`` when an occurrence at or after ``position`` is known, else ``(-1,
+    since, begin)``: nothing begins in ``[since, begin)``, search on from ``begin``."""
+    cached = memo.get(key)
+    if cached is not None and cached[0] <= position:
+        found: int = cached[1]
+        if found >= position:
+            return found, 0, 0
+        if found < 0:
+            return -1, cached[0], max(position, cached[2])
+    return -1, position, position
 
 
 class _NoAnchors(Exception):

@@ -25,11 +25,15 @@ alternatives of one delimiter prefer the longest. These rules make the result in
 how the text was chunked: a match is acted on only when no text still to come can change it.
 
 Complete texts (``scan_final``, one-shot parsing): nothing is held, so only the match
-matters. A state of literals searches one alternation of them; otherwise each delimiter is
-searched only up to the best start found so far and records in the buffer's memo how far it
-got, so that walking the text state by state searches each stretch about once; a pattern
-with anchors (``find_anchors``: the literals every match begins with) is tried only where
-one occurs. The result is always ``scan(..., final=True)``'s.
+matters. A state of literals searches one alternation of them; a short rest of the text is
+one search per delimiter. On a long text, when every delimiter has anchors
+(``find_anchors``: the literals every match begins with), the next anchor of any (one search
+per group of anchors sharing a first character) is where the next match can begin, and each
+delimiter is tried there only; a pattern with an end literal (``end_literal``) is matched on
+the text cut after it, with no partial matching. Otherwise each delimiter is searched only up
+to the best start found so far and records in the buffer's memo how far it got, so that
+walking the text state by state searches each stretch about once. The result is always
+``scan(..., final=True)``'s.
 
 This module knows nothing of fields, events or messages.
 """
@@ -49,9 +53,11 @@ from replyparse._regex_analysis import (
     RunLeads,
     TokenLoop,
     analyse,
+    end_literal,
     find_anchors,
     find_token_loop,
     required_literals,
+    resume_search,
     whitespace_only_as_lead,
 )
 from replyparse._regex_syntax import REGEX_FLAGS, tokens
@@ -116,6 +122,15 @@ class Delimiter:
     #: Literals every match contains (or looks ahead at), after its start
     #: (``required_literals``): no match starts after the last occurrence of any of them.
     required: tuple[str, ...] = ()
+    #: A literal every match ends with, past whose first occurrence after a start no way
+    #: through the pattern reads (``end_literal``), as ``Anchors`` to search it with a
+    #: shared memo; None when not known.
+    end: Anchors | None = None
+    #: A literal delimiter's alternatives, searched in a complete text with the memo the
+    #: anchors use (``Anchors.next_at``): delimiters and anchors that are the same literal
+    #: (gpt-oss's ``<|end|>`` opens one region, closes another and begins every header)
+    #: share one pass over the text. None for a pattern.
+    alternatives: Anchors | None = None
 
     def _could_extend(self, matched: str) -> bool:
         cache = self.extend_cache
@@ -133,7 +148,12 @@ class Delimiter:
         """A literal delimiter; ``source`` is one string or a list of alternatives."""
         alternatives = (source,) if isinstance(source, str) else tuple(source)
         ordered = tuple(sorted(set(alternatives), key=lambda text: (-len(text), text)))
-        return cls(source if isinstance(source, str) else tuple(source), ordered, None)
+        return cls(
+            source if isinstance(source, str) else tuple(source),
+            ordered,
+            None,
+            alternatives=Anchors(ordered, None),
+        )
 
     @classmethod
     def from_pattern(cls, source: str) -> Delimiter:
@@ -151,6 +171,8 @@ class Delimiter:
         probe_chars = "".join(probes)
         anchors = find_anchors(source)
         anchor_trie = None if anchors is None else re.compile(_trie_source(set(anchors.literals)))
+        end_text = end_literal(source)
+        end = None if end_text is None else Anchors((end_text,), None)
         delimiter = cls(
             source,
             (),
@@ -163,6 +185,7 @@ class Delimiter:
             anchors=anchors,
             anchor_trie=anchor_trie,
             required=required_literals(source),
+            end=end,
         )
         if not is_context_sensitive(delimiter):
             delimiter = cls(
@@ -178,6 +201,7 @@ class Delimiter:
                 anchor_trie=anchor_trie,
                 token_loop=find_token_loop(source),
                 required=delimiter.required,
+                end=end,
             )
         return delimiter
 
@@ -261,15 +285,14 @@ class Delimiter:
     ) -> tuple[DelimiterMatch | None, int]:
         """The earliest match from ``position`` if it starts at or before ``limit``, or
         ``(None, clear_to)``: no match starts in ``[position, clear_to)``."""
-        if self.pattern is None:
-            best_start = best_end = -1
-            for literal in self.literals:  # longest first: equal starts keep the longest
-                start = buffer.find(literal, position, limit + len(literal))
-                if start >= 0 and (best_start < 0 or start < best_start):
-                    best_start, best_end = start, start + len(literal)
-            if best_start < 0:
+        alternatives = self.alternatives
+        if alternatives is not None:
+            start = alternatives.next_at(buffer, position, limit + 1, memo)
+            if start < 0:
                 return None, limit + 1
-            return DelimiterMatch(best_start, best_end, 0, _NO_GROUPS), 0
+            # Longest first: equal starts keep the longest.
+            size = next(len(text) for text in self.literals if buffer.startswith(text, start))
+            return DelimiterMatch(start, start + size, 0, _NO_GROUPS), 0
         anchors = self.anchors
         if anchors is None or (anchors.lead is None and len(buffer) - position <= _SHORT):
             # A short text: one search by the regex engine costs less than the anchors',
@@ -291,7 +314,10 @@ class Delimiter:
             match = self._find_pattern(buffer, position, True, no_empty_at)[0]
             return match, len(buffer) + 1
         last = len(buffer)  # no match starts after this
-        for literal in self.required:
+        # Over a short stretch (a state's next anchor, ``Scanner.scan_final``) the attempts
+        # cost less than looking for the required literals' last occurrences in the text.
+        required = self.required if limit - position > _WINDOW else ()
+        for literal in required:
             key = ("required", literal)
             at = memo.get(key)
             if at is None:
@@ -488,7 +514,7 @@ class Delimiter:
                 # the start, so one match on the whole text per anchor would cost the
                 # text's length per anchor.
                 wide = [False]
-                settled = self._match_at(buffer, start, True, wide)
+                settled = self._match_final(buffer, start, wide, memo)
                 if settled is not None:
                     return settled[0], 0
                 if loop is not None and wide[0]:
@@ -497,6 +523,28 @@ class Delimiter:
                     loop.rule_out(buffer, start, ruled_out)
                 start += 1
             checked = anchor + 1
+
+    def _match_final(
+        self, buffer: str, start: int, wide: list[bool], memo: dict[Any, Any]
+    ) -> tuple[Any, bool] | None:
+        """``_match_at(buffer, start, True, wide)``. When the pattern has an end literal
+        and its first occurrence after ``start`` ends within the first window, one match
+        on the text cut there is the answer (no way through reads past it), without the
+        partial matches that prove a window's match independent of the text after it
+        (the regex engine's partial mode costs several times a plain match: about 30 us
+        against 3 on a gpt-oss header)."""
+        end = self.end
+        if end is not None:
+            found = end.next_at(buffer, start, len(buffer), memo)
+            if found < 0:
+                return None  # every match ends with the literal
+            stop = found + len(end.literals[0])
+            if stop - start <= _WINDOW:
+                exact = self.exact
+                assert exact is not None
+                match = exact.match(buffer, start, stop)
+                return None if match is None else (match, True)
+        return self._match_at(buffer, start, True, wide)
 
     def _match_at(
         self, buffer: str, start: int, final: bool, wide: list[bool] | None = None
@@ -540,6 +588,7 @@ class Scanner:
         "_anchor_search",
         "_anchors",
         "_entries",
+        "_final_groups",
         "_final_order",
         "_first_chars",
         "_lead_cache",
@@ -547,6 +596,7 @@ class Scanner:
         "_literal_search",
         "_literal_targets",
         "_safe_chars",
+        "_short_plan",
         "_starts_cache",
         "_whitespace_leads",
     )
@@ -564,6 +614,24 @@ class Scanner:
                 key=lambda entry: (entry[0].is_pattern, entry[2]),
             )
         )
+        # A short complete text (``_scan_short``): each delimiter is one search by the regex
+        # engine (or ``str.find``), its memo entry read and written in line. Not for
+        # patterns that may begin with a lead run, which are searched by their anchors.
+        self._short_plan: tuple[tuple[int, Any, tuple[str, ...], int, Any], ...] | None = None
+        if all(
+            delimiter.exact is None or delimiter.anchors is None or delimiter.anchors.lead is None
+            for delimiter, _, _ in self._final_order
+        ):
+            self._short_plan = tuple(
+                (
+                    id(delimiter),
+                    None if delimiter.exact is None else delimiter.exact.search,
+                    delimiter.literals,
+                    target,
+                    rank,
+                )
+                for delimiter, target, rank in self._final_order
+            )
         # A complete text and only literals: one search for all of them (``scan_final``).
         # Alternatives ordered as the tie-breaking rules rank them at one start (longest,
         # then lower priority, then entry order), since the first that matches wins.
@@ -619,6 +687,9 @@ class Scanner:
         self._anchor_firsts: frozenset[str] = frozenset()
         self._leads: tuple[Callable[[str], bool], ...] = ()
         self._lead_cache: dict[str, bool] = {}
+        self._final_groups: tuple[tuple[Any, tuple[str, ...], Callable[..., Any]], ...] | None = (
+            None
+        )
         if (self._starts_cache is not None or self._first_chars is not None) and all(
             delimiter.anchors is not None or (delimiter.literals and all(delimiter.literals))
             for delimiter in delimiters
@@ -640,6 +711,24 @@ class Scanner:
                 for delimiter in delimiters
                 if delimiter.anchors is not None and delimiter.anchors.lead is not None
             )
+            # ``scan_final``'s search for where the next match can begin: the anchors grouped
+            # by first character, one alternation per group (a state's anchors mostly share
+            # ``<``), so that a complete text is passed over about once per group rather than
+            # once per anchor. A match begins at an anchor or in a lead run just before it
+            # only when no anchor begins with a lead character (else a run could go on
+            # through an anchor to a later one): otherwise no groups.
+            if not any(lead(anchor[0]) for lead in self._leads for anchor in anchors):
+                groups: dict[str, list[str]] = {}
+                for anchor in sorted(anchors, key=lambda text: (len(text), text)):
+                    groups.setdefault(anchor[0], []).append(anchor)
+                self._final_groups = tuple(
+                    (
+                        ("anchors", *group),  # its memo key
+                        tuple(group),
+                        re.compile("|".join(re.escape(anchor) for anchor in group)).search,
+                    )
+                    for group in groups.values()
+                )
 
     def safe_length(self, text: str) -> int:
         """How much of ``text`` (from its start) certainly begins no delimiter match.
@@ -709,48 +798,190 @@ class Scanner:
         found so far (``Delimiter.find_final``); ``memo`` is for this buffer only."""
         search = self._literal_search
         if search is not None:
-            key = id(self)
-            cached = memo.get(key)
-            if cached is not None and cached[0] <= position:
-                match: DelimiterMatch | None = cached[1]
-                if match is None or match.start >= position:
-                    return match
+            # No memo: a walk acts on the match it finds (the text before it is then
+            # consumed), or ends when there is none, so the search is never repeated.
             found = search(buffer, position)
-            match = (
-                None
-                if found is None
-                else DelimiterMatch(
-                    found.start(), found.end(), self._literal_targets[found.group()], _NO_GROUPS
-                )
-            )
-            memo[key] = (position, match)
-            return match
-        anchor_search = self._anchor_search
-        if (
-            anchor_search is not None
-            and not self._leads
-            and len(self._anchor_firsts) == 1
-            and len(buffer) - position > _SHORT
-        ):
-            # Every match begins with one of the state's anchors (no lead run before it), and
-            # they share their first character (``<``, ``<|``): one search of their trie, which
-            # the engine runs at memchr speed to that character, finds where the next match
-            # can begin, and the delimiters are tried there only, instead of each one's own
-            # pass over a long text that holds none of it (a registry template's reasoning
-            # opener is a pattern, so its state has no combined literal search). Without a
-            # common first character the engine tests every position and separate passes are
-            # faster. When the anchor begins no match (text dense with anchors that begin
-            # nothing), the search goes on as below from the next character, so such text
-            # costs one extra attempt per call, not one per anchor.
-            found = anchor_search(buffer, position)
             if found is None:
                 return None
-            at = found.start()
-            best = self._best_final(buffer, at, at, no_empty_at, memo)
-            if best is not None and best.start == at:
-                return best
-            position = at + 1
+            start, end = found.span()
+            return DelimiterMatch(start, end, self._literal_targets[found.group()], _NO_GROUPS)
+        rest = len(buffer) - position
+        if self._short_plan is not None and rest <= _SHORT and rest <= _WINDOW:
+            return self._scan_short(buffer, position, no_empty_at, memo)
+        groups = self._final_groups
+        if groups is not None and rest > _SHORT:
+            # Every match begins with one of the state's anchors, or in a lead run (of
+            # spaces) just before one: the next occurrence of any anchor (one search per
+            # group of them, see ``_next_anchor``) is where the next match can begin, and the
+            # delimiters are tried there only, instead of each one's own pass over a long
+            # text that holds none of it. When the anchor begins no match (text dense with
+            # anchors that begin nothing), the search goes on as below from the next
+            # character, so such text costs one extra attempt per call, not one per anchor.
+            at = self._next_anchor(buffer, position, groups, memo)
+            if at < 0:
+                return None
+            start = at
+            leads = self._leads
+            while start > position and any(lead(buffer[start - 1]) for lead in leads):
+                start -= 1
+                if at - start > _LEAD_LIMIT:
+                    break
+            else:
+                best = self._match_between(buffer, start, at, no_empty_at, memo)
+                if best is not None:
+                    return best
+                position = at + 1
         return self._best_final(buffer, position, len(buffer), no_empty_at, memo)
+
+    def _match_between(
+        self, buffer: str, first: int, last: int, no_empty_at: int, memo: dict[Any, Any]
+    ) -> DelimiterMatch | None:
+        """The match to act on that starts in ``[first, last]`` (an anchor and the lead run
+        before it), or None: each delimiter is tried at each of those starts, earliest
+        first, with no search."""
+        best: DelimiterMatch | None = None
+        best_rank = (0, 0)
+        for delimiter, target, rank in self._final_order:
+            for start in range(first, last + 1 if best is None else best.start + 1):
+                if delimiter.exact is None:
+                    if not buffer.startswith(delimiter.literals, start):
+                        continue
+                    # Longest first: equal starts keep the longest.
+                    end = start + next(
+                        len(text) for text in delimiter.literals if buffer.startswith(text, start)
+                    )
+                    groups = _NO_GROUPS
+                else:
+                    anchors = delimiter.anchors
+                    assert anchors is not None  # the state has groups: every pattern anchors
+                    if start == last:
+                        # An anchor begins here, and no lead character: so must the match.
+                        if not buffer.startswith(anchors.literals, start):
+                            continue
+                    elif anchors.lead is None or not anchors.lead(buffer[start]):
+                        continue  # before the anchor, only a lead run can begin the match
+                    if best is not None and start == best.start and delimiter.end is not None:
+                        # A match here ends by the end literal's next occurrence: when that
+                        # is no further than the best match's end, it cannot outrank it.
+                        found = delimiter.end.next_at(buffer, start, len(buffer), memo)
+                        longest = found + len(delimiter.end.literals[0])
+                        if (
+                            found < 0
+                            or longest < best.end
+                            or (longest == best.end and rank > best_rank)
+                        ):
+                            continue
+                    settled = delimiter._match_final(buffer, start, [False], memo)
+                    if settled is None:
+                        continue
+                    end = settled[0].end()
+                    if end == start and start == no_empty_at:
+                        continue
+                    groups = settled[0].groupdict()
+                if best is None or _outranks(start, end, rank, best, best_rank):
+                    best = DelimiterMatch(start, end, target, groups)
+                    best_rank = rank
+                break
+        return best
+
+    def _scan_short(
+        self, buffer: str, position: int, no_empty_at: int, memo: dict[Any, Any]
+    ) -> DelimiterMatch | None:
+        """``_best_final(buffer, position, len(buffer), ...)`` on a short rest of a text,
+        where ``Delimiter.find_final`` searches each delimiter once, whole (issue 17: a
+        short row's scans are mostly the Python around a few C searches). The same memo
+        entries as ``find_final``'s: ``(searched from, match or None, clear to)``."""
+        assert self._short_plan is not None
+        length = len(buffer)
+        best: DelimiterMatch | None = None
+        best_rank = (0, 0)
+        for key, search, literals, target, rank in self._short_plan:
+            cached = memo.get(key)
+            begin = since = position
+            match: DelimiterMatch | None = None
+            if cached is not None and cached[0] <= position:
+                found: DelimiterMatch | None = cached[1]
+                if found is not None:
+                    if found.start >= position and found.end > found.start:
+                        match = found  # the earliest match after cached[0], so after position
+                elif cached[2] > position:  # no match starts in [cached[0], cached[2])
+                    if cached[2] > length:
+                        continue
+                    begin, since = cached[2], cached[0]
+            if match is None:
+                if search is None:
+                    start = end = -1
+                    for literal in literals:  # longest first: equal starts keep the longest
+                        at = buffer.find(literal, begin)
+                        if at >= 0 and (start < 0 or at < start):
+                            start, end = at, at + len(literal)
+                    if start >= 0:
+                        match = DelimiterMatch(start, end, target, _NO_GROUPS)
+                else:
+                    while True:
+                        result = search(buffer, begin)
+                        if result is None:
+                            break
+                        start, end = result.span()
+                        if end > start or start != no_empty_at:
+                            match = DelimiterMatch(start, end, target, result.groupdict())
+                            break
+                        if start >= length:
+                            break
+                        begin = start + 1
+                memo[key] = (since, match, 0 if match is not None else length + 1)
+                if match is None:
+                    continue
+            if best is None or _outranks(match.start, match.end, rank, best, best_rank):
+                best = (
+                    match
+                    if match.target == target
+                    else DelimiterMatch(match.start, match.end, target, match.groups)
+                )
+                best_rank = rank
+        return best
+
+    @staticmethod
+    def _next_anchor(
+        buffer: str,
+        position: int,
+        groups: tuple[tuple[Any, tuple[str, ...], Callable[..., Any]], ...],
+        memo: dict[Any, Any],
+    ) -> int:
+        """Where the first anchor beginning at or after ``position`` begins, or -1. As
+        ``Anchors.next_at`` with one search per group: what ``memo`` knows comes first, and
+        the groups are searched side by side in growing stretches, each no further than
+        the earliest anchor found so far (a group whose anchors occur late is not looked
+        for past another's)."""
+        length = len(buffer)
+        best = length  # the least start found, or the end
+        # [key, literals, search, searched from, resume at] per group still to search
+        pending: list[list[Any]] = []
+        for key, literals, search in groups:
+            found, since, begin = resume_search(memo, key, position)
+            if found >= 0:
+                best = min(best, found)
+            else:
+                pending.append([key, literals, search, since, begin])
+        reach = position + _ANCHOR_STRETCH
+        while pending:
+            bound = min(best, reach)
+            for entry in pending:
+                key, literals, search, since, begin = entry
+                if begin >= bound:
+                    continue
+                # Starts before ``bound``: the longest literal may end after it.
+                match = search(buffer, begin, min(length, bound + len(literals[-1]) - 1))
+                if match is None:
+                    found, entry[4] = -1, bound
+                else:
+                    found = match.start()
+                    best = bound = min(best, found)
+                memo[key] = (since, found, bound if found < 0 else found)
+            if best <= reach or reach >= length:
+                break
+            reach += 4 * (reach - position)
+        return best if best < length else -1
 
     def _best_final(
         self, buffer: str, position: int, limit: int, no_empty_at: int, memo: dict[Any, Any]
@@ -764,14 +995,7 @@ class Scanner:
             if found_match is None:
                 continue
             match = found_match
-            if (
-                best is None
-                or match.start < best.start
-                or (
-                    match.start == best.start
-                    and (match.end > best.end or (match.end == best.end and rank < best_rank))
-                )
-            ):
+            if best is None or _outranks(match.start, match.end, rank, best, best_rank):
                 best = DelimiterMatch(match.start, match.end, target, match.groups)
                 best_rank = rank
                 limit = match.start
@@ -857,6 +1081,16 @@ class Scanner:
         return held, None
 
 
+def _outranks(
+    start: int, end: int, rank: tuple[int, int], best: DelimiterMatch, best_rank: tuple[int, int]
+) -> bool:
+    """Whether a match ``[start, end)`` of ``rank`` wins over ``best`` (the tie-breaking
+    rules: earliest start, then longest, then lower rank) in ``scan_final``."""
+    return start < best.start or (
+        start == best.start and (end > best.end or (end == best.end and rank < best_rank))
+    )
+
+
 def _trie_source(words: set[str], at_root: bool = True) -> str:
     """A regex (standard library syntax) that matches, where it starts, one of ``words``
     (the shortest, when one begins another) or a proper beginning of one that ends the text
@@ -880,6 +1114,8 @@ def _trie_source(words: set[str], at_root: bool = True) -> str:
 _WINDOW = 1024
 #: Text shorter than this is searched by the regex engine directly (``Delimiter._find_final``).
 _SHORT = 1024
+#: The first stretch of text ``Scanner._next_anchor`` searches for each group of anchors.
+_ANCHOR_STRETCH = 256
 #: Lead characters walked back from an anchor before the windowed search takes over.
 _LEAD_LIMIT = 32
 

@@ -7,6 +7,7 @@ import pytest
 
 from replyparse._regex_analysis import (
     analyse,
+    end_literal,
     find_anchors,
     find_token_loop,
     possessive_source,
@@ -48,3 +49,27 @@ def test_literal_runs_and_token_loops_read_possessive_patterns() -> None:
     assert loop is not None
     assert find_token_loop(r"(?:<c>\w+|\s*<k>)*+\s*to=x") is None  # a possessive loop
     assert required_literals(r"(?>ab)cde\s*+<\|m\|>") == ("cde", "<|m|>")
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        # gpt-oss's header shape: what comes before the literal cannot read through it.
+        (r"<\|x\|>[^<]*<\|m\|>", "<|m|>"),
+        (r"(?:<\|end\|>)?\s*to=(?P<name>[^\s<]+)\s*<\|message\|>", "<|message|>"),
+        # Ending by looking ahead at the literal.
+        (r"\s*(?=<\|message\|>)", "<|message|>"),
+        (r"<tool_call>", "<tool_call>"),
+        # A class that matches the literal's first character may read on past it.
+        (r"a.*<\|m\|>", None),
+        (r"[^x]+<\|m\|>", None),
+        # A literal run that agrees with the end literal as far as it goes may read on.
+        (r"(?:<\|m)?<\|m\|>", None),
+        (r"<\|me(?:x)?<\|message\|>", None),
+        # No literal at the end.
+        (r"<a>\w+", None),
+        (r"(?!x)", None),
+    ],
+)
+def test_end_literal(source: str, expected: str | None) -> None:
+    assert end_literal(source) == expected
