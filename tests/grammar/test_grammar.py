@@ -346,6 +346,17 @@ def test_gbnf_and_lark_agree_on_samples() -> None:
         assert accepts(lark, text), text
 
 
+def test_gbnf_free_text_is_checked_at_any_length() -> None:
+    # A piece with exclusions is right-recursive GBNF (as llama.cpp needs); checked as written,
+    # llguidance's Earley rows grew by an item a character and refused free text past 2,000
+    # characters (xgrammar and llama.cpp accept it).
+    gbnf = build_grammar(HERMES, tools=TOOLS, format="gbnf")
+    reasoning = "<think>" + "a<b/c " * 2_000 + "</think>"
+    assert accepts(gbnf, reasoning + "done" * 1_000)
+    assert accepts(gbnf, reasoning + CALL)
+    assert not accepts(gbnf, reasoning + CALL[:-3])
+
+
 def test_structural_tag() -> None:
     tag = build_grammar(HERMES, tools=[WEATHER], tool_choice="required", format="structural_tag")
     assert isinstance(tag, dict)

@@ -273,3 +273,17 @@ def test_corpus_outputs_are_accepted(case: dict[str, Any]) -> None:
     except GrammarError as error:
         pytest.skip(f"{case['family']} does not compile for these tools: {error}")
     assert accepts(grammar, case["text"])
+
+
+def test_bare_python_calls_start_unindented_after_a_line_break() -> None:
+    # pythonic's open delimiter takes the "[": the calls are read as Python statements, where
+    # a line indented after a line break is an unexpected indent (the parser refuses it).
+    entry = get_entry("pythonic")
+    prefix = entry.prefixes["default"]
+    tools = [{"type": "function", "function": {"name": "ping", "parameters": {"type": "object"}}}]
+    grammar = build_grammar(entry.template, tools=tools, tool_choice="required", prefix=prefix)
+    good, bad = "[ping(), \t\r\nping()]", "[ping(),\n ping()]"
+    assert accepts(grammar, good)
+    assert problems(good, entry.template, prefix, tools, "required", True) == []
+    assert not accepts(grammar, bad)
+    assert problems(bad, entry.template, prefix, tools, "required", True) != []

@@ -200,9 +200,11 @@ class CallWriter:
         if self.syntax.form == "json":
             return bracketed
         if self.syntax.form == "pythonic":
-            # Without brackets the body is read as Python statements, where a newline ends
-            # one: no whitespace before the comma between calls (``f()\n, g()`` is refused).
-            bare_separator = punct(",", before=False, after=True)
+            # Without brackets the body is read as Python statements, where a line break ends
+            # one: no whitespace before the comma between calls (``f()\n, g()`` is refused),
+            # and after it no indentation once a line has ended (``f(),\n g()`` is an
+            # unexpected indent).
+            bare_separator = G.term(R.seq(R.literal(","), _SPACES, _LINE_BREAKS))
             bare_more = G.Repeat(G.seq(bare_separator, item), 0, None if high is None else high - 1)
             bare = G.seq(item, bare_more) if high != 1 else item
             forms = [
@@ -315,6 +317,11 @@ class CallWriter:
             f"{open_.where}: Python-style calls written between the delimiters do not parse "
             "back, with or without brackets."
         )
+
+
+#: Whitespace on one line, and line breaks (Python statements: no indentation after them).
+_SPACES = R.Repeat(R.Chars(CharSet.of(" \t")), 0, None)
+_LINE_BREAKS = R.Repeat(R.Chars(CharSet.of("\n\r")), 0, None)
 
 
 def _tag_piece(node: R.Node, forbid: tuple[R.Node, ...]) -> G.Piece:
