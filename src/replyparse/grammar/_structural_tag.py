@@ -3,12 +3,14 @@
 A structural tag describes a call as fixed ``begin`` text, JSON arguments under a JSON Schema,
 and fixed ``end`` text, triggered when the model writes ``trigger``. It fits templates whose
 calls are exactly that: a literal open delimiter (the name either in it or in a JSON body
-``{"name": ..., "arguments": ...}``), JSON arguments and a literal close delimiter; or, with
-xgrammar's ``qwen_xml`` style, ``<parameter=KEY>VALUE</parameter>`` tags (Qwen3-Coder and its
-kin) where every parameter is one xgrammar writes exactly as the parser reads it
-(:func:`_qwen_xml_value`). Other templates (other XML tags, Python-style arguments, calls
-listed in one array, regex delimiters with free parts) raise ``GrammarError``: use ``lark`` or
-``gbnf`` for them.
+``{"name": ..., "arguments": ...}``), JSON arguments and a literal close delimiter; or XML
+parameter tags in one of xgrammar's XML styles (:mod:`._xml_styles`: ``qwen_xml``,
+``glm_xml``, ``minimax_xml``, ``deepseek_xml``, ``kimi_k3_xml``), chosen by probing the
+template's real parser with texts of each style, where every parameter is one xgrammar writes
+exactly as the parser reads it. A ``first-of`` body that also reads XML tags (DeepSeek's DSML)
+gets the XML style, the form the model writes, before its JSON alternative. Other templates
+(XML tags of no style, Python-style arguments, calls listed in one array, regex delimiters
+with free parts) raise ``GrammarError``: use ``lark`` or ``gbnf`` for them.
 
 The tag follows xgrammar's semantics (checked against xgrammar in the tests):
 
@@ -32,17 +34,17 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-import regex
-
 from replyparse.grammar import _regex as R
 from replyparse.grammar import _regex_writers as W
+from replyparse.grammar import _xml_styles as S
 from replyparse.grammar._build import _Builder, build_ir
+from replyparse.grammar._call_syntax import grammar_form
 from replyparse.grammar._errors import GrammarError
 from replyparse.grammar._readback import open_after_prefix
 from replyparse.grammar._request import CallRules, ToolEntry
 from replyparse.grammar._schema import ANNOTATIONS
-from replyparse.template import ResponseTemplate
-from replyparse.tools import FunctionTool
+from replyparse.template import FieldSpec, ResponseTemplate
+from replyparse.tools import FunctionTool, responses_shapes
 
 __all__ = ["structural_tag_to_lark", "to_structural_tag"]
 
@@ -83,106 +85,60 @@ def _has_length_bounds(schema: Any) -> bool:
     return False
 
 
-# -- qwen_xml parameter bodies --------------------------------------------------------------
-
-#: A bound on integers in qwen_xml bodies: xgrammar writes unbounded digits, which the
-#: argument typing stops converting after 4,000; the tag admits fewer texts (15 digits).
-_INTEGER_BOUND = 10**15 - 1
-#: The same integers as a regex (xgrammar writes no ``-0`` and no leading zeros).
-_INTEGER_REGEX = "(?:0|-?[1-9][0-9]{0,14})"
-#: Values that probe a template's parameter tag: whatever xgrammar's qwen_xml style writes
-#: between ``<parameter=KEY>`` and ``</parameter>`` (no ``</parameter>`` inside).
-_PROBE_VALUES = ("", "x", " a b ", "\n\n7\n\n", "<p>", "a</b", "<parameter=y>z", '"q"', "\t{}")
+# -- XML call bodies ------------------------------------------------------------------------
 
 
-def _reads_parameter_tag(pattern: Any, key: str) -> bool:
-    """Whether ``<parameter=KEY>VALUE</parameter>`` reads as that key and (nearly) that value
-    for every probe value: the value as written or without one newline at either end."""
-    for value in _PROBE_VALUES:
-        match = pattern.fullmatch(f"<parameter={key}>{value}</parameter>")
-        if match is None or match.group("key") != key:
-            return False
-        got = match.group("value") or ""
-        if got not in {
-            value,
-            value.removeprefix("\n"),
-            value.removesuffix("\n"),
-            value.removeprefix("\n").removesuffix("\n"),
-        }:
-            return False
-    return True
-
-
-def _check_qwen_xml_tags(content_args: Mapping[str, Any]) -> None:
-    """Refuse an ``xml-inline`` body that xgrammar's ``qwen_xml`` style does not write."""
-    where = "$.fields.tool_calls.content_args"
-    if content_args.get("value_parser") is not None or content_args.get("merge_duplicates"):
-        raise GrammarError(
-            f"{where}: a value parser or merged duplicates do not fit xgrammar's qwen_xml "
-            "style (raw parameter values). Use format='lark' or 'gbnf'."
+def _has_xml_alternative(field: FieldSpec) -> bool:
+    """Whether the field's content parser is, or tries (``first-of``), one that reads XML
+    parameter tags: then an XML style may write its bodies."""
+    name: object = field.content
+    args: Mapping[str, Any] = field.content_args
+    form = grammar_form(name)
+    if form == "first-alternative":
+        return any(
+            grammar_form(parser.get("name")) == "xml-inline" for parser in args.get("parsers", [])
         )
-    pattern = regex.compile(str(content_args.get("tag_pattern")), regex.DOTALL)
-    if not _reads_parameter_tag(pattern, "key"):
-        raise GrammarError(
-            f"{where}.tag_pattern: the tags are not <parameter=KEY>VALUE</parameter>, the only "
-            "XML style a structural tag writes here (qwen_xml). Use format='lark' or 'gbnf'."
+    return form == "xml-inline"
+
+
+def _call_texts(builder: _Builder, entry: ToolEntry, end: str) -> tuple[str, str]:
+    """The fixed texts before and after a call's body (name in the open delimiter)."""
+    where = builder.opens["tool_calls"].where
+    before, after = builder.name_splits(entry)[0]
+    return _fixed(before, where) + entry.name + _fixed(after, where), end
+
+
+def _xml_style(
+    builder: _Builder, rules: CallRules, end: str, excludes: list[str], tools: list[dict[str, Any]]
+) -> S.XmlStyle | None:
+    """The first of xgrammar's XML styles the template reads exactly (probed with one string
+    parameter), or None."""
+    entry = rules.tools[0]
+    call = _call_texts(builder, entry, end)
+    probe_tools = [tool for tool in tools if tool.get("name") != entry.name]
+    for style in S.STYLES:
+        found = S.check_style(
+            style,
+            builder.template,
+            call,
+            probe_tools,
+            entry.name,
+            {"key": {"type": "string"}},
+            sorted({*excludes, *style.value_excludes}),
         )
+        if found is None:
+            return style
+    return None
 
 
-def _qwen_xml_value(schema: Any, where: str) -> dict[str, Any]:
-    """One parameter's schema as the qwen_xml tag writes it, or ``GrammarError`` when
-    xgrammar's writing of it is not exactly what the parser reads as that schema.
-
-    Plain strings are raw text; integers (bounded), booleans, ``null`` and enums of those are
-    written with whitespace around them, which the argument typing strips. Strings with any
-    constraint (enums too: their padding stays in the string), numbers (unbounded exponents
-    read back infinite), objects and arrays are refused.
-    """
-    if not isinstance(schema, Mapping):
-        raise GrammarError(f"{where}: boolean schemas do not fit a qwen_xml structural tag.")
-    keys = set(schema) - ANNOTATIONS
-    if "anyOf" in keys and keys == {"anyOf"}:
-        return {"anyOf": [_qwen_xml_value(sub, f"{where}.anyOf") for sub in schema["anyOf"]]}
-    values = schema.get("enum", [schema["const"]] if "const" in schema else None)
-    if values is not None and keys <= {"enum", "const", "type"}:
-        if all(value is None or isinstance(value, (bool, int)) for value in values):
-            return {"enum": list(values)}
-        raise GrammarError(
-            f"{where}: an enum or const with strings or fractions cannot be written exactly in "
-            "a qwen_xml structural tag (xgrammar pads them with whitespace, which stays in a "
-            "string). Use format='lark' or 'gbnf'."
-        )
-    kind = schema.get("type")
-    if isinstance(kind, list) and keys == {"type"}:
-        return {"anyOf": [_qwen_xml_value({"type": item}, where) for item in kind]}
-    extra = sorted(keys - {"type"})
-    if extra or kind not in ("string", "integer", "boolean", "null"):
-        plain = kind in ("string", "integer", "boolean", "null")
-        what = f"the keyword {extra[0]!r}" if plain else f"the type {kind!r}"
-        raise GrammarError(
-            f"{where}: {what} cannot be written exactly in a qwen_xml structural tag (only "
-            "unconstrained strings, integers, booleans, null and their enums). Use "
-            "format='lark' or 'gbnf'."
-        )
-    if kind == "integer":
-        return {"type": "integer", "minimum": -_INTEGER_BOUND, "maximum": _INTEGER_BOUND}
-    return {"type": kind}
-
-
-def _qwen_xml_schema(entry: ToolEntry, content_args: Mapping[str, Any]) -> dict[str, Any]:
-    """The arguments' schema for a qwen_xml tag: each parameter as :func:`_qwen_xml_value`
-    writes it (a non-strict tool: its declared parameters, each optional, as raw text)."""
+def _xml_schema(entry: ToolEntry) -> dict[str, Any]:
+    """The arguments' schema for an XML style: each parameter as
+    :func:`~replyparse.grammar._xml_styles.parameter_schema` writes it (a non-strict tool: its
+    declared parameters, each optional, as raw text)."""
     tool = entry.tool
     assert isinstance(tool, FunctionTool)
     parameters = tool.parameters
     properties = parameters.get("properties", {}) or {}
-    pattern = regex.compile(str(content_args.get("tag_pattern")), regex.DOTALL)
-    for key in properties:
-        if not _reads_parameter_tag(pattern, str(key)):
-            raise GrammarError(
-                f"tool {entry.name!r}: parameters.properties: the key {key!r} does not read "
-                "back in the template's parameter tag."
-            )
     if not entry.strict:
         return {
             "type": "object",
@@ -194,37 +150,18 @@ def _qwen_xml_schema(entry: ToolEntry, content_args: Mapping[str, Any]) -> dict[
     )
     if extra or parameters.get("additionalProperties") is not False:
         raise GrammarError(
-            f"tool {entry.name!r}: parameters: only a closed object of properties fits a "
-            "qwen_xml structural tag" + (f" (got {extra[0]!r})." if extra else ".")
+            f"tool {entry.name!r}: parameters: only a closed object of properties fits an XML "
+            "structural tag" + (f" (got {extra[0]!r})." if extra else ".")
         )
     return {
         "type": "object",
         "properties": {
-            str(key): _qwen_xml_value(sub, f"tool {entry.name!r}: parameters.properties.{key}")
+            str(key): S.parameter_schema(sub, f"tool {entry.name!r}: parameters.properties.{key}")
             for key, sub in properties.items()
         },
         "required": list(parameters.get("required", [])),
         "additionalProperties": False,
     }
-
-
-def _qwen_xml_regex(schema: Mapping[str, Any]) -> str | None:
-    """The text of a value from :func:`_qwen_xml_value` as a regex; None for raw text."""
-    if "anyOf" in schema:
-        options = [_qwen_xml_regex(sub) for sub in schema["anyOf"]]
-        if any(option is None for option in options):
-            return None  # raw text holds every other option, with its padding
-        return "(?:" + "|".join(option for option in options if option is not None) + ")"
-    if "enum" in schema:
-        return "(?:" + "|".join(W.rust_literal(json.dumps(value)) for value in schema["enum"]) + ")"
-    kind = schema.get("type")
-    if kind == "integer":
-        return _INTEGER_REGEX
-    if kind == "boolean":
-        return "(?:true|false)"
-    if kind == "null":
-        return "null"
-    return None
 
 
 def to_structural_tag(template: ResponseTemplate, rules: CallRules, prefix: str) -> dict[str, Any]:
@@ -236,39 +173,68 @@ def to_structural_tag(template: ResponseTemplate, rules: CallRules, prefix: str)
         raise GrammarError("tools: a structural tag needs tools that calls may use.")
     calls_writer = builder.calls
     syntax = calls_writer.syntax
-    xml = syntax.form == "xml-inline" and syntax.placement == "group"
-    if not xml and (syntax.form != "json" or syntax.placement == "each"):
+    for entry in rules.tools:
+        if entry.is_custom:
+            raise GrammarError(f"tool {entry.name!r}: custom tools do not fit a structural tag.")
+    xml_possible = (
+        syntax.placement == "group"
+        and builder.call_field is not None
+        and _has_xml_alternative(builder.call_field)
+    )
+    if not xml_possible and (syntax.form != "json" or syntax.placement == "each"):
         raise GrammarError(
             f"$.fields.tool_calls.content: {syntax.content!r} calls"
             + (" listed in one region" if syntax.placement == "each" else "")
-            + " do not fit a structural tag (JSON arguments between fixed texts, or "
-            "qwen_xml parameter tags). Use format='lark' or 'gbnf'."
+            + " do not fit a structural tag (JSON arguments between fixed texts, or XML "
+            "parameter tags of one of xgrammar's styles). Use format='lark' or 'gbnf'."
         )
-    if xml:
-        _check_qwen_xml_tags(syntax.content_args)
     close = builder.closes["tool_calls"]
     if close is None or not close.options:
         raise GrammarError("$.fields.tool_calls.close: a structural tag needs a close delimiter.")
     end = _fixed(close.options[0][0], close.where)
+    excludes = _texts(calls_writer.body_forbid())
+    tools = responses_shapes(rules.all_tools)
+    style = _xml_style(builder, rules, end, excludes, tools) if xml_possible else None
+    if style is None and syntax.form != "json":
+        names = ", ".join(item.name for item in S.STYLES)
+        raise GrammarError(
+            "$.fields.tool_calls.content_args: the template's parameter tags do not read "
+            f"back what any XML style of a structural tag writes ({names}). Use "
+            "format='lark' or 'gbnf'."
+        )
+    if style is not None:
+        excludes = sorted({*excludes, *style.value_excludes})
+        for text in excludes:
+            if text != text.strip():
+                raise GrammarError(
+                    f"$.fields: the delimiter {text!r} starts or ends with whitespace, which "
+                    "xgrammar's XML styles cannot exclude. Use format='lark' or 'gbnf'."
+                )
     tags = []
     openings = []
     for entry in rules.tools:
-        if entry.is_custom:
-            raise GrammarError(f"tool {entry.name!r}: custom tools do not fit a structural tag.")
-        excludes = _texts(calls_writer.body_forbid())
         content: dict[str, Any]
-        if xml:
-            schema = _qwen_xml_schema(entry, syntax.content_args)
-            for text in excludes:
-                if text != text.strip():
-                    raise GrammarError(
-                        f"$.fields: the delimiter {text!r} starts or ends with whitespace, which "
-                        "xgrammar's XML styles cannot exclude. Use format='lark' or 'gbnf'."
-                    )
+        if style is not None:
+            schema = _xml_schema(entry)
+            written = S.check_style(
+                style,
+                template,
+                _call_texts(builder, entry, end),
+                tools,
+                entry.name,
+                schema["properties"],
+                excludes,
+            )
+            if written is not None:
+                raise GrammarError(
+                    f"tool {entry.name!r}: parameters: a call written in xgrammar's "
+                    f"{style.name} style as {written!r:.200} does not read back as written. "
+                    "Use format='lark' or 'gbnf'."
+                )
             content = {
                 "type": "json_schema",
                 "json_schema": schema,
-                "style": "qwen_xml",
+                "style": style.name,
                 "excludes": excludes,
             }
         else:
@@ -285,10 +251,9 @@ def to_structural_tag(template: ResponseTemplate, rules: CallRules, prefix: str)
                 "ignores length bounds together with excludes). Use format='lark' or 'gbnf'."
             )
         if syntax.placement == "group":
-            before, after = builder.name_splits(entry)[0]
+            before, _ = builder.name_splits(entry)[0]
             opening = _fixed(before, builder.opens["tool_calls"].where)
-            begin = opening + entry.name + _fixed(after, builder.opens["tool_calls"].where)
-            tag_end = end
+            begin, tag_end = _call_texts(builder, entry, end)
         else:
             open_text = _fixed(
                 builder.opens["tool_calls"].options[0][0], builder.opens["tool_calls"].where
@@ -413,8 +378,8 @@ class _LarkTag:
             terminal = self.fresh("T").upper()
             self.lines.append(f"{terminal}: {head}")
             parts.append(terminal)
-        if content.get("style") == "qwen_xml":
-            parts += self.qwen_xml(content, end)
+        if content.get("style", "json") != "json":
+            parts += self.xml(content, end)
             self.lines.append(f"{name}: {' '.join(parts)}")
             return name
         parts.append(self.format(content))
@@ -422,20 +387,27 @@ class _LarkTag:
         self.lines.append(f"{name}: {' '.join(parts)}")
         return name
 
-    def qwen_xml(self, content: Mapping[str, Any], end: str) -> list[str]:
-        """xgrammar's qwen_xml parameters of a schema from :func:`_qwen_xml_schema`, then
-        ``end``: whitespace, the parameters in schema order (the required ones), whitespace.
-        Each parameter is one terminal; raw values exclude the excludes and ``</parameter>``."""
+    def xml(self, content: Mapping[str, Any], end: str) -> list[str]:
+        """xgrammar's XML-style parameters of a schema from :func:`_xml_schema`, then ``end``:
+        whitespace, the parameters in schema order (the required ones), whitespace. Each
+        parameter is one terminal; raw values exclude the excludes and the style's close."""
+        style = next((item for item in S.STYLES if item.name == content["style"]), None)
+        if style is None:
+            raise GrammarError(f"structural tag: style {content['style']!r} cannot be checked.")
         schema = content["json_schema"]
         required = set(schema.get("required", []))
-        raw = self.text([*content.get("excludes", []), "</parameter>"])
+        raw = self.text([*content.get("excludes", []), style.close])
+        close = self.literal(style.close)
         parts = []
         for key, sub in schema["properties"].items():
+            forms = []
+            for option in S.parameter_options(style, sub):
+                value = raw if option.value is None else f"/{_WS}(?:{option.value}){_WS}/"
+                for word in option.words:
+                    head = f" /{_WS}/ ".join(self.literal(part) for part in style.heads(key, word))
+                    forms.append(f"{head} {value} {close}")
             terminal = self.fresh("P").upper()
-            pattern = _qwen_xml_regex(sub)
-            value = raw if pattern is None else f"/{_WS}(?:{pattern}){_WS}/"
-            head = self.literal(f"<parameter={key}>")
-            self.lines.append(f"{terminal}: /{_WS}/ {head} {value} {self.literal('</parameter>')}")
+            self.lines.append(f"{terminal}: /{_WS}/ ({' | '.join(forms)})")
             parts.append(terminal if key in required else f"{terminal}?")
         tail = self.fresh("E").upper()
         self.lines.append(f"{tail}: /{_WS}/ {self.literal(end)}")
