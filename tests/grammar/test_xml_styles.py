@@ -50,7 +50,7 @@ def _parameter(style: S.XmlStyle, key: str, word: str, value: str, gap: str) -> 
 def test_style_rows_write_what_xgrammar_takes(style: S.XmlStyle) -> None:
     schema = {
         "type": "object",
-        "properties": {key: S.parameter_schema(sub, key) for key, sub in PROPERTIES.items()},
+        "properties": {key: S.parameter_schema(style, sub, key) for key, sub in PROPERTIES.items()},
         "required": ["city", "days"],
         "additionalProperties": False,
     }
@@ -181,3 +181,30 @@ def test_string_enums_are_refused_in_xml_styles() -> None:
     enum["function"]["parameters"]["properties"]["city"] = {"type": "string", "enum": ["a"]}
     with pytest.raises(GrammarError, match="enum or const with strings"):
         build_grammar("glm4.5", tools=[enum], format="structural_tag")
+
+
+def test_deepseek_writes_string_enums_raw() -> None:
+    enum = _tool(True)
+    enum["function"]["parameters"]["properties"]["city"] = {"enum": ["Paris", 3]}
+    tag = build_grammar("deepseek-v3.2", tools=[enum], format="structural_tag")
+    assert isinstance(tag, dict)
+    item = tag["format"]["tags"][0]
+    head = '<\uff5cDSML\uff5cparameter name="{}" string="{}">'
+    close = "</\uff5cDSML\uff5cparameter>"
+    days = head.format("days", "false") + "1" + close
+    good = [
+        head.format("city", "true") + "Paris" + close,
+        head.format("city", "false") + "3" + close,
+    ]
+    bad = [
+        head.format("city", "true") + " Paris" + close,  # written without padding
+        head.format("city", "true") + "3" + close,  # a number is written string="false"
+    ]
+    for city, expected in zip(
+        [*good, *bad], [(True, True)] * 2 + [(False, False)] * 2, strict=True
+    ):
+        assert _both(tag, item["begin"] + city + days + item["end"]) == expected, city
+    message = parse_response(
+        item["begin"] + good[0] + days + item["end"], get_entry("deepseek-v3.2").template, prefix=""
+    )
+    assert message["tool_calls"][0]["function"]["arguments"] == {"city": "Paris", "days": 1}

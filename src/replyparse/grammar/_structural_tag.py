@@ -131,7 +131,7 @@ def _xml_style(
     return None
 
 
-def _xml_schema(entry: ToolEntry) -> dict[str, Any]:
+def _xml_schema(style: S.XmlStyle, entry: ToolEntry) -> dict[str, Any]:
     """The arguments' schema for an XML style: each parameter as
     :func:`~replyparse.grammar._xml_styles.parameter_schema` writes it (a non-strict tool: its
     declared parameters, each optional, as raw text)."""
@@ -156,7 +156,9 @@ def _xml_schema(entry: ToolEntry) -> dict[str, Any]:
     return {
         "type": "object",
         "properties": {
-            str(key): S.parameter_schema(sub, f"tool {entry.name!r}: parameters.properties.{key}")
+            str(key): S.parameter_schema(
+                style, sub, f"tool {entry.name!r}: parameters.properties.{key}"
+            )
             for key, sub in properties.items()
         },
         "required": list(parameters.get("required", [])),
@@ -215,7 +217,7 @@ def to_structural_tag(template: ResponseTemplate, rules: CallRules, prefix: str)
     for entry in rules.tools:
         content: dict[str, Any]
         if style is not None:
-            schema = _xml_schema(entry)
+            schema = _xml_schema(style, entry)
             written = S.check_style(
                 style,
                 template,
@@ -402,7 +404,12 @@ class _LarkTag:
         for key, sub in schema["properties"].items():
             forms = []
             for option in S.parameter_options(style, sub):
-                value = raw if option.value is None else f"/{_WS}(?:{option.value}){_WS}/"
+                if option.value is None:
+                    value = raw
+                elif option.padded:
+                    value = f"/{_WS}(?:{option.value}){_WS}/"
+                else:
+                    value = f"/{option.value}/"
                 for word in option.words:
                     head = f" /{_WS}/ ".join(self.literal(part) for part in style.heads(key, word))
                     forms.append(f"{head} {value} {close}")

@@ -29,6 +29,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import regex
+
 from replyparse._json_types import json_equal
 from replyparse.coercion import coerce_to_schema
 from replyparse.errors import ResponseParseError
@@ -69,6 +71,8 @@ class XmlStyle:
         split_any_of: whether each ``anyOf`` alternative is written as its own parameter form
             (DeepSeek's ``string="true"`` or ``"false"``); else the alternatives share one
             form, raw when one of them is a string.
+        raw_enums: whether string enums and consts are written raw, without whitespace
+            (DeepSeek's ``string="true"``); else they are padded, and refused.
         value_excludes: texts the tag keeps out of raw values besides ``close``: the
             templates of DeepSeek and Kimi-K3 read a string value up to the close without its
             last part (their json value parser's ``string_delims``), so a value holding that
@@ -81,6 +85,7 @@ class XmlStyle:
     raw_word: str = ""
     typed_words: tuple[tuple[str, str], ...] = ()
     split_any_of: bool = False
+    raw_enums: bool = False
     value_excludes: tuple[str, ...] = ()
 
     def word(self, kind: str) -> tuple[str, ...]:
@@ -114,6 +119,7 @@ STYLES: tuple[XmlStyle, ...] = (
         raw_word="true",
         typed_words=(("integer", "false"), ("boolean", "false"), ("null", "false")),
         split_any_of=True,
+        raw_enums=True,
         value_excludes=(f"</{_DSML}parameter",),
     ),
     XmlStyle(
@@ -136,12 +142,13 @@ def style_named(name: str) -> XmlStyle | None:
 class Option:
     """One way xgrammar writes a parameter's value: the head's words and the value text.
 
-    ``value`` is a regex of the typed JSON text (written with whitespace around it), or None
-    for a raw string.
+    ``value`` is a regex of the value's text, or None for any raw string; ``padded``: the
+    text is typed JSON written with whitespace around it (a raw string enum is not).
     """
 
     words: tuple[str, ...]
     value: str | None
+    padded: bool = True
 
 
 #: A bound on integers: xgrammar writes unbounded digits, which the argument typing stops
@@ -158,22 +165,27 @@ _SAMPLES_OF = {
 }
 
 
-def parameter_schema(schema: Any, where: str) -> dict[str, Any]:
-    """One parameter's schema as the tag gives it to xgrammar, or ``GrammarError`` when
-    xgrammar's writing of it is not exactly what a parser reads as that schema.
+def parameter_schema(style: XmlStyle, schema: Any, where: str) -> dict[str, Any]:
+    """One parameter's schema as the tag gives it to xgrammar in ``style``, or
+    ``GrammarError`` when xgrammar's writing of it is not exactly what a parser reads as that
+    schema.
 
     Plain strings are raw text; integers (bounded), booleans, ``null`` and enums of those are
-    typed. Strings with any constraint (enums too: their padding stays in the string), numbers
+    typed. String enums are raw where the style writes them so (``raw_enums``); other
+    strings with any constraint (enums too: their padding stays in the string), numbers
     (unbounded exponents read back infinite), objects and arrays are refused.
     """
     if not isinstance(schema, Mapping):
         raise GrammarError(f"{where}: boolean schemas do not fit an XML structural tag.")
     keys = set(schema) - ANNOTATIONS
     if "anyOf" in keys and keys == {"anyOf"}:
-        return {"anyOf": [parameter_schema(sub, f"{where}.anyOf") for sub in schema["anyOf"]]}
+        return {
+            "anyOf": [parameter_schema(style, sub, f"{where}.anyOf") for sub in schema["anyOf"]]
+        }
     values = schema.get("enum", [schema["const"]] if "const" in schema else None)
     if values is not None and keys <= {"enum", "const", "type"}:
-        if all(value is None or isinstance(value, (bool, int)) for value in values):
+        kinds = (bool, int, str) if style.raw_enums else (bool, int)
+        if all(value is None or isinstance(value, kinds) for value in values):
             return {"enum": list(values)}
         raise GrammarError(
             f"{where}: an enum or const with strings or fractions cannot be written exactly in "
@@ -182,7 +194,7 @@ def parameter_schema(schema: Any, where: str) -> dict[str, Any]:
         )
     kind = schema.get("type")
     if isinstance(kind, list) and keys == {"type"}:
-        return {"anyOf": [parameter_schema({"type": item}, where) for item in kind]}
+        return {"anyOf": [parameter_schema(style, {"type": item}, where) for item in kind]}
     extra = sorted(keys - {"type"})
     if extra or kind not in ("string", "integer", "boolean", "null"):
         plain = kind in ("string", "integer", "boolean", "null")
@@ -200,7 +212,13 @@ def parameter_schema(schema: Any, where: str) -> dict[str, Any]:
 def _enum_kind(values: Sequence[Any]) -> str | None:
     """The one JSON type of an enum's values, or None for several."""
     kinds = {
-        "null" if value is None else "boolean" if isinstance(value, bool) else "integer"
+        "null"
+        if value is None
+        else "boolean"
+        if isinstance(value, bool)
+        else "string"
+        if isinstance(value, str)
+        else "integer"
         for value in values
     }
     return kinds.pop() if len(kinds) == 1 else None
@@ -225,6 +243,9 @@ def parameter_options(style: XmlStyle, schema: Mapping[str, Any]) -> list[Option
                 for value in schema["enum"]
                 for option in parameter_options(style, {"enum": [value]})
             ]
+        if kind == "string":
+            union = "|".join(W.rust_literal(value) for value in schema["enum"])
+            return [Option((style.raw_word,), f"(?:{union})", padded=False)]
         words = style.word(kind) if kind is not None else style.any_word()
         union = "|".join(W.rust_literal(json.dumps(value)) for value in schema["enum"])
         return [Option(words, f"(?:{union})")]
@@ -239,7 +260,9 @@ def _typed_samples(schema: Mapping[str, Any]) -> list[str]:
     found: list[str] = []
     for sub in schema.get("anyOf", [schema]):
         if "enum" in sub:
-            found += [json.dumps(value) for value in sub["enum"]]
+            found += [
+                value if isinstance(value, str) else json.dumps(value) for value in sub["enum"]
+            ]
         else:
             found += _SAMPLES_OF.get(str(sub.get("type")), ())
     return found
@@ -353,14 +376,24 @@ def check_style(
             for option in parameter_options(style, schema):
                 raw = option.value is None
                 samples = raws if raw else _typed_samples(schema)
+                if not raw:  # the samples of this option (anyOf and enum splits)
+                    samples = [
+                        value for value in samples if regex.fullmatch(str(option.value), value)
+                    ]
                 for word in option.words:
                     for count, value in enumerate(samples):
                         gap = _GAPS[count % len(_GAPS)]
                         head = gap.join(style.heads(key, word))
-                        written = value if raw else gap + value + gap
+                        written = gap + value + gap if option.padded and not raw else value
                         text = head + written + style.close
                         firsts.setdefault(key, text)
-                        accepted = _variants(value) if raw else [json.loads(value)]
+                        if not option.padded and any(item in value for item in excludes):
+                            return begin + text + end  # xgrammar drops such enum values
+                        accepted = (
+                            _variants(value)
+                            if raw
+                            else [value if not option.padded else json.loads(value)]
+                        )
                         if not probe.reads(gap + text + gap, key, accepted):
                             return begin + gap + text + gap + end
         if firsts:
