@@ -320,10 +320,17 @@ def to_structural_tag(template: ResponseTemplate, rules: CallRules, prefix: str)
                 "which a structural tag cannot close."
             )
         close_text = _fixed(region_close.options[0][0], region_close.where)
+        # The region's text holds none of its other closes either (Kimi-K3's reasoning also
+        # ends where a response or tools section opens), nor the end of the turn.
+        inside = [
+            text
+            for text in _texts((*region_close.forbid(), *builder.end_forbid))
+            if text != close_text
+        ]
         reasoning = {
             "type": "tag",
             "begin": "",
-            "content": {"type": "any_text", "excludes": _texts(builder.end_forbid)},
+            "content": {"type": "any_text", "excludes": inside},
             "end": close_text,
         }
         form = {"type": "sequence", "elements": [reasoning, calls]}
