@@ -76,12 +76,14 @@ def _gbnf_char(text: str, position: int) -> tuple[str, int]:
     return kind, position + 2
 
 
-def gbnf_to_char_lark(text: str) -> str:
+def gbnf_to_char_lark(text: str, prefix: str = "") -> str:
     """A GBNF grammar as Lark whose every terminal is one character.
 
     llama.cpp matches GBNF character by character; llguidance's own GBNF conversion makes
     lexemes of literals, and its greedy lexer then refuses texts llama.cpp accepts. One
-    character per terminal keeps llguidance's check faithful to llama.cpp.
+    character per terminal keeps llguidance's check faithful to llama.cpp. ``prefix`` goes
+    before every rule name (``root`` becomes ``{prefix}start``), so that several grammars
+    can live in one Lark text (a structural tag's ``grammar`` contents).
     """
     out: list[str] = []
     position = 0
@@ -120,7 +122,7 @@ def gbnf_to_char_lark(text: str) -> str:
             while end < len(text) and (text[end].isalnum() or text[end] == "-"):
                 end += 1
             name = text[position:end]
-            out.append("start" if name == "root" else "r_" + name.replace("-", "_"))
+            out.append(prefix + ("start" if name == "root" else "r_" + name.replace("-", "_")))
             position = end
         else:
             out.append(char)

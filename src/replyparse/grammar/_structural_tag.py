@@ -34,15 +34,18 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from replyparse.grammar import _ir as G
 from replyparse.grammar import _regex as R
 from replyparse.grammar import _regex_writers as W
 from replyparse.grammar import _xml_styles as S
 from replyparse.grammar._build import _Builder, build_ir
 from replyparse.grammar._call_syntax import grammar_form
 from replyparse.grammar._errors import GrammarError
+from replyparse.grammar._matcher import gbnf_to_char_lark
 from replyparse.grammar._readback import open_after_prefix
 from replyparse.grammar._request import CallRules, ToolEntry
 from replyparse.grammar._schema import ANNOTATIONS
+from replyparse.grammar._write import to_gbnf
 from replyparse.template import FieldSpec, ResponseTemplate
 from replyparse.tools import FunctionTool, responses_shapes
 
@@ -166,6 +169,93 @@ def _xml_schema(style: S.XmlStyle, entry: ToolEntry) -> dict[str, Any]:
     }
 
 
+def _schema_content(
+    builder: _Builder,
+    style: S.XmlStyle | None,
+    entry: ToolEntry,
+    end: str,
+    excludes: list[str],
+    tools: list[dict[str, Any]],
+) -> dict[str, Any]:
+    """A call's arguments as a ``json_schema`` content (JSON, or ``style``'s XML), or
+    ``GrammarError`` naming why xgrammar would not write them exactly."""
+    schema: Any
+    if style is not None:
+        schema = _xml_schema(style, entry)
+        written = S.check_style(
+            style,
+            builder.template,
+            _call_texts(builder, entry, end),
+            tools,
+            entry.name,
+            schema["properties"],
+            excludes,
+        )
+        if written is not None:
+            raise GrammarError(
+                f"tool {entry.name!r}: parameters: a call written in xgrammar's {style.name} "
+                f"style as {written!r:.200} does not read back as written."
+            )
+        content = {
+            "type": "json_schema",
+            "json_schema": schema,
+            "style": style.name,
+            "excludes": excludes,
+        }
+    else:
+        schema = entry.tool.parameters if entry.strict else {"type": "object"}  # type: ignore[union-attr]
+        # excludes: JSON strings must not hold the close delimiter or the end of the turn,
+        # which the parser would read there.
+        content = {"type": "json_schema", "json_schema": schema, "excludes": excludes}
+    if excludes and _has_length_bounds(schema):
+        # xgrammar 0.2.9 ignores minLength/maxLength on a json_schema with excludes (it warns
+        # "not applied together with JSONSchemaFormat.excludes").
+        raise GrammarError(
+            f"tool {entry.name!r}: parameters: 'minLength' / 'maxLength' cannot be kept in a "
+            "json_schema whose strings must exclude the call's close delimiter (xgrammar "
+            "ignores length bounds together with excludes)."
+        )
+    return content
+
+
+def _references(expr: G.Expr) -> list[str]:
+    """The rules ``expr`` refers to directly."""
+    if isinstance(expr, G.Ref):
+        return [expr.name]
+    if isinstance(expr, G.Seq):
+        return [name for item in expr.items for name in _references(item)]
+    if isinstance(expr, G.Alt):
+        return [name for option in expr.options for name in _references(option)]
+    if isinstance(expr, G.Repeat):
+        return _references(expr.item)
+    return []
+
+
+def _grammar_content(builder: _Builder, entry: ToolEntry, refusal: GrammarError) -> dict[str, Any]:
+    """A call's body as a ``grammar`` content: the GBNF the ``gbnf`` format writes for it
+    (its rules only), which xgrammar reads as EBNF. Exact wherever the GBNF output is: the
+    builder's probe read the same body back. ``GrammarError`` (with ``refusal``) when GBNF
+    cannot write it."""
+    assert builder.calls is not None
+    grammar = builder.grammar
+    start = grammar.fresh("call_body")
+    grammar.add(start, builder.calls.call_body(entry))
+    kept: dict[str, G.Expr] = {}
+    pending = [start]
+    while pending:
+        name = pending.pop()
+        if name not in kept:
+            kept[name] = grammar.rules[name]
+            pending += _references(kept[name])
+    try:
+        text = to_gbnf(G.Grammar(rules=kept, start=start))
+    except GrammarError as error:
+        raise GrammarError(
+            f"{refusal} Nor can the body be written as a grammar: {error} Use format='lark'."
+        ) from None
+    return {"type": "grammar", "grammar": text}
+
+
 def to_structural_tag(template: ResponseTemplate, rules: CallRules, prefix: str) -> dict[str, Any]:
     """The request as an xgrammar structural tag (see the module docstring)."""
     # The soundness rules of the other formats: what they refuse is refused here too.
@@ -197,61 +287,35 @@ def to_structural_tag(template: ResponseTemplate, rules: CallRules, prefix: str)
     excludes = _texts(calls_writer.body_forbid())
     tools = responses_shapes(rules.all_tools)
     style = _xml_style(builder, rules, end, excludes, tools) if xml_possible else None
+    # Why the arguments are not a json_schema of the tag (None: they are).
+    refusal: GrammarError | None = None
     if style is None and syntax.form != "json":
         names = ", ".join(item.name for item in S.STYLES)
-        raise GrammarError(
+        refusal = GrammarError(
             "$.fields.tool_calls.content_args: the template's parameter tags do not read "
-            f"back what any XML style of a structural tag writes ({names}). Use "
-            "format='lark' or 'gbnf'."
+            f"back what any XML style of a structural tag writes ({names})."
         )
     if style is not None:
         excludes = sorted({*excludes, *style.value_excludes})
-        for text in excludes:
-            if text != text.strip():
-                raise GrammarError(
-                    f"$.fields: the delimiter {text!r} starts or ends with whitespace, which "
-                    "xgrammar's XML styles cannot exclude. Use format='lark' or 'gbnf'."
-                )
+        spaced = [text for text in excludes if text != text.strip()]
+        if spaced:
+            refusal = GrammarError(
+                f"$.fields: the delimiter {spaced[0]!r} starts or ends with whitespace, which "
+                "xgrammar's XML styles cannot exclude."
+            )
     tags = []
     openings = []
     for entry in rules.tools:
-        content: dict[str, Any]
-        if style is not None:
-            schema = _xml_schema(style, entry)
-            written = S.check_style(
-                style,
-                template,
-                _call_texts(builder, entry, end),
-                tools,
-                entry.name,
-                schema["properties"],
-                excludes,
-            )
-            if written is not None:
-                raise GrammarError(
-                    f"tool {entry.name!r}: parameters: a call written in xgrammar's "
-                    f"{style.name} style as {written!r:.200} does not read back as written. "
-                    "Use format='lark' or 'gbnf'."
-                )
-            content = {
-                "type": "json_schema",
-                "json_schema": schema,
-                "style": style.name,
-                "excludes": excludes,
-            }
-        else:
-            schema = entry.tool.parameters if entry.strict else {"type": "object"}  # type: ignore[union-attr]
-            # excludes: JSON strings must not hold the close delimiter or the end of the
-            # turn, which the parser would read there.
-            content = {"type": "json_schema", "json_schema": schema, "excludes": excludes}
-        if excludes and _has_length_bounds(schema):
-            # xgrammar 0.2.9 ignores minLength/maxLength on a json_schema with excludes (it
-            # warns "not applied together with JSONSchemaFormat.excludes").
-            raise GrammarError(
-                f"tool {entry.name!r}: parameters: 'minLength' / 'maxLength' cannot be kept in a "
-                "structural tag whose JSON must exclude the call's close delimiter (xgrammar "
-                "ignores length bounds together with excludes). Use format='lark' or 'gbnf'."
-            )
+        content: dict[str, Any] | None = None
+        try:
+            if refusal is not None:
+                raise refusal
+            content = _schema_content(builder, style, entry, end, excludes, tools)
+        except GrammarError as error:
+            if syntax.placement != "group":
+                raise GrammarError(f"{error} Use format='lark' or 'gbnf'.") from None
+            # The general answer: the call's body as the grammar the GBNF output writes.
+            content = _grammar_content(builder, entry, error)
         if syntax.placement == "group":
             before, _ = builder.name_splits(entry)[0]
             opening = _fixed(before, builder.opens["tool_calls"].where)
@@ -387,6 +451,15 @@ class _LarkTag:
             terminal = self.fresh("T").upper()
             self.lines.append(f"{terminal}: {head}")
             parts.append(terminal)
+        if content.get("type") == "grammar":
+            # The GBNF as Lark of one character per terminal (as accepts() checks GBNF), the
+            # end too: llguidance's lexer would not give back a character of a longer
+            # lexeme that fails later.
+            prefix = self.fresh("g") + "_"
+            self.lines.append(gbnf_to_char_lark(content["grammar"], prefix))
+            ending = " ".join(self.literal(char) for char in end)
+            self.lines.append(f"{name}: {' '.join(parts)} {prefix}start {ending}")
+            return name
         if content.get("style", "json") != "json":
             parts += self.xml(content, end)
             self.lines.append(f"{name}: {' '.join(parts)}")
