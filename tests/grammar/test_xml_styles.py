@@ -11,6 +11,7 @@ import pytest
 from replyparse import parse_response
 from replyparse.grammar import GrammarError, accepts, build_grammar
 from replyparse.grammar import _xml_styles as S
+from replyparse.grammar.sample import sample_texts
 from replyparse.templates import get_entry
 
 pytest.importorskip("llguidance")
@@ -163,24 +164,35 @@ def test_kimi_k3_tag_for_non_strict_tools() -> None:
         build_grammar(entry.template, tools=[_tool(True)], format="structural_tag")
 
 
-@pytest.mark.parametrize(
-    ("family", "match"),
-    [
-        ("step3", "do not read back what any XML style"),  # <steptml:parameter name="K">
-        ("hyperclovax-seed-think", "do not read back what any XML style"),  # JSON values
-    ],
-)
-def test_templates_of_no_style_are_refused(family: str, match: str) -> None:
+@pytest.mark.parametrize("family", ["step3", "hyperclovax-seed-think", "minicpm5"])
+def test_templates_of_no_style_get_the_bodys_own_grammar(family: str) -> None:
+    # step3's <steptml:parameter name="K">, hyperclovax's JSON values, minicpm5's CDATA.
     entry = get_entry(family)
-    with pytest.raises(GrammarError, match=match):
-        build_grammar(entry.template, tools=[_tool(False)], format="structural_tag")
+    tag = build_grammar(entry.template, tools=[_tool(True)], format="structural_tag")
+    assert isinstance(tag, dict)
+    item = tag["format"]["tags"][0]
+    assert item["content"]["type"] == "grammar"
+    compiled = xgrammar.Grammar.from_structural_tag(json.dumps(tag))
+    texts = sample_texts(tag, count=3, seed=2)
+    assert texts
+    for text in texts:
+        assert _is_grammar_accept_string(compiled, text), text
+    cut = item["begin"]  # a call without its body and close
+    assert _both(tag, cut) == (False, False)
 
 
-def test_string_enums_are_refused_in_xml_styles() -> None:
+def test_string_enums_in_glm_xml_get_the_bodys_own_grammar() -> None:
     enum = _tool(True)
-    enum["function"]["parameters"]["properties"]["city"] = {"type": "string", "enum": ["a"]}
-    with pytest.raises(GrammarError, match="enum or const with strings"):
-        build_grammar("glm4.5", tools=[enum], format="structural_tag")
+    enum["function"]["parameters"]["properties"]["city"] = {"type": "string", "enum": ["a b"]}
+    tag = build_grammar("glm4.5", tools=[enum], format="structural_tag")
+    assert isinstance(tag, dict)
+    item = tag["format"]["tags"][0]
+    assert item["content"]["type"] == "grammar"
+    body = "<arg_key>city</arg_key><arg_value>a b</arg_value>"
+    body += "<arg_key>days</arg_key><arg_value>3</arg_value>"
+    assert _both(tag, item["begin"] + body + item["end"]) == (True, True)
+    padded = body.replace(">a b<", "> a b <")  # the padding xgrammar's glm_xml writes
+    assert _both(tag, item["begin"] + padded + item["end"]) == (False, False)
 
 
 def test_deepseek_writes_string_enums_raw() -> None:

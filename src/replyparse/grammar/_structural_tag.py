@@ -239,15 +239,15 @@ def _grammar_content(builder: _Builder, entry: ToolEntry, refusal: GrammarError)
     assert builder.calls is not None
     grammar = builder.grammar
     start = grammar.fresh("call_body")
-    grammar.add(start, builder.calls.call_body(entry))
-    kept: dict[str, G.Expr] = {}
-    pending = [start]
-    while pending:
-        name = pending.pop()
-        if name not in kept:
-            kept[name] = grammar.rules[name]
-            pending += _references(kept[name])
     try:
+        grammar.add(start, builder.calls.call_body(entry))
+        kept: dict[str, G.Expr] = {}
+        pending = [start]
+        while pending:
+            name = pending.pop()
+            if name not in kept:
+                kept[name] = grammar.rules[name]
+                pending += _references(kept[name])
         text = to_gbnf(G.Grammar(rules=kept, start=start))
     except GrammarError as error:
         raise GrammarError(
