@@ -77,7 +77,7 @@ def _gbnf_char(text: str, position: int) -> tuple[str, int]:
     return kind, position + 2
 
 
-def _char_lark(text: str) -> str:
+def _char_lark(text: str, prefix: str = "") -> str:
     """A GBNF expression (or rule) as Lark whose every terminal is one character."""
     out: list[str] = []
     position = 0
@@ -115,7 +115,7 @@ def _char_lark(text: str) -> str:
             end = position
             while end < len(text) and (text[end].isalnum() or text[end] == "-"):
                 end += 1
-            out.append(_lark_name(text[position:end]))
+            out.append(_lark_name(text[position:end], prefix))
             position = end
         else:
             out.append(char)
@@ -123,8 +123,8 @@ def _char_lark(text: str) -> str:
     return "".join(out)
 
 
-def _lark_name(name: str) -> str:
-    return "start" if name == "root" else "r_" + name.replace("-", "_")
+def _lark_name(name: str, prefix: str = "") -> str:
+    return prefix + ("start" if name == "root" else "r_" + name.replace("-", "_"))
 
 
 #: A rule of a right-linear group, as the GBNF writer writes a piece's automaton: every
@@ -149,7 +149,7 @@ def _reachable(entry: str, states: dict[str, tuple[list[tuple[str, str]], bool]]
 
 
 def _left_linear(
-    entry: str, states: dict[str, tuple[list[tuple[str, str]], bool]]
+    entry: str, states: dict[str, tuple[list[tuple[str, str]], bool]], prefix: str = ""
 ) -> list[str] | None:
     """Lark rules for the automaton that starts at ``entry``, written left-recursive.
 
@@ -165,17 +165,17 @@ def _left_linear(
     if not accepting:
         return None
     into: dict[str, list[str]] = {state: [] for state in reachable}
-    inner = {state: f"{_lark_name(entry)}__{_lark_name(state)}" for state in reachable}
+    inner = {state: f"{_lark_name(entry, prefix)}__{_lark_name(state)}" for state in reachable}
     into[entry].append('""')
     for state in reachable:
         for chars, target in states[state][0]:
-            into[target].append(f"{inner[state]} {_char_lark(chars)}")
-    rules = [f"{_lark_name(entry)}: " + " | ".join(inner[state] for state in accepting)]
+            into[target].append(f"{inner[state]} {_char_lark(chars, prefix)}")
+    rules = [f"{_lark_name(entry, prefix)}: " + " | ".join(inner[state] for state in accepting)]
     rules += [f"{inner[state]}: " + " | ".join(into[state]) for state in reachable if into[state]]
     return rules
 
 
-def gbnf_to_char_lark(text: str) -> str:
+def gbnf_to_char_lark(text: str, prefix: str = "") -> str:
     """A GBNF grammar (one rule a line, as :func:`.to_gbnf` writes it) as Lark whose every
     terminal is one character.
 
@@ -183,7 +183,9 @@ def gbnf_to_char_lark(text: str) -> str:
     lexemes of literals, and its greedy lexer then refuses texts llama.cpp accepts. One
     character per terminal keeps llguidance's check faithful to llama.cpp. The automata of
     pieces with exclusions (right-linear rules) are written left-recursive (:func:`_left_linear`),
-    so the check stays linear in the text.
+    so the check stays linear in the text. ``prefix`` goes before every rule name (``root``
+    becomes ``{prefix}start``), so that several grammars can live in one Lark text (a
+    structural tag's ``grammar`` contents).
     """
     rules: dict[str, str] = {}
     for line in text.split("\n"):
@@ -214,13 +216,13 @@ def gbnf_to_char_lark(text: str) -> str:
     automata: list[str] = []
     kept: set[str] = set()
     for name in sorted(entries):
-        written = _left_linear(name, states)
+        written = _left_linear(name, states, prefix)
         if written is None:
             kept.update(_reachable(name, states))
         else:
             automata += written
     out = [
-        f"{_lark_name(name)}: {_char_lark(body)}"
+        f"{_lark_name(name, prefix)}: {_char_lark(body, prefix)}"
         for name, body in rules.items()
         if name not in states or name in kept
     ]

@@ -3,12 +3,14 @@
 A structural tag describes a call as fixed ``begin`` text, JSON arguments under a JSON Schema,
 and fixed ``end`` text, triggered when the model writes ``trigger``. It fits templates whose
 calls are exactly that: a literal open delimiter (the name either in it or in a JSON body
-``{"name": ..., "arguments": ...}``), JSON arguments and a literal close delimiter; or, with
-xgrammar's ``qwen_xml`` style, ``<parameter=KEY>VALUE</parameter>`` tags (Qwen3-Coder and its
-kin) where every parameter is one xgrammar writes exactly as the parser reads it
-(:func:`_qwen_xml_value`). Other templates (other XML tags, Python-style arguments, calls
-listed in one array, regex delimiters with free parts) raise ``GrammarError``: use ``lark`` or
-``gbnf`` for them.
+``{"name": ..., "arguments": ...}``), JSON arguments and a literal close delimiter; or XML
+parameter tags in one of xgrammar's XML styles (:mod:`._xml_styles`: ``qwen_xml``,
+``glm_xml``, ``minimax_xml``, ``deepseek_xml``, ``kimi_k3_xml``), chosen by probing the
+template's real parser with texts of each style, where every parameter is one xgrammar writes
+exactly as the parser reads it. A ``first-of`` body that also reads XML tags (DeepSeek's DSML)
+gets the XML style, the form the model writes, before its JSON alternative. Other templates
+(XML tags of no style, Python-style arguments, calls listed in one array, regex delimiters
+with free parts) raise ``GrammarError``: use ``lark`` or ``gbnf`` for them.
 
 The tag follows xgrammar's semantics (checked against xgrammar in the tests):
 
@@ -32,17 +34,20 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-import regex
-
+from replyparse.grammar import _ir as G
 from replyparse.grammar import _regex as R
 from replyparse.grammar import _regex_writers as W
+from replyparse.grammar import _xml_styles as S
 from replyparse.grammar._build import _Builder, build_ir
+from replyparse.grammar._call_syntax import grammar_form
 from replyparse.grammar._errors import GrammarError
+from replyparse.grammar._matcher import gbnf_to_char_lark
 from replyparse.grammar._readback import open_after_prefix
 from replyparse.grammar._request import CallRules, ToolEntry
 from replyparse.grammar._schema import ANNOTATIONS
-from replyparse.template import ResponseTemplate
-from replyparse.tools import FunctionTool
+from replyparse.grammar._write import to_gbnf
+from replyparse.template import FieldSpec, ResponseTemplate
+from replyparse.tools import FunctionTool, responses_shapes
 
 __all__ = ["structural_tag_to_lark", "to_structural_tag"]
 
@@ -83,106 +88,60 @@ def _has_length_bounds(schema: Any) -> bool:
     return False
 
 
-# -- qwen_xml parameter bodies --------------------------------------------------------------
-
-#: A bound on integers in qwen_xml bodies: xgrammar writes unbounded digits, which the
-#: argument typing stops converting after 4,000; the tag admits fewer texts (15 digits).
-_INTEGER_BOUND = 10**15 - 1
-#: The same integers as a regex (xgrammar writes no ``-0`` and no leading zeros).
-_INTEGER_REGEX = "(?:0|-?[1-9][0-9]{0,14})"
-#: Values that probe a template's parameter tag: whatever xgrammar's qwen_xml style writes
-#: between ``<parameter=KEY>`` and ``</parameter>`` (no ``</parameter>`` inside).
-_PROBE_VALUES = ("", "x", " a b ", "\n\n7\n\n", "<p>", "a</b", "<parameter=y>z", '"q"', "\t{}")
+# -- XML call bodies ------------------------------------------------------------------------
 
 
-def _reads_parameter_tag(pattern: Any, key: str) -> bool:
-    """Whether ``<parameter=KEY>VALUE</parameter>`` reads as that key and (nearly) that value
-    for every probe value: the value as written or without one newline at either end."""
-    for value in _PROBE_VALUES:
-        match = pattern.fullmatch(f"<parameter={key}>{value}</parameter>")
-        if match is None or match.group("key") != key:
-            return False
-        got = match.group("value") or ""
-        if got not in {
-            value,
-            value.removeprefix("\n"),
-            value.removesuffix("\n"),
-            value.removeprefix("\n").removesuffix("\n"),
-        }:
-            return False
-    return True
-
-
-def _check_qwen_xml_tags(content_args: Mapping[str, Any]) -> None:
-    """Refuse an ``xml-inline`` body that xgrammar's ``qwen_xml`` style does not write."""
-    where = "$.fields.tool_calls.content_args"
-    if content_args.get("value_parser") is not None or content_args.get("merge_duplicates"):
-        raise GrammarError(
-            f"{where}: a value parser or merged duplicates do not fit xgrammar's qwen_xml "
-            "style (raw parameter values). Use format='lark' or 'gbnf'."
+def _has_xml_alternative(field: FieldSpec) -> bool:
+    """Whether the field's content parser is, or tries (``first-of``), one that reads XML
+    parameter tags: then an XML style may write its bodies."""
+    name: object = field.content
+    args: Mapping[str, Any] = field.content_args
+    form = grammar_form(name)
+    if form == "first-alternative":
+        return any(
+            grammar_form(parser.get("name")) == "xml-inline" for parser in args.get("parsers", [])
         )
-    pattern = regex.compile(str(content_args.get("tag_pattern")), regex.DOTALL)
-    if not _reads_parameter_tag(pattern, "key"):
-        raise GrammarError(
-            f"{where}.tag_pattern: the tags are not <parameter=KEY>VALUE</parameter>, the only "
-            "XML style a structural tag writes here (qwen_xml). Use format='lark' or 'gbnf'."
+    return form == "xml-inline"
+
+
+def _call_texts(builder: _Builder, entry: ToolEntry, end: str) -> tuple[str, str]:
+    """The fixed texts before and after a call's body (name in the open delimiter)."""
+    where = builder.opens["tool_calls"].where
+    before, after = builder.name_splits(entry)[0]
+    return _fixed(before, where) + entry.name + _fixed(after, where), end
+
+
+def _xml_style(
+    builder: _Builder, rules: CallRules, end: str, excludes: list[str], tools: list[dict[str, Any]]
+) -> S.XmlStyle | None:
+    """The first of xgrammar's XML styles the template reads exactly (probed with one string
+    parameter), or None."""
+    entry = rules.tools[0]
+    call = _call_texts(builder, entry, end)
+    probe_tools = [tool for tool in tools if tool.get("name") != entry.name]
+    for style in S.STYLES:
+        found = S.check_style(
+            style,
+            builder.template,
+            call,
+            probe_tools,
+            entry.name,
+            {"key": {"type": "string"}},
+            sorted({*excludes, *style.value_excludes}),
         )
+        if found is None:
+            return style
+    return None
 
 
-def _qwen_xml_value(schema: Any, where: str) -> dict[str, Any]:
-    """One parameter's schema as the qwen_xml tag writes it, or ``GrammarError`` when
-    xgrammar's writing of it is not exactly what the parser reads as that schema.
-
-    Plain strings are raw text; integers (bounded), booleans, ``null`` and enums of those are
-    written with whitespace around them, which the argument typing strips. Strings with any
-    constraint (enums too: their padding stays in the string), numbers (unbounded exponents
-    read back infinite), objects and arrays are refused.
-    """
-    if not isinstance(schema, Mapping):
-        raise GrammarError(f"{where}: boolean schemas do not fit a qwen_xml structural tag.")
-    keys = set(schema) - ANNOTATIONS
-    if "anyOf" in keys and keys == {"anyOf"}:
-        return {"anyOf": [_qwen_xml_value(sub, f"{where}.anyOf") for sub in schema["anyOf"]]}
-    values = schema.get("enum", [schema["const"]] if "const" in schema else None)
-    if values is not None and keys <= {"enum", "const", "type"}:
-        if all(value is None or isinstance(value, (bool, int)) for value in values):
-            return {"enum": list(values)}
-        raise GrammarError(
-            f"{where}: an enum or const with strings or fractions cannot be written exactly in "
-            "a qwen_xml structural tag (xgrammar pads them with whitespace, which stays in a "
-            "string). Use format='lark' or 'gbnf'."
-        )
-    kind = schema.get("type")
-    if isinstance(kind, list) and keys == {"type"}:
-        return {"anyOf": [_qwen_xml_value({"type": item}, where) for item in kind]}
-    extra = sorted(keys - {"type"})
-    if extra or kind not in ("string", "integer", "boolean", "null"):
-        plain = kind in ("string", "integer", "boolean", "null")
-        what = f"the keyword {extra[0]!r}" if plain else f"the type {kind!r}"
-        raise GrammarError(
-            f"{where}: {what} cannot be written exactly in a qwen_xml structural tag (only "
-            "unconstrained strings, integers, booleans, null and their enums). Use "
-            "format='lark' or 'gbnf'."
-        )
-    if kind == "integer":
-        return {"type": "integer", "minimum": -_INTEGER_BOUND, "maximum": _INTEGER_BOUND}
-    return {"type": kind}
-
-
-def _qwen_xml_schema(entry: ToolEntry, content_args: Mapping[str, Any]) -> dict[str, Any]:
-    """The arguments' schema for a qwen_xml tag: each parameter as :func:`_qwen_xml_value`
-    writes it (a non-strict tool: its declared parameters, each optional, as raw text)."""
+def _xml_schema(style: S.XmlStyle, entry: ToolEntry) -> dict[str, Any]:
+    """The arguments' schema for an XML style: each parameter as
+    :func:`~replyparse.grammar._xml_styles.parameter_schema` writes it (a non-strict tool: its
+    declared parameters, each optional, as raw text)."""
     tool = entry.tool
     assert isinstance(tool, FunctionTool)
     parameters = tool.parameters
     properties = parameters.get("properties", {}) or {}
-    pattern = regex.compile(str(content_args.get("tag_pattern")), regex.DOTALL)
-    for key in properties:
-        if not _reads_parameter_tag(pattern, str(key)):
-            raise GrammarError(
-                f"tool {entry.name!r}: parameters.properties: the key {key!r} does not read "
-                "back in the template's parameter tag."
-            )
     if not entry.strict:
         return {
             "type": "object",
@@ -194,13 +153,15 @@ def _qwen_xml_schema(entry: ToolEntry, content_args: Mapping[str, Any]) -> dict[
     )
     if extra or parameters.get("additionalProperties") is not False:
         raise GrammarError(
-            f"tool {entry.name!r}: parameters: only a closed object of properties fits a "
-            "qwen_xml structural tag" + (f" (got {extra[0]!r})." if extra else ".")
+            f"tool {entry.name!r}: parameters: only a closed object of properties fits an XML "
+            "structural tag" + (f" (got {extra[0]!r})." if extra else ".")
         )
     return {
         "type": "object",
         "properties": {
-            str(key): _qwen_xml_value(sub, f"tool {entry.name!r}: parameters.properties.{key}")
+            str(key): S.parameter_schema(
+                style, sub, f"tool {entry.name!r}: parameters.properties.{key}"
+            )
             for key, sub in properties.items()
         },
         "required": list(parameters.get("required", [])),
@@ -208,23 +169,91 @@ def _qwen_xml_schema(entry: ToolEntry, content_args: Mapping[str, Any]) -> dict[
     }
 
 
-def _qwen_xml_regex(schema: Mapping[str, Any]) -> str | None:
-    """The text of a value from :func:`_qwen_xml_value` as a regex; None for raw text."""
-    if "anyOf" in schema:
-        options = [_qwen_xml_regex(sub) for sub in schema["anyOf"]]
-        if any(option is None for option in options):
-            return None  # raw text holds every other option, with its padding
-        return "(?:" + "|".join(option for option in options if option is not None) + ")"
-    if "enum" in schema:
-        return "(?:" + "|".join(W.rust_literal(json.dumps(value)) for value in schema["enum"]) + ")"
-    kind = schema.get("type")
-    if kind == "integer":
-        return _INTEGER_REGEX
-    if kind == "boolean":
-        return "(?:true|false)"
-    if kind == "null":
-        return "null"
-    return None
+def _schema_content(
+    builder: _Builder,
+    style: S.XmlStyle | None,
+    entry: ToolEntry,
+    end: str,
+    excludes: list[str],
+    tools: list[dict[str, Any]],
+) -> dict[str, Any]:
+    """A call's arguments as a ``json_schema`` content (JSON, or ``style``'s XML), or
+    ``GrammarError`` naming why xgrammar would not write them exactly."""
+    schema: Any
+    if style is not None:
+        schema = _xml_schema(style, entry)
+        written = S.check_style(
+            style,
+            builder.template,
+            _call_texts(builder, entry, end),
+            tools,
+            entry.name,
+            schema["properties"],
+            excludes,
+        )
+        if written is not None:
+            raise GrammarError(
+                f"tool {entry.name!r}: parameters: a call written in xgrammar's {style.name} "
+                f"style as {written!r:.200} does not read back as written."
+            )
+        content = {
+            "type": "json_schema",
+            "json_schema": schema,
+            "style": style.name,
+            "excludes": excludes,
+        }
+    else:
+        schema = entry.tool.parameters if entry.strict else {"type": "object"}  # type: ignore[union-attr]
+        # excludes: JSON strings must not hold the close delimiter or the end of the turn,
+        # which the parser would read there.
+        content = {"type": "json_schema", "json_schema": schema, "excludes": excludes}
+    if excludes and _has_length_bounds(schema):
+        # xgrammar 0.2.9 ignores minLength/maxLength on a json_schema with excludes (it warns
+        # "not applied together with JSONSchemaFormat.excludes").
+        raise GrammarError(
+            f"tool {entry.name!r}: parameters: 'minLength' / 'maxLength' cannot be kept in a "
+            "json_schema whose strings must exclude the call's close delimiter (xgrammar "
+            "ignores length bounds together with excludes)."
+        )
+    return content
+
+
+def _references(expr: G.Expr) -> list[str]:
+    """The rules ``expr`` refers to directly."""
+    if isinstance(expr, G.Ref):
+        return [expr.name]
+    if isinstance(expr, G.Seq):
+        return [name for item in expr.items for name in _references(item)]
+    if isinstance(expr, G.Alt):
+        return [name for option in expr.options for name in _references(option)]
+    if isinstance(expr, G.Repeat):
+        return _references(expr.item)
+    return []
+
+
+def _grammar_content(builder: _Builder, entry: ToolEntry, refusal: GrammarError) -> dict[str, Any]:
+    """A call's body as a ``grammar`` content: the GBNF the ``gbnf`` format writes for it
+    (its rules only), which xgrammar reads as EBNF. Exact wherever the GBNF output is: the
+    builder's probe read the same body back. ``GrammarError`` (with ``refusal``) when GBNF
+    cannot write it."""
+    assert builder.calls is not None
+    grammar = builder.grammar
+    start = grammar.fresh("call_body")
+    try:
+        grammar.add(start, builder.calls.call_body(entry))
+        kept: dict[str, G.Expr] = {}
+        pending = [start]
+        while pending:
+            name = pending.pop()
+            if name not in kept:
+                kept[name] = grammar.rules[name]
+                pending += _references(kept[name])
+        text = to_gbnf(G.Grammar(rules=kept, start=start))
+    except GrammarError as error:
+        raise GrammarError(
+            f"{refusal} Nor can the body be written as a grammar: {error} Use format='lark'."
+        ) from None
+    return {"type": "grammar", "grammar": text}
 
 
 def to_structural_tag(template: ResponseTemplate, rules: CallRules, prefix: str) -> dict[str, Any]:
@@ -236,59 +265,61 @@ def to_structural_tag(template: ResponseTemplate, rules: CallRules, prefix: str)
         raise GrammarError("tools: a structural tag needs tools that calls may use.")
     calls_writer = builder.calls
     syntax = calls_writer.syntax
-    xml = syntax.form == "xml-inline" and syntax.placement == "group"
-    if not xml and (syntax.form != "json" or syntax.placement == "each"):
+    for entry in rules.tools:
+        if entry.is_custom:
+            raise GrammarError(f"tool {entry.name!r}: custom tools do not fit a structural tag.")
+    xml_possible = (
+        syntax.placement == "group"
+        and builder.call_field is not None
+        and _has_xml_alternative(builder.call_field)
+    )
+    if not xml_possible and (syntax.form != "json" or syntax.placement == "each"):
         raise GrammarError(
             f"$.fields.tool_calls.content: {syntax.content!r} calls"
             + (" listed in one region" if syntax.placement == "each" else "")
-            + " do not fit a structural tag (JSON arguments between fixed texts, or "
-            "qwen_xml parameter tags). Use format='lark' or 'gbnf'."
+            + " do not fit a structural tag (JSON arguments between fixed texts, or XML "
+            "parameter tags of one of xgrammar's styles). Use format='lark' or 'gbnf'."
         )
-    if xml:
-        _check_qwen_xml_tags(syntax.content_args)
     close = builder.closes["tool_calls"]
     if close is None or not close.options:
         raise GrammarError("$.fields.tool_calls.close: a structural tag needs a close delimiter.")
     end = _fixed(close.options[0][0], close.where)
+    excludes = _texts(calls_writer.body_forbid())
+    tools = responses_shapes(rules.all_tools)
+    style = _xml_style(builder, rules, end, excludes, tools) if xml_possible else None
+    # Why the arguments are not a json_schema of the tag (None: they are).
+    refusal: GrammarError | None = None
+    if style is None and syntax.form != "json":
+        names = ", ".join(item.name for item in S.STYLES)
+        refusal = GrammarError(
+            "$.fields.tool_calls.content_args: the template's parameter tags do not read "
+            f"back what any XML style of a structural tag writes ({names})."
+        )
+    if style is not None:
+        excludes = sorted({*excludes, *style.value_excludes})
+        spaced = [text for text in excludes if text != text.strip()]
+        if spaced:
+            refusal = GrammarError(
+                f"$.fields: the delimiter {spaced[0]!r} starts or ends with whitespace, which "
+                "xgrammar's XML styles cannot exclude."
+            )
     tags = []
     openings = []
     for entry in rules.tools:
-        if entry.is_custom:
-            raise GrammarError(f"tool {entry.name!r}: custom tools do not fit a structural tag.")
-        excludes = _texts(calls_writer.body_forbid())
-        content: dict[str, Any]
-        if xml:
-            schema = _qwen_xml_schema(entry, syntax.content_args)
-            for text in excludes:
-                if text != text.strip():
-                    raise GrammarError(
-                        f"$.fields: the delimiter {text!r} starts or ends with whitespace, which "
-                        "xgrammar's XML styles cannot exclude. Use format='lark' or 'gbnf'."
-                    )
-            content = {
-                "type": "json_schema",
-                "json_schema": schema,
-                "style": "qwen_xml",
-                "excludes": excludes,
-            }
-        else:
-            schema = entry.tool.parameters if entry.strict else {"type": "object"}  # type: ignore[union-attr]
-            # excludes: JSON strings must not hold the close delimiter or the end of the
-            # turn, which the parser would read there.
-            content = {"type": "json_schema", "json_schema": schema, "excludes": excludes}
-        if excludes and _has_length_bounds(schema):
-            # xgrammar 0.2.9 ignores minLength/maxLength on a json_schema with excludes (it
-            # warns "not applied together with JSONSchemaFormat.excludes").
-            raise GrammarError(
-                f"tool {entry.name!r}: parameters: 'minLength' / 'maxLength' cannot be kept in a "
-                "structural tag whose JSON must exclude the call's close delimiter (xgrammar "
-                "ignores length bounds together with excludes). Use format='lark' or 'gbnf'."
-            )
+        content: dict[str, Any] | None = None
+        try:
+            if refusal is not None:
+                raise refusal
+            content = _schema_content(builder, style, entry, end, excludes, tools)
+        except GrammarError as error:
+            if syntax.placement != "group":
+                raise GrammarError(f"{error} Use format='lark' or 'gbnf'.") from None
+            # The general answer: the call's body as the grammar the GBNF output writes.
+            content = _grammar_content(builder, entry, error)
         if syntax.placement == "group":
-            before, after = builder.name_splits(entry)[0]
+            before, _ = builder.name_splits(entry)[0]
             opening = _fixed(before, builder.opens["tool_calls"].where)
-            begin = opening + entry.name + _fixed(after, builder.opens["tool_calls"].where)
-            tag_end = end
+            begin, tag_end = _call_texts(builder, entry, end)
         else:
             open_text = _fixed(
                 builder.opens["tool_calls"].options[0][0], builder.opens["tool_calls"].where
@@ -353,10 +384,17 @@ def to_structural_tag(template: ResponseTemplate, rules: CallRules, prefix: str)
                 "which a structural tag cannot close."
             )
         close_text = _fixed(region_close.options[0][0], region_close.where)
+        # The region's text holds none of its other closes either (Kimi-K3's reasoning also
+        # ends where a response or tools section opens), nor the end of the turn.
+        inside = [
+            text
+            for text in _texts((*region_close.forbid(), *builder.end_forbid))
+            if text != close_text
+        ]
         reasoning = {
             "type": "tag",
             "begin": "",
-            "content": {"type": "any_text", "excludes": _texts(builder.end_forbid)},
+            "content": {"type": "any_text", "excludes": inside},
             "end": close_text,
         }
         form = {"type": "sequence", "elements": [reasoning, calls]}
@@ -413,8 +451,17 @@ class _LarkTag:
             terminal = self.fresh("T").upper()
             self.lines.append(f"{terminal}: {head}")
             parts.append(terminal)
-        if content.get("style") == "qwen_xml":
-            parts += self.qwen_xml(content, end)
+        if content.get("type") == "grammar":
+            # The GBNF as Lark of one character per terminal (as accepts() checks GBNF), the
+            # end too: llguidance's lexer would not give back a character of a longer
+            # lexeme that fails later.
+            prefix = self.fresh("g") + "_"
+            self.lines.append(gbnf_to_char_lark(content["grammar"], prefix))
+            ending = " ".join(self.literal(char) for char in end)
+            self.lines.append(f"{name}: {' '.join(parts)} {prefix}start {ending}")
+            return name
+        if content.get("style", "json") != "json":
+            parts += self.xml(content, end)
             self.lines.append(f"{name}: {' '.join(parts)}")
             return name
         parts.append(self.format(content))
@@ -422,20 +469,32 @@ class _LarkTag:
         self.lines.append(f"{name}: {' '.join(parts)}")
         return name
 
-    def qwen_xml(self, content: Mapping[str, Any], end: str) -> list[str]:
-        """xgrammar's qwen_xml parameters of a schema from :func:`_qwen_xml_schema`, then
-        ``end``: whitespace, the parameters in schema order (the required ones), whitespace.
-        Each parameter is one terminal; raw values exclude the excludes and ``</parameter>``."""
+    def xml(self, content: Mapping[str, Any], end: str) -> list[str]:
+        """xgrammar's XML-style parameters of a schema from :func:`_xml_schema`, then ``end``:
+        whitespace, the parameters in schema order (the required ones), whitespace. Each
+        parameter is one terminal; raw values exclude the excludes and the style's close."""
+        style = next((item for item in S.STYLES if item.name == content["style"]), None)
+        if style is None:
+            raise GrammarError(f"structural tag: style {content['style']!r} cannot be checked.")
         schema = content["json_schema"]
         required = set(schema.get("required", []))
-        raw = self.text([*content.get("excludes", []), "</parameter>"])
+        raw = self.text([*content.get("excludes", []), style.close])
+        close = self.literal(style.close)
         parts = []
         for key, sub in schema["properties"].items():
+            forms = []
+            for option in S.parameter_options(style, sub):
+                if option.value is None:
+                    value = raw
+                elif option.padded:
+                    value = f"/{_WS}(?:{option.value}){_WS}/"
+                else:
+                    value = f"/{option.value}/"
+                for word in option.words:
+                    head = f" /{_WS}/ ".join(self.literal(part) for part in style.heads(key, word))
+                    forms.append(f"{head} {value} {close}")
             terminal = self.fresh("P").upper()
-            pattern = _qwen_xml_regex(sub)
-            value = raw if pattern is None else f"/{_WS}(?:{pattern}){_WS}/"
-            head = self.literal(f"<parameter={key}>")
-            self.lines.append(f"{terminal}: /{_WS}/ {head} {value} {self.literal('</parameter>')}")
+            self.lines.append(f"{terminal}: /{_WS}/ ({' | '.join(forms)})")
             parts.append(terminal if key in required else f"{terminal}?")
         tail = self.fresh("E").upper()
         self.lines.append(f"{tail}: /{_WS}/ {self.literal(end)}")
