@@ -549,6 +549,7 @@ class Scanner:
         "_safe_chars",
         "_starts_cache",
         "_whitespace_leads",
+        "start_chars",
     )
 
     def __init__(self, entries: Sequence[tuple[Delimiter, int, int]]) -> None:
@@ -640,6 +641,17 @@ class Scanner:
                 for delimiter in delimiters
                 if delimiter.anchors is not None and delimiter.anchors.lead is not None
             )
+        #: The characters that can begin a delimiter match, when they are all that
+        #: ``safe_length`` looks at: a text holding none of them is safe whole (a set test
+        #: the parser makes per feed without calling ``safe_length``). None when more is
+        #: needed (a lead run before an anchor, a per-character test of patterns).
+        self.start_chars: frozenset[str] | None = (
+            self._first_chars
+            if self._anchor_search is None
+            else None
+            if self._leads
+            else self._anchor_firsts
+        )
 
     def safe_length(self, text: str) -> int:
         """How much of ``text`` (from its start) certainly begins no delimiter match.

@@ -137,6 +137,13 @@ def _close_name(field: FieldSpec) -> str:
 _STREAMING = ParserPhase.STREAMING
 # Held text longer than this is scanned again only once it has doubled (``_defer``).
 _RESCAN_AFTER = 128
+# Whitespace held at the end of a stripping field's body is kept in one string up to this
+# length (a bounded copy per feed), then in an accumulator (``_hold_whitespace``).
+_HELD_WHITESPACE = 256
+
+
+#: Pieces a ``_TextAccumulator`` joins into one block.
+_BLOCK = 256
 
 
 class _TextAccumulator:
@@ -148,8 +155,6 @@ class _TextAccumulator:
 
     __slots__ = ("_blocks", "_pieces")
 
-    _BLOCK = 256
-
     def __init__(self) -> None:
         self._blocks: list[str] = []
         self._pieces: list[str] = []
@@ -157,7 +162,7 @@ class _TextAccumulator:
     def append(self, text: str) -> None:
         pieces = self._pieces
         pieces.append(text)
-        if len(pieces) >= self._BLOCK:
+        if len(pieces) >= _BLOCK:
             self.pack()
 
     def pack(self) -> None:
@@ -324,11 +329,19 @@ class ResponseParser:
         self._body = _TextAccumulator()
         self._body_offset = 0
         self._started = False  # a stripping clean field has seen non-whitespace
-        # Whitespace held until more text follows (an accumulator: a long run arrives in many
-        # small pieces, and appending to one string would copy it each time); None when there
-        # is none, so that the per-feed test is an identity check.
-        self._pending_whitespace: _TextAccumulator | None = None
+        # Whitespace held at the end of a stripping clean field's body until more text
+        # follows: a string while it is short; a long run (many small pieces, which one
+        # string would copy at each) goes on in ``_whitespace_run`` (``_hold_whitespace``).
+        self._pending_whitespace = ""
+        self._whitespace_run: _TextAccumulator | None = None
         self._captures: dict[str, list[Any]] = {}
+        # The fast path of ``feed`` (see ``_update_fast``): while not None, the characters
+        # that can begin a delimiter in the current state, and a feed holding none of them
+        # is all text of the open region, streamed as one chunk of ``_fast_field``.
+        self._fast: frozenset[str] | None = None
+        self._fast_field = ""
+        self._fast_dirty = False
+        self._fast_strips = False  # the field strips and is clean (``_append_body``)
 
         prefix_text = self._decode_prefix(prefix)
         prefix_text = prefix_text[_find_anchor_end(self.template, prefix_text) :]
@@ -336,6 +349,7 @@ class ResponseParser:
         self.initial_events: list[Event] = []
         if prefix_text:
             self.initial_events = self._run(prefix_text, final=False)
+        self._update_fast()
 
     # -- public API -------------------------------------------------------------------------
 
@@ -358,6 +372,41 @@ class ResponseParser:
         Any exception but ``ParserStateError`` leaves the parser ``FAILED``: further calls
         raise ``ParserStateError``.
         """
+        chars = self._fast
+        if chars is not None and text.__class__ is str and text and chars.isdisjoint(text):
+            # The fast path (``_update_fast``): no character of ``text`` can begin a
+            # delimiter, nothing is held, and a region is open: ``text`` is its next chunk.
+            # The same as ``_append_body``, in one call.
+            self._base += len(text)
+            body = self._body
+            pieces = body._pieces
+            pieces.append(text)
+            if len(pieces) >= _BLOCK:
+                body.pack()
+            if self._fast_strips:
+                kept = text.rstrip()
+                if kept is not text:  # trailing whitespace (rstrip returns the same object)
+                    text = self._hold_whitespace(text, kept)
+                    if not text:
+                        return []
+                elif self._pending_whitespace:
+                    text = self._pending_whitespace + text
+                    self._pending_whitespace = ""
+            return [
+                {
+                    "type": "region_chunk",
+                    "field": self._fast_field,
+                    "text": text,
+                    "dirty": self._fast_dirty,
+                }
+            ]
+        self._fast = None
+        events = self._feed(text)
+        self._update_fast()
+        return events
+
+    def _feed(self, text: str | Sequence[int]) -> list[Event]:
+        """``feed`` off its fast path."""
         ended = self.phase is not _STREAMING
         if ended:
             self._check_usable("feed")  # raises unless the turn has ended
@@ -433,6 +482,7 @@ class ResponseParser:
                 ``optional: false`` never appeared (never in recover mode).
             ParserStateError: the parser already finished or failed.
         """
+        self._fast = None
         self._check_usable("finalize")
         try:
             return self._finalize(partial, text)
@@ -449,6 +499,7 @@ class ResponseParser:
         the events of ``text`` (the whole-text path: region text is collected and parsed at
         its close, never cut into chunks). ``fitting=False``: the text is known not to fit
         (``_walk_fitting`` said so), so only the general path is tried."""
+        self._fast = None
         self._check_usable("finalize")
         try:
             if fitting and isinstance(text, str):
@@ -652,8 +703,8 @@ class ResponseParser:
         state["_captures"] = copy.deepcopy(self._captures) if self._captures else {}
         state["_body"] = self._body.copy()
         state["_deferred"] = self._deferred.copy()
-        pending = self._pending_whitespace
-        state["_pending_whitespace"] = None if pending is None else pending.copy()
+        run = self._whitespace_run
+        state["_whitespace_run"] = None if run is None else run.copy()
         state["_floors"] = dict(self._floors)
         copied.__dict__.update(state)
         return copied
@@ -802,20 +853,51 @@ class ResponseParser:
         else:
             self._append_body(field, buffer[start:end], events)
 
+    def _update_fast(self) -> None:
+        """Turn ``feed``'s fast path on or off for the state ``_feed`` left: on while the
+        parser streams, holds no text (nothing deferred, no context kept for lookbehinds),
+        a region is open, its scanner knows every character that can begin a delimiter
+        (``Scanner.start_chars``), and a stripping clean field has begun its value with no
+        long whitespace run held. The fast path keeps every one of these true, but for a
+        long whitespace run, which turns it off (``_hold_whitespace``)."""
+        self._fast = None
+        chars = self._scanner.start_chars
+        if (
+            chars is None
+            or self._buffer
+            or self._rescan_at
+            or self._context_size
+            or self.phase is not _STREAMING
+        ):
+            return
+        field = self._field
+        if field is None:
+            if not self._implicit_open:
+                return
+            field = self._implicit_field
+        parser = field.parser
+        strips = parser.strips and not parser.dirty
+        if strips and (not self._started or self._whitespace_run is not None):
+            return
+        self._fast_field = field.name
+        self._fast_dirty = parser.dirty
+        self._fast_strips = strips
+        self._fast = chars
+
     def _begin_body(self, offset: int) -> None:
         if self._body:
             self._body = _TextAccumulator()
         self._body_offset = offset
         self._started = False
-        self._pending_whitespace = None
+        self._pending_whitespace = ""
+        self._whitespace_run = None
 
     def _append_body(self, field: FieldSpec, text: str, events: list[Event]) -> None:
-        # Once per feed: the common case (clean text, no whitespace held) is tested first,
-        # and the body's piece list is appended to in place (``_TextAccumulator.append``).
+        # The body's piece list is appended to in place (``_TextAccumulator.append``).
         body = self._body
         pieces = body._pieces
         pieces.append(text)
-        if len(pieces) >= _TextAccumulator._BLOCK:
+        if len(pieces) >= _BLOCK:
             body.pack()
         parser = field.parser
         if parser.dirty or not parser.strips:
@@ -829,28 +911,51 @@ class ResponseParser:
                 return
             self._started = True
         kept = text.rstrip()
-        pending = self._pending_whitespace
-        if kept is text:  # no trailing whitespace (rstrip returns the same object)
-            if pending is not None:
-                text = pending.getvalue() + text
-                self._pending_whitespace = None
-            events.append(
-                {"type": "region_chunk", "field": field.name, "text": text, "dirty": False}
-            )
-            return
+        if kept is not text:  # trailing whitespace (rstrip returns the same object)
+            text = self._hold_whitespace(text, kept)
+            if not text:
+                return
+        elif self._pending_whitespace or self._whitespace_run is not None:
+            text = self._take_whitespace() + text
+        events.append({"type": "region_chunk", "field": field.name, "text": text, "dirty": False})
+
+    def _hold_whitespace(self, text: str, kept: str) -> str:
+        """A stripping clean field's ``text`` ends in whitespace (``kept`` is the rest):
+        return what to stream now, the held whitespace and ``kept`` ("" when ``text`` is
+        all whitespace), and hold ``text``'s trailing whitespace: it is part of the value
+        only if more text follows before the region closes."""
         if kept:
             trailing = text[len(kept) :]
-            if pending is not None:
-                kept = pending.getvalue() + kept
-            events.append(
-                {"type": "region_chunk", "field": field.name, "text": kept, "dirty": False}
-            )
-            pending = self._pending_whitespace = _TextAccumulator()
-            pending.append(trailing)
-            return
-        if pending is None:
-            pending = self._pending_whitespace = _TextAccumulator()
-        pending.append(text)
+            if self._pending_whitespace or self._whitespace_run is not None:
+                kept = self._take_whitespace() + kept
+            self._pending_whitespace = trailing
+            return kept
+        run = self._whitespace_run
+        if run is not None:
+            run.append(text)
+            return ""
+        held = self._pending_whitespace
+        if len(held) + len(text) <= _HELD_WHITESPACE:
+            self._pending_whitespace = held + text
+            return ""
+        # A long run: an accumulator from here on (one string would be copied at each
+        # piece); ``feed``'s fast path is off until it ends (``_update_fast``).
+        run = self._whitespace_run = _TextAccumulator()
+        run.append(held)
+        run.append(text)
+        self._pending_whitespace = ""
+        self._fast = None
+        return ""
+
+    def _take_whitespace(self) -> str:
+        """The held whitespace, no longer held."""
+        held = self._pending_whitespace
+        self._pending_whitespace = ""
+        run = self._whitespace_run
+        if run is None:
+            return held
+        self._whitespace_run = None
+        return run.getvalue() + held
 
     def _open_region(self, field: FieldSpec, match: DelimiterMatch, events: list[Event]) -> None:
         self._field = field
