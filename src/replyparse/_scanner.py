@@ -226,6 +226,17 @@ class Delimiter:
             start of the earliest text that may still become (or change) a match, or None.
         """
         if self.pattern is not None:
+            trie = self.anchor_trie
+            if (
+                trie is not None
+                and not final
+                and self.anchors is not None
+                and self.anchors.lead is None
+                and trie.search(buffer, position) is None
+            ):
+                # No anchor, nor a beginning of one ending the buffer: no match and no
+                # partial one can start here (``_search_streaming``'s first search).
+                return None, None
             return self._find_pattern(buffer, position, final, no_empty_at)
         return self._find_literal(buffer, position, final)
 
@@ -429,7 +440,8 @@ class Delimiter:
         a lead run is too long to walk back: the windowed search takes over."""
         trie = self.anchor_trie
         anchors = self.anchors
-        assert trie is not None and anchors is not None
+        streaming = self.streaming
+        assert trie is not None and anchors is not None and streaming is not None
         lead = anchors.lead
         length = len(buffer)
         ruled_out: set[int] = set()
@@ -445,6 +457,12 @@ class Delimiter:
                         return None
             for candidate in range(start, min(anchor, length - 1) + 1):
                 if candidate not in ruled_out:
+                    if length - candidate <= _WINDOW:
+                        # ``_try_start`` on a short rest: one partial match to its end.
+                        match = streaming.match(buffer, candidate, partial=True)
+                        if match is not None:
+                            return match, False
+                        continue
                     settled = self._try_start(buffer, candidate, False, ruled_out)
                     if settled is not None:
                         return settled
@@ -641,16 +659,13 @@ class Scanner:
                 for delimiter in delimiters
                 if delimiter.anchors is not None and delimiter.anchors.lead is not None
             )
-        #: The characters that can begin a delimiter match, when they are all that
-        #: ``safe_length`` looks at: a text holding none of them is safe whole (a set test
-        #: the parser makes per feed without calling ``safe_length``). None when more is
-        #: needed (a lead run before an anchor, a per-character test of patterns).
-        self.start_chars: frozenset[str] | None = (
-            self._first_chars
-            if self._anchor_search is None
-            else None
-            if self._leads
-            else self._anchor_firsts
+        #: The characters that can begin a delimiter match (sorted, in one string), when
+        #: they are all that ``safe_length`` looks at: a text holding none of them is safe
+        #: whole (a test the parser makes per feed without calling ``safe_length``). None
+        #: when more is needed (a lead run before an anchor, a per-character test).
+        chars = self._first_chars if self._anchor_search is None else self._anchor_firsts
+        self.start_chars: str | None = (
+            None if chars is None or self._leads else "".join(sorted(chars))
         )
 
     def safe_length(self, text: str) -> int:

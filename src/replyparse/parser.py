@@ -41,7 +41,7 @@ from replyparse.errors import (
     ResponseParseError,
     TransformError,
 )
-from replyparse.events import Event, RegionOpenEvent
+from replyparse.events import Event, RegionChunkEvent, RegionOpenEvent
 from replyparse.issues import InProgressRegion, IssueKind, ParseIssue
 from replyparse.model_folder import template_from_tokenizer
 from replyparse.template import FieldSpec, ResponseTemplate, load_template
@@ -338,9 +338,16 @@ class ResponseParser:
         # The fast path of ``feed`` (see ``_update_fast``): while not None, the characters
         # that can begin a delimiter in the current state, and a feed holding none of them
         # is all text of the open region, streamed as one chunk of ``_fast_field``.
-        self._fast: frozenset[str] | None = None
-        self._fast_field = ""
-        self._fast_dirty = False
+        self._fast: str | None = None
+        self._fast_second = ""  # a second such character, or the first again
+        self._fast_spec: FieldSpec | None = None
+        # The chunk event of the fast path's field, but for its "text".
+        self._fast_event: RegionChunkEvent = {
+            "type": "region_chunk",
+            "field": "",
+            "text": "",
+            "dirty": False,
+        }
         self._fast_strips = False  # the field strips and is clean (``_append_body``)
 
         prefix_text = self._decode_prefix(prefix)
@@ -372,34 +379,38 @@ class ResponseParser:
         Any exception but ``ParserStateError`` leaves the parser ``FAILED``: further calls
         raise ``ParserStateError``.
         """
-        chars = self._fast
-        if chars is not None and text.__class__ is str and text and chars.isdisjoint(text):
+        char = self._fast
+        if (
+            char is not None
+            and text.__class__ is str
+            and char not in text
+            and self._fast_second not in text
+            and text
+        ):
             # The fast path (``_update_fast``): no character of ``text`` can begin a
-            # delimiter, nothing is held, and a region is open: ``text`` is its next chunk.
-            # The same as ``_append_body``, in one call.
+            # delimiter, nothing is held, and a region is open: ``text`` is its next chunk,
+            # as ``_append_body`` would stream it.
             self._base += len(text)
             body = self._body
             pieces = body._pieces
             pieces.append(text)
             if len(pieces) >= _BLOCK:
                 body.pack()
-            if self._fast_strips:
+            if self._fast_strips:  # no whitespace run is held (``_update_fast``)
                 kept = text.rstrip()
                 if kept is not text:  # trailing whitespace (rstrip returns the same object)
-                    text = self._hold_whitespace(text, kept)
-                    if not text:
+                    if not kept:
+                        self._hold_whitespace(text, kept)
                         return []
+                    held = self._pending_whitespace
+                    self._pending_whitespace = text[len(kept) :]
+                    text = held + kept if held else kept
                 elif self._pending_whitespace:
                     text = self._pending_whitespace + text
                     self._pending_whitespace = ""
-            return [
-                {
-                    "type": "region_chunk",
-                    "field": self._fast_field,
-                    "text": text,
-                    "dirty": self._fast_dirty,
-                }
-            ]
+            event = self._fast_event.copy()  # a copy of a small dict is cheaper to build
+            event["text"] = text
+            return [event]
         self._fast = None
         events = self._feed(text)
         self._update_fast()
@@ -863,7 +874,8 @@ class ResponseParser:
         self._fast = None
         chars = self._scanner.start_chars
         if (
-            chars is None
+            not chars
+            or len(chars) > 2
             or self._buffer
             or self._rescan_at
             or self._context_size
@@ -879,10 +891,17 @@ class ResponseParser:
         strips = parser.strips and not parser.dirty
         if strips and (not self._started or self._whitespace_run is not None):
             return
-        self._fast_field = field.name
-        self._fast_dirty = parser.dirty
-        self._fast_strips = strips
-        self._fast = chars
+        if self._fast_spec is not field:
+            self._fast_spec = field
+            self._fast_event = {
+                "type": "region_chunk",
+                "field": field.name,
+                "text": "",
+                "dirty": parser.dirty,
+            }
+            self._fast_strips = strips
+        self._fast_second = chars[-1]
+        self._fast = chars[0]
 
     def _begin_body(self, offset: int) -> None:
         if self._body:
