@@ -339,7 +339,10 @@ class ResponseParser:
         # that can begin a delimiter in the current state, and a feed holding none of them
         # is all text of the open region, streamed as one chunk of ``_fast_field``.
         self._fast: str | None = None
-        self._fast_second = ""  # a second such character, or the first again
+        self._fast_second: str | None = None  # a second such character, if any
+        # How many pieces the body had when the fast path was turned on; -1 when off and
+        # counted (``_sync_base``).
+        self._fast_mark = -1
         self._fast_spec: FieldSpec | None = None
         # The chunk event of the fast path's field, but for its "text".
         self._fast_event: RegionChunkEvent = {
@@ -384,18 +387,20 @@ class ResponseParser:
             char is not None
             and text.__class__ is str
             and char not in text
-            and self._fast_second not in text
             and text
+            and (self._fast_second is None or self._fast_second not in text)
         ):
             # The fast path (``_update_fast``): no character of ``text`` can begin a
             # delimiter, nothing is held, and a region is open: ``text`` is its next chunk,
-            # as ``_append_body`` would stream it.
-            self._base += len(text)
+            # as ``_append_body`` would stream it. Its length is counted into ``_base``
+            # later, from the body's pieces (``_sync_base``).
             body = self._body
             pieces = body._pieces
             pieces.append(text)
             if len(pieces) >= _BLOCK:
+                self._sync_base()
                 body.pack()
+                self._fast_mark = 0
             if self._fast_strips:  # no whitespace run is held (``_update_fast``)
                 kept = text.rstrip()
                 if kept is not text:  # trailing whitespace (rstrip returns the same object)
@@ -412,6 +417,7 @@ class ResponseParser:
             event["text"] = text
             return [event]
         self._fast = None
+        self._sync_base()
         events = self._feed(text)
         self._update_fast()
         return events
@@ -494,6 +500,7 @@ class ResponseParser:
             ParserStateError: the parser already finished or failed.
         """
         self._fast = None
+        self._sync_base()
         self._check_usable("finalize")
         try:
             return self._finalize(partial, text)
@@ -511,6 +518,7 @@ class ResponseParser:
         its close, never cut into chunks). ``fitting=False``: the text is known not to fit
         (``_walk_fitting`` said so), so only the general path is tried."""
         self._fast = None
+        self._sync_base()
         self._check_usable("finalize")
         try:
             if fitting and isinstance(text, str):
@@ -548,6 +556,7 @@ class ResponseParser:
         """
         if self.phase is not _STREAMING or self._rescan_at or self._decoder is not None:
             return None
+        self._sync_base()
         template = self.template
         context = self._context
         held = self._buffer
@@ -706,6 +715,7 @@ class ResponseParser:
         and parsing the prefix again. Only for a parser that has not been fed (nor decoded
         token ids)."""
         assert self.phase is _STREAMING and self._decoder is None
+        self._sync_base()
         copied = object.__new__(ResponseParser)
         state = self.__dict__.copy()
         state["issues"] = list(self.issues)
@@ -717,7 +727,9 @@ class ResponseParser:
         run = self._whitespace_run
         state["_whitespace_run"] = None if run is None else run.copy()
         state["_floors"] = dict(self._floors)
+        state["_fast_mark"] = -1
         copied.__dict__.update(state)
+        copied._update_fast()  # its body has other pieces
         return copied
 
     # -- the machine --------------------------------------------------------------------------
@@ -900,8 +912,20 @@ class ResponseParser:
                 "dirty": parser.dirty,
             }
             self._fast_strips = strips
-        self._fast_second = chars[-1]
+        self._fast_second = chars[1] if len(chars) == 2 else None
         self._fast = chars[0]
+        self._fast_mark = len(self._body._pieces)
+
+    def _sync_base(self) -> None:
+        """Count into ``_base`` the text the fast path took since it was turned on (or
+        since the last count): the pieces it appended to the body. Called before anything
+        reads ``_base`` (a general feed, the end of the generation, a batch's walk)."""
+        mark = self._fast_mark
+        if mark >= 0:
+            pieces = self._body._pieces
+            if len(pieces) > mark:
+                self._base += sum(map(len, pieces[mark:]))
+            self._fast_mark = len(pieces) if self._fast is not None else -1
 
     def _begin_body(self, offset: int) -> None:
         if self._body:

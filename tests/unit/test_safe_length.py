@@ -97,6 +97,39 @@ def test_safe_text_is_never_past_what_a_scan_emits(data: st.DataObject) -> None:
         assert match is None or safe <= match.start
 
 
+def start_char_scanners() -> list[Scanner]:
+    """Every registry template's scanners that know the characters beginning a delimiter."""
+    scanners = []
+    for family in list_templates():
+        template = get_entry(family).template
+        for scanner in (template.outside_scanner, *template.region_scanners):
+            if scanner.start_chars:
+                scanners.append(scanner)
+    return scanners
+
+
+START_CHAR_SCANNERS = start_char_scanners()
+
+
+def test_start_chars_are_known_where_safe_length_tests_only_characters() -> None:
+    assert header_scanner().start_chars is None  # "\s*to=": a lead run before the anchor
+    scanner = Scanner([(Delimiter.from_literals(["</think>", "<|im_end|>"]), 0, 0)])
+    assert scanner.start_chars == "<"
+    assert len(START_CHAR_SCANNERS) >= 200
+
+
+@settings(max_examples=400, deadline=None)
+@given(data=st.data())
+def test_text_without_a_start_char_begins_no_delimiter(data: st.DataObject) -> None:
+    """The parser streams such a piece whole without a scan (``ResponseParser.feed``)."""
+    scanner = data.draw(st.sampled_from(START_CHAR_SCANNERS))
+    assert scanner.start_chars is not None
+    parts = data.draw(st.lists(st.sampled_from(fragments(scanner)), max_size=12))
+    text = "".join(char for char in "".join(parts) if char not in scanner.start_chars)
+    assert scanner.safe_length(text) == len(text)
+    assert scanner.scan(text, 0) == (len(text), None)
+
+
 # -- the streaming search of patterns with anchors ------------------------------------------
 
 #: A partial match of the first alternative begins before a complete match of the second.
