@@ -338,7 +338,7 @@ class ResponseParser:
         # The fast path of ``feed`` (see ``_update_fast``): while not None, the characters
         # that can begin a delimiter in the current state, and a feed holding none of them
         # is all text of the open region, streamed as one chunk of ``_fast_field``.
-        self._fast: str | None = None
+        self._fast: str | None = None  # "": ask ``Scanner.safe_length``
         self._fast_second: str | None = None  # a second such character, if any
         # How many pieces the body had when the fast path was turned on; -1 when off and
         # counted (``_sync_base``).
@@ -383,44 +383,87 @@ class ResponseParser:
         raise ``ParserStateError``.
         """
         char = self._fast
-        if (
-            char is not None
-            and text.__class__ is str
-            and char not in text
-            and text
-            and (self._fast_second is None or self._fast_second not in text)
-        ):
-            # The fast path (``_update_fast``): no character of ``text`` can begin a
-            # delimiter, nothing is held, and a region is open: ``text`` is its next chunk,
-            # as ``_append_body`` would stream it. Its length is counted into ``_base``
+        if char is not None and text.__class__ is str and text:
+            # The fast path (``_update_fast``): a region is open and ``text`` is text of it
+            # up to where a delimiter could begin. Its length is counted into ``_base``
             # later, from the body's pieces (``_sync_base``).
-            body = self._body
-            pieces = body._pieces
-            pieces.append(text)
-            if len(pieces) >= _BLOCK:
-                self._sync_base()
-                body.pack()
-                self._fast_mark = 0
-            if self._fast_strips:  # no whitespace run is held (``_update_fast``)
-                kept = text.rstrip()
-                if kept is not text:  # trailing whitespace (rstrip returns the same object)
-                    if not kept:
-                        self._hold_whitespace(text, kept)
-                        return []
-                    held = self._pending_whitespace
-                    self._pending_whitespace = text[len(kept) :]
-                    text = held + kept if held else kept
-                elif self._pending_whitespace:
-                    text = self._pending_whitespace + text
-                    self._pending_whitespace = ""
-            event = self._fast_event.copy()  # a copy of a small dict is cheaper to build
-            event["text"] = text
-            return [event]
+            if not char:  # the scanner tells how much is safe
+                streamed = self._feed_safe(text)
+                if streamed is not None:
+                    return streamed
+            elif char not in text and (self._fast_second is None or self._fast_second not in text):
+                # No character of ``text`` can begin a delimiter and nothing is held: it is
+                # the region's next chunk, streamed as ``_append_body`` would.
+                body = self._body
+                pieces = body._pieces
+                pieces.append(text)
+                if len(pieces) >= _BLOCK:
+                    self._sync_base()
+                    body.pack()
+                    self._fast_mark = 0
+                if self._fast_strips:  # no whitespace run is held (``_update_fast``)
+                    kept = text.rstrip()
+                    if kept is not text:  # trailing whitespace (rstrip returns the same object)
+                        if not kept:
+                            self._hold_whitespace(text, kept)
+                            return []
+                        held = self._pending_whitespace
+                        self._pending_whitespace = text[len(kept) :]
+                        text = held + kept if held else kept
+                    elif self._pending_whitespace:
+                        text = self._pending_whitespace + text
+                        self._pending_whitespace = ""
+                event = self._fast_event.copy()  # a copy of a small dict is cheaper to build
+                event["text"] = text
+                return [event]
         self._fast = None
         self._sync_base()
         events = self._feed(text)
         self._update_fast()
         return events
+
+    def _feed_safe(self, text: str) -> list[Event] | None:
+        """The fast path where one or two characters do not tell what can begin a delimiter
+        (a lead run before an anchor, more such characters), or text is held: the general
+        path's test by ``Scanner.safe_length`` of the held text and ``text``, without the
+        rest of the general path. None when a scan is needed (or nothing is safe)."""
+        held = self._buffer
+        pending = held + text if held else text
+        safe = self._scanner.safe_length(pending)
+        if safe <= 0:
+            return None
+        events: list[Event] = []
+        self._take_safe(pending, safe, events)
+        self._fast_mark = len(self._body._pieces)  # ``_take_safe`` counted the text
+        if self._rescan_at:  # deferred from now on
+            self._fast = None
+        elif held and not self._buffer and self._scanner.start_chars:
+            self._update_fast()  # nothing held any more: the characters' test may do
+        return events
+
+    def _take_safe(self, pending: str, safe: int, events: list[Event]) -> None:
+        """Nothing in ``pending[:safe]`` can begin a delimiter (``Scanner.safe_length``):
+        it is text of the current state; the rest (a trailing run that may lead a
+        delimiter, or a beginning of one) stays held."""
+        size = len(pending)
+        if safe:
+            chunk = pending if safe == size else pending[:safe]
+            field = self._field
+            if field is not None:
+                self._append_body(field, chunk, events)
+            elif self._implicit_open:
+                self._append_body(self._implicit_field, chunk, events)
+            else:
+                self._take_text(chunk, 0, safe, events)
+            self._base += safe
+            if self._context_size:
+                self._context = (self._context + chunk)[-self._context_size :]
+        if safe == size:
+            self._buffer = ""
+        else:
+            rest = self._buffer = pending[safe:]
+            if len(rest) > _RESCAN_AFTER:  # as ``_set_rescan``: _rescan_at is 0 here
+                self._rescan_at = 2 * len(rest)
 
     def _feed(self, text: str | Sequence[int]) -> list[Event]:
         """``feed`` off its fast path."""
@@ -445,28 +488,8 @@ class ResponseParser:
             safe = self._scanner.safe_length(pending)
             if safe < 0:
                 return self._run(text, final=False)
-            # Fast path: nothing before ``safe`` can begin a delimiter, so it is region text;
-            # the rest (a trailing whitespace run that may lead a delimiter) stays held.
             events: list[Event] = []
-            size = len(pending)
-            if safe:
-                chunk = pending if safe == size else pending[:safe]
-                field = self._field
-                if field is not None:
-                    self._append_body(field, chunk, events)
-                elif self._implicit_open:
-                    self._append_body(self._implicit_field, chunk, events)
-                else:
-                    self._take_text(chunk, 0, safe, events)
-                self._base += safe
-                if self._context_size:
-                    self._context = (self._context + chunk)[-self._context_size :]
-            if safe == size:
-                self._buffer = ""
-            else:
-                rest = self._buffer = pending[safe:]
-                if len(rest) > _RESCAN_AFTER:  # as ``_set_rescan``: _rescan_at is 0 here
-                    self._rescan_at = 2 * len(rest)
+            self._take_safe(pending, safe, events)
             return events
         except ParserStateError:
             raise
@@ -879,20 +902,15 @@ class ResponseParser:
     def _update_fast(self) -> None:
         """Turn ``feed``'s fast path on or off for the state ``_feed`` left: on while the
         parser streams, holds no text (nothing deferred, no context kept for lookbehinds),
-        a region is open, its scanner knows every character that can begin a delimiter
-        (``Scanner.start_chars``), and a stripping clean field has begun its value with no
-        long whitespace run held. The fast path keeps every one of these true, but for a
-        long whitespace run, which turns it off (``_hold_whitespace``)."""
+        a region is open, and a stripping clean field has begun its value with no long
+        whitespace run held. The fast path keeps every one of these true, but for a long
+        whitespace run, which turns it off (``_hold_whitespace``). It tests a piece with
+        ``in`` when one or two characters can begin a delimiter (``Scanner.start_chars``),
+        else with ``Scanner.safe_length``."""
         self._fast = None
-        chars = self._scanner.start_chars
-        if (
-            not chars
-            or len(chars) > 2
-            or self._buffer
-            or self._rescan_at
-            or self._context_size
-            or self.phase is not _STREAMING
-        ):
+        # Context sensitive delimiters (the only ones ``safe_length`` cannot judge) need
+        # the consumed text kept as context: never on the fast path.
+        if self._rescan_at or self._context_size or self.phase is not _STREAMING:
             return
         field = self._field
         if field is None:
@@ -912,8 +930,12 @@ class ResponseParser:
                 "dirty": parser.dirty,
             }
             self._fast_strips = strips
-        self._fast_second = chars[1] if len(chars) == 2 else None
-        self._fast = chars[0]
+        chars = self._scanner.start_chars
+        if chars and len(chars) <= 2 and not self._buffer:
+            self._fast_second = chars[1] if len(chars) == 2 else None
+            self._fast = chars[0]
+        else:
+            self._fast = ""  # ``_feed_safe``, which also takes held text
         self._fast_mark = len(self._body._pieces)
 
     def _sync_base(self) -> None:
