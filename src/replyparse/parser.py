@@ -340,6 +340,7 @@ class ResponseParser:
         # is all text of the open region, streamed as one chunk of ``_fast_field``.
         self._fast: str | None = None  # "": ask ``Scanner.safe_length``
         self._fast_second: str | None = None  # a second such character, if any
+        self._fast_leads: frozenset[str] | None = None  # ``Scanner.lead_chars``
         # How many pieces the body had when the fast path was turned on; -1 when off and
         # counted (``_sync_base``).
         self._fast_mark = -1
@@ -383,17 +384,33 @@ class ResponseParser:
         raise ``ParserStateError``.
         """
         char = self._fast
+        scan = False
         if char is not None and text.__class__ is str and text:
             # The fast path (``_update_fast``): a region is open and ``text`` is text of it
             # up to where a delimiter could begin. Its length is counted into ``_base``
             # later, from the body's pieces (``_sync_base``).
-            if not char:  # the scanner tells how much is safe
-                streamed = self._feed_safe(text)
-                if streamed is not None:
-                    return streamed
-            elif char not in text and (self._fast_second is None or self._fast_second not in text):
-                # No character of ``text`` can begin a delimiter and nothing is held: it is
-                # the region's next chunk, streamed as ``_append_body`` would.
+            if (
+                char
+                and char not in text
+                and (self._fast_second is None or self._fast_second not in text)
+                and (
+                    self._fast_leads is None
+                    or (text[-1] < "\x80" and text[-1] not in self._fast_leads)
+                )
+            ):
+                # No character of ``text`` can begin a delimiter, and it does not end in
+                # what may lead one (``Scanner.lead_chars``).
+                whole = True
+            else:  # the scanner tells how much is safe
+                held = self._buffer
+                pending = held + text if held else text
+                safe = self._scanner.safe_length(pending)
+                whole = not held and safe == len(text)
+                if not whole and safe >= 0:
+                    return self._feed_safe(pending, safe, held)
+            if whole:
+                # Nothing is held and all of ``text`` is safe: it is the region's next
+                # chunk, streamed as ``_append_body`` would.
                 body = self._body
                 pieces = body._pieces
                 pieces.append(text)
@@ -416,29 +433,29 @@ class ResponseParser:
                 event = self._fast_event.copy()  # a copy of a small dict is cheaper to build
                 event["text"] = text
                 return [event]
+            scan = True  # the scanner said a scan is needed
         self._fast = None
         self._sync_base()
-        events = self._feed(text)
+        events = self._feed(text, scan)
         self._update_fast()
         return events
 
-    def _feed_safe(self, text: str) -> list[Event] | None:
-        """The fast path where one or two characters do not tell what can begin a delimiter
-        (a lead run before an anchor, more such characters), or text is held: the general
-        path's test by ``Scanner.safe_length`` of the held text and ``text``, without the
-        rest of the general path. None when a scan is needed (or nothing is safe)."""
-        held = self._buffer
-        pending = held + text if held else text
-        safe = self._scanner.safe_length(pending)
-        if safe <= 0:
-            return None
+    def _feed_safe(self, pending: str, safe: int, held: str) -> list[Event]:
+        """The fast path for a piece that is not all safe, or follows held text: ``held``
+        and the piece are ``pending``, whose first ``safe`` characters can begin no
+        delimiter (``Scanner.safe_length``); the general path's chunk and hold step,
+        without the rest of the general path."""
+        self._sync_base()  # what the characters' test took, before the pieces change
         events: list[Event] = []
         self._take_safe(pending, safe, events)
         self._fast_mark = len(self._body._pieces)  # ``_take_safe`` counted the text
         if self._rescan_at:  # deferred from now on
             self._fast = None
-        elif held and not self._buffer and self._scanner.start_chars:
-            self._update_fast()  # nothing held any more: the characters' test may do
+        elif self._fast is not None:  # (not a long whitespace run)
+            if self._buffer:
+                self._fast = ""  # the characters' test cannot see held text
+            elif held:
+                self._choose_test()  # nothing held any more: the characters' test may do
         return events
 
     def _take_safe(self, pending: str, safe: int, events: list[Event]) -> None:
@@ -465,8 +482,9 @@ class ResponseParser:
             if len(rest) > _RESCAN_AFTER:  # as ``_set_rescan``: _rescan_at is 0 here
                 self._rescan_at = 2 * len(rest)
 
-    def _feed(self, text: str | Sequence[int]) -> list[Event]:
-        """``feed`` off its fast path."""
+    def _feed(self, text: str | Sequence[int], scan: bool = False) -> list[Event]:
+        """``feed`` off its fast path; ``scan``: ``_feed_safe`` found that the held text
+        and ``text`` need a scan."""
         ended = self.phase is not _STREAMING
         if ended:
             self._check_usable("feed")  # raises unless the turn has ended
@@ -483,6 +501,8 @@ class ResponseParser:
                 if deferred is None:
                     return []
                 text = deferred
+            if scan:
+                return self._run(text, final=False)
             held = self._buffer
             pending = held + text if held else text
             safe = self._scanner.safe_length(pending)
@@ -930,13 +950,21 @@ class ResponseParser:
                 "dirty": parser.dirty,
             }
             self._fast_strips = strips
-        chars = self._scanner.start_chars
+        self._choose_test()
+        self._fast_mark = len(self._body._pieces)
+
+    def _choose_test(self) -> None:
+        """The fast path's test of a piece: ``in`` when one or two characters can begin a
+        delimiter and nothing is held (and a look at the last one where a lead run may
+        begin one), else ``Scanner.safe_length`` (``_fast`` "")."""
+        scanner = self._scanner
+        chars = scanner.start_chars
         if chars and len(chars) <= 2 and not self._buffer:
             self._fast_second = chars[1] if len(chars) == 2 else None
+            self._fast_leads = scanner.lead_chars
             self._fast = chars[0]
         else:
-            self._fast = ""  # ``_feed_safe``, which also takes held text
-        self._fast_mark = len(self._body._pieces)
+            self._fast = ""
 
     def _sync_base(self) -> None:
         """Count into ``_base`` the text the fast path took since it was turned on (or
