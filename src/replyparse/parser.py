@@ -335,10 +335,10 @@ class ResponseParser:
         self._pending_whitespace = ""
         self._whitespace_run: _TextAccumulator | None = None
         self._captures: dict[str, list[Any]] = {}
-        # The fast path of ``feed`` (see ``_update_fast``): while not None, the characters
-        # that can begin a delimiter in the current state, and a feed holding none of them
-        # is all text of the open region, streamed as one chunk of ``_fast_field``.
-        self._fast: str | None = None  # "": ask ``Scanner.safe_length``
+        # The fast path of ``feed`` (see ``_update_fast``), on while not None: the (first)
+        # character that can begin a delimiter in the current state, which a piece of the
+        # open region's text does not hold; "" when ``Scanner.safe_length`` tells instead.
+        self._fast: str | None = None
         self._fast_second: str | None = None  # a second such character, if any
         self._fast_leads: frozenset[str] | None = None  # ``Scanner.lead_chars``
         # How many pieces the body had when the fast path was turned on; -1 when off and
@@ -386,53 +386,59 @@ class ResponseParser:
         char = self._fast
         scan = False
         if char is not None and text.__class__ is str and text:
-            # The fast path (``_update_fast``): a region is open and ``text`` is text of it
-            # up to where a delimiter could begin. Its length is counted into ``_base``
-            # later, from the body's pieces (``_sync_base``).
-            if (
-                char
-                and char not in text
-                and (self._fast_second is None or self._fast_second not in text)
-                and (
-                    self._fast_leads is None
-                    or (text[-1] < "\x80" and text[-1] not in self._fast_leads)
-                )
-            ):
-                # No character of ``text`` can begin a delimiter, and it does not end in
-                # what may lead one (``Scanner.lead_chars``).
-                whole = True
-            else:  # the scanner tells how much is safe
-                held = self._buffer
-                pending = held + text if held else text
-                safe = self._scanner.safe_length(pending)
-                whole = not held and safe == len(text)
-                if not whole and safe >= 0:
-                    return self._feed_safe(pending, safe, held)
-            if whole:
-                # Nothing is held and all of ``text`` is safe: it is the region's next
-                # chunk, streamed as ``_append_body`` would.
-                body = self._body
-                pieces = body._pieces
-                pieces.append(text)
-                if len(pieces) >= _BLOCK:
-                    self._sync_base()
-                    body.pack()
-                    self._fast_mark = 0
-                if self._fast_strips:  # no whitespace run is held (``_update_fast``)
-                    kept = text.rstrip()
-                    if kept is not text:  # trailing whitespace (rstrip returns the same object)
-                        if not kept:
-                            self._hold_whitespace(text, kept)
-                            return []
-                        held = self._pending_whitespace
-                        self._pending_whitespace = text[len(kept) :]
-                        text = held + kept if held else kept
-                    elif self._pending_whitespace:
-                        text = self._pending_whitespace + text
-                        self._pending_whitespace = ""
-                event = self._fast_event.copy()  # a copy of a small dict is cheaper to build
-                event["text"] = text
-                return [event]
+            try:
+                # The fast path (``_update_fast``): a region is open and ``text`` is text of it
+                # up to where a delimiter could begin. Its length is counted into ``_base``
+                # later, from the body's pieces (``_sync_base``).
+                if (
+                    char
+                    and char not in text
+                    and (self._fast_second is None or self._fast_second not in text)
+                    and (
+                        self._fast_leads is None
+                        or (text[-1] < "\x80" and text[-1] not in self._fast_leads)
+                    )
+                ):
+                    # No character of ``text`` can begin a delimiter, and it does not end in
+                    # what may lead one (``Scanner.lead_chars``).
+                    whole = True
+                else:  # the scanner tells how much is safe
+                    held = self._buffer
+                    pending = held + text if held else text
+                    safe = self._scanner.safe_length(pending)
+                    whole = not held and safe == len(text)
+                    if not whole and safe >= 0:
+                        return self._feed_safe(pending, safe, held)
+                if whole:
+                    # Nothing is held and all of ``text`` is safe: it is the region's next
+                    # chunk, streamed as ``_append_body`` would.
+                    body = self._body
+                    pieces = body._pieces
+                    pieces.append(text)
+                    if len(pieces) >= _BLOCK:
+                        self._sync_base()
+                        body.pack()
+                        self._fast_mark = 0
+                    if self._fast_strips:  # no whitespace run is held (``_update_fast``)
+                        kept = text.rstrip()
+                        if kept is not text:  # trailing whitespace (rstrip returns the same object)
+                            if not kept:
+                                self._hold_whitespace(text, kept)
+                                return []
+                            held = self._pending_whitespace
+                            self._pending_whitespace = text[len(kept) :]
+                            text = held + kept if held else kept
+                        elif self._pending_whitespace:
+                            text = self._pending_whitespace + text
+                            self._pending_whitespace = ""
+                    event = self._fast_event.copy()  # a copy of a small dict is cheaper to build
+                    event["text"] = text
+                    return [event]
+            except BaseException:
+                # As in ``_feed``: whatever went wrong, the parser is spent.
+                self.phase = ParserPhase.FAILED
+                self._fast = None
+                raise
             scan = True  # the scanner said a scan is needed
         self._fast = None
         self._sync_base()
