@@ -250,6 +250,17 @@ class Delimiter:
             start of the earliest text that may still become (or change) a match, or None.
         """
         if self.pattern is not None:
+            trie = self.anchor_trie
+            if (
+                trie is not None
+                and not final
+                and self.anchors is not None
+                and self.anchors.lead is None
+                and trie.search(buffer, position) is None
+            ):
+                # No anchor, nor a beginning of one ending the buffer: no match and no
+                # partial one can start here (``_search_streaming``'s first search).
+                return None, None
             return self._find_pattern(buffer, position, final, no_empty_at)
         return self._find_literal(buffer, position, final)
 
@@ -367,8 +378,11 @@ class Delimiter:
         pattern = self.exact
         assert pattern is not None
         search_from = position
+        anchored = not final and self.anchor_trie is not None
         while True:
-            found, settled = self._search(buffer, search_from, final)
+            # Text that may continue: the anchors' starts only, when they can be walked.
+            searched = self._search_streaming(buffer, search_from) if anchored else None
+            found, settled = searched or self._search(buffer, search_from, final)
             if found is None:
                 return None, None
             start, end = found.span()
@@ -400,11 +414,8 @@ class Delimiter:
         streaming pattern makes assertions at the cut undecided). Each candidate is then
         settled by ``_match_at``. Returns ``(match, settled)``: ``settled`` when the match
         was proved independent of all text past its window, so more text cannot change it.
+        (``_find_pattern`` tries ``_search_streaming`` first on text that may continue.)
         """
-        if not final and self.anchor_trie is not None:
-            anchored = self._search_streaming(buffer, position)
-            if anchored is not None:
-                return anchored
         length = len(buffer)
         streaming = self.streaming
         assert streaming is not None and self.exact is not None
@@ -455,7 +466,8 @@ class Delimiter:
         a lead run is too long to walk back: the windowed search takes over."""
         trie = self.anchor_trie
         anchors = self.anchors
-        assert trie is not None and anchors is not None
+        streaming = self.streaming
+        assert trie is not None and anchors is not None and streaming is not None
         lead = anchors.lead
         length = len(buffer)
         ruled_out: set[int] = set()
@@ -471,6 +483,12 @@ class Delimiter:
                         return None
             for candidate in range(start, min(anchor, length - 1) + 1):
                 if candidate not in ruled_out:
+                    if length - candidate <= _WINDOW:
+                        # ``_try_start`` on a short rest: one partial match to its end.
+                        match = streaming.match(buffer, candidate, partial=True)
+                        if match is not None:
+                            return match, False
+                        continue
                     settled = self._try_start(buffer, candidate, False, ruled_out)
                     if settled is not None:
                         return settled
@@ -596,13 +614,21 @@ class Scanner:
         "_literal_search",
         "_literal_targets",
         "_safe_chars",
+        "_scan_entries",
         "_short_plan",
         "_starts_cache",
         "_whitespace_leads",
+        "lead_chars",
+        "start_chars",
     )
 
     def __init__(self, entries: Sequence[tuple[Delimiter, int, int]]) -> None:
         self._entries = tuple(entries)
+        # ``scan``'s per-entry constants: the memo and floors key, ``earliest_partial``.
+        self._scan_entries = tuple(
+            (delimiter, target, priority, id(delimiter), delimiter.earliest_partial)
+            for delimiter, target, priority in self._entries
+        )
         # ``scan_final`` searches literals first: their cheap searches give the patterns a
         # limit. Ties still go by (priority, entry order), as in ``scan``.
         self._final_order = tuple(
@@ -729,6 +755,22 @@ class Scanner:
                     )
                     for group in groups.values()
                 )
+        #: The characters that can begin a delimiter match (sorted, in one string), when
+        #: they and ``lead_chars`` are all that ``safe_length`` looks at: a text holding
+        #: none of them, and not ending in a lead character, is safe whole (a test the
+        #: parser makes per feed without calling ``safe_length``). None when more is
+        #: needed (a per-character test of patterns).
+        chars = self._first_chars if self._anchor_search is None else self._anchor_firsts
+        self.start_chars: str | None = None if chars is None else "".join(sorted(chars))
+        #: With a lead run before an anchor: the ASCII characters a lead run accepts (any
+        #: other character may be one too); None when no delimiter has a lead run.
+        self.lead_chars: frozenset[str] | None = (
+            frozenset(
+                char for char in map(chr, range(128)) if any(lead(char) for lead in self._leads)
+            )
+            if self._leads
+            else None
+        )
 
     def safe_length(self, text: str) -> int:
         """How much of ``text`` (from its start) certainly begins no delimiter match.
@@ -1031,11 +1073,10 @@ class Scanner:
         held = len(buffer)
         best: DelimiterMatch | None = None
         best_priority = 0
-        for delimiter, target, priority in self._entries:
+        for delimiter, target, priority, key, earliest_partial in self._scan_entries:
             if memo is None:
                 match, partial_start = delimiter.find(buffer, position, final, no_empty_at)
             else:
-                key = id(delimiter)
                 cached = memo.get(key)
                 if (
                     cached is not None
@@ -1058,7 +1099,7 @@ class Scanner:
                     if floors is not None and match is None:
                         if partial_start is None:
                             floors[key] = base + len(buffer)
-                        elif delimiter.earliest_partial:
+                        elif earliest_partial:
                             floors[key] = base + partial_start
             if partial_start is not None and partial_start < held:
                 held = partial_start

@@ -42,7 +42,7 @@ from replyparse.errors import (
     ResponseParseError,
     TransformError,
 )
-from replyparse.events import Event, RegionOpenEvent
+from replyparse.events import Event, RegionChunkEvent, RegionOpenEvent
 from replyparse.issues import InProgressRegion, IssueKind, ParseIssue
 from replyparse.model_folder import template_from_tokenizer
 from replyparse.template import FieldSpec, ResponseTemplate, load_template
@@ -138,6 +138,13 @@ def _close_name(field: FieldSpec) -> str:
 _STREAMING = ParserPhase.STREAMING
 # Held text longer than this is scanned again only once it has doubled (``_defer``).
 _RESCAN_AFTER = 128
+# Whitespace held at the end of a stripping field's body is kept in one string up to this
+# length (a bounded copy per feed), then in an accumulator (``_hold_whitespace``).
+_HELD_WHITESPACE = 256
+
+
+#: Pieces a ``_TextAccumulator`` joins into one block.
+_BLOCK = 256
 
 
 class _TextAccumulator:
@@ -149,8 +156,6 @@ class _TextAccumulator:
 
     __slots__ = ("_blocks", "_pieces")
 
-    _BLOCK = 256
-
     def __init__(self) -> None:
         self._blocks: list[str] = []
         self._pieces: list[str] = []
@@ -158,7 +163,7 @@ class _TextAccumulator:
     def append(self, text: str) -> None:
         pieces = self._pieces
         pieces.append(text)
-        if len(pieces) >= self._BLOCK:
+        if len(pieces) >= _BLOCK:
             self.pack()
 
     def pack(self) -> None:
@@ -176,15 +181,20 @@ class _TextAccumulator:
         return bool(self._pieces or self._blocks)
 
     def getvalue(self) -> str:
-        if self._pieces:
-            self._blocks.append("".join(self._pieces))
-            self._pieces.clear()
-        if len(self._blocks) > 1:
-            self._blocks[:] = ["".join(self._blocks)]
-        return self._blocks[0] if self._blocks else ""
+        """The text so far. The blocks are merged, the pieces left as they are: the feed's
+        fast path counts the pieces appended since it began (``_sync_base``), so reading
+        the body mid-stream must not move them."""
+        blocks, pieces = self._blocks, self._pieces
+        if len(blocks) > 1:
+            blocks[:] = ["".join(blocks)]
+        if not pieces:
+            return blocks[0] if blocks else ""
+        if not blocks and len(pieces) == 1:
+            return pieces[0]
+        return "".join(blocks + pieces)
 
     def copy(self) -> _TextAccumulator:
-        """An accumulator holding the same text."""
+        """An accumulator holding the same text (this one left as it was)."""
         copied = _TextAccumulator()
         if self:
             copied.append(self.getvalue())
@@ -325,11 +335,30 @@ class ResponseParser:
         self._body = _TextAccumulator()
         self._body_offset = 0
         self._started = False  # a stripping clean field has seen non-whitespace
-        # Whitespace held until more text follows (an accumulator: a long run arrives in many
-        # small pieces, and appending to one string would copy it each time); None when there
-        # is none, so that the per-feed test is an identity check.
-        self._pending_whitespace: _TextAccumulator | None = None
+        # Whitespace held at the end of a stripping clean field's body until more text
+        # follows: a string while it is short; a long run (many small pieces, which one
+        # string would copy at each) goes on in ``_whitespace_run`` (``_hold_whitespace``).
+        self._pending_whitespace = ""
+        self._whitespace_run: _TextAccumulator | None = None
         self._captures: dict[str, list[Any]] = {}
+        # The fast path of ``feed`` (see ``_update_fast``), on while not None: the (first)
+        # character that can begin a delimiter in the current state, which a piece of the
+        # open region's text does not hold; "" when ``Scanner.safe_length`` tells instead.
+        self._fast: str | None = None
+        self._fast_second: str | None = None  # a second such character, if any
+        self._fast_leads: frozenset[str] | None = None  # ``Scanner.lead_chars``
+        # How many pieces the body had when the fast path was turned on; -1 when off and
+        # counted (``_sync_base``).
+        self._fast_mark = -1
+        self._fast_spec: FieldSpec | None = None
+        # The chunk event of the fast path's field, but for its "text".
+        self._fast_event: RegionChunkEvent = {
+            "type": "region_chunk",
+            "field": "",
+            "text": "",
+            "dirty": False,
+        }
+        self._fast_strips = False  # the field strips and is clean (``_append_body``)
 
         prefix_text = self._decode_prefix(prefix)
         prefix_text = prefix_text[_find_anchor_end(self.template, prefix_text) :]
@@ -337,6 +366,7 @@ class ResponseParser:
         self.initial_events: list[Event] = []
         if prefix_text:
             self.initial_events = self._run(prefix_text, final=False)
+        self._update_fast()
 
     # -- public API -------------------------------------------------------------------------
 
@@ -359,6 +389,114 @@ class ResponseParser:
         Any exception but ``ParserStateError`` leaves the parser ``FAILED``: further calls
         raise ``ParserStateError``.
         """
+        char = self._fast
+        scan = False
+        if char is not None and text.__class__ is str and text:
+            try:
+                # The fast path (``_update_fast``): a region is open and ``text`` is text of it
+                # up to where a delimiter could begin. Its length is counted into ``_base``
+                # later, from the body's pieces (``_sync_base``).
+                if (
+                    char
+                    and char not in text
+                    and (self._fast_second is None or self._fast_second not in text)
+                    and (
+                        self._fast_leads is None
+                        or (text[-1] < "\x80" and text[-1] not in self._fast_leads)
+                    )
+                ):
+                    # No character of ``text`` can begin a delimiter, and it does not end in
+                    # what may lead one (``Scanner.lead_chars``).
+                    whole = True
+                else:  # the scanner tells how much is safe
+                    held = self._buffer
+                    pending = held + text if held else text
+                    safe = self._scanner.safe_length(pending)
+                    whole = not held and safe == len(text)
+                    if not whole and safe >= 0:
+                        return self._feed_safe(pending, safe, held)
+                if whole:
+                    # Nothing is held and all of ``text`` is safe: it is the region's next
+                    # chunk, streamed as ``_append_body`` would.
+                    body = self._body
+                    pieces = body._pieces
+                    pieces.append(text)
+                    if len(pieces) >= _BLOCK:
+                        self._sync_base()
+                        body.pack()
+                        self._fast_mark = 0
+                    if self._fast_strips:  # no whitespace run is held (``_update_fast``)
+                        kept = text.rstrip()
+                        if kept is not text:  # trailing whitespace (rstrip returns the same object)
+                            if not kept:
+                                self._hold_whitespace(text, kept)
+                                return []
+                            held = self._pending_whitespace
+                            self._pending_whitespace = text[len(kept) :]
+                            text = held + kept if held else kept
+                        elif self._pending_whitespace:
+                            text = self._pending_whitespace + text
+                            self._pending_whitespace = ""
+                    event = self._fast_event.copy()  # a copy of a small dict is cheaper to build
+                    event["text"] = text
+                    return [event]
+            except BaseException:
+                # As in ``_feed``: whatever went wrong, the parser is spent.
+                self.phase = ParserPhase.FAILED
+                self._fast = None
+                raise
+            scan = True  # the scanner said a scan is needed
+        self._fast = None
+        self._sync_base()
+        events = self._feed(text, scan)
+        self._update_fast()
+        return events
+
+    def _feed_safe(self, pending: str, safe: int, held: str) -> list[Event]:
+        """The fast path for a piece that is not all safe, or follows held text: ``held``
+        and the piece are ``pending``, whose first ``safe`` characters can begin no
+        delimiter (``Scanner.safe_length``); the general path's chunk and hold step,
+        without the rest of the general path."""
+        self._sync_base()  # what the characters' test took, before the pieces change
+        events: list[Event] = []
+        self._take_safe(pending, safe, events)
+        self._fast_mark = len(self._body._pieces)  # ``_take_safe`` counted the text
+        if self._rescan_at:  # deferred from now on
+            self._fast = None
+        elif self._fast is not None:  # (not a long whitespace run)
+            if self._buffer:
+                self._fast = ""  # the characters' test cannot see held text
+            elif held:
+                self._choose_test()  # nothing held any more: the characters' test may do
+        return events
+
+    def _take_safe(self, pending: str, safe: int, events: list[Event]) -> None:
+        """Nothing in ``pending[:safe]`` can begin a delimiter (``Scanner.safe_length``):
+        it is text of the current state; the rest (a trailing run that may lead a
+        delimiter, or a beginning of one) stays held."""
+        size = len(pending)
+        if safe:
+            chunk = pending if safe == size else pending[:safe]
+            field = self._field
+            if field is not None:
+                self._append_body(field, chunk, events)
+            elif self._implicit_open:
+                self._append_body(self._implicit_field, chunk, events)
+            else:
+                self._take_text(chunk, 0, safe, events)
+            self._base += safe
+            if self._context_size:
+                self._context = (self._context + chunk)[-self._context_size :]
+        if safe == size:
+            self._buffer = ""
+        else:
+            rest = self._buffer = pending[safe:]
+            if len(rest) > _RESCAN_AFTER:  # as ``_set_rescan``: _rescan_at is 0 here
+                self._rescan_at = 2 * len(rest)
+
+    def _feed(self, text: str | Sequence[int], scan: bool = False) -> list[Event]:
+        """``feed`` off its fast path; ``scan``: ``_feed_safe`` found that the held text
+        and ``text`` need a scan."""
         ended = self.phase is not _STREAMING
         if ended:
             self._check_usable("feed")  # raises unless the turn has ended
@@ -375,33 +513,15 @@ class ResponseParser:
                 if deferred is None:
                     return []
                 text = deferred
+            if scan:
+                return self._run(text, final=False)
             held = self._buffer
             pending = held + text if held else text
             safe = self._scanner.safe_length(pending)
             if safe < 0:
                 return self._run(text, final=False)
-            # Fast path: nothing before ``safe`` can begin a delimiter, so it is region text;
-            # the rest (a trailing whitespace run that may lead a delimiter) stays held.
             events: list[Event] = []
-            size = len(pending)
-            if safe:
-                chunk = pending if safe == size else pending[:safe]
-                field = self._field
-                if field is not None:
-                    self._append_body(field, chunk, events)
-                elif self._implicit_open:
-                    self._append_body(self._implicit_field, chunk, events)
-                else:
-                    self._take_text(chunk, 0, safe, events)
-                self._base += safe
-                if self._context_size:
-                    self._context = (self._context + chunk)[-self._context_size :]
-            if safe == size:
-                self._buffer = ""
-            else:
-                rest = self._buffer = pending[safe:]
-                if len(rest) > _RESCAN_AFTER:  # as ``_set_rescan``: _rescan_at is 0 here
-                    self._rescan_at = 2 * len(rest)
+            self._take_safe(pending, safe, events)
             return events
         except ParserStateError:
             raise
@@ -434,6 +554,8 @@ class ResponseParser:
                 ``optional: false`` never appeared (never in recover mode).
             ParserStateError: the parser already finished or failed.
         """
+        self._fast = None
+        self._sync_base()
         self._check_usable("finalize")
         try:
             return self._finalize(partial, text)
@@ -450,6 +572,8 @@ class ResponseParser:
         the events of ``text`` (the whole-text path: region text is collected and parsed at
         its close, never cut into chunks). ``fitting=False``: the text is known not to fit
         (``_walk_fitting`` said so), so only the general path is tried."""
+        self._fast = None
+        self._sync_base()
         self._check_usable("finalize")
         try:
             if fitting and isinstance(text, str):
@@ -487,6 +611,7 @@ class ResponseParser:
         """
         if self.phase is not _STREAMING or self._rescan_at or self._decoder is not None:
             return None
+        self._sync_base()
         template = self.template
         context = self._context
         held = self._buffer
@@ -645,6 +770,7 @@ class ResponseParser:
         and parsing the prefix again. Only for a parser that has not been fed (nor decoded
         token ids)."""
         assert self.phase is _STREAMING and self._decoder is None
+        self._sync_base()
         copied = object.__new__(ResponseParser)
         state = self.__dict__.copy()
         state["issues"] = list(self.issues)
@@ -655,10 +781,13 @@ class ResponseParser:
         state["_captures"] = copy.deepcopy(self._captures) if self._captures else {}
         state["_body"] = self._body.copy()
         state["_deferred"] = self._deferred.copy()
-        pending = self._pending_whitespace
-        state["_pending_whitespace"] = None if pending is None else pending.copy()
+        run = self._whitespace_run
+        state["_whitespace_run"] = None if run is None else run.copy()
         state["_floors"] = dict(self._floors)
+        state["_fast_mark"] = -1
+        state["_fast_event"] = self._fast_event.copy()  # only ever copied, but its own
         copied.__dict__.update(state)
+        copied._update_fast()  # its body has other pieces
         return copied
 
     # -- the machine --------------------------------------------------------------------------
@@ -805,20 +934,78 @@ class ResponseParser:
         else:
             self._append_body(field, buffer[start:end], events)
 
+    def _update_fast(self) -> None:
+        """Turn ``feed``'s fast path on or off for the state ``_feed`` left: on while the
+        parser streams, holds no text (nothing deferred, no context kept for lookbehinds),
+        a region is open, and a stripping clean field has begun its value with no long
+        whitespace run held. The fast path keeps every one of these true, but for a long
+        whitespace run, which turns it off (``_hold_whitespace``). It tests a piece with
+        ``in`` when one or two characters can begin a delimiter (``Scanner.start_chars``),
+        else with ``Scanner.safe_length``."""
+        self._fast = None
+        # Context sensitive delimiters (the only ones ``safe_length`` cannot judge) need
+        # the consumed text kept as context: never on the fast path.
+        if self._rescan_at or self._context_size or self.phase is not _STREAMING:
+            return
+        field = self._field
+        if field is None:
+            if not self._implicit_open:
+                return
+            field = self._implicit_field
+        parser = field.parser
+        strips = parser.strips and not parser.dirty
+        if strips and (not self._started or self._whitespace_run is not None):
+            return
+        if self._fast_spec is not field:
+            self._fast_spec = field
+            self._fast_event = {
+                "type": "region_chunk",
+                "field": field.name,
+                "text": "",
+                "dirty": parser.dirty,
+            }
+            self._fast_strips = strips
+        self._choose_test()
+        self._fast_mark = len(self._body._pieces)
+
+    def _choose_test(self) -> None:
+        """The fast path's test of a piece: ``in`` when one or two characters can begin a
+        delimiter and nothing is held (and a look at the last one where a lead run may
+        begin one), else ``Scanner.safe_length`` (``_fast`` "")."""
+        scanner = self._scanner
+        chars = scanner.start_chars
+        if chars and len(chars) <= 2 and not self._buffer:
+            self._fast_second = chars[1] if len(chars) == 2 else None
+            self._fast_leads = scanner.lead_chars
+            self._fast = chars[0]
+        else:
+            self._fast = ""
+
+    def _sync_base(self) -> None:
+        """Count into ``_base`` the text the fast path took since it was turned on (or
+        since the last count): the pieces it appended to the body. Called before anything
+        reads ``_base`` (a general feed, the end of the generation, a batch's walk)."""
+        mark = self._fast_mark
+        if mark >= 0:
+            pieces = self._body._pieces
+            if len(pieces) > mark:
+                self._base += sum(map(len, pieces[mark:]))
+            self._fast_mark = len(pieces) if self._fast is not None else -1
+
     def _begin_body(self, offset: int) -> None:
         if self._body:
             self._body = _TextAccumulator()
         self._body_offset = offset
         self._started = False
-        self._pending_whitespace = None
+        self._pending_whitespace = ""
+        self._whitespace_run = None
 
     def _append_body(self, field: FieldSpec, text: str, events: list[Event]) -> None:
-        # Once per feed: the common case (clean text, no whitespace held) is tested first,
-        # and the body's piece list is appended to in place (``_TextAccumulator.append``).
+        # The body's piece list is appended to in place (``_TextAccumulator.append``).
         body = self._body
         pieces = body._pieces
         pieces.append(text)
-        if len(pieces) >= _TextAccumulator._BLOCK:
+        if len(pieces) >= _BLOCK:
             body.pack()
         parser = field.parser
         if parser.dirty or not parser.strips:
@@ -832,28 +1019,51 @@ class ResponseParser:
                 return
             self._started = True
         kept = text.rstrip()
-        pending = self._pending_whitespace
-        if kept is text:  # no trailing whitespace (rstrip returns the same object)
-            if pending is not None:
-                text = pending.getvalue() + text
-                self._pending_whitespace = None
-            events.append(
-                {"type": "region_chunk", "field": field.name, "text": text, "dirty": False}
-            )
-            return
+        if kept is not text:  # trailing whitespace (rstrip returns the same object)
+            text = self._hold_whitespace(text, kept)
+            if not text:
+                return
+        elif self._pending_whitespace or self._whitespace_run is not None:
+            text = self._take_whitespace() + text
+        events.append({"type": "region_chunk", "field": field.name, "text": text, "dirty": False})
+
+    def _hold_whitespace(self, text: str, kept: str) -> str:
+        """A stripping clean field's ``text`` ends in whitespace (``kept`` is the rest):
+        return what to stream now, the held whitespace and ``kept`` ("" when ``text`` is
+        all whitespace), and hold ``text``'s trailing whitespace: it is part of the value
+        only if more text follows before the region closes."""
         if kept:
             trailing = text[len(kept) :]
-            if pending is not None:
-                kept = pending.getvalue() + kept
-            events.append(
-                {"type": "region_chunk", "field": field.name, "text": kept, "dirty": False}
-            )
-            pending = self._pending_whitespace = _TextAccumulator()
-            pending.append(trailing)
-            return
-        if pending is None:
-            pending = self._pending_whitespace = _TextAccumulator()
-        pending.append(text)
+            if self._pending_whitespace or self._whitespace_run is not None:
+                kept = self._take_whitespace() + kept
+            self._pending_whitespace = trailing
+            return kept
+        run = self._whitespace_run
+        if run is not None:
+            run.append(text)
+            return ""
+        held = self._pending_whitespace
+        if len(held) + len(text) <= _HELD_WHITESPACE:
+            self._pending_whitespace = held + text
+            return ""
+        # A long run: an accumulator from here on (one string would be copied at each
+        # piece); ``feed``'s fast path is off until it ends (``_update_fast``).
+        run = self._whitespace_run = _TextAccumulator()
+        run.append(held)
+        run.append(text)
+        self._pending_whitespace = ""
+        self._fast = None
+        return ""
+
+    def _take_whitespace(self) -> str:
+        """The held whitespace, no longer held."""
+        held = self._pending_whitespace
+        self._pending_whitespace = ""
+        run = self._whitespace_run
+        if run is None:
+            return held
+        self._whitespace_run = None
+        return run.getvalue() + held
 
     def _open_region(self, field: FieldSpec, match: DelimiterMatch, events: list[Event]) -> None:
         self._field = field

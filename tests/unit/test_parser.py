@@ -6,7 +6,13 @@ from typing import Any
 
 import pytest
 
-from replyparse import ParserPhase, ParserStateError, ResponseParser, parse_response
+from replyparse import (
+    ParserPhase,
+    ParserStateError,
+    ResponseParseError,
+    ResponseParser,
+    parse_response,
+)
 
 TEMPLATE: dict[str, Any] = {
     "start_anchor": "<|im_start|>assistant\n",
@@ -215,3 +221,72 @@ def test_any_error_from_feed_leaves_the_parser_failed() -> None:
         parser.feed("more")
     with pytest.raises(ParserStateError):
         parser.finalize()
+
+
+# -- feed's fast path: pieces that can begin no delimiter (issue 13) -------------------------
+
+JSON_CALLS: dict[str, Any] = {
+    "start_anchor": "<|im_start|>assistant\n",
+    "fields": {
+        "reasoning_content": {"open": "<think>", "close": "</think>"},
+        "tool_calls": {"open": "[call]", "close": "[/call]", "repeats": True, "content": "json"},
+        "content": {"close": "<|im_end|>"},
+    },
+}
+
+
+def pieces_of(text: str, step: int) -> list[str]:
+    return [text[index : index + step] for index in range(0, len(text), step)]
+
+
+@pytest.mark.parametrize("step", [1, 3, 4, 7, 31])
+def test_offsets_do_not_depend_on_chunking(step: int) -> None:
+    # Over 256 pieces of plain reasoning, so that the body is packed while streaming.
+    reasoning = "plan the call and check it twice, then " * 40
+    text = f"<think>{reasoning}</think>ok [call]{{'bad': json}}[/call] end<|im_end|>"
+    with pytest.raises(ResponseParseError) as whole:
+        parse_response(text, JSON_CALLS, prefix="")
+    parser = ResponseParser(JSON_CALLS, prefix="")
+    with pytest.raises(ResponseParseError) as streamed:
+        for piece in pieces_of(text, step):
+            parser.feed(piece)
+        parser.finalize()
+    assert streamed.value.offset == whole.value.offset == text.index("{'bad'")
+
+    recovering = ResponseParser(JSON_CALLS, prefix="", recover=True)
+    for piece in pieces_of(text, step):
+        recovering.feed(piece)
+    recovering.finalize()
+    once = ResponseParser(JSON_CALLS, prefix="", recover=True)
+    once.finalize(text)
+    assert [issue.offset for issue in recovering.issues] == [issue.offset for issue in once.issues]
+    assert recovering.issues
+
+
+@pytest.mark.parametrize("step", [1, 4, 5])
+def test_a_long_whitespace_run_is_held_exactly(step: int) -> None:
+    run = " \n" * 700  # longer than a held string is kept (it goes on in an accumulator)
+    text = f"<think>a{run}b{run}</think>c{run}d {run}<|im_end|>"
+    parser = ResponseParser(JSON_CALLS, prefix="")
+    chunks: dict[str, str] = {}
+    for piece in pieces_of(text, step):
+        for event in parser.feed(piece):
+            if event["type"] == "region_chunk":
+                chunks[event["field"]] = chunks.get(event["field"], "") + event["text"]
+    message = parser.finalize()[0]
+    assert message == parse_response(text, JSON_CALLS, prefix="")
+    assert message == {"reasoning_content": f"a{run}b", "content": f"c{run}d"}
+    assert chunks == {"reasoning_content": f"a{run}b", "content": f"c{run}d"}
+
+
+def test_a_piece_with_any_character_that_can_begin_a_delimiter_is_scanned() -> None:
+    # Outside the regions, "<" and "[" can each begin a delimiter.
+    parser = ResponseParser(JSON_CALLS, prefix="")
+    events = parser.feed("hi ")
+    for piece in ("there", " [ca", "ll]", '{"a"', ": 1}", "[/ca", "ll]", " <|im", "_end|>"):
+        events += parser.feed(piece)
+    assert parser.finalize()[0] == {
+        "content": "hi there",
+        "tool_calls": [{"a": 1}],
+    }
+    assert [event["type"] for event in events].count("region_open") == 2

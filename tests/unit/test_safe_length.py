@@ -97,6 +97,46 @@ def test_safe_text_is_never_past_what_a_scan_emits(data: st.DataObject) -> None:
         assert match is None or safe <= match.start
 
 
+def start_char_scanners() -> list[Scanner]:
+    """Every registry template's scanners that know the characters beginning a delimiter."""
+    scanners = []
+    for family in list_templates():
+        template = get_entry(family).template
+        for scanner in (template.outside_scanner, *template.region_scanners):
+            if scanner.start_chars:
+                scanners.append(scanner)
+    return scanners
+
+
+START_CHAR_SCANNERS = start_char_scanners()
+
+
+def test_start_chars_are_known_where_safe_length_tests_only_characters() -> None:
+    header = header_scanner()  # "\s*to=": a lead run before the anchor
+    assert header.start_chars == "<t"
+    assert header.lead_chars is not None and {" ", "\n"} <= header.lead_chars
+    assert "t" not in header.lead_chars
+    scanner = Scanner([(Delimiter.from_literals(["</think>", "<|im_end|>"]), 0, 0)])
+    assert (scanner.start_chars, scanner.lead_chars) == ("<", None)
+    assert len(START_CHAR_SCANNERS) >= 200
+
+
+@settings(max_examples=400, deadline=None)
+@given(data=st.data())
+def test_text_without_a_start_char_begins_no_delimiter(data: st.DataObject) -> None:
+    """The parser streams such a piece whole without a scan (``ResponseParser.feed``),
+    unless it ends in what may lead a delimiter (``lead_chars``, or any non-ASCII)."""
+    scanner = data.draw(st.sampled_from(START_CHAR_SCANNERS))
+    assert scanner.start_chars is not None
+    parts = data.draw(st.lists(st.sampled_from(fragments(scanner)), max_size=12))
+    text = "".join(char for char in "".join(parts) if char not in scanner.start_chars)
+    leads = scanner.lead_chars
+    if leads is not None and text and (text[-1] >= "\x80" or text[-1] in leads):
+        text += next(char for char in "xqz0" if char not in scanner.start_chars + "".join(leads))
+    assert scanner.safe_length(text) == len(text)
+    assert scanner.scan(text, 0) == (len(text), None)
+
+
 # -- the streaming search of patterns with anchors ------------------------------------------
 
 #: A partial match of the first alternative begins before a complete match of the second.
