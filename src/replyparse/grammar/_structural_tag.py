@@ -41,7 +41,7 @@ from replyparse.grammar import _xml_styles as S
 from replyparse.grammar._build import _Builder, build_ir
 from replyparse.grammar._call_syntax import grammar_form
 from replyparse.grammar._errors import GrammarError
-from replyparse.grammar._matcher import gbnf_to_char_lark
+from replyparse.grammar._gbnf_lark import gbnf_to_char_lark
 from replyparse.grammar._readback import open_after_prefix
 from replyparse.grammar._request import CallRules, ToolEntry
 from replyparse.grammar._schema import ANNOTATIONS
