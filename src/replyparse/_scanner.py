@@ -43,7 +43,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 import regex
 
@@ -1105,16 +1105,7 @@ class Scanner:
                 held = partial_start
             if match is None:
                 continue
-            if (
-                best is None
-                or match.start < best.start
-                or (
-                    match.start == best.start
-                    and (
-                        match.end > best.end or (match.end == best.end and priority < best_priority)
-                    )
-                )
-            ):
+            if best is None or _outranks(match.start, match.end, priority, best, best_priority):
                 best = DelimiterMatch(match.start, match.end, target, match.groups)
                 best_priority = priority
         if best is not None and best.start < held:
@@ -1122,11 +1113,13 @@ class Scanner:
         return held, None
 
 
-def _outranks(
-    start: int, end: int, rank: tuple[int, int], best: DelimiterMatch, best_rank: tuple[int, int]
-) -> bool:
+_Rank = TypeVar("_Rank", int, tuple[int, int])
+
+
+def _outranks(start: int, end: int, rank: _Rank, best: DelimiterMatch, best_rank: _Rank) -> bool:
     """Whether a match ``[start, end)`` of ``rank`` wins over ``best`` (the tie-breaking
-    rules: earliest start, then longest, then lower rank) in ``scan_final``."""
+    rules: earliest start, then longest, then lower rank), in ``scan`` (a priority) and
+    ``scan_final`` (a state's rank pair)."""
     return start < best.start or (
         start == best.start and (end > best.end or (end == best.end and rank < best_rank))
     )
