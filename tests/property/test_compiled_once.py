@@ -281,7 +281,7 @@ def test_a_compiled_transform_is_the_transform(
 
 def test_a_compiled_transform_builds_fresh_values() -> None:
     compiled = compile_transform({"a": ["{content}"]})
-    first, second = compiled({"content": 1}), compiled({"content": 1})
+    first, second = compiled({"content": 1}, None), compiled({"content": 1}, None)
     assert first == second == {"a": [1]}
     assert first is not second and first["a"] is not second["a"]
 
