@@ -274,3 +274,39 @@ def test_xtml_section_tags_are_read_as_whole_delimiters() -> None:
         "content": "On it.",
         "tool_calls": [{"type": "function", "function": {"name": "f", "arguments": {"n": "2"}}}],
     }
+
+
+#: ChatML that renders reasoning only from a ``{"type": "thinking"}`` chunk of the content.
+THINKING_CHUNKS = (
+    "{% for message in messages %}<|im_start|>{{ message['role'] }}\n"
+    "{% if message['content'] is string %}{{ message['content'] }}"
+    "{% else %}{% for block in message['content'] %}"
+    "{% if block['type'] == 'thinking' %}{{ '[THINK]' + block['thinking'] + '[/THINK]' }}"
+    "{% else %}{{ block['text'] }}{% endif %}{% endfor %}{% endif %}<|im_end|>\n{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+
+
+def test_reasoning_rendered_from_a_thinking_chunk_is_drafted() -> None:
+    result = draft(THINKING_CHUNKS, name="chunks")
+    assert result.ok, result.problems
+    assert result.response_template["fields"]["reasoning_content"]["close"] == "[/THINK]"
+    assert any("thinking chunk" in note for note in result.notes)
+    message = parse_response("[THINK]hm[/THINK]Hi.<|im_end|>", result.response_template, prefix="")
+    assert message == {"role": "assistant", "reasoning_content": "hm", "content": "Hi."}
+
+
+def test_a_template_that_prints_the_chunk_list_has_no_reasoning_from_it() -> None:
+    # PLAIN_CHATML prints a list content as it is: its keys are not delimiters.
+    result = draft(PLAIN_CHATML, name="plain")
+    assert "reasoning_content" not in result.response_template["fields"]
+
+
+@requires_shared
+def test_ministral3_reasoning_comes_from_its_thinking_chunks() -> None:
+    result = draft_from_path(CHAT_TEMPLATES / "ministral3.jinja")
+    assert result.ok, [str(problem) for problem in result.problems]
+    text = '[THINK]plan[/THINK][TOOL_CALLS]f[ARGS]{"a": 1}</s>'
+    message = parse_response(text, result.response_template, prefix="")
+    assert message["reasoning_content"] == "plan"
+    assert message["tool_calls"][0]["function"] == {"name": "f", "arguments": {"a": 1}}

@@ -80,6 +80,11 @@ TOOLS: list[dict[str, Any]] = [
         },
     },
 ]
+#: An answer whose content is a list of chunks, the reasoning one first.
+_THINKING_BLOCKS: list[dict[str, Any]] = [
+    {"type": "thinking", "thinking": REASONING},
+    {"type": "text", "text": ANSWER},
+]
 CALL_ONE: dict[str, Any] = {"name": "get_weather", "arguments": {"city": "Paris", "days": 3}}
 CALL_TWO: dict[str, Any] = {
     "name": "set_options",
@@ -170,7 +175,7 @@ def _common_suffix(a: str, b: str) -> str:
     return _common_prefix(a[::-1], b[::-1])[::-1]
 
 
-def _assistant(content: str = ANSWER, **extra: Any) -> dict[str, Any]:
+def _assistant(content: str | list[dict[str, Any]] = ANSWER, **extra: Any) -> dict[str, Any]:
     return {"role": "assistant", "content": content, **extra}
 
 
@@ -983,6 +988,19 @@ def _reasoning(
 ) -> dict[str, Any] | None:
     message = _assistant(reasoning_content=REASONING)
     turn = prober.turn(message)
+    if turn is None or REASONING not in turn:
+        # Some templates read reasoning from the content's chunks instead (Ministral 3's
+        # ``{"type": "thinking"}`` block, rendered as ``[THINK]…[/THINK]``).
+        blocks = _assistant(_THINKING_BLOCKS)
+        block_turn = prober.turn(blocks)
+        # (A template that prints the list as it is renders the chunks' keys: not read.)
+        printed = block_turn is None or any(
+            quote + key + quote in block_turn for key in ("type", "text") for quote in "'\""
+        )
+        if block_turn is not None and not printed and REASONING in block_turn:
+            message, turn = blocks, block_turn
+            prober.reasoning_message = message
+            notes.append("reasoning is rendered from a thinking chunk of the content")
     if turn is None or REASONING not in turn:
         # Some templates render reasoning only in a call turn (Command R7B's plan before
         # <|START_ACTION|>).
