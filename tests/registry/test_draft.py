@@ -310,3 +310,43 @@ def test_ministral3_reasoning_comes_from_its_thinking_chunks() -> None:
     message = parse_response(text, result.response_template, prefix="")
     assert message["reasoning_content"] == "plan"
     assert message["tool_calls"][0]["function"] == {"name": "f", "arguments": {"a": 1}}
+
+
+#: ChatML with XML-style calls that wrap a value holding markup in CDATA.
+CDATA_CALLS = PLAIN_CHATML.replace(
+    "{{ message['content'] }}",
+    "{{ message['content'] }}{% for call in message.tool_calls or [] %}"
+    '<function name="{{ call.function.name }}">'
+    "{% for key, value in call.function.arguments.items() %}"
+    '<param name="{{ key }}">'
+    "{% if value is string and ('<' in value or '&' in value) %}"
+    "{{ '<![CDATA[' + value + ']]>' }}{% else %}{{ value }}{% endif %}</param>"
+    "{% endfor %}</function>{% endfor %}",
+)
+
+
+def test_a_value_wrapper_the_template_writes_around_markup_is_accepted() -> None:
+    result = draft(CDATA_CALLS, name="cdata")
+    assert result.ok, result.problems
+    assert any("<![CDATA[" in note for note in result.notes), result.notes
+    text = (
+        '<function name="f"><param name="a"><![CDATA[x </param> y]]></param>'
+        '<param name="b">plain</param></function><|im_end|>'
+    )
+    message = parse_response(text, result.response_template, prefix="<|im_start|>assistant\n")
+    assert message["tool_calls"][0]["function"]["arguments"] == {"a": "x </param> y", "b": "plain"}
+
+
+def test_a_template_that_writes_markup_values_as_they_are_has_no_wrapper() -> None:
+    result = draft(CDATA_CALLS.replace("'<![CDATA[' + value + ']]>'", "value"), name="raw")
+    assert result.ok, result.problems
+    assert not any("wrapped" in note for note in result.notes), result.notes
+
+
+@requires_shared
+def test_minicpm5_values_may_be_cdata() -> None:
+    result = draft_from_path(CHAT_TEMPLATES / "minicpm5.jinja")
+    assert result.ok, [str(problem) for problem in result.problems]
+    text = '<function name="html"><param name="markup"><![CDATA[<a>hi</a>]]></param></function>'
+    message = parse_response(text, result.response_template, prefix="<|im_start|>assistant\n")
+    assert message["tool_calls"][0]["function"]["arguments"] == {"markup": "<a>hi</a>"}

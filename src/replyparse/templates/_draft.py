@@ -90,6 +90,8 @@ CALL_TWO: dict[str, Any] = {
     "name": "set_options",
     "arguments": {"enabled": True, "tags": ["a", "b"], "limits": {"max": 2}},
 }
+#: A call whose string argument holds markup, which some templates wrap (CDATA).
+CALL_MARKUP: dict[str, Any] = {"name": "get_weather", "arguments": {"city": "1 < 2 & 3", "days": 3}}
 _NAME = "(?P<name>[^\\s\"'<>(){}\\[\\]|,:=]+)"
 _SWITCHES: tuple[tuple[str, dict[str, Any]], ...] = (
     ("thinking", {"enable_thinking": True}),
@@ -607,6 +609,25 @@ def _read_xml_call(call_text: str, name: str) -> _Call:
     )
 
 
+def _value_wrapper(prober: _Prober, one: str) -> tuple[str, str] | None:
+    """What the template writes around a string value holding markup (``<``, ``&``) and
+    not around a plain one (MiniCPM's ``<![CDATA[``…``]]>``): the text the markup call adds
+    right before and after the value, when it adds both."""
+    marked = prober.calls([CALL_MARKUP])
+    value = str(CALL_MARKUP["arguments"]["city"])
+    if marked is None or marked.count(value) != 1 or one.count("Paris") != 1:
+        return None
+    before, _, after = marked.partition(value)
+    plain_before, _, plain_after = one.partition("Paris")
+    if not before.startswith(plain_before) or not after.endswith(plain_after):
+        return None
+    opener = before[len(plain_before) :]
+    closer = after[: len(after) - len(plain_after)]
+    if not opener.strip() or not closer.strip():
+        return None
+    return opener, closer
+
+
 def _nested_values(call: _Call, two: str) -> dict[str, Any] | None:
     """The ``xml-nested`` value parser, when the template writes an object argument as the
     tags of its keys (the parameter name is the tag: ``<limits><max>2</max></limits>``)."""
@@ -856,6 +877,7 @@ def draft(
         # recipient, could open anywhere in the content: not drafted.)
         fields["content_opener"] = {"open_pattern": _lit(opener), "close_pattern": "(?=[\\s\\S])"}
         notes.append(f"content opens with {opener!r} after the role header (field content_opener)")
+    wrapper: tuple[str, str] | None = None
     one = prober.calls([CALL_ONE])
     if one is None:
         prober.last_error = ""
@@ -877,6 +899,17 @@ def draft(
             call_text = call_text[len(empty_block) :].lstrip()
         call = _read_call(call_text)
         notes.extend(call.notes)
+        wrapper = _value_wrapper(prober, one) if call.content == "xml-inline" else None
+        if wrapper is not None and call.content_args is not None:
+            wrapped = (
+                f"(?:{_lit(wrapper[0])}(?P<value>.*?){_lit(wrapper[1])}|(?P<value>.*?))"
+            )
+            tag_pattern = str(call.content_args["tag_pattern"])
+            call.content_args["tag_pattern"] = tag_pattern.replace("(?P<value>.*?)", wrapped, 1)
+            notes.append(
+                f"a value holding markup is wrapped in {wrapper[0]!r}…{wrapper[1]!r}: "
+                "accepted around any value"
+            )
         two = prober.calls([CALL_ONE, CALL_TWO])
         open_pattern, close_pattern = call.open_pattern, call.close_pattern
         if two is not None and not call.transform_each:
@@ -979,7 +1012,9 @@ def draft(
             DraftProblem("load", "response_template", "a valid template", str(error))
         )
         return result
-    result.problems.extend(_round_trip(prober, response_template, rendered_reasoning))
+    result.problems.extend(
+        _round_trip(prober, response_template, rendered_reasoning, markup=wrapper is not None)
+    )
     return result
 
 
@@ -1214,7 +1249,11 @@ def _markers(source: str, fields: Mapping[str, Any], end: str) -> list[str]:
 
 
 def _round_trip(
-    prober: _Prober, response_template: Mapping[str, Any], has_reasoning: bool
+    prober: _Prober,
+    response_template: Mapping[str, Any],
+    has_reasoning: bool,
+    *,
+    markup: bool = False,
 ) -> list[DraftProblem]:
     probes: list[tuple[str, dict[str, Any], list[dict[str, Any]]]] = [
         ("plain answer", _assistant(), []),
@@ -1224,6 +1263,8 @@ def _round_trip(
     if "tool_calls" in response_template["fields"]:
         probes.append(("one call", _assistant(), [CALL_ONE]))
         probes.append(("two calls", _assistant(), [CALL_ONE, CALL_TWO]))
+        if markup:
+            probes.append(("markup value", _assistant(), [CALL_MARKUP]))
         if has_reasoning and "tool_calls" in prober.reasoning_message:
             probes.append(("reasoning", prober.reasoning_message, [CALL_ONE]))
     problems: list[DraftProblem] = []
