@@ -33,9 +33,6 @@ DRAFT_GAPS: dict[str, str] = {
     "firefunction-v2.jinja": (
         "unreadable: rendering the chat template failed: UndefinedError: 'functions' is undefined"
     ),
-    "functionary-v3.2.jinja": (
-        "round trip: plain answer: content came back as 'all\\nProbe answer text.'"
-    ),
     "gemma3-pythonic.jinja": (
         "round trip: one call: tool_calls came back as 'field \\'tool_calls\\' at offset 1:"
         " the \\'pythonic\\' co"
@@ -194,11 +191,11 @@ def test_cli_draft_prints_the_family_file_and_the_round_trip(tmp_path: Path) -> 
 
 @requires_shared
 def test_cli_draft_exits_1_naming_the_field_and_text_when_the_round_trip_fails() -> None:
-    # Functionary v3.2 writes its answers behind a plain-text recipient ("all"), not drafted.
-    status, _out, err = _cli(str(CHAT_TEMPLATES / "functionary-v3.2.jinja"))
+    # Nemotron Nano v2 renders the last answer as a continuation of its open <think>.
+    status, _out, err = _cli(str(CHAT_TEMPLATES / "nemotron-nano-v2.jinja"))
     assert status == 1
     assert "round trip FAILED: plain answer: field 'content'" in err
-    assert "got 'all\\nProbe answer text.'" in err
+    assert "expected 'Probe answer text.', got None" in err
 
 
 def test_cli_draft_exits_2_when_the_chat_template_cannot_be_read(tmp_path: Path) -> None:
@@ -350,3 +347,37 @@ def test_minicpm5_values_may_be_cdata() -> None:
     text = '<function name="html"><param name="markup"><![CDATA[<a>hi</a>]]></param></function>'
     message = parse_response(text, result.response_template, prefix="<|im_start|>assistant\n")
     assert message["tool_calls"][0]["function"]["arguments"] == {"markup": "<a>hi</a>"}
+
+
+#: Every message opens with ``>>>`` and a recipient, which the prompt pre-writes.
+RECIPIENTS = (
+    "{% for message in messages %}<|im_start|>{{ message['role'] }}\n"
+    "{% if message['role'] == 'assistant' %}"
+    "{% if message['content'] %}{{ '>>>all\n' + message['content'] }}{% endif %}"
+    "{% for call in message.tool_calls or [] %}"
+    "{{ '>>>' + call.function.name + '\n' + call.function.arguments | tojson }}{% endfor %}"
+    "{% else %}{{ message['content'] }}{% endif %}<|im_end|>\n{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n>>>{% endif %}"
+)
+
+
+def test_a_recipient_the_prompt_pre_writes_opens_content_and_names_calls() -> None:
+    result = draft(RECIPIENTS, name="recipients")
+    assert result.ok, result.problems
+    template = result.response_template
+    assert template["start_anchor"] == "<|im_start|>assistant"
+    prefix = "<|im_start|>assistant\n>>>"
+    message = parse_response("all\nHi.<|im_end|>", template, prefix=prefix)
+    assert message == {"role": "assistant", "content": "Hi."}
+    message = parse_response('f\n{"a": 1}>>>all\nDone.<|im_end|>', template, prefix=prefix)
+    assert message["content"] == "Done."
+    assert message["tool_calls"][0]["function"] == {"name": "f", "arguments": {"a": 1}}
+
+
+@requires_shared
+def test_functionary_v3_2_reads_the_all_recipient_as_the_content_opener() -> None:
+    result = draft_from_path(CHAT_TEMPLATES / "functionary-v3.2.jinja")
+    assert result.ok, [str(problem) for problem in result.problems]
+    prefix = "<|start_header_id|>assistant<|end_header_id|>\n\n>>>"
+    message = parse_response("all\nHello.", result.response_template, prefix=prefix)
+    assert message == {"role": "assistant", "content": "Hello."}

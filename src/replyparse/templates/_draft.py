@@ -609,6 +609,20 @@ def _read_xml_call(call_text: str, name: str) -> _Call:
     )
 
 
+def _recipient(call_text: str, header: str, anchor: str) -> tuple[str, str] | None:
+    """``(lead, word)`` when a call's text starts with a lead (the text before its name)
+    that ends the role header the prompt pre-writes, and the plain answer writes the same
+    lead and a word of its own before the content (Functionary v3.2's ``>>>`` and ``all``)."""
+    lead = call_text[: call_text.find(str(CALL_ONE["name"]))].strip()
+    role = anchor.rstrip()
+    if not lead or not role.endswith(lead) or role == lead or not header.startswith(role):
+        return None
+    word = re.match("\\w+\\s", header[len(role) :])
+    if word is None or not _lit(lead) or call_text.strip()[len(lead) :].startswith(word.group()):
+        return None
+    return lead, word.group().strip()
+
+
 def _value_wrapper(prober: _Prober, one: str) -> tuple[str, str] | None:
     """What the template writes around a string value holding markup (``<``, ``&``) and
     not around a plain one (MiniCPM's ``<![CDATA[``…``]]>``): the text the markup call adds
@@ -961,6 +975,25 @@ def draft(
             # The template writes the call's id in its opener (Mistral's [CALL_ID]).
             tool_field["transform"] = {"id": "{id}", **call.transform}
             notes.append("the call's id is in its opener: captured as the call id")
+        recipient = _recipient(call_text, header, anchor)
+        if recipient is not None and "content_opener" not in fields:
+            # The prompt pre-writes what every message of the turn starts with, a call's
+            # name or the content's own word after it (Functionary v3.2's ``>>>NAME`` and
+            # ``>>>all``): the role header ends before it, the content opens at its word,
+            # and a call's name is any other word.
+            lead, word = recipient
+            anchor = anchor.rstrip()[: -len(lead)]
+            fields["content_opener"] = {
+                "open_pattern": _lit(lead) + re.escape(word) + "\\s",
+                "close_pattern": "(?=[\\s\\S])",
+            }
+            tool_field["open_pattern"] = open_pattern.replace(
+                _lit(lead), _lit(lead) + "(?!" + re.escape(word) + "\\s)", 1
+            )
+            notes.append(
+                f"every message opens with {lead!r}, which the prompt pre-writes; the content's "
+                f"is {lead + word!r} (field content_opener), a call's names the function"
+            )
         fields["tool_calls"] = tool_field
     # The end of turn, and each of its tokens when it is several: a call's close may take
     # the first ones (Cohere's <|END_ACTION|> before <|END_OF_TURN_TOKEN|>).
