@@ -22,10 +22,6 @@ pytest.importorskip("jinja2")
 
 #: Shared chat templates whose draft does not round-trip yet: the first problem each shows.
 DRAFT_GAPS: dict[str, str] = {
-    "apertus.jinja": (
-        "round trip: one call: tool_calls came back as 'field \\'tool_calls\\' at offset 51"
-        ": the \\'json\\' conte"
-    ),
     "deepseek-r1-llamacpp-tools.jinja": (
         "unreadable: rendering the chat template failed: TypeError: Object of type genera"
         "tor is not JSON seri"
@@ -381,3 +377,36 @@ def test_functionary_v3_2_reads_the_all_recipient_as_the_content_opener() -> Non
     prefix = "<|start_header_id|>assistant<|end_header_id|>\n\n>>>"
     message = parse_response("all\nHello.", result.response_template, prefix=prefix)
     assert message == {"role": "assistant", "content": "Hello."}
+
+
+#: ChatML whose calls are one JSON list of name-keyed objects, ``[{"NAME": {…}}]``.
+NAME_KEYED = PLAIN_CHATML.replace(
+    "{{ message['content'] }}",
+    "{{ message['content'] }}{% if message.tool_calls %}<calls>["
+    "{% for call in message.tool_calls %}{{ {call.function.name: call.function.arguments} "
+    "| tojson }}{% if not loop.last %}, {% endif %}{% endfor %}]</calls>{% endif %}",
+)
+
+
+def test_name_keyed_call_objects_are_read_as_json_entries() -> None:
+    result = draft(NAME_KEYED, name="entries")
+    assert result.ok, result.problems
+    assert result.response_template["fields"]["tool_calls"]["content"] == "json-entries"
+    text = '<calls>[{"f": {"a": 1}}, {"g": {}}]</calls><|im_end|>'
+    calls = parse_response(text, result.response_template, prefix="")["tool_calls"]
+    assert [call["function"] for call in calls] == [
+        {"name": "f", "arguments": {"a": 1}},
+        {"name": "g", "arguments": {}},
+    ]
+
+
+@requires_shared
+def test_apertus_calls_are_name_keyed_entries() -> None:
+    result = draft_from_path(CHAT_TEMPLATES / "apertus.jinja")
+    assert result.ok, [str(problem) for problem in result.problems]
+    text = '<|tools_prefix|>[{"special_function": {"arg1": 1}}]<|tools_suffix|>'
+    message = parse_response(text, result.response_template, prefix="<|assistant_start|>")
+    assert message["tool_calls"][0]["function"] == {
+        "name": "special_function",
+        "arguments": {"arg1": 1},
+    }

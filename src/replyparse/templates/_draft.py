@@ -349,6 +349,16 @@ def _name_key(value: Any, name: str) -> str | None:
     return next((key for key, item in value.items() if item == name and "name" in key), None)
 
 
+def _is_entry_list(value: Any, name: str, arguments: Any) -> bool:
+    """Whether ``value`` is a JSON list of name-keyed calls, ``[{NAME: arguments}]``."""
+    return (
+        isinstance(value, list)
+        and bool(value)
+        and all(isinstance(item, dict) and len(item) == 1 for item in value)
+        and value[0] == {name: arguments}
+    )
+
+
 def _arguments_key(value: Mapping[str, Any]) -> str | None:
     for key in ("arguments", "parameters", "args", "input"):
         if key in value:
@@ -462,6 +472,20 @@ def _read_call(call_text: str) -> _Call:
             notes=notes,
             body_end=end,
             body_open=body_open,
+        )
+    entries = _find_json(call_text, lambda value: _is_entry_list(value, name, arguments))
+    if entries is not None:
+        # Name-keyed objects (Apertus's ``[{"NAME": {…}}]``): each entry of the JSON
+        # list is one call, its key the name and its value the arguments.
+        start, end, _value = entries
+        return _Call(
+            _lit(call_text[:start].strip()) or "(?=\\[\\s*\\{)",
+            _lit(call_text[end:].strip()) or "(?!)",
+            "json-entries",
+            None,
+            {"type": "function", "function": {"name": "{key}", "arguments": "{value}"}},
+            transform_each=True,
+            notes=["calls are one JSON list of {NAME: arguments} objects (read by json-entries)"],
         )
     at = call_text.find(name)
     if at < 0:
