@@ -46,11 +46,6 @@ DRAFT_GAPS: dict[str, str] = {
         'round trip: plain answer: content came back as "<|header_start|>system<|header_e'
         "nd|>\\n\\nYou are a he"
     ),
-    "nemotron-json-vllm.jinja": (
-        "round trip: plain answer: content came back as None: the template renders the last "
-        "assistant message as a continuation of the generation prompt, after its open <think>"
-    ),
-    "nemotron-nano-v2.jinja": ("round trip: plain answer: content came back as 'None'"),
     "phi3.5.jinja": (
         "unreadable: the prompt with the generation prompt does not extend the one without"
     ),
@@ -187,11 +182,11 @@ def test_cli_draft_prints_the_family_file_and_the_round_trip(tmp_path: Path) -> 
 
 @requires_shared
 def test_cli_draft_exits_1_naming_the_field_and_text_when_the_round_trip_fails() -> None:
-    # Nemotron Nano v2 renders the last answer as a continuation of its open <think>.
-    status, _out, err = _cli(str(CHAT_TEMPLATES / "nemotron-nano-v2.jinja"))
+    # Gemma 3's pythonic template writes no commas between arguments (city="Paris"days=3).
+    status, _out, err = _cli(str(CHAT_TEMPLATES / "gemma3-pythonic.jinja"))
     assert status == 1
-    assert "round trip FAILED: plain answer: field 'content'" in err
-    assert "expected 'Probe answer text.', got None" in err
+    assert "round trip FAILED: one call: field 'tool_calls'" in err
+    assert "not Python call syntax" in err
 
 
 def test_cli_draft_exits_2_when_the_chat_template_cannot_be_read(tmp_path: Path) -> None:
@@ -410,3 +405,36 @@ def test_apertus_calls_are_name_keyed_entries() -> None:
         "name": "special_function",
         "arguments": {"arg1": 1},
     }
+
+
+#: A prompt that pre-opens <think>, and a last assistant message rendered as its
+#: continuation (the answer after the open <think>); history renders the answer alone.
+CONTINUED = (
+    "{% for message in messages %}<|im_start|>{{ message['role'] }}\n"
+    "{% if message['role'] == 'assistant' and loop.last %}<think>\n{% endif %}"
+    "{{ message['content'].split('</think>')[-1] }}<|im_end|>\n{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n<think>\n{% endif %}"
+)
+
+
+def test_a_last_message_rendered_as_a_continuation_is_read_as_history() -> None:
+    result = draft(CONTINUED, name="continued")
+    assert result.ok, result.problems
+    assert any("continuation of the generation prompt" in note for note in result.notes)
+    template = result.response_template
+    message = parse_response(
+        "plan</think>Hi.<|im_end|>", template, prefix="<|im_start|>assistant\n<think>\n"
+    )
+    assert message == {"role": "assistant", "reasoning_content": "plan", "content": "Hi."}
+
+
+@requires_shared
+def test_nemotron_nano_v2_is_drafted_from_its_history_turns() -> None:
+    result = draft_from_path(CHAT_TEMPLATES / "nemotron-nano-v2.jinja")
+    assert result.ok, [str(problem) for problem in result.problems]
+    text = 'hm\n</think>\n<TOOLCALL>[{"name": "f", "arguments": {"a": 1}}]</TOOLCALL>'
+    message = parse_response(
+        text, result.response_template, prefix="<SPECIAL_11>Assistant\n<think>\n"
+    )
+    assert message["reasoning_content"] == "hm"
+    assert message["tool_calls"][0]["function"] == {"name": "f", "arguments": {"a": 1}}

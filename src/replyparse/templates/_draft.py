@@ -36,6 +36,7 @@ from replyparse.template import load_template
 __all__ = ["Draft", "DraftProblem", "draft", "draft_from_path"]
 
 USER = {"role": "user", "content": "Probe question one?"}
+_SECOND_USER = {"role": "user", "content": "Probe question two?"}
 ANSWER = "Probe answer text."
 REASONING = "Probe reasoning text."
 #: Tools offered to the template, and used to type the round-tripped arguments.
@@ -207,6 +208,9 @@ class _Prober:
         self.generation_prompt = self.prompt[len(self.base) :]
         #: Why the last probe turn did not render, for the notes.
         self.last_error = ""
+        #: The second user turn after a history answer, when turns are read as history
+        #: renders them (see :meth:`_continuation`); empty when the last message is read.
+        self.next_user = ""
         #: The probe message whose rendering shows the reasoning.
         self.reasoning_message = _assistant(reasoning_content=REASONING)
         #: What the template writes after every conversation, whatever its last message
@@ -220,6 +224,7 @@ class _Prober:
             self.base = self.base[: len(self.base) - len(self.trailer)]
             if not self.generation_prompt and self.trailer.strip():
                 self.generation_prompt = self.trailer
+        self.next_user = self._continuation()
 
     def _render(self, messages: Sequence[Mapping[str, Any]], *, generation: bool, **kw: Any) -> str:
         text: str = self.render(messages, tools=TOOLS, add_generation_prompt=generation, **kw)
@@ -229,10 +234,9 @@ class _Prober:
         """The text a template with no generation prompt of its own writes after the last
         message of every conversation: what the base and a plain answer both end with,
         from a token boundary, leaving the user turn its end (at least one token)."""
-        second_user = {"role": "user", "content": "Probe question two?"}
         try:
             text = self._render([USER, _assistant()], generation=False)
-            longer = self._render([USER, _assistant(), second_user], generation=False)
+            longer = self._render([USER, _assistant(), _SECOND_USER], generation=False)
         except Exception:
             return ""
         if longer.startswith(text):
@@ -267,7 +271,7 @@ class _Prober:
         if self.trailer and text.endswith(self.trailer):
             text = text[: len(text) - len(self.trailer)]
         if text.startswith(self.base):
-            return text[len(self.base) :]
+            return self._as_history(message, text[len(self.base) :])
         # The template rewrites the text before the turn (Mistral's vLLM template moves the
         # default system prompt into the last user turn): the turn follows the user's.
         question = str(USER["content"])
@@ -276,6 +280,40 @@ class _Prober:
         if at < 0 or text.find(user_turn, at + 1) >= 0:
             return None
         return text[at + len(user_turn) :]
+
+    def _continuation(self) -> str:
+        """What the second user turn renders after a history answer, when the template
+        renders a last assistant message as a continuation of the generation prompt
+        (Nemotron Nano v2: the prompt's open ``<think>``, then the answer, never closed)
+        and a history turn as the role header and the answer; empty otherwise."""
+        prompt = self.generation_prompt
+        try:
+            last = self._render([USER, _assistant()], generation=False)
+            text = self._render([USER, _assistant(), _SECOND_USER], generation=False)
+        except Exception:
+            return ""
+        if self.trailer or not prompt or not last.startswith(self.base + prompt):
+            return ""
+        if not text.startswith(self.base) or text[len(self.base) :].startswith(prompt):
+            return ""
+        history = text[len(self.base) :]
+        header = _whole_tokens(_common_prefix(history, prompt))
+        rest = last[len(self.base + prompt) :]
+        if not header.strip() or ANSWER not in rest or not history[len(header) :].startswith(rest):
+            return ""
+        return history[len(header) + len(rest) :]
+
+    def _as_history(self, message: Mapping[str, Any], turn: str) -> str:
+        """The turn as history renders it (see :meth:`_continuation`), else as it is."""
+        if not self.next_user:
+            return turn
+        try:
+            text = self._render([USER, message, _SECOND_USER], generation=False)
+        except Exception:
+            return turn
+        if not text.startswith(self.base) or not text.endswith(self.next_user):
+            return turn
+        return text[len(self.base) : len(text) - len(self.next_user)]
 
     def calls(self, calls: Sequence[Mapping[str, Any]]) -> str | None:
         for as_strings in (False, True):
@@ -845,6 +883,11 @@ def draft(
             f"the chat template cannot render a user turn: {type(error).__name__}: {error}"
         ) from None
     notes: list[str] = []
+    if prober.next_user:
+        notes.append(
+            "the chat template renders a last assistant message as a continuation of the "
+            "generation prompt: turns are read as history renders them"
+        )
     plain = prober.turn(_assistant())
     if plain is None or ANSWER not in plain:
         raise _error("the chat template renders no assistant turn with its content")
@@ -939,9 +982,7 @@ def draft(
         notes.extend(call.notes)
         wrapper = _value_wrapper(prober, one) if call.content == "xml-inline" else None
         if wrapper is not None and call.content_args is not None:
-            wrapped = (
-                f"(?:{_lit(wrapper[0])}(?P<value>.*?){_lit(wrapper[1])}|(?P<value>.*?))"
-            )
+            wrapped = f"(?:{_lit(wrapper[0])}(?P<value>.*?){_lit(wrapper[1])}|(?P<value>.*?))"
             tag_pattern = str(call.content_args["tag_pattern"])
             call.content_args["tag_pattern"] = tag_pattern.replace("(?P<value>.*?)", wrapped, 1)
             notes.append(
