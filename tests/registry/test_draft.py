@@ -22,10 +22,6 @@ pytest.importorskip("jinja2")
 
 #: Shared chat templates whose draft does not round-trip yet: the first problem each shows.
 DRAFT_GAPS: dict[str, str] = {
-    "deepseek-r1-llamacpp-tools.jinja": (
-        "unreadable: rendering the chat template failed: TypeError: Object of type genera"
-        "tor is not JSON seri"
-    ),
     "firefunction-v2.jinja": (
         "unreadable: rendering the chat template failed: UndefinedError: 'functions' is undefined"
     ),
@@ -438,3 +434,33 @@ def test_nemotron_nano_v2_is_drafted_from_its_history_turns() -> None:
     )
     assert message["reasoning_content"] == "hm"
     assert message["tool_calls"][0]["function"] == {"name": "f", "arguments": {"a": 1}}
+
+
+#: ChatML whose tool list fails to render (a generator passed to tojson), and whose calls
+#: render without it.
+FAILING_TOOLS = PLAIN_CHATML.replace(
+    "{% for message in messages %}",
+    "{% if tools %}<|im_start|>system\n{{ tools | map(attribute='function') | tojson }}"
+    "<|im_end|>\n{% endif %}{% for message in messages %}",
+).replace(
+    "{{ message['content'] }}",
+    "{{ message['content'] }}{% for call in message.tool_calls or [] %}<tool_call>"
+    "{{ {'name': call.function.name, 'arguments': call.function.arguments} | tojson }}"
+    "</tool_call>{% endfor %}",
+)
+
+
+def test_a_template_that_fails_on_its_tool_list_is_probed_without_tools() -> None:
+    result = draft(FAILING_TOOLS, name="no-tools")
+    assert result.ok, result.problems
+    assert any(note.startswith("probed without tools") for note in result.notes)
+    text = '<tool_call>{"name": "f", "arguments": {"a": 1}}</tool_call><|im_end|>'
+    message = parse_response(text, result.response_template, prefix="")
+    assert message["tool_calls"][0]["function"] == {"name": "f", "arguments": {"a": 1}}
+
+
+@requires_shared
+def test_deepseek_r1_llamacpp_tools_is_drafted_without_its_tool_list() -> None:
+    result = draft_from_path(CHAT_TEMPLATES / "deepseek-r1-llamacpp-tools.jinja")
+    assert result.ok, [str(problem) for problem in result.problems]
+    assert "tool_calls" in result.response_template["fields"]

@@ -199,8 +199,10 @@ def _tool_calls(calls: Sequence[Mapping[str, Any]], *, as_strings: bool) -> list
 class _Prober:
     """Renders probe conversations and cuts the assistant turn out of each."""
 
-    def __init__(self, render: Renderer) -> None:
+    def __init__(self, render: Renderer, *, tools: list[dict[str, Any]] | None = TOOLS) -> None:
         self.render = render
+        #: The tools every probe is rendered with (None when the template fails on them).
+        self.tools = tools
         self.base = self._render([USER], generation=False)
         self.prompt = self._render([USER], generation=True)
         if not self.prompt.startswith(self.base):
@@ -227,7 +229,7 @@ class _Prober:
         self.next_user = self._continuation()
 
     def _render(self, messages: Sequence[Mapping[str, Any]], *, generation: bool, **kw: Any) -> str:
-        text: str = self.render(messages, tools=TOOLS, add_generation_prompt=generation, **kw)
+        text: str = self.render(messages, tools=self.tools, add_generation_prompt=generation, **kw)
         return text
 
     def _trailer(self) -> str:
@@ -874,15 +876,25 @@ def draft(
             except ChatTemplateError as error:
                 raise _error(str(error)) from None
 
+    notes: list[str] = []
     try:
         prober = _Prober(render)
-    except TemplateError:
-        raise
     except Exception as error:
-        raise _error(
-            f"the chat template cannot render a user turn: {type(error).__name__}: {error}"
-        ) from None
-    notes: list[str] = []
+        failure = (
+            error
+            if isinstance(error, TemplateError)
+            else _error(
+                f"the chat template cannot render a user turn: {type(error).__name__}: {error}"
+            )
+        )
+        try:
+            # The template may fail on its tool list only (DeepSeek-R1's llama.cpp template
+            # serialises a generator): its turns and calls render without one.
+            prober = _Prober(render, tools=None)
+        except Exception:
+            raise failure from None
+        reason = failure.issues[0].message if failure.issues else str(failure)
+        notes.append(f"probed without tools: with the probe tools, {reason}")
     if prober.next_user:
         notes.append(
             "the chat template renders a last assistant message as a continuation of the "
