@@ -117,10 +117,10 @@ def test_a_template_without_tools_gives_a_content_only_draft() -> None:
     assert message == {"role": "assistant", "content": "Hello."}
 
 
-#: ChatML whose tool-call branch fails to render (as Kimi-K2's list.append in the sandbox).
+#: ChatML whose tool-call branch fails to render.
 FAILING_CALLS = PLAIN_CHATML.replace(
     "{{ message['content'] }}",
-    "{% if message.tool_calls %}{{ message.tool_calls.append(1) }}{% endif %}"
+    "{% if message.tool_calls %}{{ raise_exception('calls are not supported') }}{% endif %}"
     "{{ message['content'] }}",
 )
 
@@ -130,9 +130,65 @@ def test_a_template_whose_calls_fail_to_render_says_so_in_the_notes() -> None:
     assert result.ok, result.problems
     assert set(result.response_template["fields"]) == {"content"}
     assert any(
-        note.startswith("rendering a tool call failed") and "unsafe" in note
+        note.startswith("rendering a tool call failed") and "not supported" in note
         for note in result.notes
     ), result.notes
+
+
+#: ChatML that numbers its calls in a list of its own (``ids.append``, which the immutable
+#: sandbox refuses) and names each tool result by that number, as Kimi-K2's templates do.
+NUMBERED_CALLS = (
+    "{% set queue = namespace(ids=[]) %}"
+    "{% for message in messages %}<|im_start|>{{ message['role'] }}\n"
+    "{% if message['role'] == 'tool' %}## Return of {{ queue.ids.pop(0) }}\n{% endif %}"
+    "{{ message['content'] }}"
+    "{% if message.tool_calls %}<|calls_begin|>{% for call in message.tool_calls %}"
+    "{% set id = 'functions.' + call.function.name + ':' + loop.index0 | string %}"
+    "{% set _ = queue.ids.append(id) %}"
+    "<|call_begin|>{{ id }}<|args|>{{ call.function.arguments | tojson }}<|call_end|>"
+    "{% endfor %}<|calls_end|>{% endif %}<|im_end|>\n{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+
+
+def test_calls_numbered_with_list_methods_render_and_the_tool_result_names_the_id() -> None:
+    result = draft(NUMBERED_CALLS, name="numbered")
+    assert result.ok, result.problems
+    assert any("list methods allowed" in note for note in result.notes), result.notes
+    assert any("captured as the call id" in note for note in result.notes), result.notes
+    # Whitespace around the bar tokens next to the id is accepted.
+    text = (
+        "On it. <|calls_begin|> <|call_begin|>\nfunctions.f:0 <|args|>{}<|call_end|>"
+        "<|call_begin|>functions.g:1<|args|>{}<|call_end|><|calls_end|><|im_end|>"
+    )
+    message = parse_response(text, result.response_template, prefix="<|im_start|>assistant\n")
+    assert message["content"] == "On it."
+    assert [(call["id"], call["function"]["name"]) for call in message["tool_calls"]] == [
+        ("functions.f:0", "f"),
+        ("functions.g:1", "g"),
+    ]
+
+
+def test_a_tool_result_that_names_the_request_id_gives_no_built_id() -> None:
+    source = NUMBERED_CALLS.replace("{{ queue.ids.pop(0) }}", "{{ message.tool_call_id }}")
+    result = draft(source, name="request-ids")
+    assert result.ok, result.problems
+    assert "id" not in result.response_template["fields"]["tool_calls"]["transform"]
+
+
+@requires_shared
+def test_kimi_k2_thinking_calls_carry_the_ids_its_tool_results_name() -> None:
+    result = draft_from_path(CHAT_TEMPLATES / "kimi-k2-thinking.jinja")
+    assert result.ok, [str(problem) for problem in result.problems]
+    text = (
+        "<think>plan</think><|tool_calls_section_begin|><|tool_call_begin|>functions.f:0"
+        '<|tool_call_argument_begin|>{"a": 1}<|tool_call_end|><|tool_calls_section_end|>'
+    )
+    message = parse_response(
+        text, result.response_template, prefix="<|im_assistant|>assistant<|im_middle|>"
+    )
+    assert message["reasoning_content"] == "plan"
+    assert message["tool_calls"][0]["id"] == "functions.f:0"
 
 
 def test_a_template_that_cannot_render_is_a_clear_error() -> None:

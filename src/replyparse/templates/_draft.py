@@ -317,6 +317,17 @@ class _Prober:
             return turn
         return text[len(self.base) : len(text) - len(self.next_user)]
 
+    def answered(self, messages: Sequence[Mapping[str, Any]]) -> str | None:
+        """What ``messages`` (a call and its tool result) render after the last of them
+        before it: the tool result's turn, or None."""
+        try:
+            before = self._render([USER, *messages[:-1]], generation=False)
+            text = self._render([USER, *messages], generation=False)
+        except Exception:
+            return None
+        shared = _common_prefix(before, text)
+        return text[len(shared) :]
+
     def calls(self, calls: Sequence[Mapping[str, Any]]) -> str | None:
         for as_strings in (False, True):
             for content in (ANSWER, ""):
@@ -410,8 +421,23 @@ def _named_opener(text: str, name: str) -> str:
     """The opener with the call's name as the ``name`` group; an opener that writes the
     name again (Glimmer's ``to=NAME<|message|>…<atem:invoke name="NAME">``) repeats it."""
     at = text.find(name)
-    rest = text[at + len(name) :].split(name)
-    return _generic(text[:at]) + _NAME + "(?P=name)".join(_generic(part) for part in rest)
+    head, tail = text[:at], text[at + len(name) :]
+    # Where the text run holding the name (``functions.get_weather:0``) meets a special
+    # token written with bars (``<|tool_call_begin|>``), models write whitespace too.
+    before = _BEFORE_RUN.search(head)
+    if before is not None:
+        head = head[: before.start()] + " " + head[before.start() :]
+    after = _AFTER_RUN.match(tail)
+    if after is not None:
+        tail = tail[: after.end()] + " " + tail[after.end() :]
+    rest = tail.split(name)
+    return _generic(head) + _NAME + "(?P=name)".join(_generic(part) for part in rest)
+
+
+#: The text run before a call's name, right after a bar token; and the run after it,
+#: right before one.
+_BEFORE_RUN = re.compile(r"(?<=[|｜]>)[^<>\[\]\s]*$")
+_AFTER_RUN = re.compile(r"[^<>\[\]\s]*(?=<[|｜])")
 
 
 #: A call's id, or its index in the turn (``functions.NAME:0``), in a rendered opener.
@@ -673,6 +699,31 @@ def _read_xml_call(call_text: str, name: str) -> _Call:
     )
 
 
+#: A run of text between special tokens and whitespace (``functions.get_weather:0``).
+_TOKEN_FREE = "[^<>\\[\\]\\s]*"
+
+
+def _id_from_tool_result(prober: _Prober, call_text: str) -> str | None:
+    """The text around the call's name in its opener (between tokens), built from the name
+    and the call's index, when the tool result that answers the call writes it and not the
+    request's own id: the id the template gives the call."""
+    name = str(CALL_ONE["name"])
+    around = re.search(_TOKEN_FREE + re.escape(name) + _TOKEN_FREE, call_text)
+    if around is None or _CALL_NUMBER.search(around.group()) is None or '"' in around.group():
+        # Not built from the name and the call's index (an attribute naming the function
+        # is not an id, and the tool result may well repeat it).
+        return None
+    calls = _tool_calls([CALL_ONE], as_strings=False)
+    result = {"role": "tool", "tool_call_id": calls[0]["id"], "name": name, "content": "Probe."}
+    try:
+        answered = prober.answered([_assistant("", tool_calls=calls), result])
+    except Exception:
+        return None
+    if answered is None or around.group() not in answered or calls[0]["id"] in answered:
+        return None
+    return around.group()
+
+
 def _recipient(call_text: str, header: str, anchor: str) -> tuple[str, str] | None:
     """``(lead, word)`` when a call's text starts with a lead (the text before its name)
     that ends the role header the prompt pre-writes, and the plain answer writes the same
@@ -874,8 +925,18 @@ def draft(
                 # render the same text each time to be diffed.
                 return template.render(messages, strftime_now=_probe_time, **kwargs)
             except ChatTemplateError as error:
-                raise _error(str(error)) from None
+                refused = str(error)
+            try:
+                # A template that calls its own lists' methods (Kimi-K2's ids.append) fails
+                # only in the immutable sandbox: rendered where they are allowed, noted.
+                text = template.render(messages, strftime_now=_probe_time, mutable=True, **kwargs)
+            except ChatTemplateError:
+                raise _error(refused) from None
+            if refused not in mutations:
+                mutations.append(refused)
+            return text
 
+    mutations: list[str] = []
     notes: list[str] = []
     try:
         prober = _Prober(render)
@@ -1048,6 +1109,19 @@ def draft(
         if call.transform_each:
             tool_field["transform_each"] = True
         tool_field["transform"] = call.transform
+        built = _id_from_tool_result(prober, call_text)
+        if built is not None and _ID not in open_pattern and "id" not in call.transform:
+            # The tool-result turn names the call by text its opener writes around the
+            # name (Kimi-K2's ``## Return of functions.NAME:0``): that text is the id.
+            generic = _named_opener(built, str(CALL_ONE["name"]))
+            if generic in open_pattern:
+                open_pattern = open_pattern.replace(generic, f"(?P<id>{generic})", 1)
+                tool_field["open_pattern"] = open_pattern
+                tool_field["transform"] = {"id": "{id}", **call.transform}
+                notes.append(
+                    f"the tool result names the call {built!r}, which its opener writes: "
+                    "captured as the call id"
+                )
         if _ID in open_pattern and "id" not in call.transform:
             # The template writes the call's id in its opener (Mistral's [CALL_ID]).
             tool_field["transform"] = {"id": "{id}", **call.transform}
@@ -1106,6 +1180,12 @@ def draft(
         for key, value in prefixes.items()
         if key == "default" or value != prefixes["default"]
     }
+    for refused in mutations[:1]:
+        notes.append(
+            "rendered with the template's own list methods allowed (the immutable sandbox, "
+            f"as transformers', refuses them: {refused}): check that the model's server "
+            "renders these turns"
+        )
     entry = {
         "name": name,
         "description": "Drafted from a chat template by replyparse.templates.draft (review it).",
