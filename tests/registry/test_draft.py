@@ -520,3 +520,43 @@ def test_deepseek_r1_llamacpp_tools_is_drafted_without_its_tool_list() -> None:
     result = draft_from_path(CHAT_TEMPLATES / "deepseek-r1-llamacpp-tools.jinja")
     assert result.ok, [str(problem) for problem in result.problems]
     assert "tool_calls" in result.response_template["fields"]
+
+
+#: ChatML that strips reasoning from history at "[/THINK]"; its prompt pre-opens "[THINK]".
+STRIPPED = (
+    "{% for message in messages %}<|im_start|>{{ message['role'] }}\n"
+    "{% if message['role'] == 'assistant' %}{{ message['content'].split('[/THINK]')[-1] }}"
+    "{% else %}{{ message['content'] }}{% endif %}<|im_end|>\n{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n[THINK]{% endif %}"
+)
+
+
+def test_a_closer_history_strips_at_pairs_with_the_opener_the_prompt_pre_writes() -> None:
+    result = draft(STRIPPED, name="stripped")
+    assert result.ok, result.problems
+    reasoning = result.response_template["fields"]["reasoning_content"]
+    assert reasoning["close"] == "[/THINK]"
+    assert any("strips history at '[/THINK]'" in note for note in result.notes), result.notes
+    prefix = "<|im_start|>assistant\n[THINK]"
+    message = parse_response("plan[/THINK]Hi.<|im_end|>", result.response_template, prefix=prefix)
+    assert message == {"role": "assistant", "reasoning_content": "plan", "content": "Hi."}
+
+
+def test_a_closer_history_strips_at_pairs_with_an_opener_the_source_writes() -> None:
+    source = STRIPPED.replace(
+        "assistant\n[THINK]{% endif %}",
+        "assistant\n{% if show %}{{ '[THINK]' }}{% endif %}{% endif %}",
+    )
+    result = draft(source, name="stripped-source")
+    assert result.ok, result.problems
+    assert result.response_template["fields"]["reasoning_content"]["close"] == "[/THINK]"
+    message = parse_response(
+        "[THINK]plan[/THINK]Hi.<|im_end|>", result.response_template, prefix=""
+    )
+    assert message == {"role": "assistant", "reasoning_content": "plan", "content": "Hi."}
+
+
+def test_a_lone_closer_without_an_opener_anywhere_drafts_no_reasoning() -> None:
+    source = STRIPPED.replace("assistant\n[THINK]{% endif %}", "assistant\n{% endif %}")
+    result = draft(source, name="lone")
+    assert "reasoning_content" not in result.response_template["fields"]

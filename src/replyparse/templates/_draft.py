@@ -1377,13 +1377,23 @@ def _whole_words(shared: str, text: str) -> str:
 
 _OPENER_AT_END = re.compile(r"(<[A-Za-z_:|]*think[A-Za-z_:|]*>)\s*$")
 
+#: Literals a template tests or cuts a message's content at (``'</think>' in content``,
+#: ``content.split('</think>')``): where history strips the model's reasoning.
+_STRIPPED_AT = re.compile(
+    r"""(?:split\(\s*|\b)(['"])((?:<[^<>\s'"]+>)|(?:\[[^\[\]\s'"]+\]))\1"""
+    r"""(?:\s*\)|\s+in\s+(?:content|message))"""
+)
+#: A token-shaped string literal of the template source (``'<think>'``, ``"[THINK]"``).
+_TOKEN_LITERAL = re.compile(r"""['"]((?:<[^<>\s'"]+>)|(?:\[[^\[\]\s'"]+\]))""")
+
 
 def _reasoning_from_prompts(
     prober: _Prober, source: str, notes: list[str]
 ) -> dict[str, Any] | None:
     """Reasoning a template does not render in history: the empty block the thinking-off
-    switch pre-writes, a prompt that pre-opens it, or the ``<think>``/``</think>`` pair in
-    the template source."""
+    switch pre-writes, or a delimiter pair from the template's own source: a closer it
+    tests or cuts the content at (history strips the reasoning there), with the opener
+    the source writes as a literal or the generation prompt pre-writes."""
     switches = prober.switch_prompts()
     on, off = switches.get("thinking"), switches.get("no_thinking")
     if on is not None and off is not None and off.startswith(on):
@@ -1420,6 +1430,38 @@ def _reasoning_from_prompts(
             "history drops it"
         )
         return {"open_pattern": "<think>|(?=</think>)", "close": "</think>", "opener": "<think>"}
+    # Any other pair: a closer the source tests or cuts the content at (history strips the
+    # reasoning there), with the opener the prompt pre-writes or the source writes.
+    closers = list(dict.fromkeys(match.group(2) for match in _STRIPPED_AT.finditer(source)))
+    literals = list(dict.fromkeys(match.group(1) for match in _TOKEN_LITERAL.finditer(source)))
+    for prompt in (prober.generation_prompt, *switches.values()):
+        last = _LAST_TOKEN.search(prompt)
+        if last is None:
+            continue
+        for closer in closers:
+            if _pairs(last.group(1), closer):
+                opener = last.group(1)
+                notes.append(
+                    f"reasoning from the template source, which strips history at {closer!r}; "
+                    f"the generation prompt pre-opens {opener!r}"
+                )
+                return {
+                    "open_pattern": _lit(opener) + "|(?=" + _lit(closer) + ")",
+                    "close": closer,
+                    "opener": opener,
+                }
+    for closer in closers:
+        for opener in literals:
+            if _pairs(opener, closer) and opener in source:
+                notes.append(
+                    f"reasoning from the template source, which strips history at {closer!r} "
+                    f"and writes {opener!r}: the rendered history drops it"
+                )
+                return {
+                    "open_pattern": _lit(opener) + "|(?=" + _lit(closer) + ")",
+                    "close": closer,
+                    "opener": opener,
+                }
     return None
 
 
