@@ -14,8 +14,12 @@ Every draft is validated by round trip: the probe assistant turns are rendered a
 with the drafted template after their real prompt; :attr:`Draft.problems` names each field
 whose value did not come back, with the text.
 
-What a chat template does not show (formats that only appear in model output, e.g. how the
-model opens reasoning when history drops it) is written in the notes, not guessed.
+Besides the rendered history, the drafter reads what else the template shows, and notes where
+each piece came from: reasoning in a content chunk, the delimiters the source strips from
+history, the wrapper it writes around a markup value, the id its tool-result turn names a
+call by, a recipient its prompt pre-writes. What a chat template does not show (formats that
+only appear in model output, e.g. how the model opens reasoning when history drops it and
+nothing else writes the opener) is written in the notes, not guessed.
 """
 
 from __future__ import annotations
@@ -1312,7 +1316,7 @@ def _reasoning(
     if not opener:
         notes.append("the reasoning opener is in the prompt only; reasoning opens before its close")
         return {"open_pattern": "(?=" + _lit(closer) + ")", **result}
-    return {"open_pattern": _lit(opener) + "|(?=" + _lit(closer) + ")", **result, "opener": opener}
+    return {**_reasoning_pair(opener, closer), **result}
 
 
 def _content_opener(header: str, anchor: str, generation_prompt: str) -> str:
@@ -1387,6 +1391,15 @@ _STRIPPED_AT = re.compile(
 _TOKEN_LITERAL = re.compile(r"""['"]((?:<[^<>\s'"]+>)|(?:\[[^\[\]\s'"]+\]))""")
 
 
+def _reasoning_pair(opener: str, closer: str) -> dict[str, Any]:
+    """A reasoning field opened by ``opener`` (or already open before ``closer``)."""
+    return {
+        "open_pattern": _lit(opener) + "|(?=" + _lit(closer) + ")",
+        "close": closer,
+        "opener": opener,
+    }
+
+
 def _reasoning_from_prompts(
     prober: _Prober, source: str, notes: list[str]
 ) -> dict[str, Any] | None:
@@ -1404,11 +1417,7 @@ def _reasoning_from_prompts(
                 f"reasoning delimiters guessed from the empty block {opener!r}…{closer!r} the "
                 "thinking-off prompt pre-writes (history does not render reasoning)"
             )
-            return {
-                "open_pattern": _lit(opener) + "|(?=" + _lit(closer) + ")",
-                "close": closer,
-                "opener": opener,
-            }
+            return _reasoning_pair(opener, closer)
     for prompt in (prober.generation_prompt, *switches.values()):
         found = _OPENER_AT_END.search(prompt)
         if found is not None:
@@ -1419,17 +1428,13 @@ def _reasoning_from_prompts(
                     f"reasoning guessed from the generation prompt, which pre-opens {opener!r}; "
                     f"closed by {closer!r} (the template source writes it)"
                 )
-                return {
-                    "open_pattern": _lit(opener) + "|(?=" + _lit(closer) + ")",
-                    "close": closer,
-                    "opener": opener,
-                }
+                return _reasoning_pair(opener, closer)
     if "<think>" in source and "</think>" in source:
         notes.append(
             "reasoning guessed from the template source (<think>…</think>): the rendered "
             "history drops it"
         )
-        return {"open_pattern": "<think>|(?=</think>)", "close": "</think>", "opener": "<think>"}
+        return _reasoning_pair("<think>", "</think>")
     # Any other pair: a closer the source tests or cuts the content at (history strips the
     # reasoning there), with the opener the prompt pre-writes or the source writes.
     closers = list(dict.fromkeys(match.group(2) for match in _STRIPPED_AT.finditer(source)))
@@ -1445,11 +1450,7 @@ def _reasoning_from_prompts(
                     f"reasoning from the template source, which strips history at {closer!r}; "
                     f"the generation prompt pre-opens {opener!r}"
                 )
-                return {
-                    "open_pattern": _lit(opener) + "|(?=" + _lit(closer) + ")",
-                    "close": closer,
-                    "opener": opener,
-                }
+                return _reasoning_pair(opener, closer)
     for closer in closers:
         for opener in literals:
             if _pairs(opener, closer) and opener in source:
@@ -1457,11 +1458,7 @@ def _reasoning_from_prompts(
                     f"reasoning from the template source, which strips history at {closer!r} "
                     f"and writes {opener!r}: the rendered history drops it"
                 )
-                return {
-                    "open_pattern": _lit(opener) + "|(?=" + _lit(closer) + ")",
-                    "close": closer,
-                    "opener": opener,
-                }
+                return _reasoning_pair(opener, closer)
     return None
 
 
