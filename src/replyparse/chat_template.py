@@ -29,7 +29,7 @@ import jinja2
 import jinja2.ext
 import jinja2.nodes
 import jinja2.parser
-from jinja2.sandbox import ImmutableSandboxedEnvironment
+from jinja2.sandbox import ImmutableSandboxedEnvironment, SandboxedEnvironment
 
 from replyparse.errors import ReplyparseError
 from replyparse.model_folder import ModelFolder, read_model_folder
@@ -80,6 +80,15 @@ class _BoundedEnvironment(ImmutableSandboxedEnvironment):
         return super().getitem(obj, argument)
 
 
+class _MutableEnvironment(_BoundedEnvironment):
+    """The bounded sandbox where a template may call its own lists' methods (Kimi-K2's
+    ``ids.append``), which transformers' sandbox, and the server's, refuses. Only the
+    drafter renders with it, to read what such a template writes."""
+
+    def is_safe_attribute(self, obj: Any, attr: str, value: Any) -> bool:
+        return SandboxedEnvironment.is_safe_attribute(self, obj, attr, value)
+
+
 class _TemplateRaised(Exception):
     """``raise_exception()`` called by the template itself (a bad conversation)."""
 
@@ -116,8 +125,8 @@ class _GenerationBlock(jinja2.ext.Extension):
         return jinja2.nodes.Scope(body, lineno=lineno)
 
 
-def _environment() -> ImmutableSandboxedEnvironment:
-    environment = _BoundedEnvironment(
+def _environment(*, mutable: bool = False) -> ImmutableSandboxedEnvironment:
+    environment = (_MutableEnvironment if mutable else _BoundedEnvironment)(
         trim_blocks=True,
         lstrip_blocks=True,
         extensions=[jinja2.ext.loopcontrols, _GenerationBlock],
@@ -247,6 +256,7 @@ class ChatTemplate:
         add_generation_prompt: bool = True,
         timeout: float | None = None,
         max_chars: int | None = None,
+        mutable: bool = False,
         **kwargs: Any,
     ) -> str:
         """Render ``messages`` (and ``tools``) into a prompt.
@@ -259,6 +269,8 @@ class ChatTemplate:
             add_generation_prompt: end with the assistant header the model continues.
             timeout: seconds the rendering may take (None: no bound).
             max_chars: the longest prompt it may write (None: no bound).
+            mutable: let the template call its own lists' methods (``append``), which
+                transformers' sandbox refuses; for the drafter only.
             **kwargs: extra template variables (``enable_thinking``, ``reasoning_effort``...).
 
         Returns:
@@ -272,7 +284,7 @@ class ChatTemplate:
         """
         source = self.tool_source if tools and self.tool_source else self.source
         try:
-            template = _compiled(source)
+            template = _compiled(source, mutable=mutable)
         except jinja2.TemplateSyntaxError as error:
             logger.error("%s: chat template syntax error: %s", self.origin, error)
             raise ChatTemplateError(
@@ -331,18 +343,18 @@ def _bounded_render(
     return "".join(pieces)
 
 
-_ENVIRONMENT: ImmutableSandboxedEnvironment | None = None
-_CACHE: dict[str, jinja2.Template] = {}
+_ENVIRONMENTS: dict[bool, ImmutableSandboxedEnvironment] = {}
+_CACHE: dict[tuple[str, bool], jinja2.Template] = {}
 
 
-def _compiled(source: str) -> jinja2.Template:
-    global _ENVIRONMENT
-    template = _CACHE.get(source)
+def _compiled(source: str, *, mutable: bool = False) -> jinja2.Template:
+    template = _CACHE.get((source, mutable))
     if template is None:
-        if _ENVIRONMENT is None:
-            _ENVIRONMENT = _environment()
-        template = _ENVIRONMENT.from_string(source)
-        _CACHE[source] = template
+        environment = _ENVIRONMENTS.get(mutable)
+        if environment is None:
+            environment = _ENVIRONMENTS[mutable] = _environment(mutable=mutable)
+        template = environment.from_string(source)
+        _CACHE[source, mutable] = template
     return template
 
 

@@ -22,19 +22,8 @@ pytest.importorskip("jinja2")
 
 #: Shared chat templates whose draft does not round-trip yet: the first problem each shows.
 DRAFT_GAPS: dict[str, str] = {
-    "apertus.jinja": (
-        "round trip: one call: tool_calls came back as 'field \\'tool_calls\\' at offset 51"
-        ": the \\'json\\' conte"
-    ),
-    "deepseek-r1-llamacpp-tools.jinja": (
-        "unreadable: rendering the chat template failed: TypeError: Object of type genera"
-        "tor is not JSON seri"
-    ),
     "firefunction-v2.jinja": (
         "unreadable: rendering the chat template failed: UndefinedError: 'functions' is undefined"
-    ),
-    "functionary-v3.2.jinja": (
-        "round trip: plain answer: content came back as 'all\\nProbe answer text.'"
     ),
     "gemma3-pythonic.jinja": (
         "round trip: one call: tool_calls came back as 'field \\'tool_calls\\' at offset 1:"
@@ -53,11 +42,6 @@ DRAFT_GAPS: dict[str, str] = {
         'round trip: plain answer: content came back as "<|header_start|>system<|header_e'
         "nd|>\\n\\nYou are a he"
     ),
-    "nemotron-json-vllm.jinja": (
-        "round trip: plain answer: content came back as None: the template renders the last "
-        "assistant message as a continuation of the generation prompt, after its open <think>"
-    ),
-    "nemotron-nano-v2.jinja": ("round trip: plain answer: content came back as 'None'"),
     "phi3.5.jinja": (
         "unreadable: the prompt with the generation prompt does not extend the one without"
     ),
@@ -133,10 +117,10 @@ def test_a_template_without_tools_gives_a_content_only_draft() -> None:
     assert message == {"role": "assistant", "content": "Hello."}
 
 
-#: ChatML whose tool-call branch fails to render (as Kimi-K2's list.append in the sandbox).
+#: ChatML whose tool-call branch fails to render.
 FAILING_CALLS = PLAIN_CHATML.replace(
     "{{ message['content'] }}",
-    "{% if message.tool_calls %}{{ message.tool_calls.append(1) }}{% endif %}"
+    "{% if message.tool_calls %}{{ raise_exception('calls are not supported') }}{% endif %}"
     "{{ message['content'] }}",
 )
 
@@ -146,9 +130,65 @@ def test_a_template_whose_calls_fail_to_render_says_so_in_the_notes() -> None:
     assert result.ok, result.problems
     assert set(result.response_template["fields"]) == {"content"}
     assert any(
-        note.startswith("rendering a tool call failed") and "unsafe" in note
+        note.startswith("rendering a tool call failed") and "not supported" in note
         for note in result.notes
     ), result.notes
+
+
+#: ChatML that numbers its calls in a list of its own (``ids.append``, which the immutable
+#: sandbox refuses) and names each tool result by that number, as Kimi-K2's templates do.
+NUMBERED_CALLS = (
+    "{% set queue = namespace(ids=[]) %}"
+    "{% for message in messages %}<|im_start|>{{ message['role'] }}\n"
+    "{% if message['role'] == 'tool' %}## Return of {{ queue.ids.pop(0) }}\n{% endif %}"
+    "{{ message['content'] }}"
+    "{% if message.tool_calls %}<|calls_begin|>{% for call in message.tool_calls %}"
+    "{% set id = 'functions.' + call.function.name + ':' + loop.index0 | string %}"
+    "{% set _ = queue.ids.append(id) %}"
+    "<|call_begin|>{{ id }}<|args|>{{ call.function.arguments | tojson }}<|call_end|>"
+    "{% endfor %}<|calls_end|>{% endif %}<|im_end|>\n{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+
+
+def test_calls_numbered_with_list_methods_render_and_the_tool_result_names_the_id() -> None:
+    result = draft(NUMBERED_CALLS, name="numbered")
+    assert result.ok, result.problems
+    assert any("list methods allowed" in note for note in result.notes), result.notes
+    assert any("captured as the call id" in note for note in result.notes), result.notes
+    # Whitespace around the bar tokens next to the id is accepted.
+    text = (
+        "On it. <|calls_begin|> <|call_begin|>\nfunctions.f:0 <|args|>{}<|call_end|>"
+        "<|call_begin|>functions.g:1<|args|>{}<|call_end|><|calls_end|><|im_end|>"
+    )
+    message = parse_response(text, result.response_template, prefix="<|im_start|>assistant\n")
+    assert message["content"] == "On it."
+    assert [(call["id"], call["function"]["name"]) for call in message["tool_calls"]] == [
+        ("functions.f:0", "f"),
+        ("functions.g:1", "g"),
+    ]
+
+
+def test_a_tool_result_that_names_the_request_id_gives_no_built_id() -> None:
+    source = NUMBERED_CALLS.replace("{{ queue.ids.pop(0) }}", "{{ message.tool_call_id }}")
+    result = draft(source, name="request-ids")
+    assert result.ok, result.problems
+    assert "id" not in result.response_template["fields"]["tool_calls"]["transform"]
+
+
+@requires_shared
+def test_kimi_k2_thinking_calls_carry_the_ids_its_tool_results_name() -> None:
+    result = draft_from_path(CHAT_TEMPLATES / "kimi-k2-thinking.jinja")
+    assert result.ok, [str(problem) for problem in result.problems]
+    text = (
+        "<think>plan</think><|tool_calls_section_begin|><|tool_call_begin|>functions.f:0"
+        '<|tool_call_argument_begin|>{"a": 1}<|tool_call_end|><|tool_calls_section_end|>'
+    )
+    message = parse_response(
+        text, result.response_template, prefix="<|im_assistant|>assistant<|im_middle|>"
+    )
+    assert message["reasoning_content"] == "plan"
+    assert message["tool_calls"][0]["id"] == "functions.f:0"
 
 
 def test_a_template_that_cannot_render_is_a_clear_error() -> None:
@@ -194,11 +234,11 @@ def test_cli_draft_prints_the_family_file_and_the_round_trip(tmp_path: Path) -> 
 
 @requires_shared
 def test_cli_draft_exits_1_naming_the_field_and_text_when_the_round_trip_fails() -> None:
-    # Functionary v3.2 writes its answers behind a plain-text recipient ("all"), not drafted.
-    status, _out, err = _cli(str(CHAT_TEMPLATES / "functionary-v3.2.jinja"))
+    # Gemma 3's pythonic template writes no commas between arguments (city="Paris"days=3).
+    status, _out, err = _cli(str(CHAT_TEMPLATES / "gemma3-pythonic.jinja"))
     assert status == 1
-    assert "round trip FAILED: plain answer: field 'content'" in err
-    assert "got 'all\\nProbe answer text.'" in err
+    assert "round trip FAILED: one call: field 'tool_calls'" in err
+    assert "not Python call syntax" in err
 
 
 def test_cli_draft_exits_2_when_the_chat_template_cannot_be_read(tmp_path: Path) -> None:
@@ -274,3 +314,249 @@ def test_xtml_section_tags_are_read_as_whole_delimiters() -> None:
         "content": "On it.",
         "tool_calls": [{"type": "function", "function": {"name": "f", "arguments": {"n": "2"}}}],
     }
+
+
+#: ChatML that renders reasoning only from a ``{"type": "thinking"}`` chunk of the content.
+THINKING_CHUNKS = (
+    "{% for message in messages %}<|im_start|>{{ message['role'] }}\n"
+    "{% if message['content'] is string %}{{ message['content'] }}"
+    "{% else %}{% for block in message['content'] %}"
+    "{% if block['type'] == 'thinking' %}{{ '[THINK]' + block['thinking'] + '[/THINK]' }}"
+    "{% else %}{{ block['text'] }}{% endif %}{% endfor %}{% endif %}<|im_end|>\n{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+
+
+def test_reasoning_rendered_from_a_thinking_chunk_is_drafted() -> None:
+    result = draft(THINKING_CHUNKS, name="chunks")
+    assert result.ok, result.problems
+    assert result.response_template["fields"]["reasoning_content"]["close"] == "[/THINK]"
+    assert any("thinking chunk" in note for note in result.notes)
+    message = parse_response("[THINK]hm[/THINK]Hi.<|im_end|>", result.response_template, prefix="")
+    assert message == {"role": "assistant", "reasoning_content": "hm", "content": "Hi."}
+
+
+def test_a_template_that_prints_the_chunk_list_has_no_reasoning_from_it() -> None:
+    # PLAIN_CHATML prints a list content as it is: its keys are not delimiters.
+    result = draft(PLAIN_CHATML, name="plain")
+    assert "reasoning_content" not in result.response_template["fields"]
+
+
+@requires_shared
+def test_ministral3_reasoning_comes_from_its_thinking_chunks() -> None:
+    result = draft_from_path(CHAT_TEMPLATES / "ministral3.jinja")
+    assert result.ok, [str(problem) for problem in result.problems]
+    text = '[THINK]plan[/THINK][TOOL_CALLS]f[ARGS]{"a": 1}</s>'
+    message = parse_response(text, result.response_template, prefix="")
+    assert message["reasoning_content"] == "plan"
+    assert message["tool_calls"][0]["function"] == {"name": "f", "arguments": {"a": 1}}
+
+
+#: ChatML with XML-style calls that wrap a value holding markup in CDATA.
+CDATA_CALLS = PLAIN_CHATML.replace(
+    "{{ message['content'] }}",
+    "{{ message['content'] }}{% for call in message.tool_calls or [] %}"
+    '<function name="{{ call.function.name }}">'
+    "{% for key, value in call.function.arguments.items() %}"
+    '<param name="{{ key }}">'
+    "{% if value is string and ('<' in value or '&' in value) %}"
+    "{{ '<![CDATA[' + value + ']]>' }}{% else %}{{ value }}{% endif %}</param>"
+    "{% endfor %}</function>{% endfor %}",
+)
+
+
+def test_a_value_wrapper_the_template_writes_around_markup_is_accepted() -> None:
+    result = draft(CDATA_CALLS, name="cdata")
+    assert result.ok, result.problems
+    assert any("<![CDATA[" in note for note in result.notes), result.notes
+    text = (
+        '<function name="f"><param name="a"><![CDATA[x </param> y]]></param>'
+        '<param name="b">plain</param></function><|im_end|>'
+    )
+    message = parse_response(text, result.response_template, prefix="<|im_start|>assistant\n")
+    assert message["tool_calls"][0]["function"]["arguments"] == {"a": "x </param> y", "b": "plain"}
+
+
+def test_a_template_that_writes_markup_values_as_they_are_has_no_wrapper() -> None:
+    result = draft(CDATA_CALLS.replace("'<![CDATA[' + value + ']]>'", "value"), name="raw")
+    assert result.ok, result.problems
+    assert not any("wrapped" in note for note in result.notes), result.notes
+
+
+@requires_shared
+def test_minicpm5_values_may_be_cdata() -> None:
+    result = draft_from_path(CHAT_TEMPLATES / "minicpm5.jinja")
+    assert result.ok, [str(problem) for problem in result.problems]
+    text = '<function name="html"><param name="markup"><![CDATA[<a>hi</a>]]></param></function>'
+    message = parse_response(text, result.response_template, prefix="<|im_start|>assistant\n")
+    assert message["tool_calls"][0]["function"]["arguments"] == {"markup": "<a>hi</a>"}
+
+
+#: Every message opens with ``>>>`` and a recipient, which the prompt pre-writes.
+RECIPIENTS = (
+    "{% for message in messages %}<|im_start|>{{ message['role'] }}\n"
+    "{% if message['role'] == 'assistant' %}"
+    "{% if message['content'] %}{{ '>>>all\n' + message['content'] }}{% endif %}"
+    "{% for call in message.tool_calls or [] %}"
+    "{{ '>>>' + call.function.name + '\n' + call.function.arguments | tojson }}{% endfor %}"
+    "{% else %}{{ message['content'] }}{% endif %}<|im_end|>\n{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n>>>{% endif %}"
+)
+
+
+def test_a_recipient_the_prompt_pre_writes_opens_content_and_names_calls() -> None:
+    result = draft(RECIPIENTS, name="recipients")
+    assert result.ok, result.problems
+    template = result.response_template
+    assert template["start_anchor"] == "<|im_start|>assistant"
+    prefix = "<|im_start|>assistant\n>>>"
+    message = parse_response("all\nHi.<|im_end|>", template, prefix=prefix)
+    assert message == {"role": "assistant", "content": "Hi."}
+    message = parse_response('f\n{"a": 1}>>>all\nDone.<|im_end|>', template, prefix=prefix)
+    assert message["content"] == "Done."
+    assert message["tool_calls"][0]["function"] == {"name": "f", "arguments": {"a": 1}}
+
+
+@requires_shared
+def test_functionary_v3_2_reads_the_all_recipient_as_the_content_opener() -> None:
+    result = draft_from_path(CHAT_TEMPLATES / "functionary-v3.2.jinja")
+    assert result.ok, [str(problem) for problem in result.problems]
+    prefix = "<|start_header_id|>assistant<|end_header_id|>\n\n>>>"
+    message = parse_response("all\nHello.", result.response_template, prefix=prefix)
+    assert message == {"role": "assistant", "content": "Hello."}
+
+
+#: ChatML whose calls are one JSON list of name-keyed objects, ``[{"NAME": {…}}]``.
+NAME_KEYED = PLAIN_CHATML.replace(
+    "{{ message['content'] }}",
+    "{{ message['content'] }}{% if message.tool_calls %}<calls>["
+    "{% for call in message.tool_calls %}{{ {call.function.name: call.function.arguments} "
+    "| tojson }}{% if not loop.last %}, {% endif %}{% endfor %}]</calls>{% endif %}",
+)
+
+
+def test_name_keyed_call_objects_are_read_as_json_entries() -> None:
+    result = draft(NAME_KEYED, name="entries")
+    assert result.ok, result.problems
+    assert result.response_template["fields"]["tool_calls"]["content"] == "json-entries"
+    text = '<calls>[{"f": {"a": 1}}, {"g": {}}]</calls><|im_end|>'
+    calls = parse_response(text, result.response_template, prefix="")["tool_calls"]
+    assert [call["function"] for call in calls] == [
+        {"name": "f", "arguments": {"a": 1}},
+        {"name": "g", "arguments": {}},
+    ]
+
+
+@requires_shared
+def test_apertus_calls_are_name_keyed_entries() -> None:
+    result = draft_from_path(CHAT_TEMPLATES / "apertus.jinja")
+    assert result.ok, [str(problem) for problem in result.problems]
+    text = '<|tools_prefix|>[{"special_function": {"arg1": 1}}]<|tools_suffix|>'
+    message = parse_response(text, result.response_template, prefix="<|assistant_start|>")
+    assert message["tool_calls"][0]["function"] == {
+        "name": "special_function",
+        "arguments": {"arg1": 1},
+    }
+
+
+#: A prompt that pre-opens <think>, and a last assistant message rendered as its
+#: continuation (the answer after the open <think>); history renders the answer alone.
+CONTINUED = (
+    "{% for message in messages %}<|im_start|>{{ message['role'] }}\n"
+    "{% if message['role'] == 'assistant' and loop.last %}<think>\n{% endif %}"
+    "{{ message['content'].split('</think>')[-1] }}<|im_end|>\n{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n<think>\n{% endif %}"
+)
+
+
+def test_a_last_message_rendered_as_a_continuation_is_read_as_history() -> None:
+    result = draft(CONTINUED, name="continued")
+    assert result.ok, result.problems
+    assert any("continuation of the generation prompt" in note for note in result.notes)
+    template = result.response_template
+    message = parse_response(
+        "plan</think>Hi.<|im_end|>", template, prefix="<|im_start|>assistant\n<think>\n"
+    )
+    assert message == {"role": "assistant", "reasoning_content": "plan", "content": "Hi."}
+
+
+@requires_shared
+def test_nemotron_nano_v2_is_drafted_from_its_history_turns() -> None:
+    result = draft_from_path(CHAT_TEMPLATES / "nemotron-nano-v2.jinja")
+    assert result.ok, [str(problem) for problem in result.problems]
+    text = 'hm\n</think>\n<TOOLCALL>[{"name": "f", "arguments": {"a": 1}}]</TOOLCALL>'
+    message = parse_response(
+        text, result.response_template, prefix="<SPECIAL_11>Assistant\n<think>\n"
+    )
+    assert message["reasoning_content"] == "hm"
+    assert message["tool_calls"][0]["function"] == {"name": "f", "arguments": {"a": 1}}
+
+
+#: ChatML whose tool list fails to render (a generator passed to tojson), and whose calls
+#: render without it.
+FAILING_TOOLS = PLAIN_CHATML.replace(
+    "{% for message in messages %}",
+    "{% if tools %}<|im_start|>system\n{{ tools | map(attribute='function') | tojson }}"
+    "<|im_end|>\n{% endif %}{% for message in messages %}",
+).replace(
+    "{{ message['content'] }}",
+    "{{ message['content'] }}{% for call in message.tool_calls or [] %}<tool_call>"
+    "{{ {'name': call.function.name, 'arguments': call.function.arguments} | tojson }}"
+    "</tool_call>{% endfor %}",
+)
+
+
+def test_a_template_that_fails_on_its_tool_list_is_probed_without_tools() -> None:
+    result = draft(FAILING_TOOLS, name="no-tools")
+    assert result.ok, result.problems
+    assert any(note.startswith("probed without tools") for note in result.notes)
+    text = '<tool_call>{"name": "f", "arguments": {"a": 1}}</tool_call><|im_end|>'
+    message = parse_response(text, result.response_template, prefix="")
+    assert message["tool_calls"][0]["function"] == {"name": "f", "arguments": {"a": 1}}
+
+
+@requires_shared
+def test_deepseek_r1_llamacpp_tools_is_drafted_without_its_tool_list() -> None:
+    result = draft_from_path(CHAT_TEMPLATES / "deepseek-r1-llamacpp-tools.jinja")
+    assert result.ok, [str(problem) for problem in result.problems]
+    assert "tool_calls" in result.response_template["fields"]
+
+
+#: ChatML that strips reasoning from history at "[/THINK]"; its prompt pre-opens "[THINK]".
+STRIPPED = (
+    "{% for message in messages %}<|im_start|>{{ message['role'] }}\n"
+    "{% if message['role'] == 'assistant' %}{{ message['content'].split('[/THINK]')[-1] }}"
+    "{% else %}{{ message['content'] }}{% endif %}<|im_end|>\n{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n[THINK]{% endif %}"
+)
+
+
+def test_a_closer_history_strips_at_pairs_with_the_opener_the_prompt_pre_writes() -> None:
+    result = draft(STRIPPED, name="stripped")
+    assert result.ok, result.problems
+    reasoning = result.response_template["fields"]["reasoning_content"]
+    assert reasoning["close"] == "[/THINK]"
+    assert any("strips history at '[/THINK]'" in note for note in result.notes), result.notes
+    prefix = "<|im_start|>assistant\n[THINK]"
+    message = parse_response("plan[/THINK]Hi.<|im_end|>", result.response_template, prefix=prefix)
+    assert message == {"role": "assistant", "reasoning_content": "plan", "content": "Hi."}
+
+
+def test_a_closer_history_strips_at_pairs_with_an_opener_the_source_writes() -> None:
+    source = STRIPPED.replace(
+        "assistant\n[THINK]{% endif %}",
+        "assistant\n{% if show %}{{ '[THINK]' }}{% endif %}{% endif %}",
+    )
+    result = draft(source, name="stripped-source")
+    assert result.ok, result.problems
+    assert result.response_template["fields"]["reasoning_content"]["close"] == "[/THINK]"
+    message = parse_response(
+        "[THINK]plan[/THINK]Hi.<|im_end|>", result.response_template, prefix=""
+    )
+    assert message == {"role": "assistant", "reasoning_content": "plan", "content": "Hi."}
+
+
+def test_a_lone_closer_without_an_opener_anywhere_drafts_no_reasoning() -> None:
+    source = STRIPPED.replace("assistant\n[THINK]{% endif %}", "assistant\n{% endif %}")
+    result = draft(source, name="lone")
+    assert "reasoning_content" not in result.response_template["fields"]

@@ -14,8 +14,12 @@ Every draft is validated by round trip: the probe assistant turns are rendered a
 with the drafted template after their real prompt; :attr:`Draft.problems` names each field
 whose value did not come back, with the text.
 
-What a chat template does not show (formats that only appear in model output, e.g. how the
-model opens reasoning when history drops it) is written in the notes, not guessed.
+Besides the rendered history, the drafter reads what else the template shows, and notes where
+each piece came from: reasoning in a content chunk, the delimiters the source strips from
+history, the wrapper it writes around a markup value, the id its tool-result turn names a
+call by, a recipient its prompt pre-writes. What a chat template does not show (formats that
+only appear in model output, e.g. how the model opens reasoning when history drops it and
+nothing else writes the opener) is written in the notes, not guessed.
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ from replyparse.template import load_template
 __all__ = ["Draft", "DraftProblem", "draft", "draft_from_path"]
 
 USER = {"role": "user", "content": "Probe question one?"}
+_SECOND_USER = {"role": "user", "content": "Probe question two?"}
 ANSWER = "Probe answer text."
 REASONING = "Probe reasoning text."
 #: Tools offered to the template, and used to type the round-tripped arguments.
@@ -80,11 +85,18 @@ TOOLS: list[dict[str, Any]] = [
         },
     },
 ]
+#: An answer whose content is a list of chunks, the reasoning one first.
+_THINKING_BLOCKS: list[dict[str, Any]] = [
+    {"type": "thinking", "thinking": REASONING},
+    {"type": "text", "text": ANSWER},
+]
 CALL_ONE: dict[str, Any] = {"name": "get_weather", "arguments": {"city": "Paris", "days": 3}}
 CALL_TWO: dict[str, Any] = {
     "name": "set_options",
     "arguments": {"enabled": True, "tags": ["a", "b"], "limits": {"max": 2}},
 }
+#: A call whose string argument holds markup, which some templates wrap (CDATA).
+CALL_MARKUP: dict[str, Any] = {"name": "get_weather", "arguments": {"city": "1 < 2 & 3", "days": 3}}
 _NAME = "(?P<name>[^\\s\"'<>(){}\\[\\]|,:=]+)"
 _SWITCHES: tuple[tuple[str, dict[str, Any]], ...] = (
     ("thinking", {"enable_thinking": True}),
@@ -170,7 +182,7 @@ def _common_suffix(a: str, b: str) -> str:
     return _common_prefix(a[::-1], b[::-1])[::-1]
 
 
-def _assistant(content: str = ANSWER, **extra: Any) -> dict[str, Any]:
+def _assistant(content: str | list[dict[str, Any]] = ANSWER, **extra: Any) -> dict[str, Any]:
     return {"role": "assistant", "content": content, **extra}
 
 
@@ -191,8 +203,10 @@ def _tool_calls(calls: Sequence[Mapping[str, Any]], *, as_strings: bool) -> list
 class _Prober:
     """Renders probe conversations and cuts the assistant turn out of each."""
 
-    def __init__(self, render: Renderer) -> None:
+    def __init__(self, render: Renderer, *, tools: list[dict[str, Any]] | None = TOOLS) -> None:
         self.render = render
+        #: The tools every probe is rendered with (None when the template fails on them).
+        self.tools = tools
         self.base = self._render([USER], generation=False)
         self.prompt = self._render([USER], generation=True)
         if not self.prompt.startswith(self.base):
@@ -200,6 +214,9 @@ class _Prober:
         self.generation_prompt = self.prompt[len(self.base) :]
         #: Why the last probe turn did not render, for the notes.
         self.last_error = ""
+        #: The second user turn after a history answer, when turns are read as history
+        #: renders them (see :meth:`_continuation`); empty when the last message is read.
+        self.next_user = ""
         #: The probe message whose rendering shows the reasoning.
         self.reasoning_message = _assistant(reasoning_content=REASONING)
         #: What the template writes after every conversation, whatever its last message
@@ -213,19 +230,19 @@ class _Prober:
             self.base = self.base[: len(self.base) - len(self.trailer)]
             if not self.generation_prompt and self.trailer.strip():
                 self.generation_prompt = self.trailer
+        self.next_user = self._continuation()
 
     def _render(self, messages: Sequence[Mapping[str, Any]], *, generation: bool, **kw: Any) -> str:
-        text: str = self.render(messages, tools=TOOLS, add_generation_prompt=generation, **kw)
+        text: str = self.render(messages, tools=self.tools, add_generation_prompt=generation, **kw)
         return text
 
     def _trailer(self) -> str:
         """The text a template with no generation prompt of its own writes after the last
         message of every conversation: what the base and a plain answer both end with,
         from a token boundary, leaving the user turn its end (at least one token)."""
-        second_user = {"role": "user", "content": "Probe question two?"}
         try:
             text = self._render([USER, _assistant()], generation=False)
-            longer = self._render([USER, _assistant(), second_user], generation=False)
+            longer = self._render([USER, _assistant(), _SECOND_USER], generation=False)
         except Exception:
             return ""
         if longer.startswith(text):
@@ -260,7 +277,7 @@ class _Prober:
         if self.trailer and text.endswith(self.trailer):
             text = text[: len(text) - len(self.trailer)]
         if text.startswith(self.base):
-            return text[len(self.base) :]
+            return self._as_history(message, text[len(self.base) :])
         # The template rewrites the text before the turn (Mistral's vLLM template moves the
         # default system prompt into the last user turn): the turn follows the user's.
         question = str(USER["content"])
@@ -269,6 +286,51 @@ class _Prober:
         if at < 0 or text.find(user_turn, at + 1) >= 0:
             return None
         return text[at + len(user_turn) :]
+
+    def _continuation(self) -> str:
+        """What the second user turn renders after a history answer, when the template
+        renders a last assistant message as a continuation of the generation prompt
+        (Nemotron Nano v2: the prompt's open ``<think>``, then the answer, never closed)
+        and a history turn as the role header and the answer; empty otherwise."""
+        prompt = self.generation_prompt
+        try:
+            last = self._render([USER, _assistant()], generation=False)
+            text = self._render([USER, _assistant(), _SECOND_USER], generation=False)
+        except Exception:
+            return ""
+        if self.trailer or not prompt or not last.startswith(self.base + prompt):
+            return ""
+        if not text.startswith(self.base) or text[len(self.base) :].startswith(prompt):
+            return ""
+        history = text[len(self.base) :]
+        header = _whole_tokens(_common_prefix(history, prompt))
+        rest = last[len(self.base + prompt) :]
+        if not header.strip() or ANSWER not in rest or not history[len(header) :].startswith(rest):
+            return ""
+        return history[len(header) + len(rest) :]
+
+    def _as_history(self, message: Mapping[str, Any], turn: str) -> str:
+        """The turn as history renders it (see :meth:`_continuation`), else as it is."""
+        if not self.next_user:
+            return turn
+        try:
+            text = self._render([USER, message, _SECOND_USER], generation=False)
+        except Exception:
+            return turn
+        if not text.startswith(self.base) or not text.endswith(self.next_user):
+            return turn
+        return text[len(self.base) : len(text) - len(self.next_user)]
+
+    def answered(self, messages: Sequence[Mapping[str, Any]]) -> str | None:
+        """What ``messages`` (a call and its tool result) render after the last of them
+        before it: the tool result's turn, or None."""
+        try:
+            before = self._render([USER, *messages[:-1]], generation=False)
+            text = self._render([USER, *messages], generation=False)
+        except Exception:
+            return None
+        shared = _common_prefix(before, text)
+        return text[len(shared) :]
 
     def calls(self, calls: Sequence[Mapping[str, Any]]) -> str | None:
         for as_strings in (False, True):
@@ -342,6 +404,16 @@ def _name_key(value: Any, name: str) -> str | None:
     return next((key for key, item in value.items() if item == name and "name" in key), None)
 
 
+def _is_entry_list(value: Any, name: str, arguments: Any) -> bool:
+    """Whether ``value`` is a JSON list of name-keyed calls, ``[{NAME: arguments}]``."""
+    return (
+        isinstance(value, list)
+        and bool(value)
+        and all(isinstance(item, dict) and len(item) == 1 for item in value)
+        and value[0] == {name: arguments}
+    )
+
+
 def _arguments_key(value: Mapping[str, Any]) -> str | None:
     for key in ("arguments", "parameters", "args", "input"):
         if key in value:
@@ -353,8 +425,23 @@ def _named_opener(text: str, name: str) -> str:
     """The opener with the call's name as the ``name`` group; an opener that writes the
     name again (Glimmer's ``to=NAME<|message|>…<atem:invoke name="NAME">``) repeats it."""
     at = text.find(name)
-    rest = text[at + len(name) :].split(name)
-    return _generic(text[:at]) + _NAME + "(?P=name)".join(_generic(part) for part in rest)
+    head, tail = text[:at], text[at + len(name) :]
+    # Where the text run holding the name (``functions.get_weather:0``) meets a special
+    # token written with bars (``<|tool_call_begin|>``), models write whitespace too.
+    before = _BEFORE_RUN.search(head)
+    if before is not None:
+        head = head[: before.start()] + " " + head[before.start() :]
+    after = _AFTER_RUN.match(tail)
+    if after is not None:
+        tail = tail[: after.end()] + " " + tail[after.end() :]
+    rest = tail.split(name)
+    return _generic(head) + _NAME + "(?P=name)".join(_generic(part) for part in rest)
+
+
+#: The text run before a call's name, right after a bar token; and the run after it,
+#: right before one.
+_BEFORE_RUN = re.compile(r"(?<=[|｜]>)[^<>\[\]\s]*$")
+_AFTER_RUN = re.compile(r"[^<>\[\]\s]*(?=<[|｜])")
 
 
 #: A call's id, or its index in the turn (``functions.NAME:0``), in a rendered opener.
@@ -455,6 +542,20 @@ def _read_call(call_text: str) -> _Call:
             notes=notes,
             body_end=end,
             body_open=body_open,
+        )
+    entries = _find_json(call_text, lambda value: _is_entry_list(value, name, arguments))
+    if entries is not None:
+        # Name-keyed objects (Apertus's ``[{"NAME": {…}}]``): each entry of the JSON
+        # list is one call, its key the name and its value the arguments.
+        start, end, _value = entries
+        return _Call(
+            _lit(call_text[:start].strip()) or "(?=\\[\\s*\\{)",
+            _lit(call_text[end:].strip()) or "(?!)",
+            "json-entries",
+            None,
+            {"type": "function", "function": {"name": "{key}", "arguments": "{value}"}},
+            transform_each=True,
+            notes=["calls are one JSON list of {NAME: arguments} objects (read by json-entries)"],
         )
     at = call_text.find(name)
     if at < 0:
@@ -600,6 +701,64 @@ def _read_xml_call(call_text: str, name: str) -> _Call:
         body_end=value_close_end,
         tag_opening=opening,
     )
+
+
+#: A run of text between special tokens and whitespace (``functions.get_weather:0``).
+_TOKEN_FREE = "[^<>\\[\\]\\s]*"
+
+
+def _id_from_tool_result(prober: _Prober, call_text: str) -> str | None:
+    """The text around the call's name in its opener (between tokens), built from the name
+    and the call's index, when the tool result that answers the call writes it and not the
+    request's own id: the id the template gives the call."""
+    name = str(CALL_ONE["name"])
+    around = re.search(_TOKEN_FREE + re.escape(name) + _TOKEN_FREE, call_text)
+    if around is None or _CALL_NUMBER.search(around.group()) is None or '"' in around.group():
+        # Not built from the name and the call's index (an attribute naming the function
+        # is not an id, and the tool result may well repeat it).
+        return None
+    calls = _tool_calls([CALL_ONE], as_strings=False)
+    result = {"role": "tool", "tool_call_id": calls[0]["id"], "name": name, "content": "Probe."}
+    try:
+        answered = prober.answered([_assistant("", tool_calls=calls), result])
+    except Exception:
+        return None
+    if answered is None or around.group() not in answered or calls[0]["id"] in answered:
+        return None
+    return around.group()
+
+
+def _recipient(call_text: str, header: str, anchor: str) -> tuple[str, str] | None:
+    """``(lead, word)`` when a call's text starts with a lead (the text before its name)
+    that ends the role header the prompt pre-writes, and the plain answer writes the same
+    lead and a word of its own before the content (Functionary v3.2's ``>>>`` and ``all``)."""
+    lead = call_text[: call_text.find(str(CALL_ONE["name"]))].strip()
+    role = anchor.rstrip()
+    if not lead or not role.endswith(lead) or role == lead or not header.startswith(role):
+        return None
+    word = re.match("\\w+\\s", header[len(role) :])
+    if word is None or not _lit(lead) or call_text.strip()[len(lead) :].startswith(word.group()):
+        return None
+    return lead, word.group().strip()
+
+
+def _value_wrapper(prober: _Prober, one: str) -> tuple[str, str] | None:
+    """What the template writes around a string value holding markup (``<``, ``&``) and
+    not around a plain one (MiniCPM's ``<![CDATA[``…``]]>``): the text the markup call adds
+    right before and after the value, when it adds both."""
+    marked = prober.calls([CALL_MARKUP])
+    value = str(CALL_MARKUP["arguments"]["city"])
+    if marked is None or marked.count(value) != 1 or one.count("Paris") != 1:
+        return None
+    before, _, after = marked.partition(value)
+    plain_before, _, plain_after = one.partition("Paris")
+    if not before.startswith(plain_before) or not after.endswith(plain_after):
+        return None
+    opener = before[len(plain_before) :]
+    closer = after[: len(after) - len(plain_after)]
+    if not opener.strip() or not closer.strip():
+        return None
+    return opener, closer
 
 
 def _nested_values(call: _Call, two: str) -> dict[str, Any] | None:
@@ -770,17 +929,42 @@ def draft(
                 # render the same text each time to be diffed.
                 return template.render(messages, strftime_now=_probe_time, **kwargs)
             except ChatTemplateError as error:
-                raise _error(str(error)) from None
+                refused = str(error)
+            try:
+                # A template that calls its own lists' methods (Kimi-K2's ids.append) fails
+                # only in the immutable sandbox: rendered where they are allowed, noted.
+                text = template.render(messages, strftime_now=_probe_time, mutable=True, **kwargs)
+            except ChatTemplateError:
+                raise _error(refused) from None
+            if refused not in mutations:
+                mutations.append(refused)
+            return text
 
+    mutations: list[str] = []
+    notes: list[str] = []
     try:
         prober = _Prober(render)
-    except TemplateError:
-        raise
     except Exception as error:
-        raise _error(
-            f"the chat template cannot render a user turn: {type(error).__name__}: {error}"
-        ) from None
-    notes: list[str] = []
+        failure = (
+            error
+            if isinstance(error, TemplateError)
+            else _error(
+                f"the chat template cannot render a user turn: {type(error).__name__}: {error}"
+            )
+        )
+        try:
+            # The template may fail on its tool list only (DeepSeek-R1's llama.cpp template
+            # serialises a generator): its turns and calls render without one.
+            prober = _Prober(render, tools=None)
+        except Exception:
+            raise failure from None
+        reason = failure.issues[0].message if failure.issues else str(failure)
+        notes.append(f"probed without tools: with the probe tools, {reason}")
+    if prober.next_user:
+        notes.append(
+            "the chat template renders a last assistant message as a continuation of the "
+            "generation prompt: turns are read as history renders them"
+        )
     plain = prober.turn(_assistant())
     if plain is None or ANSWER not in plain:
         raise _error("the chat template renders no assistant turn with its content")
@@ -851,6 +1035,7 @@ def draft(
         # recipient, could open anywhere in the content: not drafted.)
         fields["content_opener"] = {"open_pattern": _lit(opener), "close_pattern": "(?=[\\s\\S])"}
         notes.append(f"content opens with {opener!r} after the role header (field content_opener)")
+    wrapper: tuple[str, str] | None = None
     one = prober.calls([CALL_ONE])
     if one is None:
         prober.last_error = ""
@@ -872,6 +1057,15 @@ def draft(
             call_text = call_text[len(empty_block) :].lstrip()
         call = _read_call(call_text)
         notes.extend(call.notes)
+        wrapper = _value_wrapper(prober, one) if call.content == "xml-inline" else None
+        if wrapper is not None and call.content_args is not None:
+            wrapped = f"(?:{_lit(wrapper[0])}(?P<value>.*?){_lit(wrapper[1])}|(?P<value>.*?))"
+            tag_pattern = str(call.content_args["tag_pattern"])
+            call.content_args["tag_pattern"] = tag_pattern.replace("(?P<value>.*?)", wrapped, 1)
+            notes.append(
+                f"a value holding markup is wrapped in {wrapper[0]!r}…{wrapper[1]!r}: "
+                "accepted around any value"
+            )
         two = prober.calls([CALL_ONE, CALL_TWO])
         open_pattern, close_pattern = call.open_pattern, call.close_pattern
         if two is not None and not call.transform_each:
@@ -919,10 +1113,42 @@ def draft(
         if call.transform_each:
             tool_field["transform_each"] = True
         tool_field["transform"] = call.transform
+        built = _id_from_tool_result(prober, call_text)
+        if built is not None and _ID not in open_pattern and "id" not in call.transform:
+            # The tool-result turn names the call by text its opener writes around the
+            # name (Kimi-K2's ``## Return of functions.NAME:0``): that text is the id.
+            generic = _named_opener(built, str(CALL_ONE["name"]))
+            if generic in open_pattern:
+                open_pattern = open_pattern.replace(generic, f"(?P<id>{generic})", 1)
+                tool_field["open_pattern"] = open_pattern
+                tool_field["transform"] = {"id": "{id}", **call.transform}
+                notes.append(
+                    f"the tool result names the call {built!r}, which its opener writes: "
+                    "captured as the call id"
+                )
         if _ID in open_pattern and "id" not in call.transform:
             # The template writes the call's id in its opener (Mistral's [CALL_ID]).
             tool_field["transform"] = {"id": "{id}", **call.transform}
             notes.append("the call's id is in its opener: captured as the call id")
+        recipient = _recipient(call_text, header, anchor)
+        if recipient is not None and "content_opener" not in fields:
+            # The prompt pre-writes what every message of the turn starts with, a call's
+            # name or the content's own word after it (Functionary v3.2's ``>>>NAME`` and
+            # ``>>>all``): the role header ends before it, the content opens at its word,
+            # and a call's name is any other word.
+            lead, word = recipient
+            anchor = anchor.rstrip()[: -len(lead)]
+            fields["content_opener"] = {
+                "open_pattern": _lit(lead) + re.escape(word) + "\\s",
+                "close_pattern": "(?=[\\s\\S])",
+            }
+            tool_field["open_pattern"] = open_pattern.replace(
+                _lit(lead), _lit(lead) + "(?!" + re.escape(word) + "\\s)", 1
+            )
+            notes.append(
+                f"every message opens with {lead!r}, which the prompt pre-writes; the content's "
+                f"is {lead + word!r} (field content_opener), a call's names the function"
+            )
         fields["tool_calls"] = tool_field
     # The end of turn, and each of its tokens when it is several: a call's close may take
     # the first ones (Cohere's <|END_ACTION|> before <|END_OF_TURN_TOKEN|>).
@@ -958,6 +1184,12 @@ def draft(
         for key, value in prefixes.items()
         if key == "default" or value != prefixes["default"]
     }
+    for refused in mutations[:1]:
+        notes.append(
+            "rendered with the template's own list methods allowed (the immutable sandbox, "
+            f"as transformers', refuses them: {refused}): check that the model's server "
+            "renders these turns"
+        )
     entry = {
         "name": name,
         "description": "Drafted from a chat template by replyparse.templates.draft (review it).",
@@ -974,7 +1206,9 @@ def draft(
             DraftProblem("load", "response_template", "a valid template", str(error))
         )
         return result
-    result.problems.extend(_round_trip(prober, response_template, rendered_reasoning))
+    result.problems.extend(
+        _round_trip(prober, response_template, rendered_reasoning, markup=wrapper is not None)
+    )
     return result
 
 
@@ -983,6 +1217,19 @@ def _reasoning(
 ) -> dict[str, Any] | None:
     message = _assistant(reasoning_content=REASONING)
     turn = prober.turn(message)
+    if turn is None or REASONING not in turn:
+        # Some templates read reasoning from the content's chunks instead (Ministral 3's
+        # ``{"type": "thinking"}`` block, rendered as ``[THINK]…[/THINK]``).
+        blocks = _assistant(_THINKING_BLOCKS)
+        block_turn = prober.turn(blocks)
+        # (A template that prints the list as it is renders the chunks' keys: not read.)
+        printed = block_turn is None or any(
+            quote + key + quote in block_turn for key in ("type", "text") for quote in "'\""
+        )
+        if block_turn is not None and not printed and REASONING in block_turn:
+            message, turn = blocks, block_turn
+            prober.reasoning_message = message
+            notes.append("reasoning is rendered from a thinking chunk of the content")
     if turn is None or REASONING not in turn:
         # Some templates render reasoning only in a call turn (Command R7B's plan before
         # <|START_ACTION|>).
@@ -1069,7 +1316,7 @@ def _reasoning(
     if not opener:
         notes.append("the reasoning opener is in the prompt only; reasoning opens before its close")
         return {"open_pattern": "(?=" + _lit(closer) + ")", **result}
-    return {"open_pattern": _lit(opener) + "|(?=" + _lit(closer) + ")", **result, "opener": opener}
+    return {**_reasoning_pair(opener, closer), **result}
 
 
 def _content_opener(header: str, anchor: str, generation_prompt: str) -> str:
@@ -1134,13 +1381,32 @@ def _whole_words(shared: str, text: str) -> str:
 
 _OPENER_AT_END = re.compile(r"(<[A-Za-z_:|]*think[A-Za-z_:|]*>)\s*$")
 
+#: Literals a template tests or cuts a message's content at (``'</think>' in content``,
+#: ``content.split('</think>')``): where history strips the model's reasoning.
+_STRIPPED_AT = re.compile(
+    r"""(?:split\(\s*|\b)(['"])((?:<[^<>\s'"]+>)|(?:\[[^\[\]\s'"]+\]))\1"""
+    r"""(?:\s*\)|\s+in\s+(?:content|message))"""
+)
+#: A token-shaped string literal of the template source (``'<think>'``, ``"[THINK]"``).
+_TOKEN_LITERAL = re.compile(r"""['"]((?:<[^<>\s'"]+>)|(?:\[[^\[\]\s'"]+\]))""")
+
+
+def _reasoning_pair(opener: str, closer: str) -> dict[str, Any]:
+    """A reasoning field opened by ``opener`` (or already open before ``closer``)."""
+    return {
+        "open_pattern": _lit(opener) + "|(?=" + _lit(closer) + ")",
+        "close": closer,
+        "opener": opener,
+    }
+
 
 def _reasoning_from_prompts(
     prober: _Prober, source: str, notes: list[str]
 ) -> dict[str, Any] | None:
     """Reasoning a template does not render in history: the empty block the thinking-off
-    switch pre-writes, a prompt that pre-opens it, or the ``<think>``/``</think>`` pair in
-    the template source."""
+    switch pre-writes, or a delimiter pair from the template's own source: a closer it
+    tests or cuts the content at (history strips the reasoning there), with the opener
+    the source writes as a literal or the generation prompt pre-writes."""
     switches = prober.switch_prompts()
     on, off = switches.get("thinking"), switches.get("no_thinking")
     if on is not None and off is not None and off.startswith(on):
@@ -1151,11 +1417,7 @@ def _reasoning_from_prompts(
                 f"reasoning delimiters guessed from the empty block {opener!r}…{closer!r} the "
                 "thinking-off prompt pre-writes (history does not render reasoning)"
             )
-            return {
-                "open_pattern": _lit(opener) + "|(?=" + _lit(closer) + ")",
-                "close": closer,
-                "opener": opener,
-            }
+            return _reasoning_pair(opener, closer)
     for prompt in (prober.generation_prompt, *switches.values()):
         found = _OPENER_AT_END.search(prompt)
         if found is not None:
@@ -1166,17 +1428,37 @@ def _reasoning_from_prompts(
                     f"reasoning guessed from the generation prompt, which pre-opens {opener!r}; "
                     f"closed by {closer!r} (the template source writes it)"
                 )
-                return {
-                    "open_pattern": _lit(opener) + "|(?=" + _lit(closer) + ")",
-                    "close": closer,
-                    "opener": opener,
-                }
+                return _reasoning_pair(opener, closer)
     if "<think>" in source and "</think>" in source:
         notes.append(
             "reasoning guessed from the template source (<think>…</think>): the rendered "
             "history drops it"
         )
-        return {"open_pattern": "<think>|(?=</think>)", "close": "</think>", "opener": "<think>"}
+        return _reasoning_pair("<think>", "</think>")
+    # Any other pair: a closer the source tests or cuts the content at (history strips the
+    # reasoning there), with the opener the prompt pre-writes or the source writes.
+    closers = list(dict.fromkeys(match.group(2) for match in _STRIPPED_AT.finditer(source)))
+    literals = list(dict.fromkeys(match.group(1) for match in _TOKEN_LITERAL.finditer(source)))
+    for prompt in (prober.generation_prompt, *switches.values()):
+        last = _LAST_TOKEN.search(prompt)
+        if last is None:
+            continue
+        for closer in closers:
+            if _pairs(last.group(1), closer):
+                opener = last.group(1)
+                notes.append(
+                    f"reasoning from the template source, which strips history at {closer!r}; "
+                    f"the generation prompt pre-opens {opener!r}"
+                )
+                return _reasoning_pair(opener, closer)
+    for closer in closers:
+        for opener in literals:
+            if _pairs(opener, closer) and opener in source:
+                notes.append(
+                    f"reasoning from the template source, which strips history at {closer!r} "
+                    f"and writes {opener!r}: the rendered history drops it"
+                )
+                return _reasoning_pair(opener, closer)
     return None
 
 
@@ -1196,7 +1478,11 @@ def _markers(source: str, fields: Mapping[str, Any], end: str) -> list[str]:
 
 
 def _round_trip(
-    prober: _Prober, response_template: Mapping[str, Any], has_reasoning: bool
+    prober: _Prober,
+    response_template: Mapping[str, Any],
+    has_reasoning: bool,
+    *,
+    markup: bool = False,
 ) -> list[DraftProblem]:
     probes: list[tuple[str, dict[str, Any], list[dict[str, Any]]]] = [
         ("plain answer", _assistant(), []),
@@ -1206,6 +1492,8 @@ def _round_trip(
     if "tool_calls" in response_template["fields"]:
         probes.append(("one call", _assistant(), [CALL_ONE]))
         probes.append(("two calls", _assistant(), [CALL_ONE, CALL_TWO]))
+        if markup:
+            probes.append(("markup value", _assistant(), [CALL_MARKUP]))
         if has_reasoning and "tool_calls" in prober.reasoning_message:
             probes.append(("reasoning", prober.reasoning_message, [CALL_ONE]))
     problems: list[DraftProblem] = []
