@@ -573,15 +573,20 @@ class Delimiter:
         fails on the window). Costs about the length of text the pattern explores.
         ``wide[0]`` is set when that was more than the first window.
 
-        In a complete text (``final``), a window with a match has one in the whole text
-        too, and the engine's own match there is the answer: it explores no more than the
-        proof would (a way through that reads past the window is explored either way),
-        without the partial fullmatch, which costs several times a match (3-15 us on a
-        call header, more when a lazy run can reach the window's end)."""
+        In a complete text (``final``) the engine's own match at ``start`` is the answer,
+        and it explores no more than the windows would: a way through that dies inside a
+        window dies there in the whole text too, and one that reads past it is explored
+        either way; but the windows' partial matches and fullmatch cost several times a
+        match (3-15 us on a call header, more when a lazy run reaches the window's end).
+        Only a pattern with a token loop is read in windows there, for ``wide``: a
+        failure's width decides whether the loop rules later starts out."""
         length = len(buffer)
         streaming = self.streaming
         exact = self.exact
         assert streaming is not None and exact is not None
+        if final and self.token_loop is None:
+            found = exact.match(buffer, start)
+            return None if found is None else (found, True)
         width = _WINDOW
         while True:
             stop = start + width
@@ -600,6 +605,31 @@ class Delimiter:
             width *= 2
             if wide is not None:
                 wide[0] = True
+
+
+#: ``_first_of``'s searches for a group's first character before its regex takes over.
+_FIRST_TRIES = 4
+
+
+def _first_of(
+    buffer: str, begin: int, stop: int, literals: tuple[str, ...], search: Callable[..., Any]
+) -> int:
+    """``search(buffer, begin, stop).start()`` (-1 for no match), where ``search`` finds
+    the literals of an anchor group, which share their first character: that character is
+    looked for with ``str.find`` first (a ``memchr`` over the text, several times faster
+    than the regex engine's scan in text that holds it rarely, such as deepseek's "`"
+    in JSON arguments), a few times, before the regex takes over from where it got."""
+    first = literals[0][0]
+    at = begin
+    for _ in range(_FIRST_TRIES):
+        at = buffer.find(first, at, stop)
+        if at < 0:
+            return -1
+        if buffer.startswith(literals, at, stop):
+            return at
+        at += 1
+    match = search(buffer, at, stop)
+    return -1 if match is None else int(match.start())
 
 
 class Scanner:
@@ -1022,11 +1052,12 @@ class Scanner:
                 if begin >= bound:
                     continue
                 # Starts before ``bound``: the longest literal may end after it.
-                match = search(buffer, begin, min(length, bound + len(literals[-1]) - 1))
-                if match is None:
-                    found, entry[4] = -1, bound
+                found = _first_of(
+                    buffer, begin, min(length, bound + len(literals[-1]) - 1), literals, search
+                )
+                if found < 0:
+                    entry[4] = bound
                 else:
-                    found = match.start()
                     best = bound = min(best, found)
                 memo[key] = (since, found, bound if found < 0 else found)
             if best <= reach or reach >= length:
