@@ -607,31 +607,6 @@ class Delimiter:
                 wide[0] = True
 
 
-#: ``_first_of``'s searches for a group's first character before its regex takes over.
-_FIRST_TRIES = 4
-
-
-def _first_of(
-    buffer: str, begin: int, stop: int, literals: tuple[str, ...], search: Callable[..., Any]
-) -> int:
-    """``search(buffer, begin, stop).start()`` (-1 for no match), where ``search`` finds
-    the literals of an anchor group, which share their first character: that character is
-    looked for with ``str.find`` first (a ``memchr`` over the text, several times faster
-    than the regex engine's scan in text that holds it rarely, such as deepseek's "`"
-    in JSON arguments), a few times, before the regex takes over from where it got."""
-    first = literals[0][0]
-    at = begin
-    for _ in range(_FIRST_TRIES):
-        at = buffer.find(first, at, stop)
-        if at < 0:
-            return -1
-        if buffer.startswith(literals, at, stop):
-            return at
-        at += 1
-    match = search(buffer, at, stop)
-    return -1 if match is None else int(match.start())
-
-
 class Scanner:
     """Scans for several delimiters at once (one parser state).
 
@@ -1052,12 +1027,11 @@ class Scanner:
                 if begin >= bound:
                     continue
                 # Starts before ``bound``: the longest literal may end after it.
-                found = _first_of(
-                    buffer, begin, min(length, bound + len(literals[-1]) - 1), literals, search
-                )
-                if found < 0:
-                    entry[4] = bound
+                match = search(buffer, begin, min(length, bound + len(literals[-1]) - 1))
+                if match is None:
+                    found, entry[4] = -1, bound
                 else:
+                    found = match.start()
                     best = bound = min(best, found)
                 memo[key] = (since, found, bound if found < 0 else found)
             if best <= reach or reach >= length:

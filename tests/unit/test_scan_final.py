@@ -95,12 +95,9 @@ def test_scan_final_equals_scan(data: st.DataObject) -> None:
     short = data.draw(st.sampled_from([0, _scanner._SHORT]))
     # Small windows put end literals past the first window (Delimiter._match_final).
     window = data.draw(st.sampled_from([16, _scanner._WINDOW]))
-    # Anchor groups found by their first character, by their regex, or by both in turn.
-    tries = data.draw(st.sampled_from([0, 1, _scanner._FIRST_TRIES]))
     with (
         mock.patch.object(_scanner, "_SHORT", short),
         mock.patch.object(_scanner, "_WINDOW", window),
-        mock.patch.object(_scanner, "_FIRST_TRIES", tries),
     ):
         while True:
             # scan_final shares its memo across calls on one buffer, as the parser does.
