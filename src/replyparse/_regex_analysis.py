@@ -539,15 +539,46 @@ def _dies_in(node: Node, text: str) -> bool:
             continue
         if _single(item) is None:
             return False
-        run = ""
-        for after in items[index:]:
-            char = _single(after)
-            if char is None:
-                break
-            run += char
-        if all(run[offset] == text[offset] for offset in range(min(len(run), len(text)))):
-            return False  # the run agrees with ``text`` as far as both go: it may read on
+        runs = _literal_runs(items[index:])
+        if runs is None or any(
+            all(run[offset] == text[offset] for offset in range(min(len(run), len(text))))
+            for run in runs
+        ):
+            return False  # a run agrees with ``text`` as far as both go: it may read on
     return True
+
+
+#: At most this many spellings of a literal run (``_literal_runs``), or none is read.
+_MAX_RUNS = 16
+
+
+def _literal_runs(items: tuple[Node, ...]) -> list[str] | None:
+    r"""Every text the literal run at the start of ``items`` may spell: single characters,
+    and optional ones (``s?`` in kimi-k2's ``<\|tool_calls?_section_begin\|>``) taken or
+    not, up to the first other item; None when there would be more than ``_MAX_RUNS``."""
+    runs = [""]
+    for item in items:
+        char = _single(item)
+        if char is not None:
+            runs = [run + char for run in runs]
+            continue
+        optional = _optional_single(item)
+        if optional is None:
+            break
+        runs += [run + optional for run in runs]
+        if len(runs) > _MAX_RUNS:
+            return None
+    return runs
+
+
+def _optional_single(node: Node) -> str | None:
+    """The character of an optional single character (``x?``, ``(?:x)?``), or None."""
+    if not isinstance(node, Repeat) or node.low != 0 or node.high != 1:
+        return None
+    item = node.item
+    while isinstance(item, Group):
+        item = item.item
+    return _single(item)
 
 
 def _may_match(node: Chars, char: str) -> bool:

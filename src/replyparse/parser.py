@@ -413,7 +413,19 @@ class ResponseParser:
                     pending = held + text if held else text
                     safe = self._scanner.safe_length(pending)
                     whole = not held and safe == len(text)
-                    if not whole and safe >= 0:
+                    if not whole and safe > 0 and len(pending) - safe <= _RESCAN_AFTER:
+                        # Text before a run that may lead a delimiter (gpt-oss's ``\s*to=``
+                        # after every space of its content): the chunk is streamed as below,
+                        # the run held, as ``_feed_safe`` would, without its general steps.
+                        whole = True
+                        text = pending[:safe]
+                        if safe == len(pending):
+                            self._buffer = ""
+                            self._choose_test()
+                        else:
+                            self._buffer = pending[safe:]
+                            self._fast = ""  # the characters' test cannot see held text
+                    elif not whole and safe >= 0:
                         return self._feed_safe(pending, safe, held)
                 if whole:
                     # Nothing is held and all of ``text`` is safe: it is the region's next

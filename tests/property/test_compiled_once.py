@@ -60,6 +60,15 @@ EXTRA_PATTERNS = [
     r"<(?P<key>[^<>/\s]+)>(?:(?!</).)*?(?P<value>[^\s<]*?)</(?P=key)>",
     r"(?:<p (?P<key>k|key)>|\[(?P<value>v+)\])\s*",
     r"(?P<key>k*)=?(?P<value>v*)",
+    # A lazy dot whose follower begins with one of a few characters (a lazy run in the
+    # twin): escaped and class-special characters, optional ones before the required one.
+    r"(?P<key>k.*?)=?-(?P<value>.*?)\^?\s+?",
+    r"\[(?P<key>.*?)\]\s*(?P<value>.*?)\n??\t*+/",
+    # Lazy dots whose follower is not read: a lookahead, a quantified group, a group, none.
+    r"(?P<key>.*?)(?=\])(?P<value>.*?)\]",
+    r"(?:(?P<key>k.*?)\])+(?P<value>v)",
+    r"(?P<key>.*?)(?P<value>v+)",
+    r"(?=(?P<key>k.*?))(?P<value>.*?)",
 ]
 #: The characters the bodies are drawn from: the patterns' own pieces, and whitespace where
 #: ``regex`` and ``re`` part (``\x1c``-``\x1f`` are ``str.isspace`` but not White_Space).
@@ -92,6 +101,8 @@ PIECES = [
     "\u3000",
     "é",
     '"',
+    "-",
+    "^",
 ]
 BODIES = st.lists(st.sampled_from(PIECES), max_size=30).map("".join)
 
@@ -115,6 +126,14 @@ def test_the_registry_patterns_scan_with_the_standard_library() -> None:
 )
 def test_constructs_that_differ_keep_regex(source: str) -> None:
     assert stdlib_twin(source) is None
+
+
+def test_a_lazy_dot_before_a_known_character_becomes_a_run() -> None:
+    # qwen3-coder's values: the twin runs over what cannot begin ``\n?</parameter>``.
+    twin = stdlib_twin(r"<parameter=(?P<key>[^>\n]+)>\n?(?P<value>.*?)\n?</parameter>")
+    assert twin is not None
+    assert ".*?" not in twin.pattern
+    assert r"(?P<value>(?:[^\n<]*+(?:[\n<][^\n<]*+)*?))" in twin.pattern
 
 
 def test_the_white_space_class_is_regex_s() -> None:

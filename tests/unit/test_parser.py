@@ -5,6 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from tests.streaming import (
+    check_well_formed,
+    chunked,
+    normalize_events,
+    parse_every_way,
+    stream,
+)
 
 from replyparse import (
     ParserPhase,
@@ -290,3 +297,38 @@ def test_a_piece_with_any_character_that_can_begin_a_delimiter_is_scanned() -> N
         "tool_calls": [{"a": 1}],
     }
     assert [event["type"] for event in events].count("region_open") == 2
+
+
+#: A stripping implicit field whose state has a delimiter led by a whitespace run (gpt-oss's
+#: ``\s*to=``): a piece ending in whitespace streams the text before the run and holds it.
+LEAD_TEMPLATE: dict[str, Any] = {
+    "start_anchor": "A:",
+    "fields": {
+        "tool_calls": {
+            "open_pattern": r"\s*to=(?P<name>\w+)<m>",
+            "close": "<c>",
+            "repeats": True,
+            "content": "json",
+            "transform": {"function": {"name": "{name}", "arguments": "{content}"}},
+        },
+        "content": {"close": "<end>"},
+    },
+}
+
+
+@pytest.mark.parametrize("step", [1, 2, 4, 5])
+def test_pieces_ending_in_a_lead_run_stream_as_the_whole_text(step: int) -> None:
+    spaces = " " * 300  # longer than a held run is kept before a rescan
+    text = (
+        "the tool to use is  the first one \n then"
+        + spaces
+        + "more t"
+        + " to=f<m>{}<c> after it  <end>"
+    )
+    message, events = parse_every_way(LEAD_TEMPLATE, text)
+    streamed, streamed_events, _ = stream(LEAD_TEMPLATE, chunked(text, step))
+    assert streamed == message
+    assert normalize_events(streamed_events) == normalize_events(events)
+    check_well_formed(streamed_events)  # each region's chunks make its value
+    assert message["content"].startswith("the tool to use is  the first one \n then" + spaces)
+    assert message["tool_calls"] == [{"function": {"name": "f", "arguments": {}}}]

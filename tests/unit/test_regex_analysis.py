@@ -66,6 +66,16 @@ def test_literal_runs_and_token_loops_read_possessive_patterns() -> None:
         # A literal run that agrees with the end literal as far as it goes may read on.
         (r"(?:<\|m)?<\|m\|>", None),
         (r"<\|me(?:x)?<\|message\|>", None),
+        # Optional characters in a run: every spelling must differ (kimi-k2's call header).
+        (
+            r"(?:<\|tool_calls?_section_begin\|>\s*)?<\|tool_call_begin\|>\s*"
+            r"(?P<name>[^\s<:]+?)\s*<\|tool_call_argument_begin\|>",
+            "<|tool_call_argument_begin|>",
+        ),
+        (r"<\|(?:x)?m(?:e)?\s*<\|mx\|>", None),  # the spelling <|m agrees
+        (r"<a?b?c?x\s*<\|m\|>", "<|m|>"),
+        # Too many spellings to read: as if one agreed.
+        (r"<a?b?c?d?e?x\s*<\|m\|>", None),
         # No literal at the end.
         (r"<a>\w+", None),
         (r"(?!x)", None),

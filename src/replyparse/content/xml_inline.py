@@ -45,13 +45,24 @@ def stdlib_twin(source: str) -> re.Pattern[str] | None:
     r"""``source`` (compiled by ``regex`` with DOTALL and UNICODE) for the standard library's
     ``re``, which scans a lazy ``.*?`` about 1.5x faster, when the two find the same
     matches: the constructs both read alike (``\s`` spelled out as ``regex`` means it), or
-    None (a construct that differs or that ``re`` does not know). Linear in the source."""
+    None (a construct that differs or that ``re`` does not know). A ``.*?`` whose follower
+    must begin with one of a few characters runs over the others in one step
+    (``_lazy_run``). Linear in the source."""
     out: list[str] = []
     in_class = False
     class_start = -1  # index in source of the class's first item
+    # Per open group: whether it is a lookaround (what follows its close does not follow
+    # the text inside it).
+    groups: list[bool] = []
     index = 0
     while index < len(source):
         char = source[index]
+        if not in_class and source.startswith(".*?", index):
+            run = _lazy_run(source, index + 3, groups)
+            if run is not None:
+                out.append(run)
+                index += 3
+                continue
         if char == "\\":
             escape = source[index + 1 : index + 2]
             if not escape or escape in _DIFFERING_ESCAPES:
@@ -76,10 +87,15 @@ def stdlib_twin(source: str) -> re.Pattern[str] | None:
             class_start = index + 1
             if source[class_start : class_start + 1] == "^":
                 class_start += 1
-        elif (char == "(" and source[index + 1 : index + 2] == "?") and source[
-            index + 2 : index + 3
-        ] not in _GROUP_STARTS:
-            return None
+        elif char == "(":
+            if source[index + 1 : index + 2] == "?":
+                if source[index + 2 : index + 3] not in _GROUP_STARTS:
+                    return None
+                groups.append(source[index + 2 : index + 3] in "=!<")
+            else:
+                groups.append(False)
+        elif char == ")" and groups:
+            groups.pop()
         out.append(char)
         index += 1
     try:
@@ -88,6 +104,62 @@ def stdlib_twin(source: str) -> re.Pattern[str] | None:
             return re.compile("".join(out), re.DOTALL)
     except (re.error, Warning, RecursionError, OverflowError):
         return None
+
+
+#: Characters that mean something in a pattern outside a class (a follower of ``.*?`` that
+#: begins with one is not read by ``_lazy_run``).
+_SPECIAL = frozenset(".^$*+?{}[]|()\\")
+#: Escapes of one character that ``_lazy_run`` reads (``\s`` apart): the same in a class.
+_CHARACTER_ESCAPES = frozenset("ntrfv")
+
+
+def _lazy_run(source: str, index: int, groups: list[bool]) -> str | None:
+    r"""A replacement for the ``.*?`` (DOTALL) that ends at ``source[index]``, or None.
+
+    When every way through what follows it (its follower) begins with a character of a set
+    ``F`` (``\n?</parameter>``: ``\n`` or ``<``), the ``.*?`` can end only before such a
+    character: ``[^F]*+(?:[F][^F]*+)*?`` tries those ends in the same order (shortest
+    first), and runs over the other characters in one step instead of trying the follower
+    after each of them (about 3x faster on long values). Read: closes of groups (not of a
+    lookaround, and not quantified), then optional single characters (``x?``, ``\s*``),
+    then a required one (``<``, ``\n``, ``\s+``); anything else gives None. ``groups``
+    holds the open groups (True for a lookaround), innermost last."""
+    items: list[str] = []
+    depth = len(groups)
+    while index < len(source):
+        char = source[index]
+        if char == ")":
+            if depth == 0 or groups[depth - 1]:
+                return None  # the follower would be outside a lookaround, or none at all
+            depth -= 1
+            index += 1
+            if source[index : index + 1] in ("?", "*", "+", "{"):
+                return None  # a quantified group: its text may come again
+            continue
+        if char == "\\":
+            escape = source[index + 1 : index + 2]
+            if escape == "s":
+                items.append(_WHITE_SPACE)
+            elif escape in _CHARACTER_ESCAPES or (escape and not escape.isalnum()):
+                items.append(source[index : index + 2])
+            else:
+                return None
+            index += 2
+        elif char in _SPECIAL:
+            return None
+        else:
+            items.append(f"\\{char}" if char in "^-" else char)
+            index += 1
+        quantifier = source[index : index + 1]
+        if quantifier in ("?", "*"):
+            # Optional (lazy or possessive alike): the follower may begin after it.
+            index += 2 if source[index + 1 : index + 2] in ("?", "+") else 1
+            continue
+        if quantifier == "{":
+            return None
+        stop = "".join(items)
+        return f"(?:[^{stop}]*+(?:[{stop}][^{stop}]*+)*?)"
+    return None
 
 
 @dataclass(frozen=True)
