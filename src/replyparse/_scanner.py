@@ -932,7 +932,7 @@ class Scanner:
             if found is None:
                 return None
             start, end = found.span()
-            return DelimiterMatch(start, end, self._literal_targets[found.group()], _NO_GROUPS)
+            return _new_match((start, end, self._literal_targets[found.group()], _NO_GROUPS))
         rest = len(buffer) - position
         if self._short_plan is not None and rest <= _SHORT and rest <= _WINDOW:
             return self._scan_short(buffer, position, no_empty_at, memo)
