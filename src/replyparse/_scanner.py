@@ -40,11 +40,10 @@ This module knows nothing of fields, events or messages.
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple, TypeVar
+from typing import Any, NamedTuple, TypeAlias, TypeVar
 
 import regex
 
@@ -64,7 +63,14 @@ from replyparse._regex_analysis import (
 )
 from replyparse._regex_syntax import REGEX_FLAGS, UnreadablePattern, read, tokens
 
-__all__ = ["REGEX_FLAGS", "Delimiter", "DelimiterMatch", "Scanner", "is_context_sensitive"]
+__all__ = [
+    "REGEX_FLAGS",
+    "Delimiter",
+    "DelimiterMatch",
+    "FinalMatch",
+    "Scanner",
+    "is_context_sensitive",
+]
 
 
 class DelimiterMatch(NamedTuple):
@@ -78,12 +84,9 @@ class DelimiterMatch(NamedTuple):
 
 _NO_GROUPS: dict[str, str | None] = {}
 
-#: ``_new_match((start, end, target, groups))`` is ``DelimiterMatch(start, end, target,
-#: groups)`` without the named tuple's ``__new__``, a Python function: the scans of short
-#: complete texts build one per delimiter found (issue 17).
-_new_match: Callable[[tuple[int, int, int, dict[str, str | None]]], DelimiterMatch] = (
-    functools.partial(tuple.__new__, DelimiterMatch)
-)
+#: ``Scanner.next_final``'s match: ``(start, end, target, groups)`` as in a
+#: ``DelimiterMatch``, which is one too.
+FinalMatch: TypeAlias = tuple[int, int, int, dict[str, str | None]]
 
 
 class _ShortAlternative(NamedTuple):
@@ -924,6 +927,17 @@ class Scanner:
         """``scan(buffer, position, final=True, memo)[1]``: the delimiter match to act on in
         a complete text, or None. Each delimiter is searched only as far as the best match
         found so far (``Delimiter.find_final``); ``memo`` is for this buffer only."""
+        found = self.next_final(buffer, position, memo, no_empty_at)
+        if found is None or isinstance(found, DelimiterMatch):
+            return found
+        return DelimiterMatch._make(found)
+
+    def next_final(
+        self, buffer: str, position: int, memo: dict[Any, Any], no_empty_at: int = -1
+    ) -> FinalMatch | None:
+        """``scan_final``'s match as ``(start, end, target, groups)``, for a walk that
+        unpacks it at once: a plain tuple where building the named tuple would cost more
+        than the search (a state of literals, a short text's one search; issue 17)."""
         search = self._literal_search
         if search is not None:
             # No memo: a walk acts on the match it finds (the text before it is then
@@ -932,7 +946,7 @@ class Scanner:
             if found is None:
                 return None
             start, end = found.span()
-            return _new_match((start, end, self._literal_targets[found.group()], _NO_GROUPS))
+            return start, end, self._literal_targets[found.group()], _NO_GROUPS
         rest = len(buffer) - position
         if self._short_plan is not None and rest <= _SHORT and rest <= _WINDOW:
             return self._scan_short(buffer, position, no_empty_at, memo)
@@ -1014,7 +1028,7 @@ class Scanner:
 
     def _scan_short(
         self, buffer: str, position: int, no_empty_at: int, memo: dict[Any, Any]
-    ) -> DelimiterMatch | None:
+    ) -> FinalMatch | None:
         """``_best_final(buffer, position, len(buffer), ...)`` on a short rest of a text,
         where ``Delimiter.find_final`` searches each delimiter once, whole (issue 17: a
         short row's scans are mostly the Python around a few C searches). The same memo
@@ -1050,7 +1064,7 @@ class Scanner:
                     if other is not None and other.end() > end:
                         end, target = other.end(), other_target
                         groups = other.groupdict() if has_names else _NO_GROUPS
-                return _new_match((start, end, target, groups))
+                return start, end, target, groups
             # An empty match where one was just acted on: each delimiter searched apart.
         assert self._short_plan is not None
         length = len(buffer)
