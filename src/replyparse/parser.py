@@ -663,8 +663,11 @@ class ResponseParser:
             memo: dict[Any, Any] = {}
             try:
                 while True:
-                    match = scanner.scan_final(buffer, position, memo, empty_at - base)
-                    end = length if match is None else match.start
+                    # A plain (start, end, target, groups) where that is cheaper.
+                    match = scanner.next_final(buffer, position, memo, empty_at - base)
+                    if match is not None:
+                        match_start, match_end, target, match_groups = match
+                    end = length if match is None else match_start
                     if field is None and end > position:  # as ``_take_text``
                         if implicit is None:
                             piece = buffer[position:end]
@@ -682,17 +685,16 @@ class ResponseParser:
                                 body_start = start
                     if match is None:
                         break
-                    position = match.end
-                    if position == match.start:
+                    position = match_end
+                    if position == match_start:
                         empty_at = base + position
-                    target = match.target
                     if field is not None or implicit_open:  # the region this match ends
                         closing = field if field is not None else implicit
                         assert closing is not None
                         # Close groups: a close delimiter's, and the end of the turn's for
                         # the implicit region (``_close_open_regions``); an open's are its own.
                         close_groups = (
-                            match.groups
+                            match_groups
                             if target == REGION_CLOSE or (target == END_OF_TURN and field is None)
                             else _NO_GROUPS
                         )
@@ -712,7 +714,7 @@ class ResponseParser:
                         continue
                     field = field_list[target]
                     scanner = region_scanners[field.index]
-                    groups = match.groups
+                    groups = match_groups
                     carried = ""
                     body_start = position
                 if trailing is None:  # the end of the text: as ``_close_open_regions(events)``
