@@ -7,7 +7,8 @@ its tree as read by the one regex reader (``replyparse._regex_syntax``, exact re
   same matches (and ``RunLeads``, ``LiteralRun``: starts a failed start rules out);
 * ``find_token_loop``: a loop over header tokens, and the starts a failed one rules out;
 * ``required_literals``: literals every match contains, after its start;
-* ``find_anchors``: the literals every match begins with (after a run);
+* ``find_anchors``: the literals every match begins with (after a run); ``start_literals``
+  the same, longer and not merged;
 * ``end_literal``: a literal every match ends with, past which no way through it reads;
 * ``whitespace_only_as_lead``: whether whitespace begins a match only as a leading run.
 
@@ -53,6 +54,7 @@ __all__ = [
     "possessive_source",
     "required_literals",
     "resume_search",
+    "start_literals",
     "whitespace_only_as_lead",
 ]
 
@@ -785,6 +787,23 @@ def find_anchors(source: str) -> Anchors | None:
     return Anchors(literals, lead)
 
 
+def start_literals(source: str, length: int) -> frozenset[str] | None:
+    """Texts of at most ``length`` characters one of which every match of the pattern
+    begins with, read as for ``find_anchors`` but not merged (so two patterns whose texts
+    do not begin one another never match at one place); None when a match may begin with
+    a run or with text no small set covers."""
+    tree = _tree(source)
+    if tree is None:
+        return None
+    leads: list[Chars] = []
+    try:
+        starts = _starts(tree, [_Start("", True)], leads, length, through_optional=True)
+    except _NoAnchors:
+        return None
+    texts = frozenset(start.text for start in starts)
+    return None if leads or "" in texts else texts
+
+
 def _merge_anchors(texts: set[str]) -> tuple[str, ...]:
     """Fewer, shorter anchors (each search is a pass over the text): literals that share a
     prefix of ``_ANCHOR_MERGE`` characters or more are replaced by their common prefix
@@ -805,9 +824,18 @@ def _merge_anchors(texts: set[str]) -> tuple[str, ...]:
     return tuple(merged)
 
 
-def _starts(node: Node, states: list[_Start], leads: list[Chars]) -> list[_Start]:
-    """The states after ``node``: what a match can begin with so far. ``leads`` collects
-    the classes of runs a match may begin with (before any literal)."""
+def _starts(
+    node: Node,
+    states: list[_Start],
+    leads: list[Chars],
+    length: int = _ANCHOR_LENGTH,
+    through_optional: bool = False,
+) -> list[_Start]:
+    """The states after ``node``: what a match can begin with so far, texts of at most
+    ``length`` characters. ``leads`` collects the classes of runs a match may begin with
+    (before any literal). ``through_optional``: the text goes on after an optional item
+    (``(?:<|start|>assistant)?``), which is there once or not at all, instead of ending
+    there (the anchors' reading: fewer, shorter texts)."""
     closed = [state for state in states if not state.open]
     active = [state for state in states if state.open]
     if not active:
@@ -816,19 +844,19 @@ def _starts(node: Node, states: list[_Start], leads: list[Chars]) -> list[_Start
     if isinstance(node, Chars):
         finite = node.finite
         for state in active:
-            if finite is None or len(finite) > _ANCHOR_SET or len(state.text) >= _ANCHOR_LENGTH:
+            if finite is None or len(finite) > _ANCHOR_SET or len(state.text) >= length:
                 out.append(_Start(state.text, False))
             else:
                 out.extend(_Start(state.text + char, True) for char in sorted(finite))
     elif isinstance(node, Seq):
         out = active
         for item in node.items:
-            out = _starts(item, out, leads)
+            out = _starts(item, out, leads, length, through_optional)
     elif isinstance(node, Group):
-        out = _starts(node.item, active, leads)
+        out = _starts(node.item, active, leads, length, through_optional)
     elif isinstance(node, Alt):
         for option in node.options:
-            out.extend(_starts(option, active, leads))
+            out.extend(_starts(option, active, leads, length, through_optional))
     elif isinstance(node, Anchor) or (isinstance(node, Look) and (node.negative or not node.ahead)):
         out = active  # consumes nothing; ignoring its condition only allows more starts
     elif isinstance(node, Look):
@@ -836,7 +864,15 @@ def _starts(node: Node, states: list[_Start], leads: list[Chars]) -> list[_Start
             if state.text:
                 out.append(state)  # ignored, as above
             else:  # what follows begins with the lookahead's body; nothing more is read
-                out.extend(_Start(s.text, False) for s in _starts(node.item, [state], leads))
+                out.extend(
+                    _Start(s.text, False)
+                    for s in _starts(node.item, [state], leads, length, through_optional)
+                )
+    elif through_optional and node.high == 1:
+        for state in active:
+            if node.low == 0:
+                out.append(state)  # not there
+            out.extend(_starts(node.item, [state], leads, length, through_optional))
     else:
         body = node.item
         for state in active:
@@ -847,13 +883,19 @@ def _starts(node: Node, states: list[_Start], leads: list[Chars]) -> list[_Start
                 out.append(state)
             elif state.text:
                 if node.low > 0:
-                    out.extend(_Start(s.text, False) for s in _starts(body, [state], leads))
+                    out.extend(
+                        _Start(s.text, False)
+                        for s in _starts(body, [state], leads, length, through_optional)
+                    )
                 else:
                     out.append(_Start(state.text, False))
             else:
                 if node.low == 0:
                     out.append(state)  # the repeat matched nothing
-                out.extend(_Start(s.text, False) for s in _starts(body, [state], leads))
+                out.extend(
+                    _Start(s.text, False)
+                    for s in _starts(body, [state], leads, length, through_optional)
+                )
     if len(out) + len(closed) > _ANCHOR_STATES:
         raise _NoAnchors
     return closed + out

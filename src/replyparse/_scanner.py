@@ -43,7 +43,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple, TypeVar
+from typing import Any, NamedTuple, TypeAlias, TypeVar
 
 import regex
 
@@ -58,11 +58,19 @@ from replyparse._regex_analysis import (
     find_token_loop,
     required_literals,
     resume_search,
+    start_literals,
     whitespace_only_as_lead,
 )
-from replyparse._regex_syntax import REGEX_FLAGS, tokens
+from replyparse._regex_syntax import REGEX_FLAGS, UnreadablePattern, read, tokens
 
-__all__ = ["REGEX_FLAGS", "Delimiter", "DelimiterMatch", "Scanner", "is_context_sensitive"]
+__all__ = [
+    "REGEX_FLAGS",
+    "Delimiter",
+    "DelimiterMatch",
+    "FinalMatch",
+    "Scanner",
+    "is_context_sensitive",
+]
 
 
 class DelimiterMatch(NamedTuple):
@@ -75,6 +83,26 @@ class DelimiterMatch(NamedTuple):
 
 
 _NO_GROUPS: dict[str, str | None] = {}
+
+#: ``Scanner.next_final``'s match: ``(start, end, target, groups)`` as in a
+#: ``DelimiterMatch``, which is one too.
+FinalMatch: TypeAlias = tuple[int, int, int, dict[str, str | None]]
+
+
+class _ShortAlternative(NamedTuple):
+    """A delimiter of a state's combined search of short texts (``Scanner._combine_short``)."""
+
+    target: int
+    rank: tuple[int, int]
+    #: Its named groups, read from the combined match.
+    names: tuple[str, ...]
+    #: The combined match's ``groupdict()`` holds exactly these (no other delimiter of the
+    #: state has named groups).
+    whole_groups: bool
+    #: The delimiters after it in the alternation, ranked lower, which can still win where
+    #: it matches by a longer match: ``(match or None for literals, literals, target,
+    #: named groups or not)``.
+    later: tuple[tuple[Any, tuple[str, ...], int, bool], ...]
 
 
 @dataclass(frozen=True, eq=False)
@@ -629,7 +657,9 @@ class Scanner:
         "_literal_targets",
         "_safe_chars",
         "_scan_entries",
+        "_short_alternatives",
         "_short_plan",
+        "_short_search",
         "_starts_cache",
         "_whitespace_leads",
         "lead_chars",
@@ -672,6 +702,10 @@ class Scanner:
                 )
                 for delimiter, target, rank in self._final_order
             )
+        self._short_search: Callable[[str, int], Any] | None = None
+        self._short_alternatives: dict[int, _ShortAlternative] = {}
+        if self._short_plan is not None and any(d.is_pattern for d, _, _ in self._entries):
+            self._combine_short()
         # A complete text and only literals: one search for all of them (``scan_final``).
         # Alternatives ordered as the tie-breaking rules rank them at one start (longest,
         # then lower priority, then entry order), since the first that matches wins.
@@ -786,6 +820,61 @@ class Scanner:
             else None
         )
 
+    def _combine_short(self) -> None:
+        """``_scan_short``'s one search of a short text for every delimiter of the state:
+        the alternation of them all in rank order, each in a group of its own. The regex
+        engine tries every alternative at a start before it tries the next start, so the
+        match begins where the earliest match of any delimiter does, and its group
+        (``lastindex``) is the first delimiter in rank order that matches there: the ones
+        before it do not, and only the ones after it can still win, by a longer match at
+        that start (``_ShortAlternative.later``). Not built when the alternation could mean
+        other than its parts: a group name in two delimiters, an empty literal, or anything
+        the syntax reader refuses (backreferences, inline flags, which would then apply to
+        every alternative, case folding, the regex module's own syntax)."""
+        ordered = sorted(self._final_order, key=lambda entry: entry[2])
+        sources: list[str] = []
+        numbers: list[int] = []
+        names: list[tuple[str, ...]] = []
+        number = 1
+        for delimiter, _, _ in ordered:
+            exact = delimiter.exact
+            if exact is None:
+                if not all(delimiter.literals):
+                    return
+                sources.append("(" + "|".join(map(regex.escape, delimiter.literals)) + ")")
+                names.append(())
+            else:
+                sources.append(f"({exact.pattern})")
+                names.append(tuple(exact.groupindex))
+            numbers.append(number)
+            number += 1 + (exact.groups if exact is not None else 0)
+        every_name = [name for group in names for name in group]
+        if len(set(every_name)) != len(every_name):
+            return
+        source = "|".join(sources)
+        try:
+            read(source, exact=True)
+        except UnreadablePattern:
+            return
+        combined = regex.compile(source, REGEX_FLAGS)
+        if combined.groups != number - 1:
+            return
+        for index, (delimiter, target, rank) in enumerate(ordered):
+            later = tuple(
+                (
+                    None if other.exact is None else other.exact.match,
+                    other.literals,
+                    other_target,
+                    bool(names[after]),
+                )
+                for after, (other, other_target, _) in enumerate(ordered)
+                if after > index and _may_start_alike(delimiter, other)
+            )
+            self._short_alternatives[numbers[index]] = _ShortAlternative(
+                target, rank, names[index], len(names[index]) == len(every_name), later
+            )
+        self._short_search = combined.search
+
     def safe_length(self, text: str) -> int:
         """How much of ``text`` (from its start) certainly begins no delimiter match.
 
@@ -852,6 +941,17 @@ class Scanner:
         """``scan(buffer, position, final=True, memo)[1]``: the delimiter match to act on in
         a complete text, or None. Each delimiter is searched only as far as the best match
         found so far (``Delimiter.find_final``); ``memo`` is for this buffer only."""
+        found = self.next_final(buffer, position, memo, no_empty_at)
+        if found is None or isinstance(found, DelimiterMatch):
+            return found
+        return DelimiterMatch._make(found)
+
+    def next_final(
+        self, buffer: str, position: int, memo: dict[Any, Any], no_empty_at: int = -1
+    ) -> FinalMatch | None:
+        """``scan_final``'s match as ``(start, end, target, groups)``, for a walk that
+        unpacks it at once: a plain tuple where building the named tuple would cost more
+        than the search (a state of literals, a short text's one search; issue 17)."""
         search = self._literal_search
         if search is not None:
             # No memo: a walk acts on the match it finds (the text before it is then
@@ -860,7 +960,7 @@ class Scanner:
             if found is None:
                 return None
             start, end = found.span()
-            return DelimiterMatch(start, end, self._literal_targets[found.group()], _NO_GROUPS)
+            return start, end, self._literal_targets[found.group()], _NO_GROUPS
         rest = len(buffer) - position
         if self._short_plan is not None and rest <= _SHORT and rest <= _WINDOW:
             return self._scan_short(buffer, position, no_empty_at, memo)
@@ -942,11 +1042,44 @@ class Scanner:
 
     def _scan_short(
         self, buffer: str, position: int, no_empty_at: int, memo: dict[Any, Any]
-    ) -> DelimiterMatch | None:
+    ) -> FinalMatch | None:
         """``_best_final(buffer, position, len(buffer), ...)`` on a short rest of a text,
         where ``Delimiter.find_final`` searches each delimiter once, whole (issue 17: a
         short row's scans are mostly the Python around a few C searches). The same memo
         entries as ``find_final``'s: ``(searched from, match or None, clear to)``."""
+        search = self._short_search
+        if search is not None:  # one search for all (``_combine_short``)
+            hit = search(buffer, position)
+            if hit is None:
+                return None
+            start, end = hit.span()
+            if end > start or start != no_empty_at:
+                alternative = self._short_alternatives[hit.lastindex]
+                target = alternative.target
+                names = alternative.names
+                if not names:
+                    groups = _NO_GROUPS
+                elif alternative.whole_groups:
+                    groups = hit.groupdict()
+                else:
+                    groups = {name: hit.group(name) for name in names}
+                for match_at, literals, other_target, has_names in alternative.later:
+                    if match_at is None:
+                        if not buffer.startswith(literals, start):
+                            continue
+                        # Longest first: equal starts keep the longest.
+                        other_end = start + next(
+                            len(text) for text in literals if buffer.startswith(text, start)
+                        )
+                        if other_end > end:
+                            end, target, groups = other_end, other_target, _NO_GROUPS
+                        continue
+                    other = match_at(buffer, start)
+                    if other is not None and other.end() > end:
+                        end, target = other.end(), other_target
+                        groups = other.groupdict() if has_names else _NO_GROUPS
+                return start, end, target, groups
+            # An empty match where one was just acted on: each delimiter searched apart.
         assert self._short_plan is not None
         length = len(buffer)
         best: DelimiterMatch | None = None
@@ -1139,6 +1272,24 @@ def _outranks(start: int, end: int, rank: _Rank, best: DelimiterMatch, best_rank
     )
 
 
+def _first_literals(delimiter: Delimiter) -> frozenset[str] | None:
+    """Texts one of which every match of ``delimiter`` begins with (its alternatives, or a
+    pattern's ``start_literals``); None when not known."""
+    if delimiter.pattern is None:
+        return frozenset(delimiter.literals)
+    return start_literals(delimiter.pattern.pattern, _START_LITERALS)
+
+
+def _may_start_alike(first: Delimiter, second: Delimiter) -> bool:
+    """Whether a match of each could begin at one place: False when no text one must begin
+    with begins a text the other must begin with (``<think>`` and ``<tool_call>``; gpt-oss's
+    ``(?:<|start|>assistant)?<|channel|>analysis`` and ``...<|channel|>final``)."""
+    mine, theirs = _first_literals(first), _first_literals(second)
+    if mine is None or theirs is None:
+        return True
+    return any(a.startswith(b) or b.startswith(a) for a in mine for b in theirs)
+
+
 def _trie_source(words: set[str], at_root: bool = True) -> str:
     """A regex (standard library syntax) that matches, where it starts, one of ``words``
     (the shortest, when one begins another) or a proper beginning of one that ends the text
@@ -1166,6 +1317,8 @@ _SHORT = 1024
 _ANCHOR_STRETCH = 256
 #: Lead characters walked back from an anchor before the windowed search takes over.
 _LEAD_LIMIT = 32
+#: How far ``_may_start_alike`` reads what a pattern's matches begin with.
+_START_LITERALS = 64
 
 #: An assertion's streaming form: first require a next character (undecided, so a partial
 #: match, at the end of the buffer), then the assertion itself.

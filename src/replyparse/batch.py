@@ -15,9 +15,10 @@ What is hoisted out of the per-row loop: the compiled template (compiled once pe
 a pickled ``BatchParser`` carries the template's JSON and recompiles it through the
 template memo), the tools (normalized and indexed once per distinct tools value, see
 ``PreparedTools``) and the prefix (read once by a parser kept per prefix and tools). Each
-row is walked from that primed parser without changing it
-(``ResponseParser._walk_fitting``); only a row that does not fit the template as it is
-(something to recover, an error, a cut region) gets a copy of it and the general path.
+row is walked from that primed parser without changing it (``ResponseParser._walk_fitting``,
+with the parser's state read once per batch: ``_fitting_walker``); only a row that does not
+fit the template as it is (something to recover, an error, a cut region) gets a copy of it
+and the general path.
 Nothing here does I/O; ``datasets``, ``pyarrow``, ``pandas`` and ``ray`` are imported only
 by the functions that need them (the ``datasets`` and ``ray`` extras).
 
@@ -403,12 +404,13 @@ class BatchParser:
                 primed = self._primed_parser(self.prefix, self._prepared)
             except _RowError:  # every such row reports it (``parse_row``)
                 primed = None
+        # The primed parser is never fed: one walker (its state read once) for every row.
+        walk = primed._fitting_walker() if primed is not None else None
         results: list[RowResult] = []
-        if primed is not None and prefixes is None and tools is None and finish_reasons is None:
+        if walk is not None and prefixes is None and tools is None and finish_reasons is None:
             # Every row has the defaults: the loop below without its per-row reads.
-            walk = primed._walk_fitting
             for text in texts:
-                walked = walk(text) if isinstance(text, str) else None
+                walked = walk(text, False) if isinstance(text, str) else None
                 results.append(RowResult(walked[0]) if walked is not None else self.parse_row(text))
             return results
         for index in range(count):
@@ -417,13 +419,13 @@ class BatchParser:
             row_tools = tools[index] if tools is not None else None
             reason = finish_reasons[index] if finish_reasons is not None else None
             if (
-                primed is not None
+                walk is not None
                 and prefix is None
                 and row_tools is None
                 and reason != "length"
                 and isinstance(text, str)
             ):
-                walked = primed._walk_fitting(text)
+                walked = walk(text, False)
                 if walked is not None:
                     results.append(RowResult(walked[0]))
                     continue

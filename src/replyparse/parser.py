@@ -615,22 +615,28 @@ class ResponseParser:
         without changing the parser: ``(message, unclaimed text, trailing text or None,
         captures)``. None otherwise, and then only the general path says what the text
         gives (its issues or its error). A batch walks each row from one parser primed by
-        the prefix (issue 17).
+        the prefix (issue 17), with one ``_fitting_walker``.
 
         The same walk as ``_run`` and ``_scan`` with ``final`` and ``whole`` (a complete text,
         region text collected, never cut into chunks), its state in local names, without what
         only the general path needs: events, recover-mode bookkeeping, demoted regions.
         """
+        walk = self._fitting_walker()
+        return None if walk is None else walk(text, partial)
+
+    def _fitting_walker(self) -> Callable[[str, bool], _Fitting | None] | None:
+        """``_walk_fitting`` as a function of ``(text, partial)``, this parser's state read
+        once (issue 17: a short row's walk read it again per row); valid while the parser
+        is not fed. None when no text can be walked from this state."""
         if self.phase is not _STREAMING or self._rescan_at or self._decoder is not None:
             return None
         self._sync_base()
         template = self.template
         context = self._context
         held = self._buffer
-        buffer = context + held + text if (context or held) else text
-        length = len(buffer)
+        before = context + held
         base = self._base - len(context)
-        position = len(context)
+        start_position = len(context)
         implicit = template.implicit_field
         # A stripping clean implicit field opens at its first non-whitespace character.
         implicit_strips = (
@@ -639,90 +645,109 @@ class ResponseParser:
         outside = template.outside_scanner
         region_scanners = template.region_scanners
         field_list = template.field_list
-        field = self._field
-        scanner = self._scanner
-        implicit_open = self._implicit_open
-        groups = self._open_groups
-        carried = self._body.getvalue() if self._body else ""  # a body begun in the prefix
-        body_start = position
-        empty_at = self._empty_match_at
-        # Fresh values: a batch gives every row's message its own.
-        captures: dict[str, list[Any]] = copy.deepcopy(self._captures) if self._captures else {}
-        unclaimed: list[tuple[int, str]] = []
-        trailing: str | None = None
+        required_names = [field.name for field in field_list if not field.optional]
+        start_field = self._field
+        start_scanner = self._scanner
+        start_implicit_open = self._implicit_open
+        start_groups = self._open_groups
+        start_carried = self._body.getvalue() if self._body else ""  # a body begun in the prefix
+        start_empty_at = self._empty_match_at
+        start_captures = self._captures
+        recover = self.recover
         parse_body = self._read_fitting_body
-        memo: dict[Any, Any] = {}
-        try:
-            while True:
-                match = scanner.scan_final(buffer, position, memo, empty_at - base)
-                end = length if match is None else match.start
-                if field is None and end > position:  # as ``_take_text``
-                    if implicit is None:
-                        piece = buffer[position:end]
-                        if not piece.isspace():
-                            unclaimed.append((base + position, piece))
-                    elif not implicit_open:
-                        start = position
-                        if implicit_strips:
+        build_message = self._build_message
+
+        def walk(text: str, partial: bool = False) -> _Fitting | None:
+            buffer = before + text if before else text
+            length = len(buffer)
+            position = start_position
+            field = start_field
+            scanner = start_scanner
+            implicit_open = start_implicit_open
+            groups = start_groups
+            carried = start_carried
+            body_start = position
+            empty_at = start_empty_at
+            # Fresh values: a batch gives every row's message its own.
+            captures: dict[str, list[Any]] = copy.deepcopy(start_captures) if start_captures else {}
+            unclaimed: list[tuple[int, str]] = []
+            trailing: str | None = None
+            memo: dict[Any, Any] = {}
+            try:
+                while True:
+                    # A plain (start, end, target, groups) where that is cheaper.
+                    match = scanner.next_final(buffer, position, memo, empty_at - base)
+                    if match is not None:
+                        match_start, match_end, target, match_groups = match
+                    end = length if match is None else match_start
+                    if field is None and end > position:  # as ``_take_text``
+                        if implicit is None:
                             piece = buffer[position:end]
-                            start = end - len(piece.lstrip())
-                        if start < end:
-                            implicit_open = True
-                            groups = _NO_GROUPS
-                            carried = ""
-                            body_start = start
-                if match is None:
-                    break
-                position = match.end
-                if position == match.start:
-                    empty_at = base + position
-                target = match.target
-                if field is not None or implicit_open:  # the region this match ends
-                    closing = field if field is not None else implicit
-                    assert closing is not None
-                    # Close groups: a close delimiter's, and the end of the turn's for the
-                    # implicit region (``_close_open_regions``); an open's are its own.
-                    close_groups = (
-                        match.groups
-                        if target == REGION_CLOSE or (target == END_OF_TURN and field is None)
-                        else _NO_GROUPS
-                    )
-                    value = parse_body(
-                        closing,
-                        carried + buffer[body_start:end],
-                        {**groups, **close_groups} if close_groups else groups,
-                    )
-                    captures.setdefault(closing.name, []).append(value)
-                    field = None
-                    implicit_open = False
-                if target == END_OF_TURN:
-                    trailing = buffer[position:]
-                    break
-                if target == REGION_CLOSE:
-                    scanner = outside
-                    continue
-                field = field_list[target]
-                scanner = region_scanners[field.index]
-                groups = match.groups
-                carried = ""
-                body_start = position
-            if trailing is None:  # the end of the text: as ``_close_open_regions(events)``
-                if field is not None:
-                    body = carried + buffer[body_start:]
-                    if partial or (self.recover and field.close is not None and body.strip()):
-                        return None  # in progress, or an unclosed region to report
-                    captures.setdefault(field.name, []).append(parse_body(field, body, groups))
-                elif implicit_open:
-                    assert implicit is not None
-                    value = parse_body(implicit, carried + buffer[body_start:], groups)
-                    captures.setdefault(implicit.name, []).append(value)
-        except (ResponseParseError, ContentError):
-            return None  # a body that does not fit: the general path recovers or raises
-        message = self._build_message(captures)
-        for required in template.field_list:
-            if not required.optional and required.name not in message:
-                return None
-        return message, unclaimed, trailing, captures
+                            if not piece.isspace():
+                                unclaimed.append((base + position, piece))
+                        elif not implicit_open:
+                            start = position
+                            if implicit_strips:
+                                piece = buffer[position:end]
+                                start = end - len(piece.lstrip())
+                            if start < end:
+                                implicit_open = True
+                                groups = _NO_GROUPS
+                                carried = ""
+                                body_start = start
+                    if match is None:
+                        break
+                    position = match_end
+                    if position == match_start:
+                        empty_at = base + position
+                    if field is not None or implicit_open:  # the region this match ends
+                        closing = field if field is not None else implicit
+                        assert closing is not None
+                        # Close groups: a close delimiter's, and the end of the turn's for
+                        # the implicit region (``_close_open_regions``); an open's are its own.
+                        close_groups = (
+                            match_groups
+                            if target == REGION_CLOSE or (target == END_OF_TURN and field is None)
+                            else _NO_GROUPS
+                        )
+                        value = parse_body(
+                            closing,
+                            carried + buffer[body_start:end],
+                            {**groups, **close_groups} if close_groups else groups,
+                        )
+                        captures.setdefault(closing.name, []).append(value)
+                        field = None
+                        implicit_open = False
+                    if target == END_OF_TURN:
+                        trailing = buffer[position:]
+                        break
+                    if target == REGION_CLOSE:
+                        scanner = outside
+                        continue
+                    field = field_list[target]
+                    scanner = region_scanners[field.index]
+                    groups = match_groups
+                    carried = ""
+                    body_start = position
+                if trailing is None:  # the end of the text: as ``_close_open_regions(events)``
+                    if field is not None:
+                        body = carried + buffer[body_start:]
+                        if partial or (recover and field.close is not None and body.strip()):
+                            return None  # in progress, or an unclosed region to report
+                        captures.setdefault(field.name, []).append(parse_body(field, body, groups))
+                    elif implicit_open:
+                        assert implicit is not None
+                        value = parse_body(implicit, carried + buffer[body_start:], groups)
+                        captures.setdefault(implicit.name, []).append(value)
+            except (ResponseParseError, ContentError):
+                return None  # a body that does not fit: the general path recovers or raises
+            message = build_message(captures)
+            for name in required_names:
+                if name not in message:
+                    return None
+            return message, unclaimed, trailing, captures
+
+        return walk
 
     def _finalize(
         self, partial: bool, text: str | Sequence[int], whole: bool = False

@@ -240,14 +240,35 @@ def _compile(transform: Any) -> _Step:
 
         return resolve
     if isinstance(transform, Mapping):
-        entries = tuple((key, _compile(value)) for key, value in transform.items())
+        # Per entry ``(key, constant, name, step)``: a value that is no placeholder is set as
+        # it is, a one-name placeholder looked up in line (as ``resolve_name``), anything
+        # else built by its step (issue 17: a call's transform was five Python calls).
+        entries: list[tuple[Any, Any, str | None, _Step | None]] = []
+        for key, value in transform.items():
+            path = _placeholder_of(value) if isinstance(value, str) else None
+            if isinstance(value, (Mapping, list)) or (path is not None and len(path) > 1):
+                entries.append((key, None, None, _compile(value)))
+            elif path is not None:
+                entries.append((key, None, path[0], None))
+            else:
+                entries.append((key, value, None, None))
+        steps = tuple(entries)
 
-        def build(scope: Mapping[str, Any], required: Container[str] | None) -> Any:
+        def build(scope: Mapping[str, Any], required: Container[str] | None = None) -> Any:
             built = {}
-            for key, step in entries:
-                result = step(scope, required)
-                if result is not _ABSENT:
-                    built[key] = result
+            for key, constant, name, step in steps:
+                if step is not None:
+                    result = step(scope, required)
+                    if result is not _ABSENT:
+                        built[key] = result
+                elif name is None:
+                    built[key] = constant
+                elif name in scope:
+                    value = scope[name]
+                    if value is not None or required is None or name in required:
+                        built[key] = value
+                elif required is None or name in required:
+                    _resolve((name,), scope)  # raises: not in scope
             return built
 
         return build
@@ -264,6 +285,8 @@ def compile_transform(transform: Any) -> CompiledTransform:
     template load): ``compile_transform(t)(scope, required) == apply_transform(t, scope,
     required)``, errors included."""
     step = _compile(transform)
+    if isinstance(transform, Mapping):
+        return step  # a dict is always built (only its entries are left out)
 
     def apply(scope: Mapping[str, Any], required: Container[str] | None = None) -> Any:
         result = step(scope, required)

@@ -188,3 +188,18 @@ def test_the_check_finds_a_shared_mutable_value() -> None:
     _shared_mutable(primed, shallow, "parser", found)
     assert "parser._body: _TextAccumulator" in " ".join(found)
     assert any(path.startswith("parser._captures") for path in found)
+
+
+@pytest.mark.parametrize("name", sorted(PRIMED))
+def test_one_walker_walks_every_row_as_a_fresh_parser_does(name: str) -> None:
+    # A batch reads the primed parser's state once (``_fitting_walker``) for all its rows.
+    primed = PRIMED[name]()
+    before = _snapshot(primed)
+    walk = primed._fitting_walker()
+    assert walk is not None
+    walked = [walk(row, False) for row in ROWS + ROWS]
+    assert walked == [PRIMED[name]()._walk_fitting(row) for row in ROWS + ROWS]
+    for first, again in zip(walked[: len(ROWS)], walked[len(ROWS) :], strict=True):
+        if first is not None and again is not None:
+            assert first[0] is not again[0]  # every row's message is its own
+    assert _snapshot(primed) == before

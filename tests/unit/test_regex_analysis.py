@@ -12,6 +12,7 @@ from replyparse._regex_analysis import (
     find_token_loop,
     possessive_source,
     required_literals,
+    start_literals,
     whitespace_only_as_lead,
 )
 
@@ -83,3 +84,29 @@ def test_literal_runs_and_token_loops_read_possessive_patterns() -> None:
 )
 def test_end_literal(source: str, expected: str | None) -> None:
     assert end_literal(source) == expected
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        # gpt-oss's headers: the optional prefix is there once or not at all, and the text
+        # goes on after it (the anchors stop there, and share it).
+        (
+            r"(?:<\|start\|>assistant)?<\|channel\|>final<\|message\|>",
+            {"<|start|>assistant<|channel|>final<|message|>", "<|channel|>final<|message|>"},
+        ),
+        (r"<tool_call>\s*<function=(?P<name>[^>\s]+)>", {"<tool_call>"}),
+        # Cut at the length asked for.
+        (r"<\|channel\|>commentary to=", {"<|channel|>c"}),
+        # A lookahead at the start: what the text begins with.
+        (r"(?=</think>)", {"</think>"}),
+        # A run, or a wide class, may begin a match: no texts.
+        (r"\s*</function>", None),
+        (r"\w+to=", None),
+        (r"x?", None),
+    ],
+)
+def test_start_literals(source: str, expected: set[str] | None) -> None:
+    length = 12 if "commentary" in source else 64
+    found = start_literals(source, length)
+    assert found == (None if expected is None else frozenset(expected))
