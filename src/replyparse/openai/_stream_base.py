@@ -50,6 +50,7 @@ class StreamBase:
         )
         self._tracker = MessageTracker(loaded, self._request.tools, ids)
         self._joining_nothing = self._tracker.joining_nothing
+        self._parser_feed = self._parser.feed  # bound once: looked up on every delta
         self._started = False
         self._done = False
         # Started and not done: ``feed`` may take its fast path (nothing is pending then).
@@ -106,7 +107,7 @@ class StreamBase:
             # one chunk of the open call's body that its ``open_arguments`` reads (the
             # update would be ``CallDelta``), rendered by :meth:`_render_arguments`.
             # Anything else goes through the tracker's updates.
-            events = self._parser.feed(text)
+            events = self._parser_feed(text)
             if not events:
                 return []
             if len(events) == 1:
