@@ -345,18 +345,10 @@ class ResponsesStream(StreamBase):
         return self._render_updates(self._take_pending("start"))
 
     def _render_text(self, key: str, text: str) -> list[dict[str, Any]]:
-        # Most deltas: more text of the open item (issue 13; _delta, written out).
+        # Most deltas: more text of the open item (issue 13).
         item = self._open
         if item is not None and item.key == key:
-            item.pieces.append(text)
-            event = item.delta_event.copy()
-            sequence = self._sequence
-            self._sequence = sequence + 1
-            event["sequence_number"] = sequence
-            event["delta"] = text
-            if item.kind == "message":
-                event["logprobs"] = []
-            return [event]
+            return [self._delta(item, text)]
         events: list[dict[str, Any]] = []
         self._text(key, text, "", events)
         return events
