@@ -234,3 +234,62 @@ def test_xml_inline_arguments_stream_to_the_final_text(family: str) -> None:
             # (GLM's too, whose partial tag match reports no value group: its value is
             # found after the tag's part before it).
             assert json.dumps("Line one < two")[1:-1] in sent_mid_note
+
+
+def _fragments_both_ways(
+    shape: Any, groups: dict[str, str], body: str, step: int, schema: Any
+) -> tuple[list[str], list[str], int]:
+    """The fragments of ``body`` fed ``step`` characters at a time through feed + take,
+    and through feed_string where it takes the piece (feed + take where it does not)."""
+
+    def streamer() -> ToolCallStreamer:
+        return ToolCallStreamer(
+            shape, groups, resolve=lambda name: CallTarget("function", schema),
+            coerce=coerce_to_schema,
+        )  # fmt: skip
+
+    fed, fast = streamer(), streamer()
+    expected: list[str] = []
+    got: list[str] = []
+    taken = 0
+    for start in range(0, len(body), step):
+        piece = body[start : start + step]
+        fed.feed(piece)
+        expected.append(fed.take())
+        fragment = fast.feed_string(piece)
+        if fragment is None:
+            fast.feed(piece)
+            fragment = fast.take()
+        else:
+            taken += 1
+        got.append(fragment)
+    return expected, got, taken
+
+
+@pytest.mark.parametrize("step", [1, 3, 4, 7])
+def test_feed_string_stands_for_feed_and_take_on_json(step: int) -> None:
+    # The streams' fast path for arguments: a piece that only continues a streamed string
+    # is read by feed_string, giving the fragment feed + take would; anything else is None
+    # and left to feed (before the name is known too: its string is not streamed).
+    body = (
+        '{"name": "f", "arguments": {"note": "a plain run of text, long enough \\"quoted\\" '
+        '\\u00e9 text", "n": [1, "x"], "s": "more plain text"}}'
+    )
+    shape = analyze_tool_call_field(HERMES_FIELD)
+    expected, got, taken = _fragments_both_ways(shape, {}, body, step, None)
+    assert got == expected and taken > 0
+
+
+@pytest.mark.parametrize("family", sorted(_XML_BODIES))
+@pytest.mark.parametrize("step", [1, 4, 64])
+def test_feed_string_stands_for_feed_and_take_on_xml_inline(family: str, step: int) -> None:
+    from replyparse.templates import get_entry
+
+    shape = analyze_tool_call_field(get_entry(family).template.fields["tool_calls"])
+    _, body, _ = _XML_BODIES[family]
+    expected, got, taken = _fragments_both_ways(
+        shape, {"name": "get_weather"}, body, step, _XML_SCHEMA
+    )
+    assert got == expected
+    # (64-character pieces of this note always hold a "<" that may begin a close.)
+    assert (taken > 0) == (step < 64)

@@ -42,6 +42,7 @@ from typing import Any, Literal
 import regex
 
 from replyparse._charset import CharSet
+from replyparse._json_types import json_type
 from replyparse._regex_syntax import Alt, Chars, Group, Node, Repeat, Seq, UnreadablePattern, read
 from replyparse._schema_ref import SchemaReferenceError, resolve_reference
 from replyparse.content import ArgumentStream, capabilities_of
@@ -74,6 +75,8 @@ Coerce = Callable[[Any, Mapping[str, Any]], Any]
 """Types a value by a JSON schema (``replyparse.coercion.coerce_to_schema``)."""
 
 _COMBINATORS = ("anyOf", "oneOf", "allOf", "not", "enum", "const", "if")
+#: Keywords after which typing may change a value (``_streams``).
+_UNPLAIN = frozenset((*_COMBINATORS, "$ref"))
 
 
 #: What ``json.dumps(value, ensure_ascii=False, separators=(",", ":"))`` uses, made once
@@ -92,6 +95,13 @@ def arguments_json(arguments: Any) -> str:
     Returns:
         ``json.dumps(arguments, ensure_ascii=False, separators=(",", ":"))``.
     """
+    kind = arguments.__class__
+    if kind is int:  # what the encoder writes, without its per-call set-up (a scalar each)
+        return int.__repr__(arguments)
+    if kind is bool:
+        return "true" if arguments else "false"
+    if arguments is None:
+        return "null"
     return _COMPACT.encode(arguments)
 
 
@@ -278,7 +288,7 @@ def _streams(schema: Mapping[str, Any] | None, json_type: str) -> bool:
     """
     if schema is None:
         return True
-    if any(keyword in schema for keyword in _COMBINATORS) or "$ref" in schema:
+    if not _UNPLAIN.isdisjoint(schema):
         return False
     declared = schema.get("type")
     if declared is not None and not (
@@ -344,6 +354,11 @@ class _JsonArgumentsWriter:
         self._whole: tuple[Path, int] | None = None
         self._string: Path | None = None
         self._stopped = False
+        # The root schema takes no part in typing but through its properties (no
+        # combinator, no reference): a value whose own schema leaves it as written
+        # (``_streams``) is typed as it is (containers inside are followed only when
+        # plain, and strings stream by the same test).
+        self._plain_root = schema is None or _UNPLAIN.isdisjoint(schema)
 
     def _typed(self, value: Any, path: Path) -> str:
         return arguments_json(_type_at(value, path[len(self._root) :], self._schema, self._coerce))
@@ -384,12 +399,13 @@ class _JsonArgumentsWriter:
             return '"'
         return self._begin_value(token, top)
 
-    def string_part(self, path: Path, text: str, body: Callable[[], str]) -> str:
-        """``handle(StringPart(path, text), body)``, without the token when the string
-        streams (most pieces of a long argument string)."""
+    def string_part(self, path: Path, text: str) -> str | None:
+        """``handle(StringPart(path, text), body)`` when the string streams (most pieces
+        of a long argument string), without the token; None when it does not (read the
+        token with ``handle`` then)."""
         if path == self._string and not self._stopped and self._whole is None:
-            return escape_json_text(text)
-        return self.handle(StringPart(path, text), body)
+            return _encode_string(text)[1:-1]  # escape_json_text, written out
+        return None
 
     def _continue_whole(self, token: Token, body: Callable[[], str]) -> str:
         assert self._whole is not None
@@ -415,7 +431,12 @@ class _JsonArgumentsWriter:
             top.members += 1
         schema = _child_schema(top.schema, token.path[-1], self._schema or {})
         if isinstance(token, Scalar):
-            return prefix + self._typed(token.value, token.path)
+            value = token.value
+            if self._plain_root and _streams(schema, json_type(value) or ""):
+                # Typing leaves it as written (issue 13: a coercion of the arguments'
+                # skeleton per scalar was most of a call's cost).
+                return prefix + arguments_json(value)
+            return prefix + self._typed(value, token.path)
         if self._coerce is None or self._schema is None:
             schema = None
         if isinstance(token, Open):
@@ -440,7 +461,7 @@ class _JsonInputWriter:
     def handle(self, token: Token, body: Callable[[], str]) -> str:
         return token.text if isinstance(token, StringPart) and token.path == self._root else ""
 
-    def string_part(self, path: Path, text: str, body: Callable[[], str]) -> str:
+    def string_part(self, path: Path, text: str) -> str | None:
         """``handle(StringPart(path, text), body)``."""
         return text if path == self._root else ""
 
@@ -518,10 +539,9 @@ def _first_chars(node: Node) -> tuple[CharSet | None, bool]:
 
 
 @functools.lru_cache(maxsize=64)
-def _close_leads(source: str) -> re.Pattern[str] | None:
-    """A standard-library pattern finding the first place where a match of the close
-    ``source`` (a :func:`_value_suffix`) can begin: a few characters, e.g. ``<`` for
-    ``</arg_value>``. None when they are not few or not known (the suffix is searched then)."""
+def _close_lead_chars(source: str) -> str | None:
+    """The characters a match of the close ``source`` (a :func:`_value_suffix`) can begin
+    with, e.g. ``<`` for ``</arg_value>``; None when they are not few or not known."""
     try:
         tree = read(source, exact=True)
     except UnreadablePattern:
@@ -529,8 +549,44 @@ def _close_leads(source: str) -> re.Pattern[str] | None:
     first, empty = _first_chars(tree)
     if first is None or empty or not first or first.size > 16:
         return None
-    chars = "".join(chr(point) for low, high in first.ranges for point in range(low, high + 1))
-    return re.compile(f"[{re.escape(chars)}]")
+    return "".join(chr(point) for low, high in first.ranges for point in range(low, high + 1))
+
+
+def _close_leads(source: str) -> re.Pattern[str] | None:
+    """A standard-library pattern finding the first place where a match of the close
+    ``source`` can begin (:func:`_close_lead_chars`). None when those are not few or not
+    known (the suffix is searched then)."""
+    chars = _close_lead_chars(source)
+    return re.compile(f"[{re.escape(chars)}]") if chars is not None else None
+
+
+@dataclass(frozen=True)
+class _TagReading:
+    """How the xml-inline writer reads one tag pattern (:func:`_tag_reading`)."""
+
+    #: A value is streamed before its tag closes only when the pattern has one way to read
+    #: it: with alternatives (a CDATA form and a plain form, both named "value") a partial
+    #: match may be read through the wrong one.
+    streams_partial_values: bool
+    suffix: regex.Pattern[str] | None
+    close_leads: re.Pattern[str] | None
+    close_lead_chars: str | None
+    prefix: regex.Pattern[str] | None
+
+
+@functools.lru_cache(maxsize=64)
+def _tag_reading(pattern: regex.Pattern[str]) -> _TagReading:
+    """The reading of a template's tag pattern, made once (its suffix and prefix are
+    compiled, and a call's writer is made per call: issue 13)."""
+    streams = pattern.pattern.count("(?P<value>") == 1
+    suffix = _value_suffix(pattern) if streams else None
+    return _TagReading(
+        streams_partial_values=streams,
+        suffix=suffix,
+        close_leads=_close_leads(suffix.pattern) if suffix else None,
+        close_lead_chars=_close_lead_chars(suffix.pattern) if suffix else None,
+        prefix=_value_prefix(pattern) if suffix else None,
+    )
 
 
 #: Characters of an unfinished tag after which only its close is looked for (see handle()).
@@ -551,13 +607,12 @@ class _XmlArgumentsWriter:
         self, parser: Any, schema: Mapping[str, Any] | None, coerce: Coerce | None
     ) -> None:
         self._pattern: regex.Pattern[str] = parser.tag_pattern
-        # A value is streamed before its tag closes only when the pattern has one way to
-        # read it: with alternatives (a CDATA form and a plain form, both named "value") a
-        # partial match may be read through the wrong one.
-        self._streams_partial_values = self._pattern.pattern.count("(?P<value>") == 1
-        self._suffix = _value_suffix(self._pattern) if self._streams_partial_values else None
-        self._close_leads = _close_leads(self._suffix.pattern) if self._suffix else None
-        self._prefix = _value_prefix(self._pattern) if self._suffix else None
+        reading = _tag_reading(self._pattern)
+        self._streams_partial_values = reading.streams_partial_values
+        self._suffix = reading.suffix
+        self._close_leads = reading.close_leads
+        self._close_lead_chars = reading.close_lead_chars
+        self._prefix = reading.prefix
         self._value_parser: Any = parser.value_parser
         #: The value parser is lenient json: non-JSON text is kept stripped, JSON text typed.
         self._lenient_json = (
@@ -592,6 +647,24 @@ class _XmlArgumentsWriter:
         separator = "," if self._keys else ""
         self._keys.append(key)
         return f"{separator}{arguments_json(key)}:"
+
+    def string_run(self, text: str) -> str | None:
+        """``handle(text)`` when ``text`` only continues the open value (nothing held, no
+        character that can begin its close): the streamed part of it. None, and nothing
+        read, for any other text.
+
+        The streams' fast path (issue 13): most pieces of a long parameter value are this.
+        """
+        leads = self._close_lead_chars
+        if self._open_key is None or self._tail or leads is None or not text:
+            return None
+        for char in leads:
+            if char in text:
+                return None
+        # As _follow_open_value reads a tail with no close in it.
+        self._open_fresh = False
+        self._open_raw.append(text)
+        return self._stream_more(self._open_key, text)
 
     def handle(self, text: str) -> str:
         """Take the next text of the body; return the argument text it completes."""
@@ -928,7 +1001,10 @@ class ToolCallStreamer:
             if path is not None:  # more of a string value: one StringPart, built only if kept
                 writer = self._writer
                 if isinstance(writer, (_JsonArgumentsWriter, _JsonInputWriter)):
-                    self._pending.append(writer.string_part(path, text, self._body))
+                    fragment = writer.string_part(path, text)
+                    if fragment is None:
+                        fragment = writer.handle(StringPart(path, text), self._body)
+                    self._pending.append(fragment)
                 elif self.name is None:
                     self._buffered.append(StringPart(path, text))
                 return
@@ -946,6 +1022,37 @@ class ToolCallStreamer:
                     self._buffered.append(token)
         elif isinstance(self._writer, _XmlArgumentsWriter):
             self._pending.append(self._writer.handle(text))
+
+    def feed_string(self, text: str) -> str | None:
+        """``feed(text)`` then ``take()``, when ``text`` only continues an argument value
+        streamed as it is written (a JSON string, an open xml-inline value): the fragment
+        (possibly empty). None, and nothing read, for any other text, and before the name
+        is known.
+
+        The streams' fast path (issue 13): most pieces of a long argument value are this.
+        """
+        writer = self._writer
+        if writer is None:
+            return None
+        if isinstance(writer, _XmlArgumentsWriter):
+            fragment = writer.string_run(text)
+            if fragment is None:
+                return None
+        else:  # a JSON writer, over the scanner (as feed reads a string run)
+            scanner = self._scanner
+            path = scanner.string_run(text) if scanner is not None else None
+            if path is None:
+                return None
+            self._body_parts.append(text)
+            fragment = writer.string_part(path, text)
+            if fragment is None:
+                fragment = writer.handle(StringPart(path, text), self._body)
+        if self._pending:
+            self._pending.append(fragment)
+            return self.take()
+        if fragment:
+            self._emitted.append(fragment)
+        return fragment
 
     def take(self) -> str:
         """Return the fragment text produced since the last call (possibly empty)."""

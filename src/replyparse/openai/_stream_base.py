@@ -22,7 +22,7 @@ from replyparse.openai._calls import ResolvedCall, ToolIndex, arguments_text, re
 from replyparse.openai._ids import IdFactory
 from replyparse.openai._tracker import CallDone, MessageTracker, Update
 from replyparse.openai.errors import RuleViolation
-from replyparse.openai.messages import _Request
+from replyparse.openai.messages import TOOL_CALLS_KEY, _Request
 from replyparse.openai.rules import check_calls, report
 from replyparse.parser import ResponseParser
 from replyparse.template import ResponseTemplate, load_template
@@ -49,8 +49,12 @@ class StreamBase:
             loaded, prefix, tools=self._request.raw_tools, include_groups=True, recover=recover
         )
         self._tracker = MessageTracker(loaded, self._request.tools, ids)
+        self._joining_nothing = self._tracker.joining_nothing
+        self._parser_feed = self._parser.feed  # bound once: looked up on every delta
         self._started = False
         self._done = False
+        # Started and not done: ``feed`` may take its fast path (nothing is pending then).
+        self._live = False
         self._pending = self._tracker.handle(self._parser.initial_events)
         #: Rule violations found at ``finish()`` (also warned or raised there).
         self.violations: list[RuleViolation] = []
@@ -71,37 +75,74 @@ class StreamBase:
         if self._done:
             raise ParserStateError(f"cannot {action}(): this stream already finished")
 
+    def _mark_started(self) -> None:
+        """The opening was rendered (each adapter, once)."""
+        self._started = True
+        self._live = not self._done
+
+    def _mark_done(self) -> None:
+        self._done = True
+        self._live = False
+
     def _take_pending(self, action: str) -> list[Update]:
         self._check_open(action)
         updates, self._pending = self._pending, []
         return updates
 
-    def _feed(self, text: str | Sequence[int]) -> list[dict[str, Any]]:
-        """Feed the parser; render what it gives (each adapter's ``feed``).
+    def feed(self, text: str | Sequence[int]) -> list[dict[str, Any]]:
+        """Parse more model output; return what it completes, in the adapter's shape
+        (chunks or events; possibly none).
 
-        Once the stream has started (nothing is pending then), the most common deltas are
-        rendered without the tracker's general reading (issue 13: building the updates
-        cost as much as the rest of the delta): no event, or one clean text chunk that
-        :meth:`MessageTracker.take_text` accepts (:meth:`_render_text`). Anything else
-        goes through the tracker's updates (:meth:`_render_updates`).
+        Raises:
+            ResponseParseError: the output does not fit the template (the parser is spent;
+                end the stream with ``fail``).
+            ParserStateError: the stream already finished.
         """
-        if self._done:
-            self._check_open("feed")
-        events = self._parser.feed(text)
-        if self._started:
+        if self._live:
+            # The most common deltas, once the stream has started (issue 13: building the
+            # updates cost as much as the rest of the delta), read as the tracker reads
+            # them but without building its updates: no event; one clean chunk of text
+            # within a capture (appended to the tracker's ``joining_nothing`` pieces; the
+            # update would be ``TextDelta(field, text)``), rendered by :meth:`_render_text`;
+            # one chunk of the open call's body that its ``open_arguments`` reads (the
+            # update would be ``CallDelta``), rendered by :meth:`_render_arguments`.
+            # Anything else goes through the tracker's updates.
+            events = self._parser_feed(text)
             if not events:
                 return []
             if len(events) == 1:
                 event = events[0]
-                if self._tracker.take_text(event):
-                    return self._render_text(event["field"], event["text"])
-        updates = self._tracker.handle(events)
+                if event["type"] == "region_chunk":
+                    field = event["field"]
+                    chunk = event["text"]
+                    if not event["dirty"]:
+                        pieces = self._joining_nothing.get(field)
+                        if pieces is not None and chunk:
+                            pieces.append(chunk)
+                            return self._render_text(field, chunk)
+                    if field == TOOL_CALLS_KEY:
+                        tracker = self._tracker
+                        open_arguments = tracker.open_arguments
+                        if open_arguments is not None:
+                            fragment = open_arguments(chunk)
+                            if fragment is not None:
+                                if not fragment:
+                                    return []
+                                return self._render_arguments(tracker.open_position, fragment)
+            return self._render_updates(self._tracker.handle(events))
+        self._check_open("feed")
+        updates = self._tracker.handle(self._parser.feed(text))
         if self._pending:
             updates[:0], self._pending = self._pending, []
         return self._render_updates(updates)
 
     def _render_text(self, key: str, text: str) -> list[dict[str, Any]]:
         """Render more text of ``key`` within its capture (``TextDelta(key, text)``)."""
+        raise NotImplementedError  # pragma: no cover - each adapter renders
+
+    def _render_arguments(self, position: int, text: str) -> list[dict[str, Any]]:
+        """Render more arguments (or input) of the open call (``CallDelta(position, text)``,
+        ``text`` not empty)."""
         raise NotImplementedError  # pragma: no cover - each adapter renders
 
     def _render_updates(self, updates: list[Update]) -> list[dict[str, Any]]:
@@ -113,7 +154,7 @@ class StreamBase:
         last updates."""
         self._check_open("finish")
         message, events = self._parser.finalize(partial=partial)
-        self._done = True
+        self._mark_done()
         self.message = message
         updates, self._pending = self._pending, []
         self._tracker.partial = partial

@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import dataclasses
 import warnings
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, NamedTuple, TypeGuard
+from typing import Any, NamedTuple
 
 from replyparse.coercion import coerce_to_schema
-from replyparse.events import Event, RegionChunkEvent
+from replyparse.events import Event
 from replyparse.openai._arguments import ToolCallShape, ToolCallStreamer, analyze_tool_call_field
 from replyparse.openai._calls import ResolvedCall, ToolIndex, resolve_call, resolve_calls
 from replyparse.openai._ids import CALL_PREFIX, IdFactory
@@ -150,7 +150,22 @@ class MessageTracker:
         field = template.fields.get(TOOL_CALLS_KEY)
         self._shape: ToolCallShape | None = analyze_tool_call_field(field) if field else None
         self._texts = {key: _StreamedText() for key in TEXT_KEYS}
+        #: The pieces of each text key whose next text joins nothing (within a capture,
+        #: or the key's first text); a key is left out from a region open after earlier
+        #: text until its capture's first text. The streams' per-delta fast path
+        #: (``StreamBase.feed``, issue 13) records a clean chunk of such a key by appending
+        #: its text here, which is all :meth:`handle` would do with it; this object is
+        #: never replaced.
+        self.joining_nothing = {key: self._texts[key].pieces for key in TEXT_KEYS}
         self._open: _OpenCall | None = None
+        #: While the open call has started (its name is known): its position, and its
+        #: streamer's ``feed_string``. The streams' per-delta fast path for arguments
+        #: (``StreamBase.feed``, issue 13) gives it a chunk of the call's body; when it
+        #: returns a fragment (not None), that chunk is read, and its update is
+        #: ``CallDelta(open_position, fragment)`` (none when the fragment is empty), all
+        #: :meth:`handle` would do with it.
+        self.open_arguments: Callable[[str], str | None] | None = None
+        self.open_position = -1
         self._used_ids: set[str] = set()
         self.calls: list[CallStart] = []
         self.finished_calls: list[CallDone] = []
@@ -182,6 +197,7 @@ class MessageTracker:
         separator = self._separator(key)
         streamed.separator = len(separator)
         pieces.append(separator + text)
+        self.joining_nothing[key] = pieces
         updates.append(TextDelta(key, separator + text, separator))
 
     def _open_text(self, key: str, updates: list[Update]) -> None:
@@ -194,6 +210,8 @@ class MessageTracker:
         streamed.start = len(streamed.pieces)
         streamed.separator = 0
         streamed.captures += 1
+        if streamed.pieces:
+            self.joining_nothing.pop(key, None)
 
     def _close_text(self, key: str, value: Any, updates: list[Update]) -> None:
         streamed = self._texts[key]
@@ -220,11 +238,14 @@ class MessageTracker:
             custom=target is not None and target.kind == "custom",
         )
         call.started = start
+        self.open_arguments = call.streamer.feed_string
+        self.open_position = call.position
         self.calls.append(start)
         updates.append(start)
 
     def _open_call(self, event: Mapping[str, Any], updates: list[Update]) -> None:
         assert self._shape is not None
+        self.open_arguments = None
         streamer = ToolCallStreamer(
             self._shape,
             event.get("groups"),
@@ -295,6 +316,7 @@ class MessageTracker:
 
     def _close_call(self, value: Any, updates: list[Update]) -> None:
         call, self._open = self._open, None
+        self.open_arguments = None
         if value is None:
             # Recover mode: the region was no call after all (its text becomes content), or
             # a cut call whose name was never written.
@@ -307,27 +329,6 @@ class MessageTracker:
             self._finish_call(resolved, call if position == 0 else None, updates)
 
     # -- public -------------------------------------------------------------------------------
-
-    def take_text(self, event: Event) -> TypeGuard[RegionChunkEvent]:
-        """Record ``event`` when it is the common one: a clean chunk of text inside a
-        capture of ``reasoning_content`` or ``content`` that joins nothing (its update
-        would be ``TextDelta(event["field"], event["text"])``). False, and nothing
-        recorded, for any other event: read those with :meth:`handle`.
-
-        The streams' per-delta fast path (issue 13): most deltas are this one event, and
-        building the update and its list costs about as much as the rest of the delta.
-        """
-        if event["type"] != "region_chunk" or event["dirty"]:
-            return False
-        streamed = self._texts.get(event["field"])
-        text = event["text"]
-        if streamed is None or not text:
-            return False
-        pieces = streamed.pieces
-        if len(pieces) <= streamed.start and pieces:
-            return False  # the capture's first text: it may need a separator
-        pieces.append(text)
-        return True
 
     def handle(self, events: Iterable[Event]) -> list[Update]:
         """Read parser events; return the updates they make."""

@@ -26,7 +26,12 @@ from replyparse.openai._tracker import (
     TextDelta,
     Update,
 )
-from replyparse.openai.messages import REASONING_KEY, FinishReason, finish_reason_for
+from replyparse.openai.messages import (
+    CONTENT_KEY,
+    REASONING_KEY,
+    FinishReason,
+    finish_reason_for,
+)
 from replyparse.template import ResponseTemplate
 
 __all__ = ["ChatCompletionStream"]
@@ -97,20 +102,37 @@ class ChatCompletionStream(StreamBase):
         self._created = created if created is not None else int(clock())
         self._reasoning_keys = tuple(reasoning_keys)
         self._reasoning_set = frozenset(self._reasoning_keys)
+        # The one delta key of each text field's chunks (reasoning's, unless it is sent
+        # under no key or several); and every chunk's parts, copied per chunk (copying a
+        # small dict costs less than building it; issue 13).
+        self._delta_key = {CONTENT_KEY: CONTENT_KEY}
+        if len(self._reasoning_keys) == 1:
+            self._delta_key[REASONING_KEY] = self._reasoning_keys[0]
+        self._chunk_base: dict[str, Any] = {
+            "id": self._id,
+            "object": "chat.completion.chunk",
+            "created": self._created,
+            "model": self._model,
+            "choices": None,
+        }
+        self._choice_base: dict[str, Any] = {
+            "index": 0,
+            "delta": None,
+            "logprobs": None,
+            "finish_reason": None,
+        }
         self._custom_as_function = custom_tool_calls == "function"
 
     # -- rendering ----------------------------------------------------------------------------
 
     def _chunk(self, delta: dict[str, Any], finish_reason: str | None = None) -> dict[str, Any]:
-        return {
-            "id": self._id,
-            "object": "chat.completion.chunk",
-            "created": self._created,
-            "model": self._model,
-            "choices": [
-                {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}
-            ],
-        }
+        chunk = self._chunk_base.copy()
+        choice = self._choice_base.copy()
+        choice["delta"] = delta
+        if finish_reason is not None:
+            choice["finish_reason"] = finish_reason
+        chunk["choices"] = [choice]
+        return chunk
 
     def _call_delta(self, update: Update) -> dict[str, Any] | None:
         if isinstance(update, CallDelta):  # most call updates: tested first
@@ -145,7 +167,7 @@ class ChatCompletionStream(StreamBase):
     def _render(self, updates: list[Update]) -> list[dict[str, Any]]:
         deltas: list[dict[str, Any]] = []
         if not self._started:
-            self._started = True
+            self._mark_started()
             deltas.append({"role": "assistant"})
         last: dict[str, Any] | None = deltas[-1] if deltas else None
         for update in updates:
@@ -193,29 +215,37 @@ class ChatCompletionStream(StreamBase):
         updates = self._take_pending("start")
         return self._render(updates) if not self._started or updates else []
 
-    def feed(self, text: str | Sequence[int]) -> list[dict[str, Any]]:
-        """Parse more model output; return the chunks it completes (possibly none).
-
-        Raises:
-            ResponseParseError: the output does not fit the template (the parser is spent;
-                end the stream with :meth:`fail`).
-            ParserStateError: the stream already finished.
-        """
-        return self._feed(text)
-
     def _render_text(self, key: str, text: str) -> list[dict[str, Any]]:
         # Most deltas: one text update, one chunk (_render's general case, without its
-        # merging; issue 13).
-        if key != REASONING_KEY:
-            return [self._chunk({key: text})]
-        keys = self._reasoning_keys
-        return [self._chunk(dict.fromkeys(keys, text))] if keys else []
+        # merging; _chunk written out: issue 13).
+        delta_key = self._delta_key.get(key)
+        if delta_key is not None:
+            delta = {delta_key: text}
+        elif self._reasoning_keys:
+            delta = dict.fromkeys(self._reasoning_keys, text)
+        else:
+            return []
+        chunk = self._chunk_base.copy()
+        choice = self._choice_base.copy()
+        choice["delta"] = delta
+        chunk["choices"] = [choice]
+        return [chunk]
+
+    def _render_arguments(self, position: int, text: str) -> list[dict[str, Any]]:
+        # More arguments of the open call (the next most common delta): _call_delta's
+        # first case and _chunk, written out (issue 13).
+        if self._tracker.calls[position].custom:
+            entry = self._call_delta(CallDelta(position, text))
+            return [self._chunk({"tool_calls": [entry]})] if entry is not None else []
+        chunk = self._chunk_base.copy()
+        choice = self._choice_base.copy()
+        choice["delta"] = {"tool_calls": [{"index": position, "function": {"arguments": text}}]}
+        chunk["choices"] = [choice]
+        return [chunk]
 
     def _render_updates(self, updates: list[Update]) -> list[dict[str, Any]]:
         if len(updates) == 1 and self._started and type(updates[0]) is CallDelta:
-            # More arguments of the open call (the next most common delta).
-            entry = self._call_delta(updates[0])
-            return [self._chunk({"tool_calls": [entry]})] if entry is not None else []
+            return self._render_arguments(*updates[0])
         if updates or not self._started:
             return self._render(updates)
         return []
@@ -257,7 +287,7 @@ class ChatCompletionStream(StreamBase):
             ``[{"error": {"message", "type": "server_error", "param": None, "code": None}}]``,
             to send as the last ``data:`` line (the SDK raises ``APIError`` on it).
         """
-        self._done = True
+        self._mark_done()
         message = error.detail if isinstance(error, ResponseParseError) else error
         return [
             {"error": {"message": message, "type": "server_error", "param": None, "code": None}}

@@ -75,8 +75,12 @@ class _Item:
     pieces: list[str] = field(default_factory=list)
     #: a call item's event type stem (``response.function_call_arguments``...)
     stem: str = ""
-    #: the type of a call item's ``.delta`` events (made once, not per delta)
-    delta_type: str = ""
+    #: a reasoning or message item's text key (``reasoning_content`` or ``content``)
+    key: str = ""
+    #: the item's ``.delta`` event but for its ``sequence_number`` and ``delta`` (and a
+    #: message's ``logprobs``), copied per delta: copying a small dict costs less than
+    #: building it (issue 13)
+    delta_event: dict[str, Any] = field(default_factory=dict)
 
     @property
     def text(self) -> str:
@@ -173,7 +177,7 @@ class ResponsesStream(StreamBase):
     def _opening(self) -> list[dict[str, Any]]:
         if self._started:
             return []
-        self._started = True
+        self._mark_started()
         return [
             self._event("response.created", response=self._response("in_progress")),
             self._event("response.in_progress", response=self._response("in_progress")),
@@ -182,7 +186,19 @@ class ResponsesStream(StreamBase):
     def _add_text_item(self, key: str, events: list[dict[str, Any]]) -> _Item:
         reasoning = key == REASONING_KEY
         prefix = REASONING_PREFIX if reasoning else MESSAGE_PREFIX
-        item = _Item(len(self._items), self._ids(prefix), "reasoning" if reasoning else "message")
+        item = _Item(
+            len(self._items), self._ids(prefix), "reasoning" if reasoning else "message", key=key
+        )
+        item.delta_event = {
+            "type": "response.reasoning_text.delta" if reasoning else "response.output_text.delta",
+            "sequence_number": 0,
+            "item_id": item.item_id,
+            "output_index": item.index,
+            "content_index": 0,
+            "delta": "",
+        }
+        if not reasoning:
+            item.delta_event["logprobs"] = None
         self._items.append(item)
         self._open = item
         initial = (
@@ -208,41 +224,27 @@ class ResponsesStream(StreamBase):
     def _text(self, key: str, text: str, separator: str, events: list[dict[str, Any]]) -> None:
         """Render more text of ``key`` (a ``TextDelta``'s fields; ``separator`` begins
         ``text`` and is dropped when the text starts a new item)."""
-        kind = "reasoning" if key == REASONING_KEY else "message"
         item = self._open
-        if item is None or item.kind != kind:
+        if item is None or item.key != key:
             text = text[len(separator) :]  # a new item: nothing to join to
             if not text:
                 return
             self._close_open_item(None, events)
             item = self._add_text_item(key, events)
+        events.append(self._delta(item, text))
+
+    def _delta(self, item: _Item, text: str) -> dict[str, Any]:
+        """The ``.delta`` event of more text of ``item`` (copied from its ``delta_event``,
+        not built through ``_event``: its keyword merging is most of a delta's cost)."""
         item.pieces.append(text)
-        # Built whole, not through _event (its keyword merging is most of a delta's cost).
+        event = item.delta_event.copy()
         sequence = self._sequence
         self._sequence = sequence + 1
-        if kind == "reasoning":
-            events.append(
-                {
-                    "type": "response.reasoning_text.delta",
-                    "sequence_number": sequence,
-                    "item_id": item.item_id,
-                    "output_index": item.index,
-                    "content_index": 0,
-                    "delta": text,
-                }
-            )
-        else:
-            events.append(
-                {
-                    "type": "response.output_text.delta",
-                    "sequence_number": sequence,
-                    "item_id": item.item_id,
-                    "output_index": item.index,
-                    "content_index": 0,
-                    "delta": text,
-                    "logprobs": [],
-                }
-            )
+        event["sequence_number"] = sequence
+        event["delta"] = text
+        if item.kind == "message":
+            event["logprobs"] = []
+        return event
 
     def _call(self, update: CallStart | CallDelta | CallDone, events: list[dict[str, Any]]) -> None:
         if isinstance(update, CallStart):
@@ -258,8 +260,14 @@ class ResponsesStream(StreamBase):
                 "custom_tool_call" if custom else "function_call",
                 start=update,
                 stem=stem,
-                delta_type=f"{stem}.delta",
             )
+            item.delta_event = {
+                "type": f"{stem}.delta",
+                "sequence_number": 0,
+                "item_id": item.item_id,
+                "output_index": item.index,
+                "delta": "",
+            }
             self._items.append(item)
             self._call_items[update.position] = item
             initial: dict[str, Any] = {
@@ -278,19 +286,7 @@ class ResponsesStream(StreamBase):
             return
         item = self._call_items[update.position]
         if isinstance(update, CallDelta):
-            item.pieces.append(update.text)
-            # Built whole, not through _event (as text deltas are).
-            sequence = self._sequence
-            self._sequence = sequence + 1
-            events.append(
-                {
-                    "type": item.delta_type,
-                    "sequence_number": sequence,
-                    "item_id": item.item_id,
-                    "output_index": item.index,
-                    "delta": update.text,
-                }
-            )
+            events.append(self._delta(item, update.text))
             return
         assert isinstance(update, CallDone) and item.start is not None
         custom = item.kind == "custom_tool_call"
@@ -311,6 +307,10 @@ class ResponsesStream(StreamBase):
             else:
                 self._call(update, events)
         return events
+
+    def _render_arguments(self, position: int, text: str) -> list[dict[str, Any]]:
+        # More arguments of the open call (the next most common delta).
+        return [self._delta(self._call_items[position], text)]
 
     def _close_open_item(self, cut: _Item | None, events: list[dict[str, Any]]) -> None:
         """Finish the open reasoning or message item, if any; ``cut`` is incomplete."""
@@ -344,18 +344,11 @@ class ResponsesStream(StreamBase):
         """
         return self._render_updates(self._take_pending("start"))
 
-    def feed(self, text: str | Sequence[int]) -> list[dict[str, Any]]:
-        """Parse more model output; return the events it completes (possibly none).
-
-        Raises:
-            ResponseParseError: the output does not fit the template (the parser is spent;
-                end the stream with :meth:`fail`).
-            ParserStateError: the stream already finished.
-        """
-        return self._feed(text)
-
     def _render_text(self, key: str, text: str) -> list[dict[str, Any]]:
         # Most deltas: more text of the open item (issue 13).
+        item = self._open
+        if item is not None and item.key == key:
+            return [self._delta(item, text)]
         events: list[dict[str, Any]] = []
         self._text(key, text, "", events)
         return events
@@ -398,7 +391,7 @@ class ResponsesStream(StreamBase):
 
     def fail(self, error: ResponseParseError | str) -> list[dict[str, Any]]:
         """End the stream after a failure with ``response.failed`` (``code: server_error``)."""
-        self._done = True
+        self._mark_done()
         message = error.detail if isinstance(error, ResponseParseError) else error
         events = self._opening()
         failed = self._response("failed")
