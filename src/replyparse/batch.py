@@ -15,8 +15,8 @@ What is hoisted out of the per-row loop: the compiled template (compiled once pe
 a pickled ``BatchParser`` carries the template's JSON and recompiles it through the
 template memo), the tools (normalized and indexed once per distinct tools value, see
 ``PreparedTools``) and the prefix (read once by a parser kept per prefix and tools). Each
-row is walked from that primed parser without changing it (``ResponseParser._walk_fitting``,
-with the parser's state read once per batch: ``_fitting_walker``); only a row that does not
+row is walked from that primed parser without changing it (``ResponseParser._fitting_walker``,
+the parser's state read once per primed parser); only a row that does not
 fit the template as it is (something to recover, an error, a cut region) gets a copy of it
 and the general path.
 Nothing here does I/O; ``datasets``, ``pyarrow``, ``pandas`` and ``ray`` are imported only
@@ -43,9 +43,9 @@ from __future__ import annotations
 import json
 import warnings
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 from replyparse.errors import ResponseParseError, ToolDefinitionError
 from replyparse.openai import ToolCallRuleError, to_chat_completion, to_response
@@ -79,6 +79,10 @@ _OPENAI_COLUMN = {"chat": "chat_completion", "responses": "response"}
 _FINISH_REASONS = frozenset(("stop", "length", "content_filter", "tool_calls"))
 _TOOLS_CACHE_SIZE = 64
 _PRIMED_CACHE_SIZE = 64
+#: A primed parser and its walker (``ResponseParser._fitting_walker``), or ``(None, None)``.
+_Primed: TypeAlias = tuple[
+    ResponseParser | None, Callable[[str, bool], tuple[Any, ...] | None] | None
+]
 
 
 def output_columns(openai: OpenAIShape | None = None) -> tuple[str, ...]:
@@ -186,8 +190,10 @@ class BatchParser:
             PreparedTools(self.tools) if self.tools is not None else None
         )
         self._tools_cache: OrderedDict[str, tuple[list[Any], PreparedTools]] = OrderedDict()
-        # Parsers that have read a prefix (and hold its tools), copied for each row.
-        self._primed: OrderedDict[tuple[str, int], tuple[PreparedTools | None, ResponseParser]] = (
+        # Parsers that have read a prefix (and hold its tools), copied for each row, each
+        # with its walker (``_fitting_walker``: the primed parser is never fed, so one walker
+        # serves every row with that prefix and tools).
+        self._primed: OrderedDict[tuple[str, int], tuple[PreparedTools | None, _Primed]] = (
             OrderedDict()
         )
 
@@ -264,9 +270,9 @@ class BatchParser:
         self, text: Any, prefix: Any, tools: PreparedTools | None, partial: bool
     ) -> RowResult:
         """The one per-row parse: a parser on the shared template and prepared tools."""
-        primed = self._primed_parser(prefix, tools)
-        if primed is not None and isinstance(text, str):
-            walked = primed._walk_fitting(text, partial)
+        primed, walk = self._primed_parser(prefix, tools)
+        if walk is not None and isinstance(text, str):
+            walked = walk(text, partial)
             if walked is not None:  # the common row: read from the primed parser, no copy
                 return RowResult(walked[0])
         parser = primed._copy() if primed is not None else self._new_parser(prefix, tools)
@@ -280,15 +286,17 @@ class BatchParser:
         issues = [issue.to_dict() for issue in parser.issues]
         return RowResult(message, issues=issues, in_progress=in_progress)
 
-    def _primed_parser(self, prefix: Any, tools: PreparedTools | None) -> ResponseParser | None:
-        """The parser that has read ``prefix`` with these tools, built once per prefix and
-        kept (at most ``_PRIMED_CACHE_SIZE``); None for token ids, decoded per row."""
+    def _primed_parser(self, prefix: Any, tools: PreparedTools | None) -> _Primed:
+        """The parser that has read ``prefix`` with these tools and its walker (None when
+        no text can be walked from its state), built once per prefix and kept (at most
+        ``_PRIMED_CACHE_SIZE``); ``(None, None)`` for token ids, decoded per row."""
         if not isinstance(prefix, str):
-            return None
+            return None, None
         key = (prefix, id(tools))
         primed = self._primed.get(key)
         if primed is None or primed[0] is not tools:
-            primed = (tools, self._new_parser(prefix, tools))
+            parser = self._new_parser(prefix, tools)
+            primed = (tools, (parser, parser._fitting_walker()))
             self._primed[key] = primed
             if len(self._primed) > _PRIMED_CACHE_SIZE:
                 self._primed.popitem(last=False)
@@ -398,14 +406,12 @@ class BatchParser:
                 raise ValueError(f"column {name!r} has {len(column)} rows; expected {count}")
         # Rows without their own prefix, tools or cut: walked from one primed parser here,
         # without the per-row steps below (``parse_row``), when they fit the template.
-        primed = None
+        walk = None
         if self.openai is None:
             try:
-                primed = self._primed_parser(self.prefix, self._prepared)
+                walk = self._primed_parser(self.prefix, self._prepared)[1]
             except _RowError:  # every such row reports it (``parse_row``)
-                primed = None
-        # The primed parser is never fed: one walker (its state read once) for every row.
-        walk = primed._fitting_walker() if primed is not None else None
+                walk = None
         results: list[RowResult] = []
         if walk is not None and prefixes is None and tools is None and finish_reasons is None:
             # Every row has the defaults: the loop below without its per-row reads.
