@@ -663,7 +663,9 @@ class Scanner:
         "_starts_cache",
         "_whitespace_leads",
         "lead_chars",
+        "lead_only_chars",
         "start_chars",
+        "start_needles",
     )
 
     def __init__(self, entries: Sequence[tuple[Delimiter, int, int]]) -> None:
@@ -810,6 +812,22 @@ class Scanner:
         #: needed (a per-character test of patterns).
         chars = self._first_chars if self._anchor_search is None else self._anchor_firsts
         self.start_chars: str | None = None if chars is None else "".join(sorted(chars))
+        #: For a character of ``start_chars`` whose anchors all begin with one of them (a
+        #: state whose ``safe_length`` searches anchors): that anchor and its proper
+        #: beginnings. A text that holds the character but neither that anchor nor, at its
+        #: end, a beginning of it is as safe as one without the character (gpt-oss's
+        #: ``to=``, ``to=assistant`` and ``to=functions.``: their ``t`` is in most pieces of
+        #: prose).
+        self.start_needles: dict[str, tuple[str, tuple[str, ...]]] = {}
+        if self._anchor_search is not None:
+            for char in self._anchor_firsts:
+                begun = [anchor for anchor in self._anchors if anchor[0] == char]
+                anchor = min(begun, key=len)
+                if len(anchor) > 1 and all(other.startswith(anchor) for other in begun):
+                    self.start_needles[char] = (
+                        anchor,
+                        tuple(anchor[:size] for size in range(1, len(anchor))),
+                    )
         #: With a lead run before an anchor: the ASCII characters a lead run accepts (any
         #: other character may be one too); None when no delimiter has a lead run.
         self.lead_chars: frozenset[str] | None = (
@@ -817,6 +835,15 @@ class Scanner:
                 char for char in map(chr, range(128)) if any(lead(char) for lead in self._leads)
             )
             if self._leads
+            else None
+        )
+        #: ``lead_chars`` when no anchor begins with a lead character: a run of them held at
+        #: the end of a text, followed by a text that holds no anchor and ends in no
+        #: beginning of one (and in no lead character), leads no match; else None.
+        self.lead_only_chars: frozenset[str] | None = (
+            self.lead_chars
+            if self.lead_chars is not None
+            and not any(lead(anchor[0]) for lead in self._leads for anchor in self._anchors)
             else None
         )
 

@@ -345,7 +345,10 @@ class ResponseParser:
         # character that can begin a delimiter in the current state, which a piece of the
         # open region's text does not hold; "" when ``Scanner.safe_length`` tells instead.
         self._fast: str | None = None
-        self._fast_second: str | None = None  # a second such character, if any
+        # A second such character, if any, or the one anchor it begins with the beginnings
+        # of that anchor a piece must not end in (``Scanner.start_needles``).
+        self._fast_second: str | None = None
+        self._fast_second_ends: tuple[str, ...] = ()
         self._fast_leads: frozenset[str] | None = None  # ``Scanner.lead_chars``
         # How many pieces the body had when the fast path was turned on; -1 when off and
         # counted (``_sync_base``).
@@ -399,7 +402,13 @@ class ResponseParser:
                 if (
                     char
                     and char not in text
-                    and (self._fast_second is None or self._fast_second not in text)
+                    and (
+                        self._fast_second is None
+                        or (
+                            self._fast_second not in text
+                            and not text.endswith(self._fast_second_ends)
+                        )
+                    )
                     and (
                         self._fast_leads is None
                         or (text[-1] < "\x80" and text[-1] not in self._fast_leads)
@@ -408,6 +417,10 @@ class ResponseParser:
                     # No character of ``text`` can begin a delimiter, and it does not end in
                     # what may lead one (``Scanner.lead_chars``).
                     whole = True
+                    held = self._buffer
+                    if held:  # a lead run, which then leads nothing (``_hold_lead``)
+                        text = held + text
+                        self._buffer = ""
                 else:  # the scanner tells how much is safe
                     held = self._buffer
                     pending = held + text if held else text
@@ -423,8 +436,7 @@ class ResponseParser:
                             self._buffer = ""
                             self._choose_test()
                         else:
-                            self._buffer = pending[safe:]
-                            self._fast = ""  # the characters' test cannot see held text
+                            self._hold_lead(pending[safe:])
                     elif not whole and safe >= 0:
                         return self._feed_safe(pending, safe, held)
                 if whole:
@@ -463,6 +475,17 @@ class ResponseParser:
         events = self._feed(text, scan)
         self._update_fast()
         return events
+
+    def _hold_lead(self, run: str) -> None:
+        """Hold ``run``, the end of a piece the fast path streamed the rest of. When it is
+        a lead run only (``Scanner.lead_only_chars``: whitespace before gpt-oss's ``to=``),
+        the characters' test stays on: a next piece that passes it begins no anchor, so the
+        run leads nothing and the piece streams after it. Anything else held (a beginning
+        of an anchor) turns the test off: it cannot see held text."""
+        self._buffer = run
+        chars = self._scanner.lead_only_chars
+        if chars is None or not chars.issuperset(run):
+            self._fast = ""
 
     def _feed_safe(self, pending: str, safe: int, held: str) -> list[Event]:
         """The fast path for a piece that is not all safe, or follows held text: ``held``
@@ -1012,7 +1035,13 @@ class ResponseParser:
         scanner = self._scanner
         chars = scanner.start_chars
         if chars and len(chars) <= 2 and not self._buffer:
-            self._fast_second = chars[1] if len(chars) == 2 else None
+            if len(chars) == 2:
+                second = chars[1]
+                self._fast_second, self._fast_second_ends = scanner.start_needles.get(
+                    second, (second, ())
+                )
+            else:
+                self._fast_second = None
             self._fast_leads = scanner.lead_chars
             self._fast = chars[0]
         else:

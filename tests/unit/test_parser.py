@@ -332,3 +332,84 @@ def test_pieces_ending_in_a_lead_run_stream_as_the_whole_text(step: int) -> None
     check_well_formed(streamed_events)  # each region's chunks make its value
     assert message["content"].startswith("the tool to use is  the first one \n then" + spaces)
     assert message["tool_calls"] == [{"function": {"name": "f", "arguments": {}}}]
+
+
+#: Pieces around ``LEAD_TEMPLATE``'s ``to=`` anchor: a ``t`` that begins no anchor, the
+#: anchor's beginnings at a piece's end, the anchor cut between pieces, whitespace runs
+#: before a clean piece, before the anchor and before a beginning of it, and a non-ASCII
+#: lead character (``\s`` matches a no-break space).
+LEAD_PIECES = (
+    "that",
+    " text",
+    "ot ",
+    "hat",
+    " t",
+    "o",
+    " other",
+    "  ",
+    "tot",
+    "o",
+    "=x",
+    "to",
+    "na",
+    " ",
+    "tt",
+    " ",
+    "\u00a0",
+    "stop ",
+    " to",
+    "=",
+    "g<m>{}<c>",
+    "at",
+    "\u00a0",
+    "to=h<m>",
+    "{}",
+    "<c>",
+    " a t",
+    "t ",
+    "=",
+    "1 ",
+    "<end>",
+)
+
+
+@pytest.mark.parametrize("step", [1, 2, 3, 4, 7])
+def test_pieces_with_an_anchors_first_character_stream_as_the_whole_text(step: int) -> None:
+    text = "".join(LEAD_PIECES)
+    message, events = parse_every_way(LEAD_TEMPLATE, text)
+    for pieces in (list(LEAD_PIECES), chunked(text, step)):
+        streamed, streamed_events, _ = stream(LEAD_TEMPLATE, pieces)
+        assert streamed == message
+        assert normalize_events(streamed_events) == normalize_events(events)
+        check_well_formed(streamed_events)
+    assert [call["function"]["name"] for call in message["tool_calls"]] == ["g", "h"]
+    assert message["content"] == "that textot hat to other  toto=xtona tt \u00a0stop\n\nat\n\na tt =1"
+
+
+def test_a_t_that_begins_no_anchor_and_a_held_space_stay_on_the_fast_path(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # ``to=`` is the only anchor beginning with "t" (``Scanner.start_needles``): a piece
+    # holding "t" but not "to=", nor ending in "t" or "to", needs no ``safe_length``; nor
+    # does a clean piece after a held space (``Scanner.lead_only_chars``).
+    from replyparse._scanner import Scanner
+
+    calls: list[str] = []
+    safe_length = Scanner.safe_length
+
+    def counted(self: Scanner, text: str) -> int:
+        calls.append(text)
+        return safe_length(self, text)
+
+    parser = ResponseParser(LEAD_TEMPLATE, prefix="A:")
+    parser.feed("first.")
+    monkeypatch.setattr(Scanner, "safe_length", counted)
+    chunks = [
+        event["text"]
+        for piece in ("than", "stops", "ex ", "tra", "ttx", "ee")
+        for event in parser.feed(piece)
+    ]
+    assert calls == ["ex "]  # the piece ending in a lead character
+    assert chunks == ["than", "stops", "ex", " tra", "ttx", "ee"]
+    parser.feed("to")  # a beginning of the anchor at the end: held
+    assert calls == ["ex ", "to"]
