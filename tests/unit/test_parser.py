@@ -383,7 +383,9 @@ def test_pieces_with_an_anchors_first_character_stream_as_the_whole_text(step: i
         assert normalize_events(streamed_events) == normalize_events(events)
         check_well_formed(streamed_events)
     assert [call["function"]["name"] for call in message["tool_calls"]] == ["g", "h"]
-    assert message["content"] == "that textot hat to other  toto=xtona tt \u00a0stop\n\nat\n\na tt =1"
+    assert (
+        message["content"] == "that textot hat to other  toto=xtona tt \u00a0stop\n\nat\n\na tt =1"
+    )
 
 
 def test_a_t_that_begins_no_anchor_and_a_held_space_stay_on_the_fast_path(
