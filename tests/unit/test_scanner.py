@@ -24,7 +24,9 @@ from replyparse.templates import get_entry, list_templates
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 
+from _families import FAMILIES, make_family_output
 from tests.property.strategies import assert_same_matches
+from tests.registry.helpers import corpus
 from worst_case_shapes import family_shapes
 
 
@@ -303,3 +305,73 @@ def test_a_failed_token_loop_start_keeps_the_match_after_its_run() -> None:
     match = delimiter.find_final(joined, 0, len(joined), -1, {})
     assert match is not None and match.start == 0
     assert delimiter.find_final(text[:-1], 0, len(text), -1, {}) is None
+
+
+#: One more character after a full match that ends the buffer, standing for the usual
+#: classes (whitespace, word, digits, punctuation, non-ASCII letters, DeepSeek's bars).
+_NEXT_CHARS = " \t\n\raZz09_-.,:;=<>|/\\\"'{}[]()!?@#$%&*+~`^éß中▁｜"
+
+
+def _changed_by_one_more_character(delimiter: Delimiter, matched: str) -> bool:
+    """The oracle: some character after ``matched`` makes the match at its start longer
+    (or a partial one) or other than exactly ``matched``."""
+    pattern = delimiter.exact
+    assert pattern is not None
+    assert isinstance(delimiter.source, str)
+    for char in sorted(set(_NEXT_CHARS) | set(delimiter.source)):
+        longer = matched + char
+        if pattern.fullmatch(longer, partial=True) is not None:
+            return True
+        probe = pattern.match(longer, partial=True)
+        if probe is None or probe.partial or probe.end() != len(matched):
+            return True
+    return False
+
+
+@pytest.mark.parametrize(
+    ("source", "matched", "could_extend"),
+    [
+        (r"a\s*", "a", True),  # a greedy run at the end
+        (r"abc|ab", "ab", True),  # a longer alternative
+        (r"a(?:bc)?", "a", True),  # an optional tail of several characters
+        (r"x\Z", "x", True),  # assertions that read the next character
+        (r"x$", "x", True),
+        (r"x\b", "x", True),
+        (r"x(?!y)", "x", True),
+        (r"x(?![\w.\-])", "x", True),
+        (r".*<m>", "x<m>", True),  # the end literal can be read again
+        (r"ab", "ab", False),
+        (r"x<m>", "x<m>", False),
+        (r"[^<]*<m>", "x<m>", False),
+        (r"<tool_call>\s*<function=(?P<name>[\w.]+)>", "<tool_call>\n<function=f>", False),
+    ],
+)
+def test_could_extend(source: str, matched: str, could_extend: bool) -> None:
+    delimiter = Delimiter.from_pattern(source)
+    assert delimiter._could_extend(matched) is could_extend
+    assert _changed_by_one_more_character(delimiter, matched) is could_extend
+
+
+@pytest.mark.parametrize("family", ["gpt-oss", "qwen3-coder", "kimi-k2", "deepseek-v3.1", "glm4.5"])
+def test_could_extend_agrees_with_trying_each_next_character(family: str) -> None:
+    # Every full match of the family's patterns in its corpus cases and benchmark output,
+    # cut at its end and one or two characters later: the one-match answer is never "no"
+    # where one more character changes the match.
+    texts = [make_family_output(next(f for f in FAMILIES if f.name == family), 3_000)]
+    texts += [case["text"] for case in corpus() if case["family"] == family]
+    checked = 0
+    for spec in get_entry(family).template.field_list:
+        for delimiter in (spec.open, spec.close):
+            if delimiter is None or delimiter.exact is None:
+                continue
+            for text in texts:
+                for found in delimiter.exact.finditer(text):
+                    for extra in (0, 1, 2):
+                        matched = text[found.start() : found.end() + extra]
+                        whole = delimiter.exact.fullmatch(matched, partial=True)
+                        if whole is None or whole.partial:
+                            continue
+                        oracle = _changed_by_one_more_character(delimiter, matched)
+                        assert delimiter._could_extend(matched) or not oracle, matched
+                        checked += 1
+    assert checked >= 5
