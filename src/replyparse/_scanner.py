@@ -678,9 +678,17 @@ class Scanner:
 
     def __init__(self, entries: Sequence[tuple[Delimiter, int, int]]) -> None:
         self._entries = tuple(entries)
-        # ``scan``'s per-entry constants: the memo and floors key, ``earliest_partial``.
+        # ``scan``'s per-entry constants: the memo and floors key, ``earliest_partial``, the
+        # literal every match ends with (``partials``).
         self._scan_entries = tuple(
-            (delimiter, target, priority, id(delimiter), delimiter.earliest_partial)
+            (
+                delimiter,
+                target,
+                priority,
+                id(delimiter),
+                delimiter.earliest_partial,
+                None if delimiter.end is None else delimiter.end.literals[0],
+            )
             for delimiter, target, priority in self._entries
         )
         # ``scan_final`` searches literals first: their cheap searches give the patterns a
@@ -1234,6 +1242,7 @@ class Scanner:
         no_empty_at: int = -1,
         floors: dict[int, int] | None = None,
         base: int = 0,
+        partials: dict[int, tuple[int, int]] | None = None,
     ) -> tuple[int, DelimiterMatch | None]:
         """Scan ``buffer[position:]``; return ``(safe_end, match)`` (see the module docstring).
 
@@ -1251,11 +1260,22 @@ class Scanner:
         (matching is prefix-closed). A held header (a partial match of a long pattern,
         rescanned at every token until it completes) is then read again only from where
         it begins.
+
+        ``partials`` (one dict per stream, with ``floors``) remembers, for a delimiter whose
+        every match ends with a literal (``Delimiter.end``: gpt-oss's ``<|message|>``),
+        a partial match found at a stream offset in text without that literal, and the
+        stream offset its search read to: while the text from that start still holds no
+        such literal, no match can start there or after it, so the delimiter is reported
+        partial there again without a search, until the literal comes or the text from
+        the start has doubled (then it is searched: a start that failed is let go). Only
+        holding is deferred, never a match, and a complete text (``final``) is always
+        searched: a held header costs a search per doubling and one at its end, not one
+        per token.
         """
         held = len(buffer)
         best: DelimiterMatch | None = None
         best_priority = 0
-        for delimiter, target, priority, key, earliest_partial in self._scan_entries:
+        for delimiter, target, priority, key, earliest_partial, end_text in self._scan_entries:
             if memo is None:
                 match, partial_start = delimiter.find(buffer, position, final, no_empty_at)
             else:
@@ -1276,6 +1296,18 @@ class Scanner:
                         floor = floors.get(key)
                         if floor is not None and floor - base > position:
                             start = floor - base
+                    held_at = None if partials is None or final else partials.get(key)
+                    if held_at is not None and end_text is not None:
+                        at, checked = held_at[0] - base, held_at[1] - base
+                        if (
+                            at >= start
+                            and len(buffer) - at < 2 * (checked - at)
+                            and buffer.find(end_text, max(at, checked - len(end_text) + 1)) < 0
+                        ):
+                            memo[key] = (position, None, at)
+                            if at < held:
+                                held = at
+                            continue
                     match, partial_start = delimiter.find(buffer, start, final, no_empty_at)
                     memo[key] = (position, match, partial_start)
                     if floors is not None and match is None:
@@ -1283,6 +1315,16 @@ class Scanner:
                             floors[key] = base + len(buffer)
                         elif earliest_partial:
                             floors[key] = base + partial_start
+                    if partials is not None and end_text is not None:
+                        if (
+                            match is None
+                            and partial_start is not None
+                            and earliest_partial
+                            and buffer.find(end_text, partial_start) < 0
+                        ):
+                            partials[key] = (base + partial_start, base + len(buffer))
+                        elif held_at is not None:
+                            del partials[key]
             if partial_start is not None and partial_start < held:
                 held = partial_start
             if match is None:
@@ -1412,5 +1454,3 @@ def _can_start_with(delimiter: Delimiter, char: str) -> bool:
     if delimiter.pattern is None:
         return any(literal[0] == char for literal in delimiter.literals)
     return delimiter.pattern.match(char, partial=True) is not None
-
-

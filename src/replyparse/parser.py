@@ -320,6 +320,7 @@ class ResponseParser:
         # Per delimiter, where in the generation its next match can start at the earliest
         # (``Scanner.scan``'s floors): held text is not searched again before it.
         self._floors: dict[int, int] = {}
+        self._partials: dict[int, tuple[int, int]] = {}  # ``Scanner.scan``'s ``partials``
         # Offset of the last zero-width delimiter acted on: no second one is taken there.
         self._empty_match_at = -(10**18)
         self._context_size = self.template.context_size
@@ -844,6 +845,7 @@ class ResponseParser:
         run = self._whitespace_run
         state["_whitespace_run"] = None if run is None else run.copy()
         state["_floors"] = dict(self._floors)
+        state["_partials"] = dict(self._partials)
         state["_fast_mark"] = -1
         state["_fast_event"] = self._fast_event.copy()  # only ever copied, but its own
         copied.__dict__.update(state)
@@ -934,7 +936,14 @@ class ResponseParser:
                 safe_end = len(buffer) if match is None else match.start
             else:
                 safe_end, match = scanner.scan(
-                    buffer, position, final, memo, no_empty_at, self._floors, self._base
+                    buffer,
+                    position,
+                    final,
+                    memo,
+                    no_empty_at,
+                    self._floors,
+                    self._base,
+                    self._partials,
                 )
             if safe_end > position:
                 self._take_text(buffer, position, safe_end, events, whole)

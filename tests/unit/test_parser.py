@@ -20,6 +20,7 @@ from replyparse import (
     ResponseParser,
     parse_response,
 )
+from replyparse.templates import get_entry
 
 TEMPLATE: dict[str, Any] = {
     "start_anchor": "<|im_start|>assistant\n",
@@ -415,3 +416,69 @@ def test_a_t_that_begins_no_anchor_and_a_held_space_stay_on_the_fast_path(
     assert chunks == ["than", "stops", "ex", " tra", "ttx", "ee"]
     parser.feed("to")  # a beginning of the anchor at the end: held
     assert calls == ["ex ", "to"]
+
+
+def _gpt_oss_finds(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    from replyparse._scanner import Delimiter
+
+    searched: list[str] = []
+    find = Delimiter.find
+
+    def counted(self: Delimiter, buffer: str, *args: Any) -> Any:
+        if isinstance(self.source, str) and self.source.endswith(r"<\|message\|>"):
+            searched.append(buffer)
+        return find(self, buffer, *args)
+
+    monkeypatch.setattr(Delimiter, "find", counted)
+    return searched
+
+
+def test_a_held_header_is_searched_per_doubling_and_at_its_end(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # gpt-oss's headers end with <|message|> (``Scanner.scan``'s ``partials``): fed a
+    # character at a time, a header is searched again only when its held text has doubled,
+    # and when <|message|> comes, where the region opens at once.
+    template = get_entry("gpt-oss").template
+    header = "<|start|>assistant<|channel|>commentary to=functions.get_weather <|constrain|>json"
+    text = (
+        f"<|channel|>analysis<|message|>Think.<|end|>{header}<|message|>"
+        + '{"city": "Paris"}<|call|>'
+    )
+    searched = _gpt_oss_finds(monkeypatch)
+    parser = ResponseParser(template, "<|start|>assistant")
+    opened_at = []
+    for index, char in enumerate(text):
+        events = parser.feed(char)
+        if any(
+            event["type"] == "region_open" and event["field"] == "tool_calls" for event in events
+        ):
+            opened_at.append(index)
+    assert opened_at == [text.index("<|message|>{") + len("<|message|>") - 1]
+    assert parser.finalize()[0] == parse_response(text, template, prefix="<|start|>assistant")
+    # Four header patterns; without ``partials`` each was searched at every held character.
+    assert len(searched) < 4 * 16
+    assert len(searched) < len(header)
+
+
+def test_a_header_that_fails_is_let_go_within_a_doubling(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    template = get_entry("gpt-oss").template
+    held = "<|start|>assistant<|channel|>final"  # held: a header may go on
+    prose = " and then. It was not a header after all, just prose about channels."
+    text = "<|channel|>final<|message|>Hi." + held + prose + "<|return|>"
+    parser = ResponseParser(template, "<|start|>assistant")
+    streamed = ""
+    released_at = None
+    for index, char in enumerate(text):
+        for event in parser.feed(char):
+            if event["type"] == "region_chunk":
+                streamed += event["text"]
+                if held in streamed and released_at is None:
+                    released_at = index
+    assert parser.finalize()[0] == parse_response(text, template, prefix="<|start|>assistant")
+    # The header failed at "." (len(held) + 9 characters from its start); its text is let
+    # go once the held text has doubled at the latest.
+    start = text.index(held)
+    assert released_at is not None and released_at - start < 2 * (len(held) + 9)
