@@ -4,8 +4,9 @@ replyparse only (the reference has no OpenAI layer and no registry). Every figur
 of this process (``_measure.clock``), median of alternating repeats.
 
 * **Registry templates.** Streaming (4-character feeds, ``ResponseParser``) and one-shot
-  (``parse_response``) on outputs in each family's own format (``_families``), next to the
-  inline style of the same kind.
+  (``parse_response``) on outputs in each family's own format (``_families``), in one
+  alternation with the other families and the inline template of the same kind (on an
+  output of the same length).
 * **OpenAI streams.** ``ChatCompletionStream`` and ``ResponsesStream`` fed the same 4-character
   deltas (``feed`` per delta, ``finish`` at the end), against the bare parser built as the
   streams build theirs (``tools=``, ``include_groups=True``, ``recover=True``).
@@ -26,6 +27,7 @@ from typing import Any
 
 import _measure as measure
 from _families import FAMILIES, TOOLS, Family, make_family_output
+from _workloads import STYLES, make_output
 
 import replyparse
 from replyparse.openai import ChatCompletionStream, ResponsesStream, SequentialIds
@@ -44,46 +46,84 @@ def _repeats(length: int, fast: bool) -> dict[str, Any]:
     return {"warmup": 1, "min_repeats": 5, "max_repeats": 21, "budget": 1.0}
 
 
+#: A registry repeat runs its parse this long at least (sub-millisecond one-shot parses are
+#: looped: one call is too short for the CPU clock and for a median of a few repeats).
+_REPEAT_AT_LEAST = 0.02
+
+
+def _looped(run: Callable[[], float], work: int, fast: bool) -> Callable[[], float]:
+    """``run`` (which returns its own elapsed time) as a repeat that returns the time per
+    unit of ``work``: enough calls of it to last ``_REPEAT_AT_LEAST``, counted from one
+    warm call."""
+    once = run()
+    loops = 1 if fast else max(1, min(200, round(_REPEAT_AT_LEAST / max(once, 1e-6))))
+
+    def repeat() -> float:
+        return sum(run() for _ in range(loops)) / (loops * work)
+
+    return repeat
+
+
 def measure_registry(
     lengths: Sequence[int], *, fast: bool = False, log: Callable[[str], None] = print
 ) -> dict[tuple[str, int], dict[str, Any]]:
-    """(family, length) -> {"chars", "stream": Sample per feed, "one_shot": Sample per byte}."""
+    """(family, length) -> {"chars", "stream": Sample per feed, "one_shot": Sample per byte,
+    "inline_stream", "inline_one_shot": the same for the inline style of its kind}.
+
+    The families of one style and that style's inline template (on an output of the same
+    length, ``_workloads.make_output``) are timed in one alternation, so that they are
+    compared within one stretch of the machine's load; every repeat lasts at least
+    ``_REPEAT_AT_LEAST`` (looped calls)."""
     results: dict[tuple[str, int], dict[str, Any]] = {}
-    for family in FAMILIES:
-        template = get_entry(family.name).template
+    for style in STYLES:
+        members = [family for family in FAMILIES if family.style == style.name]
+        if not members:
+            continue
         for length in lengths:
-            text = make_family_output(family, length)
-            log(f"[registry {family.name}] {len(text):,} chars")
-            chunks = measure.chunked(text)
+            subjects = [
+                (family.name, get_entry(family.name).template, family.prefix) for family in members
+            ]
+            subjects.append(("inline", style.template, style.prefix))
+            texts = {family.name: make_family_output(family, length) for family in members}
+            texts["inline"] = make_output(style.name, length)
+            streams: dict[str, Callable[[], float]] = {}
+            wholes: dict[str, Callable[[], float]] = {}
+            for name, template, prefix in subjects:
+                text = texts[name]
+                log(f"[registry {name} ({style.name})] {len(text):,} chars")
+                chunks = measure.chunked(text)
 
-            def stream(
-                template: Any = template, chunks: list[str] = chunks, prefix: str = family.prefix
-            ) -> float:
-                parser = replyparse.ResponseParser(template, prefix)
-                feed = parser.feed
-                start = measure.clock()
-                for piece in chunks:
-                    feed(piece)
-                parser.finalize()
-                return measure.clock() - start
+                def stream(
+                    template: Any = template, chunks: list[str] = chunks, prefix: str = prefix
+                ) -> float:
+                    parser = replyparse.ResponseParser(template, prefix)
+                    feed = parser.feed
+                    start = measure.clock()
+                    for piece in chunks:
+                        feed(piece)
+                    parser.finalize()
+                    return measure.clock() - start
 
-            def one_shot(
-                template: Any = template, text: str = text, prefix: str = family.prefix
-            ) -> float:
-                start = measure.clock()
-                replyparse.parse_response(text, template, prefix=prefix)
-                return measure.clock() - start
+                def one_shot(
+                    template: Any = template, text: str = text, prefix: str = prefix
+                ) -> float:
+                    start = measure.clock()
+                    replyparse.parse_response(text, template, prefix=prefix)
+                    return measure.clock() - start
 
-            repeats = _repeats(length, fast)
-            streamed = measure._alternate({"stream": stream}, work=len(chunks), **repeats)
-            whole = measure._alternate(
-                {"one_shot": one_shot}, work=len(text.encode("utf-8")), **repeats
-            )
-            results[family.name, length] = {
-                "chars": len(text),
-                "stream": streamed["stream"],
-                "one_shot": whole["one_shot"],
-            }
+                streams[name] = _looped(stream, len(chunks), fast)
+                wholes[name] = _looped(one_shot, len(text.encode("utf-8")), fast)
+            repeats = {**_repeats(length, fast), "warmup": 0 if fast else 1}
+            streamed = measure._alternate(streams, work=1, **repeats)
+            whole = measure._alternate(wholes, work=1, **repeats)
+            for family in members:
+                results[family.name, length] = {
+                    "chars": len(texts[family.name]),
+                    "stream": streamed[family.name],
+                    "one_shot": whole[family.name],
+                    "inline_stream": streamed["inline"],
+                    "inline_one_shot": whole["inline"],
+                }
     return results
 
 
