@@ -1186,6 +1186,19 @@ class Scanner:
         the earliest anchor found so far (a group whose anchors occur late is not looked
         for past another's)."""
         length = len(buffer)
+        if len(groups) == 1:  # (most states: every anchor begins with "<") one search
+            key, _, search = groups[0]
+            found, since, begin = resume_search(memo, key, position)
+            if found >= 0:
+                return found if found < length else -1
+            if begin < length:
+                match = search(buffer, begin)
+                if match is not None:
+                    found = match.start()
+                    memo[key] = (since, found, found)
+                    return found
+            memo[key] = (since, -1, length)
+            return -1
         best = length  # the least start found, or the end
         # [key, literals, search, searched from, resume at] per group still to search
         pending: list[list[Any]] = []
