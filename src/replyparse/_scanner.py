@@ -1194,9 +1194,9 @@ class Scanner:
             if begin < length:
                 match = search(buffer, begin)
                 if match is not None:
-                    found = match.start()
-                    memo[key] = (since, found, found)
-                    return found
+                    at: int = match.start()
+                    memo[key] = (since, at, at)
+                    return at
             memo[key] = (since, -1, length)
             return -1
         best = length  # the least start found, or the end
