@@ -411,16 +411,16 @@ class ResponseParser:
                         )
                     )
                     and (
-                        self._fast_leads is None
-                        or (text[-1] < "\x80" and text[-1] not in self._fast_leads)
+                        (leads := self._fast_leads) is None
+                        or (text[-1] < "\x80" and text[-1] not in leads)
                     )
                 ):
                     # No character of ``text`` can begin a delimiter, and it does not end in
                     # what may lead one (``Scanner.lead_chars``).
                     whole = True
-                    held = self._buffer
-                    if held:  # a lead run, which then leads nothing (``_hold_lead``)
-                        text = held + text
+                    if leads is not None and self._buffer:
+                        # A held lead run, which then leads nothing (``_hold_lead``).
+                        text = self._buffer + text
                         self._buffer = ""
                 else:  # the scanner tells how much is safe
                     held = self._buffer
