@@ -482,3 +482,36 @@ def test_a_header_that_fails_is_let_go_within_a_doubling(
     # go once the held text has doubled at the latest.
     start = text.index(held)
     assert released_at is not None and released_at - start < 2 * (len(held) + 9)
+
+
+#: A prompt's text after the start anchor that each way of reading it must agree on: one
+#: that opens a region (and one that closes it), one a pattern holds, one outside every
+#: region of a template with no implicit field.
+PREFIX_CASES = [
+    ("qwen3", "<|im_start|>assistant\n<think>\n", "I think.\n</think>\n\nHi.<|im_end|>"),
+    ("qwen3", "<|im_start|>assistant\n<think>\n\n</think>\n\n", "Hi.<|im_end|> after"),
+    ("deepseek-v3.1", "<｜Assistant｜><think>", "Hmm.</think>Yes.<｜end▁of▁sentence｜>"),
+    ("gpt-oss", "<|start|>assistant<|channel|>analysis", "<|message|>Ok.<|end|>"),
+    ("glm4.5", "<|assistant|>\n<think>", "Plan</think>\nDone"),
+]
+
+
+@pytest.mark.parametrize(("family", "prefix", "text"), PREFIX_CASES)
+@pytest.mark.parametrize("partial", [False, True])
+def test_a_whole_generation_reads_its_prefix_as_a_parser_built_with_it(
+    family: str, prefix: str, text: str, partial: bool
+) -> None:
+    # ``parse_output`` holds the prompt's text and walks it with the generation
+    # (``ResponseParser._holding_prefix``); a parser built with the prefix scans it first.
+    from replyparse import parse_output
+
+    template = get_entry(family).template
+    for cut in (text, text[: len(text) // 2]):
+        result = parse_output(cut, template, prefix=prefix, recover=True, partial=partial)
+        parser = ResponseParser(template, prefix, recover=True)
+        message, _ = parser.finalize(cut, partial=partial)
+        assert result.message == message
+        assert list(result.issues) == parser.issues
+        assert result.trailing_text == parser.trailing_text
+        assert list(result.unclaimed_text) == parser.unclaimed_text
+        assert result.in_progress == parser.in_progress
