@@ -83,7 +83,8 @@ def measure_registry(
             subjects = [
                 (family.name, get_entry(family.name).template, family.prefix) for family in members
             ]
-            subjects.append(("inline", style.template, style.prefix))
+            # Compiled once, as the registry's templates are (a dict is looked up per call).
+            subjects.append(("inline", replyparse.load_template(style.template), style.prefix))
             texts = {family.name: make_family_output(family, length) for family in members}
             texts["inline"] = make_output(style.name, length)
             streams: dict[str, Callable[[], float]] = {}
