@@ -64,6 +64,16 @@ def _looped(run: Callable[[], float], work: int, fast: bool) -> Callable[[], flo
     return repeat
 
 
+def _fed(feed: Callable[[str], Any], end: Callable[[], Any], chunks: list[str]) -> float:
+    """``feed`` each of ``chunks``, then ``end`` (of a parser or stream built before
+    timing): the CPU time that took."""
+    start = measure.clock()
+    for piece in chunks:
+        feed(piece)
+    end()
+    return measure.clock() - start
+
+
 def measure_registry(
     lengths: Sequence[int], *, fast: bool = False, log: Callable[[str], None] = print
 ) -> dict[tuple[str, int], dict[str, Any]]:
@@ -98,12 +108,7 @@ def measure_registry(
                     template: Any = template, chunks: list[str] = chunks, prefix: str = prefix
                 ) -> float:
                     parser = replyparse.ResponseParser(template, prefix)
-                    feed = parser.feed
-                    start = measure.clock()
-                    for piece in chunks:
-                        feed(piece)
-                    parser.finalize()
-                    return measure.clock() - start
+                    return _fed(parser.feed, parser.finalize, chunks)
 
                 def one_shot(
                     template: Any = template, text: str = text, prefix: str = prefix
@@ -136,23 +141,13 @@ def _stream_runs(family: Family, text: str) -> dict[str, Callable[[], float]]:
         parser = replyparse.ResponseParser(
             template, family.prefix, tools=TOOLS, include_groups=True, recover=True
         )
-        feed = parser.feed
-        start = measure.clock()
-        for piece in chunks:
-            feed(piece)
-        parser.finalize()
-        return measure.clock() - start
+        return _fed(parser.feed, parser.finalize, chunks)
 
     def chat_run() -> float:
         stream = ChatCompletionStream(
             template, prefix=family.prefix, model="m", tools=TOOLS, ids=SequentialIds(), created=0
         )
-        feed = stream.feed
-        start = measure.clock()
-        for piece in chunks:
-            feed(piece)
-        stream.finish()
-        return measure.clock() - start
+        return _fed(stream.feed, stream.finish, chunks)
 
     def responses_run() -> float:
         stream = ResponsesStream(

@@ -485,8 +485,8 @@ def test_a_header_that_fails_is_let_go_within_a_doubling(
 
 
 #: A prompt's text after the start anchor that each way of reading it must agree on: one
-#: that opens a region (and one that closes it), one a pattern holds, one outside every
-#: region of a template with no implicit field.
+#: that opens a region (and one that also closes it), one an open pattern holds (qwen3's
+#: ``<think>\n``, gpt-oss's header cut before ``<|message|>``).
 PREFIX_CASES = [
     ("qwen3", "<|im_start|>assistant\n<think>\n", "I think.\n</think>\n\nHi.<|im_end|>"),
     ("qwen3", "<|im_start|>assistant\n<think>\n\n</think>\n\n", "Hi.<|im_end|> after"),
