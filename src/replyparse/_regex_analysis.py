@@ -899,3 +899,70 @@ def _starts(
     if len(out) + len(closed) > _ANCHOR_STATES:
         raise _NoAnchors
     return closed + out
+
+
+# -- finite patterns -------------------------------------------------------------------------
+
+#: A pattern is read as its texts only when there are at most this many.
+_FINITE_TEXTS = 64
+#: A class in such a pattern is one of at most this many characters.
+_FINITE_CLASS = 8
+
+
+class _NotFinite(Exception):
+    """The pattern matches more than a small set of texts (or in a way that is not one)."""
+
+
+def finite_texts(source: str) -> tuple[str, ...] | None:
+    """Every text the pattern matches, when they are a few non-empty literals no one of
+    which begins another (gpt-oss's end of turn ``<\\|return\\|>|<\\|start\\|>(?:user|...)``):
+    then at any start at most one of them matches, which is the pattern's match there, and
+    a search for the literals finds what a search for the pattern finds. None when the
+    pattern has named groups, assertions, atomic groups or possessive repeats (where
+    backtracking would not try every way), unbounded repeats or wide classes, or when the
+    reader cannot read it."""
+    tree = _tree(source)
+    if tree is None:
+        return None
+    try:
+        texts = _texts(tree)
+    except _NotFinite:
+        return None
+    if "" in texts or any(a != b and b.startswith(a) for a in texts for b in texts):
+        return None
+    return tuple(sorted(texts))
+
+
+def _texts(node: Node) -> set[str]:
+    if isinstance(node, Chars):
+        if node.finite is None or len(node.finite) > _FINITE_CLASS:
+            raise _NotFinite
+        return set(node.finite)
+    if isinstance(node, Seq):
+        out = {""}
+        for item in node.items:
+            following = _texts(item)
+            out = {head + tail for head in out for tail in following}
+            if len(out) > _FINITE_TEXTS:
+                raise _NotFinite
+        return out
+    if isinstance(node, Alt):
+        out = set()
+        for option in node.options:
+            out |= _texts(option)
+        if len(out) > _FINITE_TEXTS:
+            raise _NotFinite
+        return out
+    if isinstance(node, Group) and node.name is None and not node.atomic:
+        return _texts(node.item)
+    if isinstance(node, Repeat) and not node.possessive and node.high is not None:
+        body = _texts(node.item)
+        out, times = set(), {""}
+        for count in range(node.high + 1):
+            if count >= node.low:
+                out |= times
+            if len(out) > _FINITE_TEXTS:
+                raise _NotFinite
+            times = {head + tail for head in times for tail in body}
+        return out
+    raise _NotFinite

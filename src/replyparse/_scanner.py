@@ -57,6 +57,7 @@ from replyparse._regex_analysis import (
     end_literal,
     find_anchors,
     find_token_loop,
+    finite_texts,
     required_literals,
     resume_search,
     start_literals,
@@ -139,6 +140,9 @@ class Delimiter:
     extend_cache: dict[str, bool] = field(default_factory=dict, compare=False, repr=False)
     #: Where a match can start in a complete text (``Anchors``); None when not known.
     anchors: Anchors | None = None
+    #: Every text a pattern matches, when they are a few literals none of which begins
+    #: another (``finite_texts``); None otherwise, and for literals.
+    finite: tuple[str, ...] | None = None
     #: The anchors' literals as a trie (``_trie_source``): finds where one, or a beginning
     #: of one that ends the text, begins; the streaming search tries only the starts there.
     anchor_trie: re.Pattern[str] | None = None
@@ -223,6 +227,7 @@ class Delimiter:
             anchor_trie=anchor_trie,
             required=required_literals(source),
             end=end,
+            finite=finite_texts(source),
         )
         if not is_context_sensitive(delimiter):
             delimiter = cls(
@@ -238,6 +243,7 @@ class Delimiter:
                 token_loop=find_token_loop(source),
                 required=delimiter.required,
                 end=end,
+                finite=delimiter.finite,
             )
         return delimiter
 
@@ -729,14 +735,19 @@ class Scanner:
         # then lower priority, then entry order), since the first that matches wins.
         self._literal_search: Callable[[str, int], Any] | None = None
         self._literal_targets: dict[str, int] = {}
+        # A pattern that matches only a few literals none of which begins another
+        # (``Delimiter.finite``: gpt-oss's end of turn) is searched as those literals.
         literals = [
             (-len(literal), priority, index, literal, target)
             for index, (delimiter, target, priority) in enumerate(self._entries)
-            for literal in delimiter.literals
+            for literal in delimiter.literals or delimiter.finite or ()
         ]
         if (
             literals
-            and all(not delimiter.is_pattern for delimiter, _, _ in self._entries)
+            and all(
+                not delimiter.is_pattern or delimiter.finite is not None
+                for delimiter, _, _ in self._entries
+            )
             and all(literal for *_, literal, _ in literals)
         ):
             literals.sort()
@@ -1008,7 +1019,7 @@ class Scanner:
         if self._short_plan is not None and rest <= _SHORT and rest <= _WINDOW:
             return self._scan_short(buffer, position, no_empty_at, memo)
         groups = self._final_groups
-        if groups is not None and rest > _SHORT:
+        if groups is not None:  # (a short rest with a short plan was searched above)
             # Every match begins with one of the state's anchors, or in a lead run (of
             # spaces) just before one: the next occurrence of any anchor (one search per
             # group of them, see ``_next_anchor``) is where the next match can begin, and the

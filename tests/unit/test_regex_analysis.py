@@ -4,17 +4,20 @@ the one reader now reads: a pattern already written possessively is still analys
 from __future__ import annotations
 
 import pytest
+import regex
 
 from replyparse._regex_analysis import (
     analyse,
     end_literal,
     find_anchors,
     find_token_loop,
+    finite_texts,
     possessive_source,
     required_literals,
     start_literals,
     whitespace_only_as_lead,
 )
+from replyparse._regex_syntax import REGEX_FLAGS
 
 
 @pytest.mark.parametrize(
@@ -110,3 +113,32 @@ def test_start_literals(source: str, expected: set[str] | None) -> None:
     length = 12 if "commentary" in source else 64
     found = start_literals(source, length)
     assert found == (None if expected is None else frozenset(expected))
+
+
+@pytest.mark.parametrize(
+    ("source", "texts"),
+    [
+        (r"\[TOOL_CALLS\]", ("[TOOL_CALLS]",)),
+        (r"</think(?::opensource)?>", ("</think:opensource>", "</think>")),
+        (r"[ab]c|d{2}", ("ac", "bc", "dd")),
+        (
+            r"<\|return\|>|<\|start\|>(?:user|functions\.)",
+            ("<|return|>", "<|start|>functions.", "<|start|>user"),
+        ),
+        (r"ab|abc", None),  # one begins another: the regex takes the first, literals the longest
+        (r"a{2,3}", None),
+        (r"a(?P<x>b)", None),  # a named group: the match's groups are needed
+        (r"x(?=y)", None),  # an assertion
+        (r"(?>a|b)c", None),  # atomic: not every way is tried
+        (r"a?+b", None),  # possessive
+        (r"a\s*", None),  # unbounded
+        (r"[\w]x", None),  # a wide class
+        (r"(?:x|)", None),  # the empty text
+    ],
+)
+def test_finite_texts(source: str, texts: tuple[str, ...] | None) -> None:
+    assert finite_texts(source) == texts
+    if texts is not None:
+        # The texts are exactly what the pattern matches.
+        compiled = regex.compile(source, REGEX_FLAGS)
+        assert all(compiled.fullmatch(text) for text in texts)
