@@ -667,8 +667,11 @@ class Scanner:
         "_first_chars",
         "_lead_cache",
         "_leads",
+        "_led_search",
+        "_led_targets",
         "_literal_search",
         "_literal_targets",
+        "_pattern_starts",
         "_safe_chars",
         "_scan_entries",
         "_short_alternatives",
@@ -832,6 +835,34 @@ class Scanner:
                     )
                     for group in groups.values()
                 )
+        # ``next_final``'s search where the anchors all begin with one character and no
+        # pattern has a lead run (qwen3's content: ``<think>`` opens a pattern among
+        # literals): every literal and every pattern's anchor in one alternation, longest
+        # first, so that the text it finds is, at its start, the longest literal there; when
+        # no pattern's anchor begins there too, that literal's match is the one to act on.
+        self._led_search: Callable[[str, int], Any] | None = None
+        self._led_targets: dict[str, int] = {}
+        self._pattern_starts: tuple[str, ...] = ()
+        groups_found = self._final_groups
+        if (
+            self._literal_search is None
+            and groups_found is not None
+            and len(groups_found) == 1
+            and not self._leads
+        ):
+            starts = {
+                literal
+                for delimiter, _, _ in self._entries
+                if delimiter.literals == () and delimiter.anchors is not None
+                for literal in delimiter.anchors.literals
+            }
+            texts = {literal for *_, literal, _ in literals} | starts
+            self._pattern_starts = tuple(sorted(starts))
+            self._led_search = re.compile(
+                "|".join(re.escape(text) for text in sorted(texts, key=lambda t: (-len(t), t)))
+            ).search
+            for *_, literal, target in sorted(literals):
+                self._led_targets.setdefault(literal, target)  # the best ranked wins
         #: The characters that can begin a delimiter match (sorted, in one string), when
         #: they and ``lead_chars`` are all that ``safe_length`` looks at: a text holding
         #: none of them, and not ending in a lead character, is safe whole (a test the
@@ -1018,6 +1049,20 @@ class Scanner:
         rest = len(buffer) - position
         if self._short_plan is not None and rest <= _SHORT and rest <= _WINDOW:
             return self._scan_short(buffer, position, no_empty_at, memo)
+        led = self._led_search
+        if led is not None:
+            while True:
+                found = led(buffer, position)
+                if found is None:
+                    return None
+                start = found.start()
+                target = self._led_targets.get(found.group())
+                if target is not None and not buffer.startswith(self._pattern_starts, start):
+                    return start, found.end(), target, _NO_GROUPS
+                best = self._match_between(buffer, start, start, no_empty_at, memo)
+                if best is not None:
+                    return best
+                position = start + 1
         groups = self._final_groups
         if groups is not None:  # (a short rest with a short plan was searched above)
             # Every match begins with one of the state's anchors, or in a lead run (of

@@ -108,3 +108,50 @@ def test_scan_final_equals_scan(data: st.DataObject) -> None:
             position = max(expected.end, position + 1)
             if position > len(text):
                 break
+
+
+def _led_scanner() -> Scanner:
+    # Anchors all begin with "<", no lead run: ``next_final`` searches every literal and
+    # pattern anchor at once (``_led_search``). A literal that begins a pattern's anchor
+    # (<tool), one that is a pattern's anchor (<tool_call>), a pattern that may fail at its
+    # anchor (<think> then a letter), and ties of equal starts.
+    delimiter = _scanner.Delimiter
+    return Scanner(
+        [
+            (delimiter.from_pattern(r"<think>(?:\s*<think>)?"), 0, 1),
+            (delimiter.from_literals("<tool_call>"), 1, 2),
+            (delimiter.from_pattern(r"<tool_call>\s*<function=(?P<name>\w+)>"), 2, 3),
+            (delimiter.from_literals("<tool"), 3, 4),
+            (delimiter.from_pattern(r"<thinks[a-z]>"), 4, 5),
+            (delimiter.from_literals(["<|im_end|>", "<|endoftext|>"]), 5, 0),
+        ]
+    )
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "a <tool b <tool_call> c",
+        "x <tool_call>\n<function=f> y",
+        "x <tool_call>\n<function=> y <|im_end|>",
+        "<think>  <think> z <thinksq> <thinks1> <think>",
+        "<|endoftext|><|im_end|><to <tool",
+        "<th<think>\n",
+    ],
+)
+@pytest.mark.parametrize("short", [0, _scanner._SHORT])  # 0: short texts searched so too
+def test_one_search_for_literals_and_anchors_finds_what_scan_does(text: str, short: int) -> None:
+    scanner = _led_scanner()
+    assert scanner._led_search is not None
+    position = 0
+    memo: dict[Any, Any] = {}
+    found = 0
+    with mock.patch.object(_scanner, "_SHORT", short):
+        while True:
+            expected = scanner.scan(text, position, final=True)[1]
+            assert scanner.scan_final(text, position, memo) == expected, (text, position)
+            if expected is None:
+                break
+            found += 1
+            position = max(expected.end, position + 1)
+    assert found
