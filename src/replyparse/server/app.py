@@ -25,7 +25,7 @@ import time
 import warnings
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, NamedTuple, TypeVar
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -54,7 +54,7 @@ from replyparse.server.errors import Api, ApiError, to_api_error
 from replyparse.server.feeding import feed
 from replyparse.server.limits import Limits, decode_body
 from replyparse.server.structured import log_content_problems
-from replyparse.server.tool_search import prepare_search, respond_with_search
+from replyparse.server.tool_search import SearchTurn, prepare_search, respond_with_search
 from replyparse.server.turn import Turn, read_turn
 from replyparse.template import ResponseTemplate
 from replyparse.tools import normalize_tools
@@ -151,6 +151,14 @@ def _responses_usage(usage: Mapping[str, int] | None) -> dict[str, Any] | None:
     }
 
 
+class _Prepared(NamedTuple):
+    """A request ready to generate: its turn, its stream and what to ask the backend."""
+
+    turn: Turn
+    stream: ChatCompletionStream | ResponsesStream
+    generation_request: GenerationRequest
+
+
 class _Outcome:
     """What a generation ended with, gathered while streaming."""
 
@@ -232,8 +240,8 @@ class _Handler:
             )
         return ResponsesStream(self.config.template, **settings)
 
-    async def body(self, request: Request) -> Any:
-        """The decoded JSON body, read no further than the size limit (a 413 past it)."""
+    async def body(self, request: Request) -> bytes:
+        """The raw request body, read no further than the size limit (a 413 past it)."""
         limit = self.config.limits.max_body_bytes
         declared = request.headers.get("content-length", "")
         if declared.isdigit() and int(declared) > limit:
@@ -255,8 +263,7 @@ class _Handler:
                     code="request_too_large",
                 )
             chunks.append(chunk)
-        # Off the event loop: the nesting scan and decoding are linear, but a body can be big.
-        return await asyncio.to_thread(decode_body, b"".join(chunks), self.config.limits)
+        return b"".join(chunks)
 
     def read(self, body: Any, api: Api) -> Turn:
         """Read the turn and check its model."""
@@ -270,29 +277,32 @@ class _Handler:
             )
         return turn
 
-    def prepare(self, turn: Turn) -> tuple[str, ChatCompletionStream | ResponsesStream]:
-        """Render the prompt and build the stream (run in a worker thread: the chat template
-        and the request's patterns cost time the event loop must not spend).
+    def prepare(self, raw: bytes, api: Api) -> _Prepared | SearchTurn:
+        """Everything a request needs before generation, in one worker-thread call (the
+        decoding, the chat template and the request's patterns cost time the event loop must
+        not spend, and each thread hop costs the loop a wake-up): decode and read the body,
+        then either its tool search or its prompt, stream and generation request.
         """
+        body = decode_body(raw, self.config.limits)
+        turn = self.read(body, api)
+        search = prepare_search(turn, body)  # tool_search / defer_loading: its own rounds
+        if search is not None:
+            return search
         prompt = self.prompt(turn)
-        return prompt, self.stream(turn, prompt)
+        return _Prepared(turn, self.stream(turn, prompt), self.generation_request(turn, prompt))
 
     # -- routes -------------------------------------------------------------------------------
 
     async def handle(self, request: Request, api: Api) -> Response:
         try:
-            body = await self.body(request)
-            turn = await asyncio.to_thread(self.read, body, api)
-            # tool_search / defer_loading: its own rounds
-            search = await asyncio.to_thread(prepare_search, turn, body)
-            if search is not None:
+            prepared = await asyncio.to_thread(self.prepare, await self.body(request), api)
+            if isinstance(prepared, SearchTurn):
                 return await respond_with_search(
-                    self, search, quietly=_quietly, usage=_responses_usage, log_issues=_log_issues
+                    self, prepared, quietly=_quietly, usage=_responses_usage, log_issues=_log_issues
                 )
-            prompt, stream = await asyncio.to_thread(self.prepare, turn)
-            request_ = await asyncio.to_thread(self.generation_request, turn, prompt)
+            turn, stream, generation_request = prepared
             try:
-                generation = await self.config.backend.start(request_)
+                generation = await self.config.backend.start(generation_request)
             except BackendError as error:
                 raise _backend_api_error(error) from None
         except Exception as error:  # every failure before generation is an error object
