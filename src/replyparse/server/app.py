@@ -42,12 +42,11 @@ from replyparse.openai import (
     ResponsesStream,
     ToolCallRuleError,
     call_id_factory,
-    chat_sse,
     fold_call_preambles,
-    responses_sse,
     to_chat_completion,
     to_response,
 )
+from replyparse.openai.sse import chat_sse_body, responses_sse_body
 from replyparse.server.backends import Backend, BackendError, Delta, Generation, GenerationRequest
 from replyparse.server.constraints import grammar_fields
 from replyparse.server.errors import Api, ApiError, to_api_error
@@ -376,17 +375,18 @@ class _Handler:
 
     async def chat_events(
         self, stream: ChatCompletionStream, generation: Generation, turn: Turn
-    ) -> AsyncIterator[str]:
+    ) -> AsyncIterator[bytes]:
+        # One body per generation piece (its frames joined: one write), none for a piece
+        # that renders no chunk.
         outcome = _Outcome()
         try:
-            for frame in chat_sse(stream.start(), done=False):
-                yield frame
+            yield chat_sse_body(stream.start(), done=False)
             async for delta in generation:
                 outcome.note(delta)
                 if delta.text:
-                    pieces = await feed(stream, delta.text)
-                    for frame in chat_sse(pieces, done=False):
-                        yield frame
+                    chunks = await feed(stream, delta.text)
+                    if chunks:
+                        yield chat_sse_body(chunks, done=False)
             usage = _chat_usage(outcome.usage) if turn.include_usage else None
             chunks = await asyncio.to_thread(
                 _quietly,
@@ -395,27 +395,24 @@ class _Handler:
             )
             _log_issues(stream)
             log_content_problems(turn.response_format, stream.message)
-            for frame in chat_sse(chunks):
-                yield frame
+            yield chat_sse_body(chunks)
         except Exception as error:
-            for frame in chat_sse(_chat_failure(stream, _failure(error, "chat"))):
-                yield frame
+            yield chat_sse_body(_chat_failure(stream, _failure(error, "chat")))
         finally:
             await generation.aclose()
 
     async def responses_events(
         self, stream: ResponsesStream, generation: Generation, turn: Turn
-    ) -> AsyncIterator[str]:
+    ) -> AsyncIterator[bytes]:
         outcome = _Outcome()
         try:
-            for frame in responses_sse(turn.stamp_events(stream.start())):
-                yield frame
+            yield responses_sse_body(turn.stamp_events(stream.start()))
             async for delta in generation:
                 outcome.note(delta)
                 if delta.text:
-                    pieces = await feed(stream, delta.text)
-                    for frame in responses_sse(turn.stamp_events(pieces)):
-                        yield frame
+                    events = await feed(stream, delta.text)
+                    if events:
+                        yield responses_sse_body(turn.stamp_events(events))
             usage = _responses_usage(outcome.usage)
             events = await asyncio.to_thread(
                 _quietly,
@@ -424,12 +421,10 @@ class _Handler:
             )
             _log_issues(stream)
             log_content_problems(turn.response_format, stream.message)
-            for frame in responses_sse(turn.stamp_events(events)):
-                yield frame
+            yield responses_sse_body(turn.stamp_events(events))
         except Exception as error:
             failure = _responses_failure(stream, _failure(error, "responses"))
-            for frame in responses_sse(turn.stamp_events(failure)):
-                yield frame
+            yield responses_sse_body(turn.stamp_events(failure))
         finally:
             await generation.aclose()
 
