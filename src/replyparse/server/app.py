@@ -25,7 +25,7 @@ import time
 import warnings
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, NamedTuple, TypeVar
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -42,19 +42,18 @@ from replyparse.openai import (
     ResponsesStream,
     ToolCallRuleError,
     call_id_factory,
-    chat_sse,
     fold_call_preambles,
-    responses_sse,
     to_chat_completion,
     to_response,
 )
+from replyparse.openai.sse import chat_sse_body, responses_sse_body
 from replyparse.server.backends import Backend, BackendError, Delta, Generation, GenerationRequest
 from replyparse.server.constraints import grammar_fields
 from replyparse.server.errors import Api, ApiError, to_api_error
 from replyparse.server.feeding import feed
 from replyparse.server.limits import Limits, decode_body
 from replyparse.server.structured import log_content_problems
-from replyparse.server.tool_search import prepare_search, respond_with_search
+from replyparse.server.tool_search import SearchTurn, prepare_search, respond_with_search
 from replyparse.server.turn import Turn, read_turn
 from replyparse.template import ResponseTemplate
 from replyparse.tools import normalize_tools
@@ -151,6 +150,14 @@ def _responses_usage(usage: Mapping[str, int] | None) -> dict[str, Any] | None:
     }
 
 
+class _Prepared(NamedTuple):
+    """A request ready to generate: its turn, its stream and what to ask the backend."""
+
+    turn: Turn
+    stream: ChatCompletionStream | ResponsesStream
+    generation_request: GenerationRequest
+
+
 class _Outcome:
     """What a generation ended with, gathered while streaming."""
 
@@ -232,8 +239,8 @@ class _Handler:
             )
         return ResponsesStream(self.config.template, **settings)
 
-    async def body(self, request: Request) -> Any:
-        """The decoded JSON body, read no further than the size limit (a 413 past it)."""
+    async def body(self, request: Request) -> bytes:
+        """The raw request body, read no further than the size limit (a 413 past it)."""
         limit = self.config.limits.max_body_bytes
         declared = request.headers.get("content-length", "")
         if declared.isdigit() and int(declared) > limit:
@@ -255,8 +262,7 @@ class _Handler:
                     code="request_too_large",
                 )
             chunks.append(chunk)
-        # Off the event loop: the nesting scan and decoding are linear, but a body can be big.
-        return await asyncio.to_thread(decode_body, b"".join(chunks), self.config.limits)
+        return b"".join(chunks)
 
     def read(self, body: Any, api: Api) -> Turn:
         """Read the turn and check its model."""
@@ -270,29 +276,32 @@ class _Handler:
             )
         return turn
 
-    def prepare(self, turn: Turn) -> tuple[str, ChatCompletionStream | ResponsesStream]:
-        """Render the prompt and build the stream (run in a worker thread: the chat template
-        and the request's patterns cost time the event loop must not spend).
+    def prepare(self, raw: bytes, api: Api) -> _Prepared | SearchTurn:
+        """Everything a request needs before generation, in one worker-thread call (the
+        decoding, the chat template and the request's patterns cost time the event loop must
+        not spend, and each thread hop costs the loop a wake-up): decode and read the body,
+        then either its tool search or its prompt, stream and generation request.
         """
+        body = decode_body(raw, self.config.limits)
+        turn = self.read(body, api)
+        search = prepare_search(turn, body)  # tool_search / defer_loading: its own rounds
+        if search is not None:
+            return search
         prompt = self.prompt(turn)
-        return prompt, self.stream(turn, prompt)
+        return _Prepared(turn, self.stream(turn, prompt), self.generation_request(turn, prompt))
 
     # -- routes -------------------------------------------------------------------------------
 
     async def handle(self, request: Request, api: Api) -> Response:
         try:
-            body = await self.body(request)
-            turn = await asyncio.to_thread(self.read, body, api)
-            # tool_search / defer_loading: its own rounds
-            search = await asyncio.to_thread(prepare_search, turn, body)
-            if search is not None:
+            prepared = await asyncio.to_thread(self.prepare, await self.body(request), api)
+            if isinstance(prepared, SearchTurn):
                 return await respond_with_search(
-                    self, search, quietly=_quietly, usage=_responses_usage, log_issues=_log_issues
+                    self, prepared, quietly=_quietly, usage=_responses_usage, log_issues=_log_issues
                 )
-            prompt, stream = await asyncio.to_thread(self.prepare, turn)
-            request_ = await asyncio.to_thread(self.generation_request, turn, prompt)
+            turn, stream, generation_request = prepared
             try:
-                generation = await self.config.backend.start(request_)
+                generation = await self.config.backend.start(generation_request)
             except BackendError as error:
                 raise _backend_api_error(error) from None
         except Exception as error:  # every failure before generation is an error object
@@ -366,17 +375,18 @@ class _Handler:
 
     async def chat_events(
         self, stream: ChatCompletionStream, generation: Generation, turn: Turn
-    ) -> AsyncIterator[str]:
+    ) -> AsyncIterator[bytes]:
+        # One body per generation piece (its frames joined: one write), none for a piece
+        # that renders no chunk.
         outcome = _Outcome()
         try:
-            for frame in chat_sse(stream.start(), done=False):
-                yield frame
+            yield chat_sse_body(stream.start(), done=False)
             async for delta in generation:
                 outcome.note(delta)
                 if delta.text:
-                    pieces = await feed(stream, delta.text)
-                    for frame in chat_sse(pieces, done=False):
-                        yield frame
+                    chunks = await feed(stream, delta.text)
+                    if chunks:
+                        yield chat_sse_body(chunks, done=False)
             usage = _chat_usage(outcome.usage) if turn.include_usage else None
             chunks = await asyncio.to_thread(
                 _quietly,
@@ -385,27 +395,24 @@ class _Handler:
             )
             _log_issues(stream)
             log_content_problems(turn.response_format, stream.message)
-            for frame in chat_sse(chunks):
-                yield frame
+            yield chat_sse_body(chunks)
         except Exception as error:
-            for frame in chat_sse(_chat_failure(stream, _failure(error, "chat"))):
-                yield frame
+            yield chat_sse_body(_chat_failure(stream, _failure(error, "chat")))
         finally:
             await generation.aclose()
 
     async def responses_events(
         self, stream: ResponsesStream, generation: Generation, turn: Turn
-    ) -> AsyncIterator[str]:
+    ) -> AsyncIterator[bytes]:
         outcome = _Outcome()
         try:
-            for frame in responses_sse(turn.stamp_events(stream.start())):
-                yield frame
+            yield responses_sse_body(turn.stamp_events(stream.start()))
             async for delta in generation:
                 outcome.note(delta)
                 if delta.text:
-                    pieces = await feed(stream, delta.text)
-                    for frame in responses_sse(turn.stamp_events(pieces)):
-                        yield frame
+                    events = await feed(stream, delta.text)
+                    if events:
+                        yield responses_sse_body(turn.stamp_events(events))
             usage = _responses_usage(outcome.usage)
             events = await asyncio.to_thread(
                 _quietly,
@@ -414,12 +421,10 @@ class _Handler:
             )
             _log_issues(stream)
             log_content_problems(turn.response_format, stream.message)
-            for frame in responses_sse(turn.stamp_events(events)):
-                yield frame
+            yield responses_sse_body(turn.stamp_events(events))
         except Exception as error:
             failure = _responses_failure(stream, _failure(error, "responses"))
-            for frame in responses_sse(turn.stamp_events(failure)):
-                yield frame
+            yield responses_sse_body(turn.stamp_events(failure))
         finally:
             await generation.aclose()
 

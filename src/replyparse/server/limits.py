@@ -13,7 +13,9 @@ Pure: no I/O.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
+from itertools import accumulate
 from typing import Any
 
 from replyparse.server.errors import ApiError
@@ -41,8 +43,32 @@ class Limits:
     max_prompt_chars: int = 4 * 1024 * 1024
 
 
+#: Every byte but JSON's brackets (deleted before the nesting screen counts them).
+_NOT_BRACKETS = bytes(byte for byte in range(256) if byte not in b"[]{}")
+#: The depth step of each bracket byte.
+_STEP = [0] * 256
+_STEP[0x5B] = _STEP[0x7B] = 1  # [ {
+_STEP[0x5D] = _STEP[0x7D] = -1  # ] }
+#: A ``\\u`` escape of a UTF-16 surrogate (``\\ud800``-``\\udfff``).
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+
+
+def _may_nest_deeper(raw: bytes, max_depth: int) -> bool:
+    """A screen in C-speed steps: False when ``raw`` cannot nest deeper than ``max_depth``.
+
+    The brackets outside strings are counted, strings found by splitting at quotes once the
+    escaped backslashes and quotes are gone (escapes pair left to right, as in JSON). Up to
+    the first syntax error, where ``json.loads`` stops, that is exactly JSON's nesting.
+    """
+    unescaped = raw.replace(b"\\\\", b"").replace(b'\\"', b"")
+    outside = b"".join(unescaped.split(b'"')[0::2])
+    brackets = outside.translate(None, _NOT_BRACKETS)
+    return max(accumulate(map(_STEP.__getitem__, brackets)), default=0) > max_depth
+
+
 def _depth_error(raw: bytes, max_depth: int) -> str | None:
-    """Where the JSON text ``raw`` nests deeper than ``max_depth``, or None."""
+    """Where the JSON text ``raw`` nests deeper than ``max_depth``, or None (a byte-wise
+    scan, run only when :func:`_may_nest_deeper` says it may)."""
     depth = 0
     in_string = False
     escaped = False
@@ -63,6 +89,19 @@ def _depth_error(raw: bytes, max_depth: int) -> str | None:
         elif byte in (0x5D, 0x7D):
             depth -= 1
     return None
+
+
+def _may_hold_surrogates(raw: bytes) -> bool:
+    """Whether the decoded ``raw`` can hold a surrogate at all: only through a ``\\u``
+    escape of one, an encoded one (which strict UTF-8 refuses; ``json.loads`` lets it
+    through) or a UTF-16/32 body (which has NUL bytes: JSON's structure is ASCII)."""
+    if b"\x00" in raw or _SURROGATE_ESCAPE.search(raw) is not None:
+        return True
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return True
+    return False
 
 
 def _lone_surrogate(value: Any) -> str | None:
@@ -102,7 +141,8 @@ def decode_body(raw: bytes, limits: Limits) -> Any:
             status=413,
             code="request_too_large",
         )
-    where = _depth_error(raw, limits.max_depth)
+    max_depth = limits.max_depth
+    where = _depth_error(raw, max_depth) if _may_nest_deeper(raw, max_depth) else None
     if where is not None:
         raise ApiError(
             f"the request body nests deeper than {limits.max_depth} levels {where} "
@@ -124,7 +164,7 @@ def decode_body(raw: bytes, limits: Limits) -> Any:
         ) from None
     except RecursionError:  # pragma: no cover - the depth check comes first
         raise ApiError("the request body nests too deeply", code="nesting_too_deep") from None
-    path = _lone_surrogate(body)
+    path = _lone_surrogate(body) if _may_hold_surrogates(raw) else None
     if path is not None:
         param = path[2:] if path.startswith("$.") else path
         raise ApiError(

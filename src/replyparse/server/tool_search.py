@@ -39,11 +39,12 @@ from typing import Any, Protocol
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from replyparse.errors import ResponseParseError, ToolDefinitionError
-from replyparse.openai import ResponsesStream, ToolCallRuleError, responses_sse
+from replyparse.openai import ResponsesStream, ToolCallRuleError
 from replyparse.openai._calls import ToolIndex
 from replyparse.openai._ids import RESPONSE_PREFIX, random_id
 from replyparse.openai.messages import from_responses_input
 from replyparse.openai.rules import parse_tool_choice
+from replyparse.openai.sse import responses_sse_body
 from replyparse.openai.tool_search import (
     SEARCH_CALL_PREFIX,
     SEARCH_OUTPUT_PREFIX,
@@ -504,7 +505,7 @@ def _error_response(error: Exception) -> Response:
     return JSONResponse(api_error.body(), status_code=api_error.status)
 
 
-async def _streamed(loop: _Loop, started: _Started) -> AsyncIterator[str]:
+async def _streamed(loop: _Loop, started: _Started) -> AsyncIterator[bytes]:
     first = True
     stream: ResponsesStream | None = None
     next_round: _Started | None = started
@@ -512,26 +513,22 @@ async def _streamed(loop: _Loop, started: _Started) -> AsyncIterator[str]:
         while True:
             stream, generation, round_ = next_round or await loop.start()
             next_round = None
-            for frame in responses_sse(loop.events(stream.start(), first)):
-                yield frame
+            yield responses_sse_body(loop.events(stream.start(), first))
             first = False
             async for events in _drain(stream, generation, round_):
-                for frame in responses_sse(loop.events(events, False)):
-                    yield frame
+                if events:
+                    yield responses_sse_body(loop.events(events, False))
             events = await asyncio.to_thread(_finish, loop, stream, round_)
             response = events[-1]["response"]
-            for frame in responses_sse(loop.events(events, False)):
-                yield frame
+            yield responses_sse_body(loop.events(events, False))
             outputs, go_on = await asyncio.to_thread(loop.finish_round, response, round_)
-            for frame in responses_sse(loop.output_events(outputs)):
-                yield frame
+            yield responses_sse_body(loop.output_events(outputs))
             if not go_on:
                 status = response["status"]
                 final = loop.final_response(response)
-                for frame in responses_sse(
+                yield responses_sse_body(
                     [loop.number({"type": f"response.{status}", "response": final})]
-                ):
-                    yield frame
+                )
                 return
     except Exception as error:
         message = _failure(error)
@@ -542,10 +539,9 @@ async def _streamed(loop: _Loop, started: _Started) -> AsyncIterator[str]:
             failed = loop.echo(stream.fail(message)[-1]["response"], loop.output)
         failed["error"] = {"code": "server_error", "message": message}
         error_event = {"type": "error", "code": "server_error", "message": message, "param": None}
-        for frame in responses_sse(
+        yield responses_sse_body(
             [loop.number(error_event), loop.number({"type": "response.failed", "response": failed})]
-        ):
-            yield frame
+        )
 
 
 def _failure(error: Exception) -> str:
