@@ -1008,7 +1008,16 @@ class ToolCallStreamer:
                 elif self.name is None:
                     self._buffered.append(StringPart(path, text))
                 return
-            for token in scanner.feed(text):
+            tokens = scanner.feed(text)
+            writer = self._writer
+            if self.name is not None:
+                # The name is known (most feeds): only the writer reads the tokens.
+                if tokens and isinstance(writer, (_JsonArgumentsWriter, _JsonInputWriter)):
+                    handle = writer.handle
+                    body = self._body
+                    self._pending += [handle(token, body) for token in tokens]
+                return
+            for token in tokens:
                 if (
                     self.name is None
                     and self._shape.name_path is not None
@@ -1052,6 +1061,19 @@ class ToolCallStreamer:
             return self.take()
         if fragment:
             self._emitted.append(fragment)
+        return fragment
+
+    def feed_take(self, text: str) -> str:
+        """``feed(text)`` then ``take()``: the fragment ``text`` completes (possibly empty),
+        read through :meth:`feed_string` where it takes the piece.
+
+        The streams' per-delta path for the open call's body (issue 13): every chunk of a
+        started call is this.
+        """
+        fragment = self.feed_string(text)
+        if fragment is None:
+            self.feed(text)
+            fragment = self.take()
         return fragment
 
     def take(self) -> str:

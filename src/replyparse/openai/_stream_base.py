@@ -104,8 +104,9 @@ class StreamBase:
             # them but without building its updates: no event; one clean chunk of text
             # within a capture (appended to the tracker's ``joining_nothing`` pieces; the
             # update would be ``TextDelta(field, text)``), rendered by :meth:`_render_text`;
-            # one chunk of the open call's body that its ``open_arguments`` reads (the
-            # update would be ``CallDelta``), rendered by :meth:`_render_arguments`.
+            # one chunk of the body of a call whose name is known, read by the tracker's
+            # ``open_arguments`` (the update would be ``CallDelta``), rendered by
+            # :meth:`_render_arguments`.
             # Anything else goes through the tracker's updates.
             events = self._parser_feed(text)
             if not events:
@@ -125,10 +126,9 @@ class StreamBase:
                         open_arguments = tracker.open_arguments
                         if open_arguments is not None:
                             fragment = open_arguments(chunk)
-                            if fragment is not None:
-                                if not fragment:
-                                    return []
-                                return self._render_arguments(tracker.open_position, fragment)
+                            if not fragment:
+                                return []
+                            return self._render_arguments(tracker.open_position, fragment)
             return self._render_updates(self._tracker.handle(events))
         self._check_open("feed")
         updates = self._tracker.handle(self._parser.feed(text))
