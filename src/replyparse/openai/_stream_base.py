@@ -149,9 +149,12 @@ class StreamBase:
         """Render the updates of one ``feed``."""
         raise NotImplementedError  # pragma: no cover - each adapter renders
 
-    def _finish_updates(self, partial: bool = False) -> tuple[dict[str, Any], list[Update]]:
-        """Finalize the parser (``partial``: the generation was cut): the message and the
-        last updates."""
+    def _finish_updates(
+        self, partial: bool = False
+    ) -> tuple[dict[str, Any], list[Update], list[ResolvedCall]]:
+        """Finalize the parser (``partial``: the generation was cut): the message, the last
+        updates and the message's calls, resolved (once: the tracker and the rules read
+        them)."""
         self._check_open("finish")
         message, events = self._parser.finalize(partial=partial)
         self._mark_done()
@@ -160,12 +163,10 @@ class StreamBase:
         self._tracker.partial = partial
         updates += self._tracker.handle(events)
         self._tracker.partial = False
-        updates += self._tracker.finish(message)
         _use_streamed_arguments(message, self._tracker.finished_calls)
-        return message, updates
-
-    def _resolve_calls(self, message: Mapping[str, Any]) -> list[ResolvedCall]:
-        return resolve_calls(message, self._request.tools)
+        calls = resolve_calls(message, self._request.tools)
+        updates += self._tracker.finish(message, calls)
+        return message, updates, calls
 
     def _check_rules(self, calls: list[ResolvedCall], output: list[dict[str, Any]]) -> None:
         """Check the calls against the request; report (warn, or raise with ``output``)."""

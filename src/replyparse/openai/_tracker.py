@@ -15,14 +15,14 @@ from __future__ import annotations
 
 import dataclasses
 import warnings
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from replyparse.coercion import coerce_to_schema
 from replyparse.events import Event
 from replyparse.openai._arguments import ToolCallShape, ToolCallStreamer, analyze_tool_call_field
-from replyparse.openai._calls import ResolvedCall, ToolIndex, resolve_call, resolve_calls
+from replyparse.openai._calls import ResolvedCall, ToolIndex, resolve_call
 from replyparse.openai._ids import CALL_PREFIX, IdFactory
 from replyparse.openai.errors import StreamConsistencyWarning
 from replyparse.openai.messages import (
@@ -358,8 +358,9 @@ class MessageTracker:
                     self._lenient = False
         return updates
 
-    def finish(self, message: Mapping[str, Any]) -> list[Update]:
-        """Reconcile with the final message: send any text the events did not carry."""
+    def finish(self, message: Mapping[str, Any], calls: Sequence[ResolvedCall]) -> list[Update]:
+        """Reconcile with the final message (``calls``: its calls, resolved): send any text
+        the events did not carry."""
         updates: list[Update] = []
         for key in TEXT_KEYS:
             final = message_text(message, key)
@@ -371,10 +372,8 @@ class MessageTracker:
                     updates.append(TextDelta(key, final[len(streamed) :]))
             else:
                 _warn(f"{key}: streamed {streamed!r:.200} is not a prefix of {final!r:.200}")
-        expected = resolve_calls(message, self._tools)
-        if len(expected) != len(self.finished_calls):
+        if len(calls) != len(self.finished_calls):
             _warn(
-                f"tool calls: {len(self.finished_calls)} streamed but the message has "
-                f"{len(expected)}"
+                f"tool calls: {len(self.finished_calls)} streamed but the message has {len(calls)}"
             )
         return updates
