@@ -1064,17 +1064,13 @@ class ToolCallStreamer:
         return fragment
 
     def feed_take(self, text: str) -> str:
-        """``feed(text)`` then ``take()``: the fragment ``text`` completes (possibly empty),
-        read through :meth:`feed_string` where it takes the piece.
+        """``feed(text)`` then ``take()``: the fragment ``text`` completes (possibly empty).
 
-        The streams' per-delta path for the open call's body (issue 13): every chunk of a
-        started call is this.
+        The streams' per-delta path for a chunk of the open call's body that
+        :meth:`feed_string` does not take (issue 13).
         """
-        fragment = self.feed_string(text)
-        if fragment is None:
-            self.feed(text)
-            fragment = self.take()
-        return fragment
+        self.feed(text)
+        return self.take()
 
     def take(self) -> str:
         """Return the fragment text produced since the last call (possibly empty)."""

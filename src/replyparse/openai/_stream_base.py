@@ -101,16 +101,14 @@ class StreamBase:
         if self._live:
             # The most common deltas, once the stream has started (issue 13: building the
             # updates cost as much as the rest of the delta), read as the tracker reads
-            # them but without building its updates: no event; one clean chunk of text
-            # within a capture (appended to the tracker's ``joining_nothing`` pieces; the
-            # update would be ``TextDelta(field, text)``), rendered by :meth:`_render_text`;
+            # them but without building its updates: one clean chunk of text within a
+            # capture (appended to the tracker's ``joining_nothing`` pieces; the update
+            # would be ``TextDelta(field, text)``), rendered by :meth:`_render_text`;
             # one chunk of the body of a call whose name is known, read by the tracker's
-            # ``open_arguments`` (the update would be ``CallDelta``), rendered by
-            # :meth:`_render_arguments`.
-            # Anything else goes through the tracker's updates.
+            # ``open_arguments`` or ``open_body`` (the update would be ``CallDelta``),
+            # rendered by :meth:`_render_arguments`; no event. Anything else goes through
+            # the tracker's updates.
             events = self._parser_feed(text)
-            if not events:
-                return []
             if len(events) == 1:
                 event = events[0]
                 if event["type"] == "region_chunk":
@@ -126,9 +124,13 @@ class StreamBase:
                         open_arguments = tracker.open_arguments
                         if open_arguments is not None:
                             fragment = open_arguments(chunk)
+                            if fragment is None:
+                                fragment = tracker.open_body(chunk)
                             if not fragment:
                                 return []
                             return self._render_arguments(tracker.open_position, fragment)
+            elif not events:
+                return []
             return self._render_updates(self._tracker.handle(events))
         self._check_open("feed")
         updates = self._tracker.handle(self._parser.feed(text))
