@@ -218,6 +218,40 @@ def test_validate_arguments_agrees_with_jsonschema() -> None:
         assert ours == theirs, (value, ours, theirs)
 
 
+@pytest.mark.parametrize(
+    ("schema", "agreed"),
+    [
+        ({"type": "object", "properties": {"d": {"$ref": "#/$defs/d"}}, "$defs": {"d": {}}}, True),
+        ({"type": "array", "prefixItems": [True], "items": {"anyOf": [{"const": 1}]}}, True),
+        ({"type": "number", "multipleOf": 2, "description": "even"}, True),
+        ({"type": "number", "multipleOf": 0.1}, False),  # the fallback allows float rounding
+        ({"type": "array", "items": [{"type": "string"}]}, False),  # draft 4-7 tuple form
+        ({"type": "number", "minimum": 0, "exclusiveMinimum": True}, False),  # draft 4 flag
+        ({"properties": {"a": {"propertyNames": {"maxLength": 2}}}}, False),  # not read by both
+        ({"$ref": "https://example.com/schema"}, False),
+    ],
+)
+def test_the_fallback_alone_passes_only_schemas_both_validators_read_alike(
+    schema: Any, agreed: bool
+) -> None:
+    # validate_arguments asks the fallback first on such schemas: when it finds nothing,
+    # jsonschema (3x slower) is not asked (issue 13).
+    from replyparse.openai._validation import _agreed
+
+    assert _agreed(schema) is agreed
+    assert _agreed(copy.deepcopy(schema)) is agreed
+
+
+def test_arguments_valid_by_the_fallback_only_are_still_checked_by_jsonschema() -> None:
+    pytest.importorskip("jsonschema")
+    from replyparse.openai._validation import fallback_violations
+
+    schema = {"type": "object", "properties": {"x": {"type": "number", "multipleOf": 0.1}}}
+    arguments = {"x": 0.30000000000000004}  # a multiple within float rounding, not exactly
+    assert fallback_violations(arguments, schema) == []
+    assert [v.path for v in validate_arguments(arguments, schema)] == [("x",)]
+
+
 def test_equal_schemas_share_one_validator() -> None:
     # Every request brings its tools as new objects: the validator (a class per schema,
     # ~2 ms to build) is found by the schema's content, and reads the copy's refs alike.

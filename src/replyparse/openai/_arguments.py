@@ -1008,7 +1008,16 @@ class ToolCallStreamer:
                 elif self.name is None:
                     self._buffered.append(StringPart(path, text))
                 return
-            for token in scanner.feed(text):
+            tokens = scanner.feed(text)
+            writer = self._writer
+            if self.name is not None:
+                # The name is known (most feeds): only the writer reads the tokens.
+                if tokens and isinstance(writer, (_JsonArgumentsWriter, _JsonInputWriter)):
+                    handle = writer.handle
+                    body = self._body
+                    self._pending += [handle(token, body) for token in tokens]
+                return
+            for token in tokens:
                 if (
                     self.name is None
                     and self._shape.name_path is not None
@@ -1053,6 +1062,15 @@ class ToolCallStreamer:
         if fragment:
             self._emitted.append(fragment)
         return fragment
+
+    def feed_take(self, text: str) -> str:
+        """``feed(text)`` then ``take()``: the fragment ``text`` completes (possibly empty).
+
+        The streams' per-delta path for a chunk of the open call's body that
+        :meth:`feed_string` does not take (issue 13).
+        """
+        self.feed(text)
+        return self.take()
 
     def take(self) -> str:
         """Return the fragment text produced since the last call (possibly empty)."""

@@ -101,15 +101,14 @@ class StreamBase:
         if self._live:
             # The most common deltas, once the stream has started (issue 13: building the
             # updates cost as much as the rest of the delta), read as the tracker reads
-            # them but without building its updates: no event; one clean chunk of text
-            # within a capture (appended to the tracker's ``joining_nothing`` pieces; the
-            # update would be ``TextDelta(field, text)``), rendered by :meth:`_render_text`;
-            # one chunk of the open call's body that its ``open_arguments`` reads (the
-            # update would be ``CallDelta``), rendered by :meth:`_render_arguments`.
-            # Anything else goes through the tracker's updates.
+            # them but without building its updates: one clean chunk of text within a
+            # capture (appended to the tracker's ``joining_nothing`` pieces; the update
+            # would be ``TextDelta(field, text)``), rendered by :meth:`_render_text`;
+            # one chunk of the body of a call whose name is known, read by the tracker's
+            # ``open_arguments`` or ``open_body`` (the update would be ``CallDelta``),
+            # rendered by :meth:`_render_arguments`; no event. Anything else goes through
+            # the tracker's updates.
             events = self._parser_feed(text)
-            if not events:
-                return []
             if len(events) == 1:
                 event = events[0]
                 if event["type"] == "region_chunk":
@@ -125,10 +124,13 @@ class StreamBase:
                         open_arguments = tracker.open_arguments
                         if open_arguments is not None:
                             fragment = open_arguments(chunk)
-                            if fragment is not None:
-                                if not fragment:
-                                    return []
-                                return self._render_arguments(tracker.open_position, fragment)
+                            if fragment is None:
+                                fragment = tracker.open_body(chunk)
+                            if not fragment:
+                                return []
+                            return self._render_arguments(tracker.open_position, fragment)
+            elif not events:
+                return []
             return self._render_updates(self._tracker.handle(events))
         self._check_open("feed")
         updates = self._tracker.handle(self._parser.feed(text))
@@ -149,9 +151,12 @@ class StreamBase:
         """Render the updates of one ``feed``."""
         raise NotImplementedError  # pragma: no cover - each adapter renders
 
-    def _finish_updates(self, partial: bool = False) -> tuple[dict[str, Any], list[Update]]:
-        """Finalize the parser (``partial``: the generation was cut): the message and the
-        last updates."""
+    def _finish_updates(
+        self, partial: bool = False
+    ) -> tuple[dict[str, Any], list[Update], list[ResolvedCall]]:
+        """Finalize the parser (``partial``: the generation was cut): the message, the last
+        updates and the message's calls, resolved (once: the tracker and the rules read
+        them)."""
         self._check_open("finish")
         message, events = self._parser.finalize(partial=partial)
         self._mark_done()
@@ -160,12 +165,10 @@ class StreamBase:
         self._tracker.partial = partial
         updates += self._tracker.handle(events)
         self._tracker.partial = False
-        updates += self._tracker.finish(message)
         _use_streamed_arguments(message, self._tracker.finished_calls)
-        return message, updates
-
-    def _resolve_calls(self, message: Mapping[str, Any]) -> list[ResolvedCall]:
-        return resolve_calls(message, self._request.tools)
+        calls = resolve_calls(message, self._request.tools)
+        updates += self._tracker.finish(message, calls)
+        return message, updates, calls
 
     def _check_rules(self, calls: list[ResolvedCall], output: list[dict[str, Any]]) -> None:
         """Check the calls against the request; report (warn, or raise with ``output``)."""

@@ -15,14 +15,14 @@ from __future__ import annotations
 
 import dataclasses
 import warnings
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from replyparse.coercion import coerce_to_schema
 from replyparse.events import Event
 from replyparse.openai._arguments import ToolCallShape, ToolCallStreamer, analyze_tool_call_field
-from replyparse.openai._calls import ResolvedCall, ToolIndex, resolve_call, resolve_calls
+from replyparse.openai._calls import ResolvedCall, ToolIndex, resolve_call
 from replyparse.openai._ids import CALL_PREFIX, IdFactory
 from replyparse.openai.errors import StreamConsistencyWarning
 from replyparse.openai.messages import (
@@ -160,10 +160,10 @@ class MessageTracker:
         self._open: _OpenCall | None = None
         #: While the open call has started (its name is known): its position, and its
         #: streamer's ``feed_string``. The streams' per-delta fast path for arguments
-        #: (``StreamBase.feed``, issue 13) gives it a chunk of the call's body; when it
-        #: returns a fragment (not None), that chunk is read, and its update is
-        #: ``CallDelta(open_position, fragment)`` (none when the fragment is empty), all
-        #: :meth:`handle` would do with it.
+        #: (``StreamBase.feed``, issue 13) gives each chunk of the call's body to it, and to
+        #: :meth:`open_body` when it returns None; the chunk's update is
+        #: ``CallDelta(open_position, fragment)`` of the fragment returned (none when that
+        #: is empty), all :meth:`handle` would do with it.
         self.open_arguments: Callable[[str], str | None] | None = None
         self.open_position = -1
         self._used_ids: set[str] = set()
@@ -273,6 +273,12 @@ class MessageTracker:
             if fragment:
                 updates.append(_new_tuple(CallDelta, (call.position, fragment)))
 
+    def open_body(self, text: str) -> str:
+        """The fragment of ``text``, a chunk of the started call's body that
+        ``open_arguments`` did not take (feed + take)."""
+        assert self._open is not None
+        return self._open.streamer.feed_take(text)
+
     def _finish_call(
         self, resolved: ResolvedCall, call: _OpenCall | None, updates: list[Update]
     ) -> None:
@@ -359,8 +365,9 @@ class MessageTracker:
                     self._lenient = False
         return updates
 
-    def finish(self, message: Mapping[str, Any]) -> list[Update]:
-        """Reconcile with the final message: send any text the events did not carry."""
+    def finish(self, message: Mapping[str, Any], calls: Sequence[ResolvedCall]) -> list[Update]:
+        """Reconcile with the final message (``calls``: its calls, resolved): send any text
+        the events did not carry."""
         updates: list[Update] = []
         for key in TEXT_KEYS:
             final = message_text(message, key)
@@ -372,10 +379,8 @@ class MessageTracker:
                     updates.append(TextDelta(key, final[len(streamed) :]))
             else:
                 _warn(f"{key}: streamed {streamed!r:.200} is not a prefix of {final!r:.200}")
-        expected = resolve_calls(message, self._tools)
-        if len(expected) != len(self.finished_calls):
+        if len(calls) != len(self.finished_calls):
             _warn(
-                f"tool calls: {len(self.finished_calls)} streamed but the message has "
-                f"{len(expected)}"
+                f"tool calls: {len(self.finished_calls)} streamed but the message has {len(calls)}"
             )
         return updates

@@ -271,9 +271,8 @@ class ChatCompletionStream(StreamBase):
             ToolCallRuleError: the calls broke a rule the API guarantees; ``.result`` holds
                 these final chunks. Best-effort rules are warned.
         """
-        message, updates = self._finish_updates(partial=finish_reason == "length")
+        _, updates, calls = self._finish_updates(partial=finish_reason == "length")
         chunks = self._render(updates)
-        calls = self._resolve_calls(message)
         chunks.append(self._chunk({}, finish_reason_for(finish_reason, calls)))
         if usage is not None:
             chunks.append({**self._chunk({}), "choices": [], "usage": dict(usage)})

@@ -374,7 +374,7 @@ class ResponsesStream(StreamBase):
             ToolCallRuleError: the calls broke a rule the API guarantees; ``.result`` holds
                 these final events. Best-effort rules are warned.
         """
-        message, updates = self._finish_updates(partial=finish_reason == "length")
+        _, updates, calls = self._finish_updates(partial=finish_reason == "length")
         events = self._render_updates(updates)
         status, reason = response_status(finish_reason)
         cut = self._items[-1] if status == "incomplete" and self._items else None
@@ -386,7 +386,7 @@ class ResponsesStream(StreamBase):
             usage=usage,
         )
         events.append(self._event(f"response.{status}", response=final))
-        self._check_rules(self._resolve_calls(message), events)
+        self._check_rules(calls, events)
         return events
 
     def fail(self, error: ResponseParseError | str) -> list[dict[str, Any]]:
