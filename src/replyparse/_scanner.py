@@ -850,10 +850,13 @@ class Scanner:
             and len(groups_found) == 1
             and not self._leads
         ):
+            # (A pattern of finitely many texts is among the literals already.)
             starts = {
                 literal
                 for delimiter, _, _ in self._entries
-                if delimiter.literals == () and delimiter.anchors is not None
+                if not delimiter.literals
+                and delimiter.finite is None
+                and delimiter.anchors is not None
                 for literal in delimiter.anchors.literals
             }
             texts = {literal for *_, literal, _ in literals} | starts

@@ -248,7 +248,7 @@ def _fragments_both_ways(
             coerce=coerce_to_schema,
         )  # fmt: skip
 
-    fed, fast = streamer(), streamer()
+    fed, fast, both = streamer(), streamer(), streamer()
     expected: list[str] = []
     got: list[str] = []
     taken = 0
@@ -263,6 +263,8 @@ def _fragments_both_ways(
         else:
             taken += 1
         got.append(fragment)
+        # ``feed_take`` (the streams' one call per chunk) reads the piece the same way.
+        assert both.feed_take(piece) == fragment
     return expected, got, taken
 
 

@@ -155,3 +155,27 @@ def test_one_search_for_literals_and_anchors_finds_what_scan_does(text: str, sho
             found += 1
             position = max(expected.end, position + 1)
     assert found
+
+
+@pytest.mark.parametrize("short", [0, _scanner._SHORT])
+def test_a_pattern_of_a_few_literals_is_searched_with_the_literals(short: int) -> None:
+    # gpt-oss's region states: a literal close and the end of turn, a pattern that matches
+    # only a few literals (``finite_texts``): one search for them all (``_literal_search``).
+    delimiter = _scanner.Delimiter
+    end_of_turn = delimiter.from_pattern(r"<\|return\|>|<\|start\|>(?:user|tool|functions\.)")
+    assert end_of_turn.finite is not None
+    scanner = Scanner([(delimiter.from_literals("<|end|>"), 1, 1), (end_of_turn, 0, 0)])
+    assert scanner._literal_search is not None
+    text = "a <|start|>assistant b <|start|>tool c <|end|> <|start|>functions.f <|retur <|return|>"
+    position = 0
+    memo: dict[Any, Any] = {}
+    found = []
+    with mock.patch.object(_scanner, "_SHORT", short):
+        while True:
+            expected = scanner.scan(text, position, final=True)[1]
+            assert scanner.scan_final(text, position, memo) == expected, (text, position)
+            if expected is None:
+                break
+            found.append(text[expected.start : expected.end])
+            position = expected.end
+    assert found == ["<|start|>tool", "<|end|>", "<|start|>functions.", "<|return|>"]

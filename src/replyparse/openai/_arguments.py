@@ -1064,13 +1064,16 @@ class ToolCallStreamer:
         return fragment
 
     def feed_take(self, text: str) -> str:
-        """``feed(text)`` then ``take()``: the fragment ``text`` completes (possibly empty).
+        """``feed(text)`` then ``take()``: the fragment ``text`` completes (possibly empty),
+        read by :meth:`feed_string` where it takes the piece.
 
-        The streams' per-delta path for a chunk of the open call's body that
-        :meth:`feed_string` does not take (issue 13).
+        The streams' per-delta path for a chunk of the open call's body (issue 13).
         """
-        self.feed(text)
-        return self.take()
+        fragment = self.feed_string(text)
+        if fragment is None:
+            self.feed(text)
+            fragment = self.take()
+        return fragment
 
     def take(self) -> str:
         """Return the fragment text produced since the last call (possibly empty)."""

@@ -105,7 +105,7 @@ class StreamBase:
             # capture (appended to the tracker's ``joining_nothing`` pieces; the update
             # would be ``TextDelta(field, text)``), rendered by :meth:`_render_text`;
             # one chunk of the body of a call whose name is known, read by the tracker's
-            # ``open_arguments`` or ``open_body`` (the update would be ``CallDelta``),
+            # ``open_arguments`` (the update would be ``CallDelta``),
             # rendered by :meth:`_render_arguments`; no event. Anything else goes through
             # the tracker's updates.
             events = self._parser_feed(text)
@@ -124,8 +124,6 @@ class StreamBase:
                         open_arguments = tracker.open_arguments
                         if open_arguments is not None:
                             fragment = open_arguments(chunk)
-                            if fragment is None:
-                                fragment = tracker.open_body(chunk)
                             if not fragment:
                                 return []
                             return self._render_arguments(tracker.open_position, fragment)

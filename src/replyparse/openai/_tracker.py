@@ -159,12 +159,11 @@ class MessageTracker:
         self.joining_nothing = {key: self._texts[key].pieces for key in TEXT_KEYS}
         self._open: _OpenCall | None = None
         #: While the open call has started (its name is known): its position, and its
-        #: streamer's ``feed_string``. The streams' per-delta fast path for arguments
-        #: (``StreamBase.feed``, issue 13) gives each chunk of the call's body to it, and to
-        #: :meth:`open_body` when it returns None; the chunk's update is
-        #: ``CallDelta(open_position, fragment)`` of the fragment returned (none when that
-        #: is empty), all :meth:`handle` would do with it.
-        self.open_arguments: Callable[[str], str | None] | None = None
+        #: streamer's ``feed_take``. The streams' per-delta fast path for arguments
+        #: (``StreamBase.feed``, issue 13) gives each chunk of the call's body to it; the
+        #: chunk's update is ``CallDelta(open_position, fragment)`` of the fragment returned
+        #: (none when that is empty), all :meth:`handle` would do with it.
+        self.open_arguments: Callable[[str], str] | None = None
         self.open_position = -1
         self._used_ids: set[str] = set()
         self.calls: list[CallStart] = []
@@ -238,7 +237,7 @@ class MessageTracker:
             custom=target is not None and target.kind == "custom",
         )
         call.started = start
-        self.open_arguments = call.streamer.feed_string
+        self.open_arguments = call.streamer.feed_take
         self.open_position = call.position
         self.calls.append(start)
         updates.append(start)
@@ -272,12 +271,6 @@ class MessageTracker:
             fragment = call.streamer.take()
             if fragment:
                 updates.append(_new_tuple(CallDelta, (call.position, fragment)))
-
-    def open_body(self, text: str) -> str:
-        """The fragment of ``text``, a chunk of the started call's body that
-        ``open_arguments`` did not take (feed + take)."""
-        assert self._open is not None
-        return self._open.streamer.feed_take(text)
 
     def _finish_call(
         self, resolved: ResolvedCall, call: _OpenCall | None, updates: list[Update]

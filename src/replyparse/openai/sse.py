@@ -45,6 +45,10 @@ def _fast_encoder() -> Callable[[Mapping[str, Any]], bytes] | None:
 _payload: Callable[[Mapping[str, Any]], bytes] = _fast_encoder() or _json_payload
 
 
+#: The Chat Completions stream's last frame.
+_DONE = b"data: [DONE]\n\n"
+
+
 def _frame(data: Mapping[str, Any], event: str | None) -> bytes:
     if event:
         return b"event: " + event.encode() + b"\ndata: " + _payload(data) + b"\n\n"
@@ -61,7 +65,7 @@ def chat_sse(chunks: Iterable[Mapping[str, Any]], *, done: bool = True) -> Itera
     for chunk in chunks:
         yield sse_event(chunk)
     if done:
-        yield "data: [DONE]\n\n"
+        yield _DONE.decode()
 
 
 def responses_sse(events: Iterable[Mapping[str, Any]]) -> Iterator[str]:
@@ -74,7 +78,7 @@ def chat_sse_body(chunks: Iterable[Mapping[str, Any]], *, done: bool = True) -> 
     """What :func:`chat_sse` yields, joined and UTF-8 encoded (a server writes the frames of
     one generation piece at once)."""
     body = b"".join([_frame(chunk, None) for chunk in chunks])
-    return body + b"data: [DONE]\n\n" if done else body
+    return body + _DONE if done else body
 
 
 def responses_sse_body(events: Iterable[Mapping[str, Any]]) -> bytes:
