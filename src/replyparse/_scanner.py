@@ -660,7 +660,9 @@ class Scanner:
     __slots__ = (
         "_anchor_firsts",
         "_anchor_search",
+        "_anchor_texts",
         "_anchors",
+        "_between",
         "_entries",
         "_final_groups",
         "_final_order",
@@ -710,6 +712,29 @@ class Scanner:
                 ),
                 key=lambda entry: (entry[0].is_pattern, entry[2]),
             )
+        )
+        # ``_match_between``'s view of each delimiter, in the same order: the texts to try
+        # at a start (a literal's alternatives, a pattern's few literals), else the exact
+        # pattern's match, its anchors and lead run, the literal every match ends with, and
+        # the other literals every match holds.
+        self._between = tuple(
+            (
+                delimiter.literals or delimiter.finite,
+                None if delimiter.exact is None else delimiter.exact.match,
+                () if delimiter.anchors is None else delimiter.anchors.literals,
+                None if delimiter.anchors is None else delimiter.anchors.lead,
+                None if delimiter.end is None else delimiter.end.literals[0],
+                delimiter.end,
+                tuple(
+                    text
+                    for text in delimiter.required
+                    if delimiter.end is None or text != delimiter.end.literals[0]
+                ),
+                delimiter,
+                target,
+                rank,
+            )
+            for delimiter, target, rank in self._final_order
         )
         # A short complete text (``_scan_short``): each delimiter is one search by the regex
         # engine (or ``str.find``), its memo entry read and written in line. Not for
@@ -790,6 +815,7 @@ class Scanner:
         # the one-character test above would hold on every space of ``\s*to=``.
         self._anchor_search: Callable[..., Any] | None = None
         self._anchors: frozenset[str] = frozenset()
+        self._anchor_texts: tuple[str, ...] = ()
         self._anchor_firsts: frozenset[str] = frozenset()
         self._leads: tuple[Callable[[str], bool], ...] = ()
         self._lead_cache: dict[str, bool] = {}
@@ -810,6 +836,7 @@ class Scanner:
                 )
             }
             self._anchors = frozenset(anchors)
+            self._anchor_texts = tuple(sorted(anchors))
             self._anchor_firsts = frozenset(anchor[0] for anchor in anchors)
             self._anchor_search = re.compile(_trie_source(anchors)).search
             self._leads = tuple(
@@ -1095,52 +1122,101 @@ class Scanner:
         self, buffer: str, first: int, last: int, no_empty_at: int, memo: dict[Any, Any]
     ) -> DelimiterMatch | None:
         """The match to act on that starts in ``[first, last]`` (an anchor and the lead run
-        before it), or None: each delimiter is tried at each of those starts, earliest
-        first, with no search."""
-        best: DelimiterMatch | None = None
+        before it), or None: the earliest start where a delimiter matches, the best match
+        there (``_match_at_start``), with no search."""
+        for start in range(first, last):
+            best = self._match_at_start(buffer, start, False, no_empty_at, memo)
+            if best is not None:
+                return best
+        return self._match_at_start(buffer, last, True, no_empty_at, memo)
+
+    def _match_at_start(
+        self, buffer: str, start: int, at_anchor: bool, no_empty_at: int, memo: dict[Any, Any]
+    ) -> DelimiterMatch | None:
+        """The match to act on among those starting at ``start``, or None: each delimiter
+        tried there (the longest wins, then the better rank). At an anchor (``at_anchor``)
+        a pattern's match begins with one of its anchors; before it, a lead run. A pattern
+        of a few literals (``Delimiter.finite``) is tried as those literals; where a match
+        ends by an end literal's next occurrence (``Delimiter.end``: gpt-oss's four headers
+        share ``<|message|>``), that occurrence is looked up once, a pattern that cannot
+        be longer than the best match is not tried, nor one whose required literals the
+        text up to it lacks, and the others are matched on the text cut there."""
+        best_end = -1
+        best_target = 0
+        best_groups = _NO_GROUPS
         best_rank = (0, 0)
-        for delimiter, target, rank in self._final_order:
-            for start in range(first, last + 1 if best is None else best.start + 1):
-                if delimiter.exact is None:
-                    if not buffer.startswith(delimiter.literals, start):
+        ends: dict[str, int] = {}  # end literal (``closing``) -> its next occurrence
+        for (
+            literals,
+            match,
+            anchors,
+            lead,
+            closing,
+            end,
+            required,
+            delimiter,
+            target,
+            rank,
+        ) in self._between:
+            if literals is not None:
+                if not buffer.startswith(literals, start):
+                    continue
+                # Longest first: equal starts keep the longest.
+                match_end = start + next(
+                    len(text) for text in literals if buffer.startswith(text, start)
+                )
+                groups = _NO_GROUPS
+            else:
+                if at_anchor:
+                    # An anchor begins here, and no lead character: so must the match.
+                    if not buffer.startswith(anchors, start):
                         continue
-                    # Longest first: equal starts keep the longest.
-                    end = start + next(
-                        len(text) for text in delimiter.literals if buffer.startswith(text, start)
-                    )
-                    groups = _NO_GROUPS
+                elif lead is None or not lead(buffer[start]):
+                    continue  # before the anchor, only a lead run can begin the match
+                if closing is not None:
+                    found = ends.get(closing)
+                    if found is None:
+                        assert end is not None
+                        found = ends[closing] = end.next_at(buffer, start, len(buffer), memo)
+                    if found < 0:
+                        continue  # every match ends with the literal
+                    stop = found + len(closing)
+                    # A match here ends no later than ``stop``: when that is no further than
+                    # the best match's end, it cannot outrank it.
+                    if stop < best_end or (stop == best_end and rank > best_rank):
+                        continue
+                    if stop - start <= _WINDOW:
+                        # No way through reads past the literal: a literal every match holds
+                        # that the text cut there lacks rules it out (gpt-oss's final header
+                        # is none of the other three), else one match on that text (the
+                        # engine would otherwise look ahead through the rest of a long text
+                        # for what the pattern requires).
+                        lacking = False
+                        for text in required:
+                            if buffer.find(text, start, stop) < 0:
+                                lacking = True
+                                break
+                        if lacking:
+                            continue
+                        assert match is not None
+                        found_match = match(buffer, start, stop)
+                    else:
+                        settled = delimiter._match_at(buffer, start, True)
+                        found_match = None if settled is None else settled[0]
                 else:
-                    anchors = delimiter.anchors
-                    assert anchors is not None  # the state has groups: every pattern anchors
-                    if start == last:
-                        # An anchor begins here, and no lead character: so must the match.
-                        if not buffer.startswith(anchors.literals, start):
-                            continue
-                    elif anchors.lead is None or not anchors.lead(buffer[start]):
-                        continue  # before the anchor, only a lead run can begin the match
-                    if best is not None and start == best.start and delimiter.end is not None:
-                        # A match here ends by the end literal's next occurrence: when that
-                        # is no further than the best match's end, it cannot outrank it.
-                        found = delimiter.end.next_at(buffer, start, len(buffer), memo)
-                        longest = found + len(delimiter.end.literals[0])
-                        if (
-                            found < 0
-                            or longest < best.end
-                            or (longest == best.end and rank > best_rank)
-                        ):
-                            continue
-                    settled = delimiter._match_final(buffer, start, [False], memo)
-                    if settled is None:
-                        continue
-                    end = settled[0].end()
-                    if end == start and start == no_empty_at:
-                        continue
-                    groups = settled[0].groupdict()
-                if best is None or _outranks(start, end, rank, best, best_rank):
-                    best = DelimiterMatch(start, end, target, groups)
-                    best_rank = rank
-                break
-        return best
+                    settled = delimiter._match_at(buffer, start, True)
+                    found_match = None if settled is None else settled[0]
+                if found_match is None:
+                    continue
+                match_end = found_match.end()
+                if match_end == start and start == no_empty_at:
+                    continue
+                groups = found_match.groupdict()
+            if match_end > best_end or (match_end == best_end and rank < best_rank):
+                best_end, best_target, best_groups, best_rank = match_end, target, groups, rank
+        if best_end < 0:
+            return None
+        return DelimiterMatch(start, best_end, best_target, best_groups)
 
     def _scan_short(
         self, buffer: str, position: int, no_empty_at: int, memo: dict[Any, Any]
@@ -1232,8 +1308,8 @@ class Scanner:
                 best_rank = rank
         return best
 
-    @staticmethod
     def _next_anchor(
+        self,
         buffer: str,
         position: int,
         groups: tuple[tuple[Any, tuple[str, ...], Callable[..., Any]], ...],
@@ -1245,6 +1321,8 @@ class Scanner:
         the earliest anchor found so far (a group whose anchors occur late is not looked
         for past another's)."""
         length = len(buffer)
+        if buffer.startswith(self._anchor_texts, position):
+            return position  # (a header right after a region's close: gpt-oss) no search
         if len(groups) == 1:  # (most states: every anchor begins with "<") one search
             key, _, search = groups[0]
             found, since, begin = resume_search(memo, key, position)

@@ -179,3 +179,54 @@ def test_a_pattern_of_a_few_literals_is_searched_with_the_literals(short: int) -
             found.append(text[expected.start : expected.end])
             position = expected.end
     assert found == ["<|start|>tool", "<|end|>", "<|start|>functions.", "<|return|>"]
+
+
+_GPT_OSS_HEADERS = [
+    # (header after the reasoning's <|end|>, the field it opens)
+    (
+        "<|start|>assistant<|channel|>commentary to=functions.get_weather <|constrain|>json"
+        "<|message|>",
+        "tool_calls",
+    ),
+    (
+        "<|start|>assistant to=functions.get_weather<|channel|>commentary json<|message|>",
+        "tool_calls",
+    ),
+    ("<|start|>assistant<|channel|>analysis to=browser.search<|message|>", "builtin_tool_calls"),
+    ("<|start|>assistant<|channel|>final<|message|>", "final_channel"),
+    ("<|start|>assistant<|channel|>analysis<|message|>", "reasoning_content"),
+    ("<|start|>user<|message|>", None),  # the end of the turn
+]
+
+
+@pytest.mark.parametrize(("header", "field"), _GPT_OSS_HEADERS)
+def test_a_header_right_after_a_close_is_matched_without_a_search(
+    header: str, field: str | None
+) -> None:
+    # gpt-oss's outside state at a header (``_next_anchor`` sees the anchor at the position,
+    # ``_match_at_start`` tries each delimiter there): the match scan() finds, and a pattern
+    # whose required literals the header lacks is not run (the final header runs one).
+    template = get_entry("gpt-oss").template
+    scanner = template.outside_scanner
+    text = "<|channel|>analysis<|message|>thinking<|end|>" + header + '{"city": "Paris"}<|call|>'
+    position = text.index("<|end|>") + len("<|end|>")
+    expected = scanner.scan(text, position, final=True)[1]
+    assert expected is not None and expected.start == position
+    runs: list[int] = []
+    between = []
+    for entry in scanner._between:
+        match = entry[1]
+        if match is not None:
+
+            def counted(*args: Any, _match: Any = match) -> Any:
+                runs.append(1)
+                return _match(*args)
+
+            entry = (entry[0], counted, *entry[2:])
+        between.append(entry)
+    with mock.patch.object(scanner, "_between", tuple(between)):
+        assert scanner.scan_final(text, position, {}) == expected
+    targets = {index: field.name for index, field in enumerate(template.field_list)}
+    assert targets.get(expected.target) == field
+    if field == "final_channel":
+        assert len(runs) == 1  # analysis, to=functions. and to= are lacking: not run
