@@ -1011,19 +1011,7 @@ class Scanner:
                 return -1
             else:
                 end = found.start()
-            if leads:
-                lead_cache = self._lead_cache
-                while end:
-                    char = text[end - 1]
-                    is_lead = lead_cache.get(char)
-                    if is_lead is None:
-                        if len(lead_cache) > 4096:  # bound the memory on very varied text
-                            lead_cache.clear()
-                        is_lead = lead_cache[char] = any(lead(char) for lead in leads)
-                    if not is_lead:
-                        break
-                    end -= 1
-            return end
+            return self._lead_run_start(text, end, 0, end) if leads else end
         first_chars = self._first_chars
         if first_chars is not None:
             return len(text) if first_chars.isdisjoint(text) else -1
@@ -1049,6 +1037,26 @@ class Scanner:
         # Only whitespace can begin a match here, and only as the lead of one: a match must
         # start inside the trailing whitespace run (anything after whitespace begins nothing).
         return len(text.rstrip()) if whitespace_leads else len(text)
+
+    def _lead_run_start(self, text: str, end: int, floor: int, limit: int) -> int:
+        """Where the run of lead characters (``_leads``) that ends at ``end`` begins, not
+        before ``floor``; -1 when it is longer than ``limit``. Each character's answer is
+        kept (``_lead_cache``)."""
+        lead_cache = self._lead_cache
+        start = end
+        while start > floor:
+            char = text[start - 1]
+            is_lead = lead_cache.get(char)
+            if is_lead is None:
+                if len(lead_cache) > 4096:  # bound the memory on very varied text
+                    lead_cache.clear()
+                is_lead = lead_cache[char] = any(lead(char) for lead in self._leads)
+            if not is_lead:
+                break
+            start -= 1
+            if end - start > limit:
+                return -1
+        return start
 
     def scan_final(
         self, buffer: str, position: int, memo: dict[Any, Any], no_empty_at: int = -1
@@ -1105,13 +1113,8 @@ class Scanner:
             at = self._next_anchor(buffer, position, groups, memo)
             if at < 0:
                 return None
-            start = at
-            leads = self._leads
-            while start > position and any(lead(buffer[start - 1]) for lead in leads):
-                start -= 1
-                if at - start > _LEAD_LIMIT:
-                    break
-            else:
+            start = self._lead_run_start(buffer, at, position, _LEAD_LIMIT) if self._leads else at
+            if start >= 0:
                 best = self._match_between(buffer, start, at, no_empty_at, memo)
                 if best is not None:
                     return best
@@ -1203,6 +1206,9 @@ class Scanner:
                     else:
                         settled = delimiter._match_at(buffer, start, True)
                         found_match = None if settled is None else settled[0]
+                elif delimiter.token_loop is None:  # (``_match_at`` in a complete text)
+                    assert match is not None
+                    found_match = match(buffer, start)
                 else:
                     settled = delimiter._match_at(buffer, start, True)
                     found_match = None if settled is None else settled[0]
@@ -1317,9 +1323,12 @@ class Scanner:
     ) -> int:
         """Where the first anchor beginning at or after ``position`` begins, or -1. As
         ``Anchors.next_at`` with one search per group: what ``memo`` knows comes first, and
-        the groups are searched side by side in growing stretches, each no further than
-        the earliest anchor found so far (a group whose anchors occur late is not looked
-        for past another's)."""
+        each search goes no further than the earliest anchor found so far. A group whose
+        anchors occur late (or never) is passed over once up to its next one, which
+        ``memo`` keeps until the walk passes it: over a whole text each group's search
+        reads it about once (searching the groups side by side in growing stretches, as
+        before, read no more text but cost several searches per call: mistral's content,
+        ``[TOOL_CALLS]`` and ``</s>``)."""
         length = len(buffer)
         if buffer.startswith(self._anchor_texts, position):
             return position  # (a header right after a region's close: gpt-oss) no search
@@ -1337,32 +1346,24 @@ class Scanner:
             memo[key] = (since, -1, length)
             return -1
         best = length  # the least start found, or the end
-        # [key, literals, search, searched from, resume at] per group still to search
-        pending: list[list[Any]] = []
+        searches: list[tuple[Any, tuple[str, ...], Callable[..., Any], int, int]] = []
         for key, literals, search in groups:
             found, since, begin = resume_search(memo, key, position)
             if found >= 0:
                 best = min(best, found)
             else:
-                pending.append([key, literals, search, since, begin])
-        reach = position + _ANCHOR_STRETCH
-        while pending:
-            bound = min(best, reach)
-            for entry in pending:
-                key, literals, search, since, begin = entry
-                if begin >= bound:
-                    continue
-                # Starts before ``bound``: the longest literal may end after it.
-                match = search(buffer, begin, min(length, bound + len(literals[-1]) - 1))
-                if match is None:
-                    found, entry[4] = -1, bound
-                else:
-                    found = match.start()
-                    best = bound = min(best, found)
-                memo[key] = (since, found, bound if found < 0 else found)
-            if best <= reach or reach >= length:
-                break
-            reach += 4 * (reach - position)
+                searches.append((key, literals, search, since, begin))
+        for key, literals, search, since, begin in searches:
+            if begin >= best:
+                continue  # none begins in [since, begin), and ``best`` is no later
+            # Starts before ``best``: the longest literal may end after it.
+            match = search(buffer, begin, min(length, best + len(literals[-1]) - 1))
+            if match is None:
+                memo[key] = (since, -1, best)
+            else:
+                found = match.start()
+                memo[key] = (since, found, found)
+                best = min(best, found)
         return best if best < length else -1
 
     def _best_final(
@@ -1540,8 +1541,6 @@ def _trie_source(words: set[str], at_root: bool = True) -> str:
 _WINDOW = 1024
 #: Text shorter than this is searched by the regex engine directly (``Delimiter._find_final``).
 _SHORT = 1024
-#: The first stretch of text ``Scanner._next_anchor`` searches for each group of anchors.
-_ANCHOR_STRETCH = 256
 #: Lead characters walked back from an anchor before the windowed search takes over.
 _LEAD_LIMIT = 32
 #: How far ``_may_start_alike`` reads what a pattern's matches begin with.

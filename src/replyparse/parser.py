@@ -27,6 +27,7 @@ import copy
 import enum
 import functools
 import json
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -70,6 +71,9 @@ __all__ = [
 
 #: Separator between two captures of a non-repeating string field (see README, "Divergences").
 CAPTURE_SEPARATOR = "\n\n"
+
+#: The first character ``str.lstrip`` keeps (``\s`` is ``str.isspace`` in ``re``).
+_NON_SPACE = re.compile(r"\S").search
 
 _PREFIX_REQUIRED = (
     "`prefix` is required: pass the chat prompt that was sent to the model before generation, "
@@ -745,8 +749,10 @@ class ResponseParser:
                         elif not implicit_open:
                             start = position
                             if implicit_strips:
-                                piece = buffer[position:end]
-                                start = end - len(piece.lstrip())
+                                # Its first non-whitespace character, without copying the
+                                # text (a long answer in a wide string costs a pass to copy).
+                                found = _NON_SPACE(buffer, position, end)
+                                start = end if found is None else found.start()
                             if start < end:
                                 implicit_open = True
                                 groups = _NO_GROUPS
