@@ -42,8 +42,8 @@ __all__ = [
 MAX_NESTING = 128
 
 # String literals (escapes skipped; an unclosed one runs to the end) and brackets: JSON
-# strings only, or Python's too.
-_JSON_TOKENS = regex.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"?|[\[\]{}()]', regex.DOTALL)
+# strings and brackets only (parentheses nest nothing there), or Python's too.
+_JSON_TOKENS = regex.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"?|[\[\]{}]', regex.DOTALL)
 _PYTHON_TOKENS = regex.compile(
     r'"[^"\\]*(?:\\.[^"\\]*)*"?|\'[^\'\\]*(?:\\.[^\'\\]*)*\'?|[\[\]{}()]', regex.DOTALL
 )
@@ -63,8 +63,12 @@ def nesting_error(
 ) -> ContentError | None:
     """A ``ContentError`` naming the position where brackets outside string literals nest
     deeper than ``limit`` in ``text``, or None. String literals are JSON's (``"..."``), or
-    with ``python`` also ``'...'``. Linear in ``len(text)``."""
-    if len(text) <= limit or text.count("[") + text.count("{") + text.count("(") <= limit:
+    with ``python`` also ``'...'``, and parentheses nest there too. Linear in
+    ``len(text)``."""
+    if len(text) <= limit:
+        return None
+    opening = text.count("[") + text.count("{")
+    if (opening + text.count("(") if python else opening) <= limit:
         return None
     depth = 0
     for token in (_PYTHON_TOKENS if python else _JSON_TOKENS).finditer(text):
