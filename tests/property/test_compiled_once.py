@@ -357,3 +357,65 @@ def test_strict_json_reads_what_json_loads_reads(body: str) -> None:
 def test_json_parse_without_the_option_still_raises() -> None:
     with pytest.raises(ContentError, match="not valid JSON"):
         JsonParser().parse("Tokyo")
+
+
+#: Patterns whose value ends before an optional character and a literal (qwen3-coder's
+#: ``\n?</parameter>``): xml-inline reads the value up to the literal with the twin, then
+#: drops that character (``_value_lead``).
+LEAD_PATTERNS = [
+    r"<parameter=(?P<key>[^>\n]+)>\n?(?P<value>.*?)\n?</parameter>",
+    r"<p (?P<key>k+)>(?P<value>.*?) ?</p>",
+    r"\[(?P<key>k+)\](?P<value>.*?)\n?=/",
+]
+
+
+#: Pieces of the lead patterns' tags (values ending in the optional character, twice, or
+#: not at all), among the general pieces.
+LEAD_BODIES = st.lists(
+    st.sampled_from([*PIECES, "<p k>", "</p>", " </p>", "  </p>", "[k]", "=/", "\n=/", "\n\n"]),
+    max_size=30,
+).map("".join)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    source=st.sampled_from(LEAD_PATTERNS),
+    body=st.one_of(LEAD_BODIES, TAG_BODIES),
+    merge_duplicates=st.booleans(),
+    value_parser=st.sampled_from(VALUE_PARSERS),
+)
+def test_a_value_read_up_to_its_literal_is_the_patterns_value(
+    source: str, body: str, merge_duplicates: bool, value_parser: JsonParser | None
+) -> None:
+    parser = XmlInlineParser(
+        regex.compile(source, _FLAGS), value_parser=value_parser, merge_duplicates=merge_duplicates
+    )
+    assert parser._trim is not None and parser._finder is not None
+    # The same pattern read tag by tag with ``regex`` itself (no twin).
+    reference = XmlInlineParser(
+        regex.compile(source, _FLAGS), value_parser=value_parser, merge_duplicates=merge_duplicates
+    )
+    for name in ("_finder", "_split_layout", "_trim"):
+        object.__setattr__(reference, name, None)
+
+    def outcome(read: Any) -> Any:
+        try:
+            return ("value", read(body))
+        except ContentError as error:
+            return ("error", error.message, error.position)
+
+    assert outcome(parser._read) == outcome(reference._read_matches)
+    assert outcome(parser._read_matches) == outcome(reference._read_matches)
+
+
+def test_a_value_lead_is_read_only_where_it_means_the_same() -> None:
+    # The optional character must stand alone right after a lazy value and before a plain
+    # literal that does not hold it; elsewhere the twin reads the pattern as it is.
+    for source in [
+        r"<p (?P<key>k+)>(?P<value>.*?)\n?<\n/p>",  # the literal holds the character
+        r"<p (?P<key>k+)>(?P<value>.*?)\n?</p>\s*",  # more than a literal follows
+        r"<p (?P<key>k+)>(?P<value>.*?)\n?\n?</p>",  # two optional characters
+        r"<p (?P<key>k+)>(?P<value>.+?)\n?</p>",  # not a lazy dot of any length
+    ]:
+        parser = XmlInlineParser(regex.compile(source, _FLAGS))
+        assert parser._trim is None, source
