@@ -17,6 +17,7 @@ of this process (``_measure.clock``), median of alternating repeats.
 
 from __future__ import annotations
 
+import gc
 import gzip
 import os
 import shutil
@@ -46,32 +47,36 @@ def _repeats(length: int, fast: bool) -> dict[str, Any]:
     return {"warmup": 1, "min_repeats": 5, "max_repeats": 21, "budget": 1.0}
 
 
-def _registry_repeats(fast: bool) -> dict[str, Any]:
-    """The registry rows' repeats: each is a loop of at least ``_REPEAT_AT_LEAST``, so a
-    few more of them than a long row's cost little, and their median is what the targets
-    compare across templates (``_alternate``'s budget is not reached: these repeats return
-    time per unit of work)."""
-    if fast:
-        return _repeats(0, fast)
-    return {"warmup": 1, "min_repeats": 15, "max_repeats": 15, "budget": 0.0}
-
-
-#: A registry repeat runs its parse this long at least (sub-millisecond one-shot parses are
-#: looped: one call is too short for the CPU clock and for a median of a few repeats).
+#: A registry repeat runs each parse this long at least (sub-millisecond one-shot parses
+#: are repeated: one call is too short for a median of a few repeats).
 _REPEAT_AT_LEAST = 0.02
+#: Repeats of a registry row: the median of these is what the targets compare.
+_REGISTRY_REPEATS = 15
 
 
-def _looped(run: Callable[[], float], work: int, fast: bool) -> Callable[[], float]:
-    """``run`` (which returns its own elapsed time) as a repeat that returns the time per
-    unit of ``work``: enough calls of it to last ``_REPEAT_AT_LEAST``, counted from one
-    warm call."""
-    once = run()
-    loops = 1 if fast else max(1, min(200, round(_REPEAT_AT_LEAST / max(once, 1e-6))))
-
-    def repeat() -> float:
-        return sum(run() for _ in range(loops)) / (loops * work)
-
-    return repeat
+def _interleaved(
+    runs: dict[str, tuple[Callable[[], float], int]], fast: bool
+) -> dict[str, measure.Sample]:
+    """Each of ``runs`` (a callable that returns its own elapsed time, and the units of
+    work it does) timed in rounds: one call of every run in turn, as many rounds as make
+    the slowest last ``_REPEAT_AT_LEAST``, per repeat; a repeat's figure is a run's time
+    per unit of work over its rounds. Interleaved call by call, the runs meet the same
+    stretches of the machine's load: one run looped for 20 ms after another (as before)
+    let a slow stretch of a shared machine fall on one template and not on the template
+    it is compared with, and one-shot ratios moved by 0.2-0.4 between runs."""
+    onces = {name: run() for name, (run, _) in runs.items()}  # a warm call each
+    slowest = max(onces.values())
+    rounds = 1 if fast else max(1, min(200, round(_REPEAT_AT_LEAST / max(slowest, 1e-6))))
+    samples = {name: measure.Sample() for name in runs}
+    for _ in range(1 if fast else _REGISTRY_REPEATS):
+        gc.collect()
+        spent = dict.fromkeys(runs, 0.0)
+        for _ in range(rounds):
+            for name, (run, _) in runs.items():
+                spent[name] += run()
+        for name, (_, work) in runs.items():
+            samples[name].times.append(spent[name] / (rounds * work))
+    return samples
 
 
 def _fed(feed: Callable[[str], Any], end: Callable[[], Any], chunks: list[str]) -> float:
@@ -91,9 +96,9 @@ def measure_registry(
     "inline_stream", "inline_one_shot": the same for the inline style of its kind}.
 
     The families of one style and that style's inline template (on an output of the same
-    length, ``_workloads.make_output``) are timed in one alternation, so that they are
-    compared within one stretch of the machine's load; every repeat lasts at least
-    ``_REPEAT_AT_LEAST`` (looped calls)."""
+    length, ``_workloads.make_output``) are timed interleaved call by call
+    (``_interleaved``), so that they are compared within the same stretches of the
+    machine's load."""
     results: dict[tuple[str, int], dict[str, Any]] = {}
     for style in STYLES:
         members = [family for family in FAMILIES if family.style == style.name]
@@ -107,8 +112,8 @@ def measure_registry(
             subjects.append(("inline", replyparse.load_template(style.template), style.prefix))
             texts = {family.name: make_family_output(family, length) for family in members}
             texts["inline"] = make_output(style.name, length)
-            streams: dict[str, Callable[[], float]] = {}
-            wholes: dict[str, Callable[[], float]] = {}
+            streams: dict[str, tuple[Callable[[], float], int]] = {}
+            wholes: dict[str, tuple[Callable[[], float], int]] = {}
             for name, template, prefix in subjects:
                 text = texts[name]
                 log(f"[registry {name} ({style.name})] {len(text):,} chars")
@@ -127,11 +132,10 @@ def measure_registry(
                     replyparse.parse_response(text, template, prefix=prefix)
                     return measure.clock() - start
 
-                streams[name] = _looped(stream, len(chunks), fast)
-                wholes[name] = _looped(one_shot, len(text.encode("utf-8")), fast)
-            repeats = _registry_repeats(fast)
-            streamed = measure._alternate(streams, work=1, **repeats)
-            whole = measure._alternate(wholes, work=1, **repeats)
+                streams[name] = (stream, len(chunks))
+                wholes[name] = (one_shot, len(text.encode("utf-8")))
+            streamed = _interleaved(streams, fast)
+            whole = _interleaved(wholes, fast)
             for family in members:
                 results[family.name, length] = {
                     "chars": len(texts[family.name]),

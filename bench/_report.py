@@ -682,9 +682,11 @@ def markdown_report(results: Results, command: str) -> str:
             "text) in each registry family's own wire format; streamed in 4-character feeds "
             "and parsed one-shot with the registry template and its default prompt. Compared "
             "with the inline style of the same delimiter kind (on an output of the same length) "
-            "and the other registry families of that kind, all timed in one alternation; a "
-            "repeat loops its parse for at least 20 ms (one-shot parses of 100k take under a "
-            "millisecond).",
+            "and the other registry families of that kind, all timed interleaved call by call: "
+            "a repeat is rounds of one parse (or one streamed run) of each in turn, as many "
+            "rounds as make the slowest last 20 ms (one-shot parses of 100k take under a "
+            "millisecond), so that every template meets the same stretches of the machine's "
+            "load; 15 repeats, median.",
             "- **OpenAI streams.** `ChatCompletionStream` and `ResponsesStream` (with the "
             "outputs' tools, so arguments are typed by schema) fed the same 4-character deltas, "
             "`finish()` included, against the bare `ResponseParser` built as the streams build "
