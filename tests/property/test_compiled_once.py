@@ -188,14 +188,15 @@ def _read_both_ways(
     parser = XmlInlineParser(
         regex.compile(source, _FLAGS), value_parser=value_parser, merge_duplicates=merge_duplicates
     )
+    return _read_outcome(parser._read, body), _read_outcome(parser._read_matches, body)
 
-    def outcome(read: Any) -> Any:
-        try:
-            return ("value", read(body))
-        except ContentError as error:
-            return ("error", error.message, error.position)
 
-    return outcome(parser._read), outcome(parser._read_matches)
+def _read_outcome(read: Any, body: str) -> Any:
+    """``read(body)``'s value, or its error's message and position."""
+    try:
+        return ("value", read(body))
+    except ContentError as error:
+        return ("error", error.message, error.position)
 
 
 @settings(max_examples=200, deadline=None)
@@ -397,15 +398,9 @@ def test_a_value_read_up_to_its_literal_is_the_patterns_value(
     )
     for name in ("_finder", "_split_layout", "_trim"):
         object.__setattr__(reference, name, None)
-
-    def outcome(read: Any) -> Any:
-        try:
-            return ("value", read(body))
-        except ContentError as error:
-            return ("error", error.message, error.position)
-
-    assert outcome(parser._read) == outcome(reference._read_matches)
-    assert outcome(parser._read_matches) == outcome(reference._read_matches)
+    expected = _read_outcome(reference._read_matches, body)
+    assert _read_outcome(parser._read, body) == expected
+    assert _read_outcome(parser._read_matches, body) == expected
 
 
 def test_a_value_lead_is_read_only_where_it_means_the_same() -> None:
