@@ -600,11 +600,34 @@ class Delimiter:
                 return None  # every match ends with the literal
             stop = found + len(end.literals[0])
             if stop - start <= _WINDOW:
-                exact = self.exact
-                assert exact is not None
-                match = exact.match(buffer, start, stop)
+                match = self._match_ending_by(buffer, start, stop)
                 return None if match is None else (match, True)
         return self._match_at(buffer, start, True, wide)
+
+    def _match_ending_by(self, buffer: str, start: int, stop: int) -> Any:
+        """The match at ``start`` of a pattern whose matches end by ``stop`` (the end of
+        the end literal's first occurrence after ``start``: no way through reads past it),
+        or None: ruled out without the regex engine when the text up to ``stop`` lacks a
+        literal every match holds (gpt-oss's final header is none of the other three),
+        else one match on the text cut there (the engine would otherwise look ahead
+        through the rest of a long text for what the pattern requires)."""
+        for text in self._required_inside:
+            if buffer.find(text, start, stop) < 0:
+                return None
+        exact = self.exact
+        assert exact is not None
+        return exact.match(buffer, start, stop)
+
+    @cached_property
+    def _required_inside(self) -> tuple[str, ...]:
+        """``required`` less the end literal (``_match_ending_by`` cuts the text after it)."""
+        closing = None if self.end is None else self.end.literals[0]
+        return tuple(text for text in self.required if text != closing)
+
+    def _match_whole(self, buffer: str, start: int) -> Any:
+        """The match at ``start`` in a complete text, or None (``_match_at``, final)."""
+        settled = self._match_at(buffer, start, True)
+        return None if settled is None else settled[0]
 
     def _match_at(
         self, buffer: str, start: int, final: bool, wide: list[bool] | None = None
@@ -713,23 +736,22 @@ class Scanner:
                 key=lambda entry: (entry[0].is_pattern, entry[2]),
             )
         )
-        # ``_match_between``'s view of each delimiter, in the same order: the texts to try
-        # at a start (a literal's alternatives, a pattern's few literals), else the exact
-        # pattern's match, its anchors and lead run, the literal every match ends with, and
-        # the other literals every match holds.
+        # ``_match_at_start``'s view of each delimiter, in the same order: the texts to try
+        # at a start (a literal's alternatives, a pattern's few literals), else the
+        # pattern's match in a complete text (the engine's own where no token loop asks for
+        # windows), its anchors and lead run, and the literal every match ends with.
         self._between = tuple(
             (
                 delimiter.literals or delimiter.finite,
-                None if delimiter.exact is None else delimiter.exact.match,
+                None
+                if delimiter.exact is None
+                else delimiter.exact.match
+                if delimiter.token_loop is None
+                else delimiter._match_whole,
                 () if delimiter.anchors is None else delimiter.anchors.literals,
                 None if delimiter.anchors is None else delimiter.anchors.lead,
                 None if delimiter.end is None else delimiter.end.literals[0],
                 delimiter.end,
-                tuple(
-                    text
-                    for text in delimiter.required
-                    if delimiter.end is None or text != delimiter.end.literals[0]
-                ),
                 delimiter,
                 target,
                 rank,
@@ -1149,18 +1171,7 @@ class Scanner:
         best_groups = _NO_GROUPS
         best_rank = (0, 0)
         ends: dict[str, int] = {}  # end literal (``closing``) -> its next occurrence
-        for (
-            literals,
-            match,
-            anchors,
-            lead,
-            closing,
-            end,
-            required,
-            delimiter,
-            target,
-            rank,
-        ) in self._between:
+        for literals, whole, anchors, lead, closing, end, delimiter, target, rank in self._between:
             if literals is not None:
                 if not buffer.startswith(literals, start):
                     continue
@@ -1176,7 +1187,10 @@ class Scanner:
                         continue
                 elif lead is None or not lead(buffer[start]):
                     continue  # before the anchor, only a lead run can begin the match
-                if closing is not None:
+                assert whole is not None
+                if closing is None:
+                    found_match = whole(buffer, start)
+                else:
                     found = ends.get(closing)
                     if found is None:
                         assert end is not None
@@ -1188,30 +1202,11 @@ class Scanner:
                     # the best match's end, it cannot outrank it.
                     if stop < best_end or (stop == best_end and rank > best_rank):
                         continue
-                    if stop - start <= _WINDOW:
-                        # No way through reads past the literal: a literal every match holds
-                        # that the text cut there lacks rules it out (gpt-oss's final header
-                        # is none of the other three), else one match on that text (the
-                        # engine would otherwise look ahead through the rest of a long text
-                        # for what the pattern requires).
-                        lacking = False
-                        for text in required:
-                            if buffer.find(text, start, stop) < 0:
-                                lacking = True
-                                break
-                        if lacking:
-                            continue
-                        assert match is not None
-                        found_match = match(buffer, start, stop)
-                    else:
-                        settled = delimiter._match_at(buffer, start, True)
-                        found_match = None if settled is None else settled[0]
-                elif delimiter.token_loop is None:  # (``_match_at`` in a complete text)
-                    assert match is not None
-                    found_match = match(buffer, start)
-                else:
-                    settled = delimiter._match_at(buffer, start, True)
-                    found_match = None if settled is None else settled[0]
+                    found_match = (
+                        delimiter._match_ending_by(buffer, start, stop)
+                        if stop - start <= _WINDOW
+                        else whole(buffer, start)
+                    )
                 if found_match is None:
                     continue
                 match_end = found_match.end()

@@ -199,34 +199,57 @@ _GPT_OSS_HEADERS = [
 ]
 
 
+class _Counted:
+    """A compiled pattern whose ``match`` calls are counted (the rest passes through)."""
+
+    def __init__(self, pattern: Any, runs: list[int]) -> None:
+        self._pattern = pattern
+        self._runs = runs
+
+    def match(self, *args: Any, **kwargs: Any) -> Any:
+        self._runs.append(1)
+        return self._pattern.match(*args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._pattern, name)
+
+
+def _counting_scanner(scanner: Scanner, runs: list[int]) -> Scanner:
+    """``scanner``'s state rebuilt from fresh delimiters whose regex matches are counted
+    (the registry's own delimiters are shared, and stay untouched)."""
+    entries = []
+    for delimiter, target, priority in scanner._entries:
+        if delimiter.exact is not None:
+            assert isinstance(delimiter.source, str)
+            delimiter = _scanner.Delimiter.from_pattern(delimiter.source)
+            object.__setattr__(delimiter, "exact", _Counted(delimiter.exact, runs))
+        entries.append((delimiter, target, priority))
+    return Scanner(entries)
+
+
 @pytest.mark.parametrize(("header", "field"), _GPT_OSS_HEADERS)
 def test_a_header_right_after_a_close_is_matched_without_a_search(
     header: str, field: str | None
 ) -> None:
-    # gpt-oss's outside state at a header (``_next_anchor`` sees the anchor at the position,
-    # ``_match_at_start`` tries each delimiter there): the match scan() finds, and a pattern
-    # whose required literals the header lacks is not run (the final header runs one).
+    # gpt-oss's outside state at a header (``_next_anchor`` sees the anchor at the position
+    # and searches no group of anchors, ``_match_at_start`` tries each delimiter there): the
+    # match scan() finds, and a pattern whose required literals the header lacks is not run
+    # (the final header runs one).
     template = get_entry("gpt-oss").template
-    scanner = template.outside_scanner
     text = "<|channel|>analysis<|message|>thinking<|end|>" + header + '{"city": "Paris"}<|call|>'
     position = text.index("<|end|>") + len("<|end|>")
-    expected = scanner.scan(text, position, final=True)[1]
+    expected = template.outside_scanner.scan(text, position, final=True)[1]
     assert expected is not None and expected.start == position
     runs: list[int] = []
-    between = []
-    for entry in scanner._between:
-        match = entry[1]
-        if match is not None:
-
-            def counted(*args: Any, _match: Any = match) -> Any:
-                runs.append(1)
-                return _match(*args)
-
-            entry = (entry[0], counted, *entry[2:])
-        between.append(entry)
-    with mock.patch.object(scanner, "_between", tuple(between)):
-        assert scanner.scan_final(text, position, {}) == expected
+    scanner = _counting_scanner(template.outside_scanner, runs)
+    memo: dict[Any, Any] = {}
+    assert scanner.scan_final(text, position, memo) == expected
+    assert not [key for key in memo if isinstance(key, tuple) and key[0] == "anchors"]
     targets = {index: field.name for index, field in enumerate(template.field_list)}
     assert targets.get(expected.target) == field
     if field == "final_channel":
         assert len(runs) == 1  # analysis, to=functions. and to= are lacking: not run
+    elif field is None:
+        assert not runs  # no header begins here; the end of the turn is a few literals
+    else:
+        assert runs  # (the counting reaches the engine's matches)

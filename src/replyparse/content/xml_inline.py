@@ -42,9 +42,9 @@ _GROUP_STARTS = frozenset("P:=!<>")
 
 
 def _value_lead(source: str) -> tuple[int, str, int] | None:
-    r"""Where an optional character stands in ``source``, which, and its width there, when the pattern ends
-    ``(?P<value>.*?)C?LITERAL`` with ``C`` one character that ``LITERAL`` (plain characters)
-    does not hold: qwen3-coder's ``\n?</parameter>``. The lazy value then ends at the
+    r"""Where an optional character stands in ``source``, which, and its width there, when
+    the pattern ends ``(?P<value>.*?)C?LITERAL`` with ``C`` one character that ``LITERAL``
+    (plain characters) does not hold: qwen3-coder's ``\n?</parameter>``. The lazy value then ends at the
     literal's first occurrence, less a ``C`` just before it: the same as the pattern
     without ``C?``, its value less one trailing ``C``. The standard library's engine runs
     over a value before one character (``[^<]*+``) several times faster than over a value
@@ -62,9 +62,7 @@ def _value_lead(source: str) -> tuple[int, str, int] | None:
         return None
     literal = source[index + width :]
     if not literal or any(item in _SPECIAL for item in literal) or char in literal:
-        return None
-    if source[index + width : index + width + 1] in ("?", "*", "+", "{"):
-        return None
+        return None  # (a quantifier after ``C?`` is special too)
     return index, char, width
 
 
@@ -222,16 +220,17 @@ class XmlInlineParser:
 
     def __post_init__(self) -> None:
         source = self.tag_pattern.pattern
+        finder = None
         lead = _value_lead(source)
         if lead is not None:
             # The twin reads the value up to the literal, and ``_trim`` drops the optional
             # character the pattern would have left out of it.
             at, char, width = lead
-            source = source[:at] + source[at + width :]
-            object.__setattr__(self, "_trim", char)
-        finder = stdlib_twin(source)
+            finder = stdlib_twin(source[:at] + source[at + width :])
+            if finder is not None:
+                object.__setattr__(self, "_trim", char)
         if finder is None:
-            object.__setattr__(self, "_trim", None)
+            finder = stdlib_twin(source)
         object.__setattr__(self, "_finder", finder)
         if finder is not None:
             layout = (finder.groups + 1, finder.groupindex["key"], finder.groupindex["value"])
@@ -239,7 +238,7 @@ class XmlInlineParser:
 
     #: The one character (``\n``) the tag pattern lets a value end before, optionally, just
     #: ahead of the literal that closes it, when the twin (``_finder``) reads the value up
-    #: to that literal instead (``_value_lead``); None otherwise.
+    #: to that literal instead (``_value_lead``); None otherwise, and always without a twin.
     _trim: str | None = field(init=False, repr=False, compare=False, default=None)
 
     def parse(self, body: str) -> dict[str, Any]:
@@ -317,6 +316,7 @@ class XmlInlineParser:
         parse_value = self.value_parser.parse if self.value_parser is not None else None
         last_end = 0
         finder = self._finder if self._finder is not None else self.tag_pattern
+        trim = self._trim  # (None without the twin)
         for match in finder.finditer(body):
             start, end = match.span()
             if start > last_end and not body[last_end:start].isspace():
@@ -326,7 +326,7 @@ class XmlInlineParser:
             if key is None:
                 raise ContentError("a tag matched without its 'key' group", start)
             value: Any = raw_value if raw_value is not None else ""
-            if finder is self._finder and self._trim is not None and value.endswith(self._trim):
+            if trim is not None and value.endswith(trim):
                 value = value[:-1]
             if parse_value is not None:
                 try:
