@@ -1,4 +1,9 @@
-"""``replyparse templates list | show | check | draft``: browse the registry, validate files.
+"""``replyparse templates list | show | check | draft | detect``: browse the registry,
+validate files, name a model's family.
+
+``detect PATH`` (a ``.jinja``, a ``tokenizer_config.json`` or a model folder) prints the
+registry family whose response template reads that model's output, as ``serve`` detects it;
+exit status 1, naming the evidence, when none (or several) fit.
 
 ``draft PATH`` (a ``.jinja``, a ``tokenizer_config.json`` or a model folder) drafts a family
 data file from the chat template, prints it as JSON on stdout and the round-trip verdict on
@@ -32,9 +37,21 @@ from replyparse._cli.common import (
     resolve_template,
     template_from_file,
 )
-from replyparse.errors import ResponseParseError, TemplateError
+from replyparse.errors import (
+    ModelFolderError,
+    ResponseParseError,
+    TemplateError,
+    UnknownTemplateError,
+)
+from replyparse.model_folder import read_model_folder
 from replyparse.parser import parse_response
-from replyparse.templates import draft_from_path, get_entry, list_templates, validate_registry
+from replyparse.templates import (
+    detect_entry,
+    draft_from_path,
+    get_entry,
+    list_templates,
+    validate_registry,
+)
 
 __all__ = ["add_templates_arguments", "run_templates"]
 
@@ -69,6 +86,34 @@ def add_templates_arguments(parser: argparse.ArgumentParser) -> None:
     )
     check.add_argument("--tools", metavar="FILE", help="a JSON array of tools for the samples")
     _add_draft_arguments(commands)
+    detect = commands.add_parser(
+        "detect", help="name the registry family of a chat template or model folder"
+    )
+    detect.add_argument(
+        "path", metavar="PATH", help="a .jinja file, a tokenizer_config.json or a model folder"
+    )
+
+
+def _detect(args: argparse.Namespace, stdout: IO[str]) -> int:
+    path = Path(args.path)
+    try:
+        folder = read_model_folder(path)
+        if path.suffix == ".json" or path.is_dir():
+            if folder.response_template is not None:
+                stdout.write(f"{path}: its own response template (tokenizer_config.json)\n")
+                return 0
+            entry = detect_entry(tokenizer_config=path)
+        else:
+            entry = detect_entry(chat_template=folder.chat_template)
+    except ModelFolderError as error:
+        raise CliError(" ".join(str(error).split())) from None
+    except UnknownTemplateError as error:
+        raise CliError(
+            f"{path}: {' '.join(str(error).split())} Draft one: `replyparse templates draft "
+            f"{path}` (docs/draft.md)."
+        ) from None
+    stdout.write(f"{entry.name}\n")
+    return 0
 
 
 def _add_draft_arguments(commands: Any) -> None:
@@ -227,6 +272,8 @@ def run_templates(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) ->
         return _show(args, stdout)
     if args.templates_command == "draft":
         return _draft(args, stdout, stderr)
+    if args.templates_command == "detect":
+        return _detect(args, stdout)
     if args.file is None:
         if args.sample:
             raise CliError("--sample needs a template FILE", status=2)
