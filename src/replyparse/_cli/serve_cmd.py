@@ -160,7 +160,7 @@ def _require_server_extra() -> None:
     if missing:
         raise CliError(
             f"the server needs the 'server' extra (missing: {', '.join(missing)}): "
-            "pip install 'replyparse[server]'"
+            "pip install -e '.[server]' in the replyparse checkout"
         )
 
 
