@@ -252,9 +252,10 @@ def to_function_tools(tools: Sequence[Any]) -> list[dict[str, Any]]:
 
 def to_tool_choice(choice: Any) -> tuple[Any, bool]:
     """A Messages API ``tool_choice`` as ``(tool_choice, parallel_tool_calls)`` in OpenAI's
-    shapes: ``auto`` -> ``"auto"``, ``any`` -> ``"required"``, ``tool`` -> a forced function,
-    ``none`` -> ``"none"``; ``disable_parallel_tool_use: true`` -> no parallel calls (at most
-    one call; exactly one with ``any`` or ``tool``, as Anthropic's API says).
+    shapes: ``auto`` -> ``"auto"``, ``any`` -> ``"required"``, ``tool`` -> ``allowed_tools``
+    of that tool in ``required`` mode (calls, all to it), ``none`` -> ``"none"``;
+    ``disable_parallel_tool_use: true`` -> no parallel calls (at most one call; exactly one
+    with ``any`` or ``tool``, as Anthropic's API says).
 
     Raises:
         ToolChoiceError: not one of the four shapes.
@@ -277,7 +278,9 @@ def to_tool_choice(choice: Any) -> tuple[Any, bool]:
             raise ToolChoiceError(
                 f"tool_choice.name: a 'tool' choice needs a tool name; got {name!r:.80}"
             )
-        return {"type": "function", "name": name}, not disable
+        # One or more calls, all to it (exactly one with disable_parallel_tool_use).
+        reference = {"type": "function", "name": name}
+        return {"type": "allowed_tools", "mode": "required", "tools": [reference]}, not disable
     modes = {"auto": "auto", "any": "required", "none": "none"}
     if kind not in modes:
         raise ToolChoiceError(

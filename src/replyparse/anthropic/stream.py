@@ -311,7 +311,9 @@ class MessagesStream(StreamBase):
         events = self._render_updates(updates)
         self._close_open_block(events)
         for block in self._call_blocks.values():
-            if block.final is None:  # pragma: no cover - the tracker ends every call it starts
+            if block.final is None:
+                # Started, but a cut before its arguments leaves the parsed message without
+                # it (the tracker warns): closed as streamed, as the SDK would read it.
                 self._end_call(block, events)
         reason: StopReason = stop_reason_for(finish_reason, bool(calls), stop_sequence)
         counts = usage_object(usage)
