@@ -21,25 +21,19 @@ pytest.importorskip("starlette")
 from replyparse.server import ChatTemplate, ReplayBackend, ServerConfig  # noqa: E402
 from replyparse.templates import get_entry  # noqa: E402
 from tests.server.helpers import (  # noqa: E402
+    ANTHROPIC_TOOLS,
     BROKEN_CALL,
     CHAT_TEMPLATES,
     FAMILIES,
     FINAL,
     FINAL_ANSWER,
     PARALLEL_CALLS,
-    WEATHER_PARAMETERS,
     qwen3_config,
     running,
     write_replay,
 )
 
-TOOLS = [
-    {
-        "name": "get_weather",
-        "description": "Current weather for a city.",
-        "input_schema": WEATHER_PARAMETERS,
-    }
-]
+TOOLS = ANTHROPIC_TOOLS
 USER = [{"role": "user", "content": "Weather in Lisbon and Oslo?"}]
 
 

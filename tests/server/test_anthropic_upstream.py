@@ -19,21 +19,15 @@ pytest.importorskip("starlette")
 from replyparse.server import ChatTemplate, ServerConfig, UpstreamBackend  # noqa: E402
 from replyparse.templates import get_entry  # noqa: E402
 from tests.server.helpers import (  # noqa: E402
+    ANTHROPIC_TOOLS,
     CHAT_TEMPLATES,
     FAMILIES,
-    WEATHER_PARAMETERS,
     qwen3_config,
     running,
 )
 from tests.server.test_upstream import FakeUpstream, serving_upstream  # noqa: E402
 
-TOOLS = [
-    {
-        "name": "get_weather",
-        "description": "Current weather for a city.",
-        "input_schema": WEATHER_PARAMETERS,
-    }
-]
+TOOLS = ANTHROPIC_TOOLS
 USER = [{"role": "user", "content": "Weather in Lisbon and Oslo?"}]
 ONE_CALL = (
     '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Lisbon", "unit": "celsius"}}\n'

@@ -18,7 +18,7 @@ from typing import Any
 
 from replyparse.anthropic import from_messages, to_function_tools, to_tool_choice
 from replyparse.server.errors import ApiError
-from replyparse.server.turn import Turn, _optional, _template_kwargs, _type_name
+from replyparse.server.turn import Turn, _optional, _template_kwargs, _tools, _type_name
 
 __all__ = ["read_messages_turn"]
 
@@ -81,15 +81,6 @@ def _stop_sequences(body: Mapping[str, Any]) -> list[str] | None:
     raise ApiError("stop_sequences: must be an array of non-empty strings", param="stop_sequences")
 
 
-def _tools(body: Mapping[str, Any]) -> list[Any] | None:
-    tools = body.get("tools")
-    if tools is None:
-        return None
-    if not isinstance(tools, list):
-        raise ApiError(f"tools: must be an array; got {_type_name(tools)}", param="tools")
-    return to_function_tools(tools) or None
-
-
 def read_messages_turn(body: Any, *, count_only: bool = False) -> Turn:
     """Read a ``/v1/messages`` request body.
 
@@ -126,7 +117,7 @@ def read_messages_turn(body: Any, *, count_only: bool = False) -> Turn:
             raise ApiError("max_tokens: Field required", param="max_tokens")
         max_tokens = _setting(body, "max_tokens", (int,), "an integer")
     _optional(body, "metadata", (dict,), "an object")
-    tools = _tools(body)
+    tools = to_function_tools(_tools(body) or ()) or None
     tool_choice, parallel = to_tool_choice(body.get("tool_choice"))
     if not tools and tool_choice not in (None, "auto", "none"):
         raise ApiError(
