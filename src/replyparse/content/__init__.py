@@ -19,6 +19,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from replyparse.content._base import (
+    ENGINES,
+    EVERY_ENGINE,
     MAX_NESTING,
     ArgsReader,
     ArgumentStream,
@@ -26,9 +28,12 @@ from replyparse.content._base import (
     ContentError,
     ContentParser,
     ContentParserClass,
+    Engine,
+    EngineSupport,
     GrammarForm,
     Recovered,
     RecoveringParser,
+    Severity,
     ValueKind,
 )
 from replyparse.content.first_of import FirstOfParser
@@ -45,6 +50,8 @@ from replyparse.errors import TemplateIssue
 
 __all__ = [
     "CONTENT_PARSERS",
+    "ENGINES",
+    "EVERY_ENGINE",
     "EXTENSION_PARSERS",
     "MAX_NESTING",
     "SPEC_PARSERS",
@@ -53,9 +60,12 @@ __all__ = [
     "ContentError",
     "ContentParser",
     "ContentParserClass",
+    "Engine",
+    "EngineSupport",
     "GrammarForm",
     "Recovered",
     "RecoveringParser",
+    "Severity",
     "ValueKind",
     "build_content_parser",
     "capabilities_of",
