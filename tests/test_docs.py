@@ -23,10 +23,8 @@ import json
 import os
 import re
 import shlex
-import socket
 import subprocess
 import sys
-import time
 import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -42,7 +40,7 @@ _SHELL = frozenset({"sh", "console", "bash", "shell"})
 #: What the replay server answers (docs/server.md's client block asks for the weather).
 _REPLAY = [
     {
-        "text": "The user wants the weather.\n</think>\n\n<tool_call>\n"
+        "text": "<think>\nThe user wants the weather.\n</think>\n\n<tool_call>\n"
         '{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call><|im_end|>'
     }
 ]
@@ -124,48 +122,27 @@ def _env() -> dict[str, str]:
     }
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-    return port
-
-
 @pytest.fixture
 def replay_server(tmp_path: Path) -> Iterator[str]:
-    """``replyparse serve --replay`` (qwen3) on a free port: its base address."""
+    """``replyparse serve --replay`` (qwen3) on the port it picks: its address."""
     pytest.importorskip("uvicorn")
     replay = tmp_path / "replay.jsonl"
     replay.write_text("".join(json.dumps(row) + "\n" for row in _REPLAY), encoding="utf-8")
-    port = _free_port()
+    serve = ["serve", "--replay", str(replay), "-t", "qwen3", "--port", "0"]
     process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "replyparse",
-            "serve",
-            "--replay",
-            str(replay),
-            "-t",
-            "qwen3",
-            "--port",
-            str(port),
-        ],
+        [sys.executable, "-m", "replyparse", *serve],
         env=_env(),
         stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
     )
-    address = f"127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                with urllib.request.urlopen(f"http://{address}/v1/models", timeout=2):
-                    break
-            except OSError:
-                if process.poll() is not None or time.monotonic() > deadline:
-                    raise AssertionError("the replay server did not start") from None
-                time.sleep(0.2)
+        assert process.stderr is not None
+        announced = re.search(r"http://(127\.0\.0\.1:\d+)/v1", process.stderr.readline())
+        assert announced is not None, "the replay server did not announce its address"
+        address = announced.group(1)
+        with urllib.request.urlopen(f"http://{address}/v1/models", timeout=30):
+            pass
         yield address
     finally:
         process.terminate()
