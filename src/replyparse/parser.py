@@ -538,20 +538,26 @@ class ResponseParser:
         unshadowed."""
         tokens = self._tokens
         assert tokens is not None
-        if self.phase is not _STREAMING:
-            self._check_usable("feed")
-        if ids.__class__ is not list and isinstance(ids, str):
-            raise TypeError(
-                "this parser was created with a tokenizer, so feed() takes token ids, not "
-                f"text; got {ids[:40]!r}"
-            )
-        try:
-            text = tokens.feed(ids)
-        except BaseException:
-            self.phase = ParserPhase.FAILED  # as in ``_feed``: the parser is spent
-            raise
-        if not text:
-            return []
+        text = None
+        if tokens.clean and ids.__class__ is list and len(ids) == 1 and self.phase is _STREAMING:
+            # ``ControlTokenDecoder.feed``'s first step in line (most ids of a stream): a
+            # token whose text is whole characters none of which begins a control token.
+            text = tokens.safe_texts.get(ids[0])
+        if text is None:
+            if self.phase is not _STREAMING:
+                self._check_usable("feed")
+            if ids.__class__ is not list and isinstance(ids, str):
+                raise TypeError(
+                    "this parser was created with a tokenizer, so feed() takes token ids, not "
+                    f"text; got {ids[:40]!r}"
+                )
+            try:
+                text = tokens.feed(ids)
+            except BaseException:
+                self.phase = ParserPhase.FAILED  # as in ``_feed``: the parser is spent
+                raise
+            if not text:
+                return []
         try:
             events = ResponseParser.feed(self, text)
         except ResponseParseError as error:

@@ -393,7 +393,8 @@ class ControlTokenDecoder:
         self.shadowed = False
         self._text: _TableDecoder | _StreamDecoder | IncrementalDecoder
         self._table: _TableDecoder | None = None
-        self._safe_texts = plan.safe_texts
+        #: Ordinary ids -> their text, for a token that needs no decoder state (``clean``).
+        self.safe_texts = plan.safe_texts
         backend = getattr(tokenizer, "backend_tokenizer", None)
         if plan.table is not None:
             self._text = self._table = _TableDecoder(plan.table)
@@ -402,7 +403,8 @@ class ControlTokenDecoder:
         else:
             self._text = IncrementalDecoder(tokenizer)
         self._tail = ""  # held back: may be the beginning of a spelled-out control token
-        self._clean = True  # nothing held: no tail, no incomplete character
+        #: Nothing is held: no tail, no incomplete character.
+        self.clean = True
 
     def fresh(self) -> ControlTokenDecoder:
         """A decoder for the same tokenizer with nothing held (``shadowed`` kept)."""
@@ -412,14 +414,14 @@ class ControlTokenDecoder:
 
     def feed(self, ids: Iterable[Any] | int) -> str:
         """Decode the next ids; return the text they complete (possibly empty)."""
-        if self._clean and ids.__class__ is list and len(ids) == 1:
+        if self.clean and ids.__class__ is list and len(ids) == 1:
             # Nothing held and one token of whole characters that cannot begin a spelling:
             # most calls of a stream.
-            text = self._safe_texts.get(ids[0])
+            text = self.safe_texts.get(ids[0])
             if text is not None:
                 return text
         text = self._feed(ids)
-        self._clean = not self._tail and not (self._table is not None and self._table.holds)
+        self.clean = not self._tail and not (self._table is not None and self._table.holds)
         return text
 
     def _feed(self, ids: Iterable[Any] | int) -> str:
@@ -449,7 +451,7 @@ class ControlTokenDecoder:
     def flush(self) -> str:
         """The text still held (at the end of the ids); the next ids start a new text."""
         text = self._defuse(self._text.flush(), final=True)
-        self._clean = True
+        self.clean = True
         return text
 
     def _may_spell(self, text: str) -> bool:
