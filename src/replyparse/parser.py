@@ -55,7 +55,12 @@ from replyparse.template._call_shape import (
     with_arguments,
 )
 from replyparse.template._loader import END_OF_TURN, REGION_CLOSE
-from replyparse.tokens import IncrementalDecoder, TokenizerLike, decode_ids
+from replyparse.tokens import (
+    ControlTokenDecoder,
+    TokenizerLike,
+    decode_ids,
+    unshadow,
+)
 from replyparse.tools import CustomTool, normalize_tools, tools_by_name
 from replyparse.transform import TransformPathError
 
@@ -262,7 +267,12 @@ class ResponseParser:
         tools: the request's tools (chat-completions or Responses dicts, or Python
             functions), or a ``PreparedTools`` built once for many parsers; tool-call
             arguments are typed from their JSON Schemas at region close.
-        tokenizer: anything with ``decode(ids)``; needed when feeding or prefixing token ids.
+        tokenizer: token-id mode: ``feed`` then takes token ids (text raises ``TypeError``),
+            and ``prefix`` may be ids. A transformers fast tokenizer's control tokens (its
+            special tokens and the added tokens its chat template writes) match delimiters
+            only when generated as their ids: spelled out by ordinary tokens they are text
+            (``replyparse.tokens``). Offsets stay in characters of the decoded text. Anything
+            with ``decode(ids)`` also works, with no control tokens.
         include_groups: add the open delimiter's named groups to ``region_open`` events as
             ``"groups"`` (an extension; off by default so events keep the spec's shape).
         recover: never raise for what the model wrote (see "Recover mode" below). Off by
@@ -326,7 +336,11 @@ class ResponseParser:
         self._partial = False
         self._open_text = ""  # the open delimiter's text, for a region demoted to content
         self._tokenizer = tokenizer
-        self._decoder: Any = None
+        # Token-id mode (``tokenizer``): the decoder, and the fast path's state between feeds
+        # (``_fast`` itself stays None outside ``_feed_ids``, so that text reaches the check).
+        self._tokens = None if tokenizer is None else ControlTokenDecoder(tokenizer)
+        self._ids_fast: str | None = None
+        self._in_ids = False
 
         self.phase = ParserPhase.STREAMING
         self.trailing_text = ""
@@ -392,6 +406,10 @@ class ResponseParser:
         if prefix_text:
             self.initial_events = self._run(prefix_text, final=False)
         self._update_fast()
+        if self._tokens is not None:
+            self._ids_fast, self._fast = self._fast, None
+            if self._tokens.shadowed:
+                self.initial_events = unshadow(self.initial_events)
 
     @classmethod
     def _holding_prefix(
@@ -525,11 +543,44 @@ class ResponseParser:
                 self._fast = None
                 raise
             scan = True  # the scanner said a scan is needed
+        if self._tokens is not None and not self._in_ids:
+            return self._feed_ids(text)
         self._fast = None
         self._sync_base()
         events = self._feed(text, scan)
         self._update_fast()
         return events
+
+    def _feed_ids(self, ids: str | Sequence[int]) -> list[Event]:
+        """``feed`` in token-id mode: the ids' text (``ControlTokenDecoder``) is fed as text,
+        on the fast path where it applies; what a shadowed spelling reached is unshadowed."""
+        tokens = cast(ControlTokenDecoder, self._tokens)
+        if self.phase is not _STREAMING:
+            self._check_usable("feed")
+        if isinstance(ids, str):
+            raise TypeError(
+                "this parser was created with a tokenizer, so feed() takes token ids, not "
+                f"text; got {ids[:40]!r}"
+            )
+        try:
+            text = tokens.feed(ids)
+        except BaseException:
+            self.phase = ParserPhase.FAILED  # as in ``_feed``: the parser is spent
+            raise
+        if not text:
+            return []
+        self._in_ids = True
+        self._fast = self._ids_fast
+        try:
+            events = self.feed(text)
+        except ResponseParseError as error:
+            if tokens.shadowed:
+                _unshadow_error(error)
+            raise
+        finally:
+            self._in_ids = False
+            self._ids_fast, self._fast = self._fast, None
+        return unshadow(events) if tokens.shadowed else events
 
     def _hold_lead(self, run: str) -> None:
         """Hold ``run``, the end of a piece the fast path streamed the rest of. When it is
@@ -647,12 +698,24 @@ class ResponseParser:
         self._fast = None
         self._sync_base()
         self._check_usable("finalize")
+        tokens = self._tokens
+        if tokens is not None and isinstance(text, str) and text:
+            raise TypeError(
+                "this parser was created with a tokenizer, so finalize() takes token ids, not "
+                f"text; got {text[:40]!r}"
+            )
         try:
-            return self._finalize(partial, text)
-        except BaseException:
+            message, events = self._finalize(partial, text)
+        except BaseException as error:
             if self.phase is not ParserPhase.FINISHED:
                 self.phase = ParserPhase.FAILED
+            if isinstance(error, ResponseParseError) and tokens is not None and tokens.shadowed:
+                _unshadow_error(error)
             raise
+        if tokens is not None and tokens.shadowed:
+            self._unshadow_state()
+            return unshadow(message), unshadow(events)
+        return message, events
 
     def _finish(
         self, text: str | Sequence[int], partial: bool = False, fitting: bool = True
@@ -681,11 +744,19 @@ class ResponseParser:
                     self._body = _TextAccumulator()
                     self.phase = ParserPhase.FINISHED
                     return message
-            return self._finalize(partial, text, whole=True)[0]
-        except BaseException:
+            message = self._finalize(partial, text, whole=True)[0]
+        except BaseException as error:
             if self.phase is not ParserPhase.FINISHED:
                 self.phase = ParserPhase.FAILED
+            tokens = self._tokens
+            if isinstance(error, ResponseParseError) and tokens is not None and tokens.shadowed:
+                _unshadow_error(error)
             raise
+        tokens = self._tokens
+        if tokens is not None and tokens.shadowed:
+            self._unshadow_state()
+            return cast(dict[str, Any], unshadow(message))
+        return message
 
     def _walk_fitting(self, text: str, partial: bool = False) -> _Fitting | None:
         """What ``_finish(text, partial)`` would give, for a text that fits the template as
@@ -706,7 +777,7 @@ class ResponseParser:
         """``_walk_fitting`` as a function of ``(text, partial)``, this parser's state read
         once (issue 17: a short row's walk read it again per row); valid while the parser
         is not fed. None when no text can be walked from this state."""
-        if self.phase is not _STREAMING or self._rescan_at or self._decoder is not None:
+        if self.phase is not _STREAMING or self._rescan_at or self._tokens is not None:
             return None
         self._sync_base()
         template = self.template
@@ -841,8 +912,8 @@ class ResponseParser:
                 last = deferred + last  # deferring is feeding a bigger chunk
             elif deferred:
                 events.extend(self._run(deferred, final=False))
-        if self._decoder is not None:
-            last += self._decoder.flush()
+        if self._tokens is not None:
+            last += self._tokens.flush()
         if last and self.phase is ParserPhase.ENDED:
             self.trailing_text += last
         if self.phase is ParserPhase.STREAMING:
@@ -869,7 +940,18 @@ class ResponseParser:
     @property
     def message(self) -> dict[str, Any]:
         """The message built from every region closed so far (a fresh dict each time)."""
+        tokens = self._tokens
+        if tokens is not None and tokens.shadowed:
+            return cast(dict[str, Any], unshadow(self._build_message()))
         return self._build_message()
+
+    def _unshadow_state(self) -> None:
+        """Token-id mode, at the end: the text attributes in characters of the decoded
+        text, as events and messages already are (``replyparse.tokens.unshadow``)."""
+        self.trailing_text = unshadow(self.trailing_text)
+        self.unclaimed_text = unshadow(self.unclaimed_text)
+        self.issues = unshadow(self.issues)
+        self.in_progress = unshadow(self.in_progress)
 
     def _read_fitting_body(
         self, field: FieldSpec, body: str, groups: Mapping[str, str | None]
@@ -886,7 +968,7 @@ class ResponseParser:
         primes one parser per prefix and copies it for each row, instead of building one
         and parsing the prefix again. Only for a parser that has not been fed (nor decoded
         token ids)."""
-        assert self.phase is _STREAMING and self._decoder is None
+        assert self.phase is _STREAMING
         self._sync_base()
         copied = object.__new__(ResponseParser)
         state = self.__dict__.copy()
@@ -904,6 +986,8 @@ class ResponseParser:
         state["_partials"] = dict(self._partials)
         state["_fast_mark"] = -1
         state["_fast_event"] = self._fast_event.copy()  # only ever copied, but its own
+        if self._tokens is not None:
+            state["_tokens"] = self._tokens.fresh()
         copied.__dict__.update(state)
         copied._update_fast()  # its body has other pieces
         return copied
@@ -1657,13 +1741,24 @@ class ResponseParser:
     def _decode_prefix(self, prefix: str | Sequence[int]) -> str:
         if isinstance(prefix, str):
             return prefix
-        return decode_ids(self._tokenizer, prefix, what="prefix")
+        tokens = self._tokens
+        if tokens is None or len(prefix) == 0:
+            return decode_ids(self._tokenizer, prefix, what="prefix")
+        # As the reference: the prompt's ids decoded as a text of their own.
+        return tokens.feed(prefix) + tokens.flush()
 
     def _decode_ids(self, ids: Sequence[int]) -> str:
-        if self._decoder is None:
-            self._decoder = IncrementalDecoder(self._tokenizer)
-        text: str = self._decoder.feed(ids)
-        return text
+        if self._tokens is not None:
+            return self._tokens.feed(ids)
+        return decode_ids(self._tokenizer, ids, what="fed ids")
+
+
+def _unshadow_error(error: ResponseParseError) -> None:
+    """A ResponseParseError raised on shadowed text, in characters of the decoded text."""
+    error.raw = unshadow(error.raw)
+    error.detail = unshadow(error.detail)
+    error.partial_message = unshadow(error.partial_message)
+    error.args = unshadow(error.args)
 
 
 class PreparedTools:
