@@ -137,6 +137,22 @@ def _transform(field: FieldSpec, scope: Mapping[str, Any]) -> Any:
     return apply(scope, _required(field))
 
 
+def _region_groups(
+    open_groups: Mapping[str, str | None], close_groups: Mapping[str, str | None]
+) -> Mapping[str, str | None]:
+    """The named groups in a closing region's transform scope: the open delimiter's, and
+    the close delimiter's over them (a close capture wins over an open capture of the same
+    name, as in the reference since 5.24), except where the close's group did not take
+    part in its match: the open's capture stands."""
+    if not close_groups:
+        return open_groups
+    merged = dict(open_groups)
+    for name, value in close_groups.items():
+        if value is not None or name not in merged:
+            merged[name] = value
+    return merged
+
+
 def _close_name(field: FieldSpec) -> str:
     close = field.close
     if close is None:
@@ -227,8 +243,7 @@ def _find_anchor_end(template: ResponseTemplate, prefix: str) -> int:
     if anchor.pattern is not None:
         end = 0
         for match in anchor.pattern.finditer(prefix, overlapped=False):
-            if match.end() > match.start():
-                end = match.end()
+            end = match.end()  # an empty match too (a lookbehind anchor), as the reference
         return end
     best_start, best_end = -1, 0
     for literal in anchor.literals:
@@ -301,11 +316,12 @@ class ResponseParser:
         include_groups: bool = False,
         recover: bool = False,
     ) -> None:
-        if prefix is None:
-            raise ValueError(_PREFIX_REQUIRED)
         if template is None:
             template = template_from_tokenizer(tokenizer)
+        # The template first: a template with a problem reports it, prefix or not.
         self.template: ResponseTemplate = load_template(template)
+        if prefix is None:
+            raise ValueError(_PREFIX_REQUIRED)
         self._tool_typer: Callable[[Any], Any] | None = None
         # Custom tools (free-form input, OpenAI "custom" tools) take a string, not an object.
         self._custom_tool_names: frozenset[str] = frozenset()
@@ -336,7 +352,8 @@ class ResponseParser:
         # (``Scanner.scan``'s floors): held text is not searched again before it.
         self._floors: dict[int, int] = {}
         self._partials: dict[int, tuple[int, int]] = {}  # ``Scanner.scan``'s ``partials``
-        # Offset of the last zero-width delimiter acted on: no second one is taken there.
+        # Offset of the last region opened by a zero-width match: it closes by no zero-width
+        # match there (``_scan``).
         self._empty_match_at = -(10**18)
         self._context_size = self.template.context_size
         self._base = 0  # offset of _buffer[0] in the generation (negative inside the prefix)
@@ -833,7 +850,7 @@ class ResponseParser:
                     if match is None:
                         break
                     position = match_end
-                    if position == match_start:
+                    if position == match_start and target >= 0:  # as ``_scan``
                         empty_at = base + position
                     if field is not None or implicit_open:  # the region this match ends
                         closing = field if field is not None else implicit
@@ -848,7 +865,7 @@ class ResponseParser:
                         value = parse_body(
                             closing,
                             carried + buffer[body_start:end],
-                            {**groups, **close_groups} if close_groups else groups,
+                            _region_groups(groups, close_groups),
                         )
                         captures.setdefault(closing.name, []).append(value)
                         field = None
@@ -1075,7 +1092,9 @@ class ResponseParser:
             if match is None:
                 return safe_end
             position = match.end
-            if match.end == match.start:
+            if match.end == match.start and match.target >= 0:
+                # A region opened by an empty match does not close by one at the same
+                # place: every open-close pair reads a character or moves on (no loop).
                 self._empty_match_at = self._base + match.start
             if match.target == END_OF_TURN:
                 self._close_open_regions(events, match)
@@ -1330,7 +1349,7 @@ class ResponseParser:
     ) -> None:
         body = self._body.take()
         self._implicit_open = False if field.is_implicit else self._implicit_open
-        groups = {**self._open_groups, **close_groups} if close_groups else self._open_groups
+        groups = _region_groups(self._open_groups, close_groups)
         if not self.recover:
             value = self._parse_body(field, body, groups)
             events.append({"type": "region_close", "field": field.name, "value": value})
@@ -1942,6 +1961,9 @@ def parse_output(
         >>> result.message, [issue.kind.value for issue in result.issues]
         ({'answer': 'forty'}, ['unparsed_value'])
     """
+    if template is not None:
+        # The template first: a template with a problem reports it, prefix or not.
+        template = load_template(template)
     if prefix is None:
         raise ValueError(_PREFIX_REQUIRED)
     if _is_batch(text):
@@ -1958,12 +1980,11 @@ def parse_output(
             raise ValueError(
                 f"a batch of {len(text)} generations needs {len(text)} prefixes; got {len(prefix)}"
             )
-        compiled = load_template(template) if template is not None else None
         results = []
         for index, (item, item_prefix) in enumerate(zip(text, prefix, strict=False)):
             try:
                 results.append(
-                    _parse_one(item, compiled, item_prefix, tools, tokenizer, recover, partial)
+                    _parse_one(item, template, item_prefix, tools, tokenizer, recover, partial)
                 )
             except ResponseParseError as error:
                 error.at_index(index)
