@@ -137,6 +137,22 @@ def _transform(field: FieldSpec, scope: Mapping[str, Any]) -> Any:
     return apply(scope, _required(field))
 
 
+def _region_groups(
+    open_groups: Mapping[str, str | None], close_groups: Mapping[str, str | None]
+) -> Mapping[str, str | None]:
+    """The named groups in a closing region's transform scope: the open delimiter's, and
+    the close delimiter's over them (a close capture wins over an open capture of the same
+    name, as in the reference since 5.24), except where the close's group did not take
+    part in its match: the open's capture stands."""
+    if not close_groups:
+        return open_groups
+    merged = dict(open_groups)
+    for name, value in close_groups.items():
+        if value is not None or name not in merged:
+            merged[name] = value
+    return merged
+
+
 def _close_name(field: FieldSpec) -> str:
     close = field.close
     if close is None:
@@ -227,8 +243,7 @@ def _find_anchor_end(template: ResponseTemplate, prefix: str) -> int:
     if anchor.pattern is not None:
         end = 0
         for match in anchor.pattern.finditer(prefix, overlapped=False):
-            if match.end() > match.start():
-                end = match.end()
+            end = match.end()  # an empty match too (a lookbehind anchor), as the reference
         return end
     best_start, best_end = -1, 0
     for literal in anchor.literals:
@@ -303,11 +318,12 @@ class ResponseParser:
         include_groups: bool = False,
         recover: bool = False,
     ) -> None:
-        if prefix is None:
-            raise ValueError(_PREFIX_REQUIRED)
         if template is None:
             template = template_from_tokenizer(tokenizer)
+        # The template first: a template with a problem reports it, prefix or not.
         self.template: ResponseTemplate = load_template(template)
+        if prefix is None:
+            raise ValueError(_PREFIX_REQUIRED)
         self._tool_typer: Callable[[Any], Any] | None = None
         # Custom tools (free-form input, OpenAI "custom" tools) take a string, not an object.
         self._custom_tool_names: frozenset[str] = frozenset()
@@ -322,11 +338,8 @@ class ResponseParser:
         self._partial = False
         self._open_text = ""  # the open delimiter's text, for a region demoted to content
         self._tokenizer = tokenizer
-        # Token-id mode (``tokenizer``): the decoder, and the fast path's state between feeds
-        # (``_fast`` itself stays None outside ``_feed_ids``, so that text reaches the check).
+        # Token-id mode (``tokenizer``): the decoder of the ids.
         self._tokens = None if tokenizer is None else ControlTokenDecoder(tokenizer)
-        self._ids_fast: str | None = None
-        self._in_ids = False
 
         self.phase = ParserPhase.STREAMING
         self.trailing_text = ""
@@ -341,7 +354,8 @@ class ResponseParser:
         # (``Scanner.scan``'s floors): held text is not searched again before it.
         self._floors: dict[int, int] = {}
         self._partials: dict[int, tuple[int, int]] = {}  # ``Scanner.scan``'s ``partials``
-        # Offset of the last zero-width delimiter acted on: no second one is taken there.
+        # Offset of the last region opened by a zero-width match: it closes by no zero-width
+        # match there (``_scan``).
         self._empty_match_at = -(10**18)
         self._context_size = self.template.context_size
         self._base = 0  # offset of _buffer[0] in the generation (negative inside the prefix)
@@ -392,7 +406,10 @@ class ResponseParser:
             self.initial_events = self._run(prefix_text, final=False)
         self._update_fast()
         if self._tokens is not None:
-            self._ids_fast, self._fast = self._fast, None
+            # In token-id mode this instance's ``feed`` is ``_feed_ids``, which decodes and
+            # runs the class's ``feed`` on the text: the text path, fast path included, pays
+            # nothing for the mode, and the ids path no second dispatch.
+            self.feed = self._feed_ids  # type: ignore[method-assign,assignment]
             if self._tokens.shadowed:
                 self.initial_events = unshadow(self.initial_events)
 
@@ -528,8 +545,6 @@ class ResponseParser:
                 self._fast = None
                 raise
             scan = True  # the scanner said a scan is needed
-        if self._tokens is not None and not self._in_ids:
-            return self._feed_ids(text)
         self._fast = None
         self._sync_base()
         events = self._feed(text, scan)
@@ -538,33 +553,36 @@ class ResponseParser:
 
     def _feed_ids(self, ids: str | Sequence[int]) -> list[Event]:
         """``feed`` in token-id mode: the ids' text (``ControlTokenDecoder``) is fed as text,
-        on the fast path where it applies; what a shadowed spelling reached is unshadowed."""
-        tokens = cast(ControlTokenDecoder, self._tokens)
-        if self.phase is not _STREAMING:
-            self._check_usable("feed")
-        if isinstance(ids, str):
-            raise TypeError(
-                "this parser was created with a tokenizer, so feed() takes token ids, not "
-                f"text; got {ids[:40]!r}"
-            )
+        on ``feed``'s fast path where it applies; what a shadowed spelling reached is
+        unshadowed."""
+        tokens = self._tokens
+        assert tokens is not None
+        text = None
+        if tokens.clean and ids.__class__ is list and len(ids) == 1 and self.phase is _STREAMING:
+            # ``ControlTokenDecoder.feed``'s first step in line (most ids of a stream): a
+            # token whose text is whole characters none of which begins a control token.
+            text = tokens.safe_texts.get(ids[0])
+        if text is None:
+            if self.phase is not _STREAMING:
+                self._check_usable("feed")
+            if ids.__class__ is not list and isinstance(ids, str):
+                raise TypeError(
+                    "this parser was created with a tokenizer, so feed() takes token ids, not "
+                    f"text; got {ids[:40]!r}"
+                )
+            try:
+                text = tokens.feed(ids)
+            except BaseException:
+                self.phase = ParserPhase.FAILED  # as in ``_feed``: the parser is spent
+                raise
+            if not text:
+                return []
         try:
-            text = tokens.feed(ids)
-        except BaseException:
-            self.phase = ParserPhase.FAILED  # as in ``_feed``: the parser is spent
-            raise
-        if not text:
-            return []
-        self._in_ids = True
-        self._fast = self._ids_fast
-        try:
-            events = self.feed(text)
+            events = ResponseParser.feed(self, text)
         except ResponseParseError as error:
             if tokens.shadowed:
                 _unshadow_error(error)
             raise
-        finally:
-            self._in_ids = False
-            self._ids_fast, self._fast = self._fast, None
         return unshadow(events) if tokens.shadowed else events
 
     def _hold_lead(self, run: str) -> None:
@@ -836,7 +854,7 @@ class ResponseParser:
                     if match is None:
                         break
                     position = match_end
-                    if position == match_start:
+                    if position == match_start and target >= 0:  # as ``_scan``
                         empty_at = base + position
                     if field is not None or implicit_open:  # the region this match ends
                         closing = field if field is not None else implicit
@@ -854,7 +872,7 @@ class ResponseParser:
                         value = parse_body(
                             closing,
                             body,
-                            {**groups, **close_groups} if close_groups else groups,
+                            _region_groups(groups, close_groups),
                         )
                         captures.setdefault(closing.name, []).append(value)
                         field = None
@@ -981,6 +999,7 @@ class ResponseParser:
         state["_fast_event"] = self._fast_event.copy()  # only ever copied, but its own
         if self._tokens is not None:
             state["_tokens"] = self._tokens.fresh()
+            state["feed"] = copied._feed_ids  # bound to the copy, not to this parser
         copied.__dict__.update(state)
         copied._update_fast()  # its body has other pieces
         return copied
@@ -1083,7 +1102,9 @@ class ResponseParser:
             if match is None:
                 return safe_end
             position = match.end
-            if match.end == match.start:
+            if match.end == match.start and match.target >= 0:
+                # A region opened by an empty match does not close by one at the same
+                # place: every open-close pair reads a character or moves on (no loop).
                 self._empty_match_at = self._base + match.start
             if match.target == END_OF_TURN:
                 self._close_open_regions(events, match)
@@ -1338,7 +1359,7 @@ class ResponseParser:
     ) -> None:
         body = self._body.take()
         self._implicit_open = False if field.is_implicit else self._implicit_open
-        groups = {**self._open_groups, **close_groups} if close_groups else self._open_groups
+        groups = _region_groups(self._open_groups, close_groups)
         if not self.recover:
             value = self._parse_body(field, body, groups)
             events.append({"type": "region_close", "field": field.name, "value": value})
@@ -1979,6 +2000,9 @@ def parse_output(
         >>> result.message, [issue.kind.value for issue in result.issues]
         ({'answer': 'forty'}, ['unparsed_value'])
     """
+    if template is not None:
+        # The template first: a template with a problem reports it, prefix or not.
+        template = load_template(template)
     if prefix is None:
         raise ValueError(_PREFIX_REQUIRED)
     if _is_batch(text):
@@ -1995,12 +2019,11 @@ def parse_output(
             raise ValueError(
                 f"a batch of {len(text)} generations needs {len(text)} prefixes; got {len(prefix)}"
             )
-        compiled = load_template(template) if template is not None else None
         results = []
         for index, (item, item_prefix) in enumerate(zip(text, prefix, strict=False)):
             try:
                 results.append(
-                    _parse_one(item, compiled, item_prefix, tools, tokenizer, recover, partial)
+                    _parse_one(item, template, item_prefix, tools, tokenizer, recover, partial)
                 )
             except ResponseParseError as error:
                 error.at_index(index)

@@ -241,11 +241,13 @@ def _read_delimiter(
         return None
     if has_pattern:
         value = spec[pattern_key]
-        if not isinstance(value, str) or not value:
+        # The empty pattern is a pattern too (it matches the empty string everywhere), as
+        # in the reference.
+        if not isinstance(value, str):
             issues.add(
                 "invalid_delimiter",
                 (*path, pattern_key),
-                f"{pattern_key!r} must be a non-empty regex string; got {value!r}.",
+                f"{pattern_key!r} must be a regex string; got {value!r}.",
                 value,
             )
             return None
@@ -256,18 +258,6 @@ def _read_delimiter(
                 "invalid_regex",
                 (*path, pattern_key),
                 f"{pattern_key!r} is not a valid regex: {error}; got {value!r}.",
-                value,
-            )
-            return None
-        assert delimiter.pattern is not None
-        # A pattern that matches the empty string everywhere delimits nothing. Zero-width
-        # patterns that need context (a lookahead such as "(?=\[TOOL_CALLS\])") are fine.
-        if delimiter.pattern.fullmatch("") is not None:
-            issues.add(
-                "empty_delimiter",
-                (*path, pattern_key),
-                f"{pattern_key!r} matches the empty string, so it cannot delimit anything; "
-                f"got {value!r}.",
                 value,
             )
             return None
