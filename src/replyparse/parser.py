@@ -336,11 +336,8 @@ class ResponseParser:
         self._partial = False
         self._open_text = ""  # the open delimiter's text, for a region demoted to content
         self._tokenizer = tokenizer
-        # Token-id mode (``tokenizer``): the decoder, and the fast path's state between feeds
-        # (``_fast`` itself stays None outside ``_feed_ids``, so that text reaches the check).
+        # Token-id mode (``tokenizer``): the decoder of the ids.
         self._tokens = None if tokenizer is None else ControlTokenDecoder(tokenizer)
-        self._ids_fast: str | None = None
-        self._in_ids = False
 
         self.phase = ParserPhase.STREAMING
         self.trailing_text = ""
@@ -407,7 +404,10 @@ class ResponseParser:
             self.initial_events = self._run(prefix_text, final=False)
         self._update_fast()
         if self._tokens is not None:
-            self._ids_fast, self._fast = self._fast, None
+            # In token-id mode this instance's ``feed`` is ``_feed_ids``, which decodes and
+            # runs the class's ``feed`` on the text: the text path, fast path included, pays
+            # nothing for the mode, and the ids path no second dispatch.
+            self.feed = self._feed_ids  # type: ignore[method-assign,assignment]
             if self._tokens.shadowed:
                 self.initial_events = unshadow(self.initial_events)
 
@@ -543,8 +543,6 @@ class ResponseParser:
                 self._fast = None
                 raise
             scan = True  # the scanner said a scan is needed
-        if self._tokens is not None and not self._in_ids:
-            return self._feed_ids(text)
         self._fast = None
         self._sync_base()
         events = self._feed(text, scan)
@@ -553,33 +551,36 @@ class ResponseParser:
 
     def _feed_ids(self, ids: str | Sequence[int]) -> list[Event]:
         """``feed`` in token-id mode: the ids' text (``ControlTokenDecoder``) is fed as text,
-        on the fast path where it applies; what a shadowed spelling reached is unshadowed."""
-        tokens = cast(ControlTokenDecoder, self._tokens)
-        if self.phase is not _STREAMING:
-            self._check_usable("feed")
-        if isinstance(ids, str):
-            raise TypeError(
-                "this parser was created with a tokenizer, so feed() takes token ids, not "
-                f"text; got {ids[:40]!r}"
-            )
+        on ``feed``'s fast path where it applies; what a shadowed spelling reached is
+        unshadowed."""
+        tokens = self._tokens
+        assert tokens is not None
+        text = None
+        if tokens.clean and ids.__class__ is list and len(ids) == 1 and self.phase is _STREAMING:
+            # ``ControlTokenDecoder.feed``'s first step in line (most ids of a stream): a
+            # token whose text is whole characters none of which begins a control token.
+            text = tokens.safe_texts.get(ids[0])
+        if text is None:
+            if self.phase is not _STREAMING:
+                self._check_usable("feed")
+            if ids.__class__ is not list and isinstance(ids, str):
+                raise TypeError(
+                    "this parser was created with a tokenizer, so feed() takes token ids, not "
+                    f"text; got {ids[:40]!r}"
+                )
+            try:
+                text = tokens.feed(ids)
+            except BaseException:
+                self.phase = ParserPhase.FAILED  # as in ``_feed``: the parser is spent
+                raise
+            if not text:
+                return []
         try:
-            text = tokens.feed(ids)
-        except BaseException:
-            self.phase = ParserPhase.FAILED  # as in ``_feed``: the parser is spent
-            raise
-        if not text:
-            return []
-        self._in_ids = True
-        self._fast = self._ids_fast
-        try:
-            events = self.feed(text)
+            events = ResponseParser.feed(self, text)
         except ResponseParseError as error:
             if tokens.shadowed:
                 _unshadow_error(error)
             raise
-        finally:
-            self._in_ids = False
-            self._ids_fast, self._fast = self._fast, None
         return unshadow(events) if tokens.shadowed else events
 
     def _hold_lead(self, run: str) -> None:
@@ -988,6 +989,7 @@ class ResponseParser:
         state["_fast_event"] = self._fast_event.copy()  # only ever copied, but its own
         if self._tokens is not None:
             state["_tokens"] = self._tokens.fresh()
+            state["feed"] = copied._feed_ids  # bound to the copy, not to this parser
         copied.__dict__.update(state)
         copied._update_fast()  # its body has other pieces
         return copied
