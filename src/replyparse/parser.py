@@ -293,7 +293,9 @@ class ResponseParser:
     content text, delimiters included, at its position; any other field keeps its raw text;
     text a body has no place for (prose after a JSON value, between xml-inline parameters)
     becomes content; near misses (``arguments`` where the format says ``parameters``) are
-    read as meant. Each of these is a ``ParseIssue`` in ``issues`` and, when streaming, a
+    read as meant; another field's close in the implicit field's text (``</think>`` in
+    content: a prefix that lacks the chat template's pre-written open) is kept and reported.
+    Each of these is a ``ParseIssue`` in ``issues`` and, when streaming, a
     ``parse_issue`` event just before the ``region_close`` it concerns.
 
     Example:
@@ -336,11 +338,8 @@ class ResponseParser:
         self._partial = False
         self._open_text = ""  # the open delimiter's text, for a region demoted to content
         self._tokenizer = tokenizer
-        # Token-id mode (``tokenizer``): the decoder, and the fast path's state between feeds
-        # (``_fast`` itself stays None outside ``_feed_ids``, so that text reaches the check).
+        # Token-id mode (``tokenizer``): the decoder of the ids.
         self._tokens = None if tokenizer is None else ControlTokenDecoder(tokenizer)
-        self._ids_fast: str | None = None
-        self._in_ids = False
 
         self.phase = ParserPhase.STREAMING
         self.trailing_text = ""
@@ -407,7 +406,10 @@ class ResponseParser:
             self.initial_events = self._run(prefix_text, final=False)
         self._update_fast()
         if self._tokens is not None:
-            self._ids_fast, self._fast = self._fast, None
+            # In token-id mode this instance's ``feed`` is ``_feed_ids``, which decodes and
+            # runs the class's ``feed`` on the text: the text path, fast path included, pays
+            # nothing for the mode, and the ids path no second dispatch.
+            self.feed = self._feed_ids  # type: ignore[method-assign,assignment]
             if self._tokens.shadowed:
                 self.initial_events = unshadow(self.initial_events)
 
@@ -543,8 +545,6 @@ class ResponseParser:
                 self._fast = None
                 raise
             scan = True  # the scanner said a scan is needed
-        if self._tokens is not None and not self._in_ids:
-            return self._feed_ids(text)
         self._fast = None
         self._sync_base()
         events = self._feed(text, scan)
@@ -553,33 +553,36 @@ class ResponseParser:
 
     def _feed_ids(self, ids: str | Sequence[int]) -> list[Event]:
         """``feed`` in token-id mode: the ids' text (``ControlTokenDecoder``) is fed as text,
-        on the fast path where it applies; what a shadowed spelling reached is unshadowed."""
-        tokens = cast(ControlTokenDecoder, self._tokens)
-        if self.phase is not _STREAMING:
-            self._check_usable("feed")
-        if isinstance(ids, str):
-            raise TypeError(
-                "this parser was created with a tokenizer, so feed() takes token ids, not "
-                f"text; got {ids[:40]!r}"
-            )
+        on ``feed``'s fast path where it applies; what a shadowed spelling reached is
+        unshadowed."""
+        tokens = self._tokens
+        assert tokens is not None
+        text = None
+        if tokens.clean and ids.__class__ is list and len(ids) == 1 and self.phase is _STREAMING:
+            # ``ControlTokenDecoder.feed``'s first step in line (most ids of a stream): a
+            # token whose text is whole characters none of which begins a control token.
+            text = tokens.safe_texts.get(ids[0])
+        if text is None:
+            if self.phase is not _STREAMING:
+                self._check_usable("feed")
+            if ids.__class__ is not list and isinstance(ids, str):
+                raise TypeError(
+                    "this parser was created with a tokenizer, so feed() takes token ids, not "
+                    f"text; got {ids[:40]!r}"
+                )
+            try:
+                text = tokens.feed(ids)
+            except BaseException:
+                self.phase = ParserPhase.FAILED  # as in ``_feed``: the parser is spent
+                raise
+            if not text:
+                return []
         try:
-            text = tokens.feed(ids)
-        except BaseException:
-            self.phase = ParserPhase.FAILED  # as in ``_feed``: the parser is spent
-            raise
-        if not text:
-            return []
-        self._in_ids = True
-        self._fast = self._ids_fast
-        try:
-            events = self.feed(text)
+            events = ResponseParser.feed(self, text)
         except ResponseParseError as error:
             if tokens.shadowed:
                 _unshadow_error(error)
             raise
-        finally:
-            self._in_ids = False
-            self._ids_fast, self._fast = self._fast, None
         return unshadow(events) if tokens.shadowed else events
 
     def _hold_lead(self, run: str) -> None:
@@ -803,6 +806,8 @@ class ResponseParser:
         start_empty_at = self._empty_match_at
         start_captures = self._captures
         recover = self.recover
+        # Recover mode reports a stray close (``_note_stray_closes``): the general path's.
+        stray_closes = template.stray_closes if recover else ()
         parse_body = self._read_fitting_body
         build_message = self._build_message
 
@@ -861,9 +866,12 @@ class ResponseParser:
                             if target == REGION_CLOSE or (target == END_OF_TURN and field is None)
                             else _NO_GROUPS
                         )
+                        body = carried + buffer[body_start:end]
+                        if stray_closes and field is None and _holds_any(body, stray_closes):
+                            return None  # a stray close to report
                         value = parse_body(
                             closing,
-                            carried + buffer[body_start:end],
+                            body,
                             _region_groups(groups, close_groups),
                         )
                         captures.setdefault(closing.name, []).append(value)
@@ -888,7 +896,10 @@ class ResponseParser:
                         captures.setdefault(field.name, []).append(parse_body(field, body, groups))
                     elif implicit_open:
                         assert implicit is not None
-                        value = parse_body(implicit, carried + buffer[body_start:], groups)
+                        body = carried + buffer[body_start:]
+                        if stray_closes and _holds_any(body, stray_closes):
+                            return None  # a stray close to report
+                        value = parse_body(implicit, body, groups)
                         captures.setdefault(implicit.name, []).append(value)
             except (ResponseParseError, ContentError):
                 return None  # a body that does not fit: the general path recovers or raises
@@ -988,6 +999,7 @@ class ResponseParser:
         state["_fast_event"] = self._fast_event.copy()  # only ever copied, but its own
         if self._tokens is not None:
             state["_tokens"] = self._tokens.fresh()
+            state["feed"] = copied._feed_ids  # bound to the copy, not to this parser
         copied.__dict__.update(state)
         copied._update_fast()  # its body has other pieces
         return copied
@@ -1364,10 +1376,39 @@ class ResponseParser:
                 events,
             )
             return
+        if field.is_implicit and self.template.stray_closes:
+            self._note_stray_closes(field, body, events)
         events.append({"type": "region_close", "field": field.name, "value": value})
         self._captures.setdefault(field.name, []).append(value)
         for position, text in stray:
             self._add_as_content(self._body_offset + position, text, events)
+
+    def _note_stray_closes(self, field: FieldSpec, body: str, events: list[Event]) -> None:
+        """Report each explicit field's close found in implicit-field text (at most one issue
+        per field): the wrong-prefix signature, a reasoning ``Easy. </think> It is 12 °C.`` read
+        as content because the prefix lacked the ``<think>`` the chat template pre-wrote."""
+        reported: set[str] = set()
+        for closing, literal in self.template.stray_closes:
+            if closing.name in reported:
+                continue
+            position = body.find(literal)
+            if position < 0:
+                continue
+            reported.add(closing.name)
+            opener = closing.open
+            assert opener is not None
+            written = repr(opener.literals[0]) if opener.literals else "open of that field"
+            self._note(
+                IssueKind.STRAY_CLOSE,
+                field.name,
+                self._body_offset + position,
+                literal,
+                f"{field.name!r} holds {literal!r}, the close of {closing.name!r}, with no "
+                f"{written} before it: the prefix probably lacks what the chat template "
+                f"pre-wrote (pass the prompt as prefix=; CLI: --prefix or --prefix-name), or the "
+                f"response template is not this model's",
+                events,
+            )
 
     def _parse_body(self, field: FieldSpec, body: str, groups: Mapping[str, str | None]) -> Any:
         try:
@@ -2011,6 +2052,10 @@ def _parse_one(
         tuple(parser.unclaimed_text),
         parser.in_progress,
     )
+
+
+def _holds_any(body: str, stray_closes: tuple[tuple[FieldSpec, str], ...]) -> bool:
+    return any(literal in body for _, literal in stray_closes)
 
 
 def _is_batch(text: Any) -> bool:
