@@ -301,7 +301,9 @@ class ResponseParser:
     content text, delimiters included, at its position; any other field keeps its raw text;
     text a body has no place for (prose after a JSON value, between xml-inline parameters)
     becomes content; near misses (``arguments`` where the format says ``parameters``) are
-    read as meant. Each of these is a ``ParseIssue`` in ``issues`` and, when streaming, a
+    read as meant; another field's close in the implicit field's text (``</think>`` in
+    content: a prefix that lacks the chat template's pre-written open) is kept and reported.
+    Each of these is a ``ParseIssue`` in ``issues`` and, when streaming, a
     ``parse_issue`` event just before the ``region_close`` it concerns.
 
     Extended events (``events="extended"``), field for field the dialect of vLLM's and
@@ -838,6 +840,8 @@ class ResponseParser:
         start_empty_at = self._empty_match_at
         start_captures = self._captures
         recover = self.recover
+        # Recover mode reports a stray close (``_note_stray_closes``): the general path's.
+        stray_closes = template.stray_closes if recover else ()
         parse_body = self._read_fitting_body
         build_message = self._build_message
 
@@ -896,9 +900,12 @@ class ResponseParser:
                             if target == REGION_CLOSE or (target == END_OF_TURN and field is None)
                             else _NO_GROUPS
                         )
+                        body = carried + buffer[body_start:end]
+                        if stray_closes and field is None and _holds_any(body, stray_closes):
+                            return None  # a stray close to report
                         value = parse_body(
                             closing,
-                            carried + buffer[body_start:end],
+                            body,
                             _region_groups(groups, close_groups),
                         )
                         captures.setdefault(closing.name, []).append(value)
@@ -923,7 +930,10 @@ class ResponseParser:
                         captures.setdefault(field.name, []).append(parse_body(field, body, groups))
                     elif implicit_open:
                         assert implicit is not None
-                        value = parse_body(implicit, carried + buffer[body_start:], groups)
+                        body = carried + buffer[body_start:]
+                        if stray_closes and _holds_any(body, stray_closes):
+                            return None  # a stray close to report
+                        value = parse_body(implicit, body, groups)
                         captures.setdefault(implicit.name, []).append(value)
             except (ResponseParseError, ContentError):
                 return None  # a body that does not fit: the general path recovers or raises
@@ -1480,11 +1490,40 @@ class ResponseParser:
                 events,
             )
             return
+        if field.is_implicit and self.template.stray_closes:
+            self._note_stray_closes(field, body, events)
         close["value"] = value
         events.append(close)
         self._captures.setdefault(field.name, []).append(value)
         for position, text in stray:
             self._add_as_content(self._body_offset + position, text, events)
+
+    def _note_stray_closes(self, field: FieldSpec, body: str, events: list[Event]) -> None:
+        """Report each explicit field's close found in implicit-field text (at most one issue
+        per field): the wrong-prefix signature, a reasoning ``Easy. </think> It is 12 °C.`` read
+        as content because the prefix lacked the ``<think>`` the chat template pre-wrote."""
+        reported: set[str] = set()
+        for closing, literal in self.template.stray_closes:
+            if closing.name in reported:
+                continue
+            position = body.find(literal)
+            if position < 0:
+                continue
+            reported.add(closing.name)
+            opener = closing.open
+            assert opener is not None
+            written = repr(opener.literals[0]) if opener.literals else "open of that field"
+            self._note(
+                IssueKind.STRAY_CLOSE,
+                field.name,
+                self._body_offset + position,
+                literal,
+                f"{field.name!r} holds {literal!r}, the close of {closing.name!r}, with no "
+                f"{written} before it: the prefix probably lacks what the chat template "
+                f"pre-wrote (pass the prompt as prefix=; CLI: --prefix or --prefix-name), or the "
+                f"response template is not this model's",
+                events,
+            )
 
     def _parse_body(self, field: FieldSpec, body: str, groups: Mapping[str, str | None]) -> Any:
         try:
@@ -2133,6 +2172,10 @@ def _parse_one(
         tuple(parser.unclaimed_text),
         parser.in_progress,
     )
+
+
+def _holds_any(body: str, stray_closes: tuple[tuple[FieldSpec, str], ...]) -> bool:
+    return any(literal in body for _, literal in stray_closes)
 
 
 def _is_batch(text: Any) -> bool:
