@@ -101,6 +101,9 @@ CASES = [
     ({"start_anchor_pattern": "x*", "fields": {"content": {}}}, "axxb", "gen"),
     ({"start_anchor_pattern": "(?<=A:)", "fields": {"content": {}}}, "Q A: hi", "gen"),
     ({"start_anchor_pattern": "", "fields": {"content": {}}}, "abc", "gen"),
+    (fields(r={"open": "<a>", "close": "</a>", "transform": None}), "", "<a>x</a>"),
+    (fields(r={"open": "<a>", "close": "</a>", "transform": True}), "", "<a>x</a>"),
+    (fields(r={"open_pattern": "<(?P<n>a)>", "close": "</a>", "transform": 2}), "", "<a>x</a>"),
     (GROUPS, "", "<a>x</b>"),
     (GROUPS, "", "<a>x</>"),
     (

@@ -337,8 +337,9 @@ def _read_field(name: str, index: int, spec: Any, issues: _Issues) -> FieldSpec 
                 content,
             )
 
+    # A null transform is no transform, as in the reference.
     transform = spec.get("transform")
-    if transform_each and "transform" not in spec:
+    if transform_each and transform is None:
         issues.add(
             "transform_each_without_transform",
             (*path, "transform_each"),
@@ -349,7 +350,7 @@ def _read_field(name: str, index: int, spec: Any, issues: _Issues) -> FieldSpec 
     for delimiter in (open_delimiter, close_delimiter):
         if delimiter is not None:
             group_names |= delimiter.group_names
-    if "transform" in spec:
+    if transform is not None:
         known = None if transform_each else frozenset({"content"}) | group_names
         issues.extend(check_transform(transform, (*path, "transform"), known))
     elif group_names:
