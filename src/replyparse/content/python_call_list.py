@@ -77,6 +77,7 @@ class PythonCallListParser:
     capabilities: ClassVar[Capabilities] = Capabilities(
         "list",
         grammar="pythonic",
+        argument_typing="typed",
         engines=EngineSupport(
             frozenset({"transformers"}),
             "added in transformers 5.24; vLLM's and SGLang's copies predate it",
