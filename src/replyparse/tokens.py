@@ -26,6 +26,7 @@ control-token character outside the BMP is left as it is (the others still break
 from __future__ import annotations
 
 import codecs
+import contextlib
 import dataclasses
 import re
 import weakref
@@ -304,11 +305,14 @@ class _StreamDecoder:
 
 
 class _TableDecoder:
-    """Ordinary ids -> text by ``_byte_table`` and an incremental UTF-8 decoder."""
+    """Ordinary ids -> text by ``_byte_table`` and an incremental UTF-8 decoder.
+    ``holds``: bytes of an incomplete character are held (until then a token whose bytes
+    are whole characters is its text, ``_Plan.texts``)."""
 
     def __init__(self, table: dict[int, bytes]) -> None:
         self._table = table
         self._utf8 = codecs.getincrementaldecoder("utf-8")("replace")
+        self.holds = False
 
     def feed(self, ids: list[int]) -> str:
         table = self._table
@@ -318,11 +322,14 @@ class _TableDecoder:
             _check_ids(ids, "fed ids")
             unknown = next(token for token in ids if token not in table)
             raise TokenizerError(f"fed ids: {unknown} is not an id of this tokenizer") from None
-        return str(self._utf8.decode(data))
+        text = str(self._utf8.decode(data))
+        self.holds = bool(self._utf8.getstate()[0])
+        return text
 
     def flush(self) -> str:
         text = str(self._utf8.decode(b"", final=True))
         self._utf8.reset()
+        self.holds = False
         return text
 
 
@@ -341,6 +348,17 @@ class _Plan:
         )
         self.longest = max(map(len, spellings), default=0)
         self.table = _build_byte_table(tokenizer)
+        # Ordinary ids whose bytes are whole characters none of which begins a control
+        # token -> their text: such a token, with nothing held, is its text as it is.
+        self.safe_texts: dict[int, str] = {}
+        if self.table is not None:
+            starts = re.compile(f"[{re.escape(self.first_chars)}]" if self.first_chars else "(?!)")
+            for token_id, data in self.table.items():
+                if token_id not in self.control:
+                    with contextlib.suppress(UnicodeDecodeError):
+                        text = data.decode("utf-8")
+                        if not starts.search(text):
+                            self.safe_texts[token_id] = text
         self.chat_template = getattr(tokenizer, "chat_template", None)
 
 
@@ -374,14 +392,19 @@ class ControlTokenDecoder:
         self._first_chars = plan.first_chars
         self.shadowed = False
         self._text: _TableDecoder | _StreamDecoder | IncrementalDecoder
+        self._table: _TableDecoder | None = None
+        #: Ordinary ids -> their text, for a token that needs no decoder state (``clean``).
+        self.safe_texts = plan.safe_texts
         backend = getattr(tokenizer, "backend_tokenizer", None)
         if plan.table is not None:
-            self._text = _TableDecoder(plan.table)
+            self._text = self._table = _TableDecoder(plan.table)
         elif backend is not None:
             self._text = _StreamDecoder(backend)
         else:
             self._text = IncrementalDecoder(tokenizer)
         self._tail = ""  # held back: may be the beginning of a spelled-out control token
+        #: Nothing is held: no tail, no incomplete character.
+        self.clean = True
 
     def fresh(self) -> ControlTokenDecoder:
         """A decoder for the same tokenizer with nothing held (``shadowed`` kept)."""
@@ -391,9 +414,20 @@ class ControlTokenDecoder:
 
     def feed(self, ids: Iterable[Any] | int) -> str:
         """Decode the next ids; return the text they complete (possibly empty)."""
+        if self.clean and ids.__class__ is list and len(ids) == 1:
+            # Nothing held and one token of whole characters that cannot begin a spelling:
+            # most calls of a stream.
+            text = self.safe_texts.get(ids[0])
+            if text is not None:
+                return text
+        text = self._feed(ids)
+        self.clean = not self._tail and not (self._table is not None and self._table.holds)
+        return text
+
+    def _feed(self, ids: Iterable[Any] | int) -> str:
         batch = ids if ids.__class__ is list else _as_id_list(ids)
         control = self._control
-        if len(batch) == 1 and batch[0] not in control:  # one ordinary token: most calls
+        if len(batch) == 1 and batch[0] not in control:
             text = self._text.feed(batch)
             if self._tail or self._may_spell(text):
                 return self._defuse(text, final=False)
@@ -416,7 +450,9 @@ class ControlTokenDecoder:
 
     def flush(self) -> str:
         """The text still held (at the end of the ids); the next ids start a new text."""
-        return self._defuse(self._text.flush(), final=True)
+        text = self._defuse(self._text.flush(), final=True)
+        self.clean = True
+        return text
 
     def _may_spell(self, text: str) -> bool:
         return any(char in text for char in self._first_chars)
