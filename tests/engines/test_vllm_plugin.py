@@ -21,7 +21,7 @@ from tests.engines.servers import EngineServer
 
 pytestmark = [pytest.mark.engine, pytest.mark.slow]
 
-SEEDS = range(6)
+SEEDS = range(5)
 #: Thinking off: the prompt closes the reasoning region. The template still lets the model
 #: open another, and a random model inside free reasoning text would rarely close it within
 #: the token limit (nor stop writing the whitespace JSON allows between tokens), so the
@@ -100,11 +100,10 @@ def whole_calls(message: Any) -> list[tuple[str, str]]:
     return [(call.function.name, call.function.arguments) for call in message.tool_calls or ()]
 
 
-def streamed(client: OpenAI, **request: Any) -> tuple[str, str, list[tuple[str, str]], int]:
-    """Content, reasoning and calls of a streamed answer, and how many argument deltas came."""
+def streamed(client: OpenAI, **request: Any) -> tuple[str, str, list[tuple[str, str]]]:
+    """Content, reasoning and calls of a streamed answer."""
     content, reasoning = "", ""
     calls: dict[int, list[str]] = {}
-    argument_deltas = 0
     for chunk in client.chat.completions.create(stream=True, **request):
         if not chunk.choices:
             continue
@@ -117,8 +116,7 @@ def streamed(client: OpenAI, **request: Any) -> tuple[str, str, list[tuple[str, 
                 entry[0] += call.function.name
             if call.function and call.function.arguments:
                 entry[1] += call.function.arguments
-                argument_deltas += 1
-    return content, reasoning, [tuple(calls[index]) for index in sorted(calls)], argument_deltas  # type: ignore[misc]
+    return content, reasoning, [(calls[i][0], calls[i][1]) for i in sorted(calls)]
 
 
 def request_for(seed: int, bias: dict[str, int] | None = None, **extra: Any) -> dict[str, Any]:
@@ -170,28 +168,30 @@ def test_parallel_tool_calls_false_gives_one_call(
     assert_valid_calls(calls, set(SCHEMAS))
 
 
-@pytest.mark.parametrize("seed", SEEDS[:3])
+@pytest.mark.parametrize("seed", SEEDS[:2])
 def test_none_gives_no_call(vllm_plugin_server: EngineServer, seed: int) -> None:
     client = client_for(vllm_plugin_server)
     answer = client.chat.completions.create(**request_for(seed, tool_choice="none", max_tokens=60))
     assert not answer.choices[0].message.tool_calls
 
 
-@pytest.mark.parametrize("seed", SEEDS[:3])
-def test_streamed_calls_arrive_in_fragments_and_equal_the_whole_answer(
+@pytest.mark.parametrize("seed", SEEDS[:2])
+def test_streamed_calls_equal_the_whole_answer(
     vllm_plugin_server: EngineServer, seed: int, no_stray_markup: dict[str, int]
 ) -> None:
     client = client_for(vllm_plugin_server)
     request = request_for(seed, no_stray_markup, tool_choice="required")
     whole = client.chat.completions.create(**request).choices[0].message
-    content, _, calls, argument_deltas = streamed(client, **request)
+    content, _, calls = streamed(client, **request)
     assert_valid_calls(calls, set(SCHEMAS))
     assert calls == whole_calls(whole)
     assert content == (whole.content or "")
-    assert argument_deltas > len(calls)  # arguments streamed as written, not in one piece
+    # How many deltas the arguments come in depends on the machine's load: vLLM merges the
+    # tokens its serving loop has not taken yet. Arguments streamed token by token through
+    # vLLM's parse path: tests/engines/test_vllm_contract.py.
 
 
-@pytest.mark.parametrize("seed", SEEDS[:3])
+@pytest.mark.parametrize("seed", SEEDS[:2])
 def test_free_output_streamed_equals_whole(vllm_plugin_server: EngineServer, seed: int) -> None:
     """Without a guarantee there is no grammar: the random model's text is parsed as it
     comes (reasoning, content, any call it happens to write), the same whole and streamed."""
@@ -199,6 +199,6 @@ def test_free_output_streamed_equals_whole(vllm_plugin_server: EngineServer, see
     request = request_for(seed, max_tokens=80)
     request["extra_body"] = {}
     whole = client.chat.completions.create(**request).choices[0].message
-    content, reasoning, calls, _ = streamed(client, **request)
+    content, reasoning, calls = streamed(client, **request)
     assert (content, calls) == ((whole.content or ""), whole_calls(whole))
     assert reasoning == (getattr(whole, "reasoning", None) or "")
