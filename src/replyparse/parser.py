@@ -31,7 +31,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any, TypeAlias, cast, overload
+from typing import Any, Literal, TypeAlias, cast, overload
 
 from replyparse._scanner import DelimiterMatch
 from replyparse.coercion import type_tool_call
@@ -43,7 +43,13 @@ from replyparse.errors import (
     ResponseParseError,
     TransformError,
 )
-from replyparse.events import Event, RegionChunkEvent, RegionOpenEvent
+from replyparse.events import (
+    Event,
+    RegionChunkEvent,
+    RegionCloseEvent,
+    RegionMalformedEvent,
+    RegionOpenEvent,
+)
 from replyparse.issues import InProgressRegion, IssueKind, ParseIssue
 from replyparse.model_folder import template_from_tokenizer
 from replyparse.template import FieldSpec, ResponseTemplate, load_template
@@ -55,9 +61,14 @@ from replyparse.template._call_shape import (
     with_arguments,
 )
 from replyparse.template._loader import END_OF_TURN, REGION_CLOSE
-from replyparse.tokens import IncrementalDecoder, TokenizerLike, decode_ids
+from replyparse.tokens import (
+    ControlTokenDecoder,
+    TokenizerLike,
+    decode_ids,
+    unshadow,
+)
 from replyparse.tools import CustomTool, normalize_tools, tools_by_name
-from replyparse.transform import TransformPathError
+from replyparse.transform import TransformPathError, apply_transform
 
 __all__ = [
     "ParseResult",
@@ -130,6 +141,22 @@ def _transform(field: FieldSpec, scope: Mapping[str, Any]) -> Any:
     apply = field.apply_transform
     assert apply is not None
     return apply(scope, _required(field))
+
+
+def _region_groups(
+    open_groups: Mapping[str, str | None], close_groups: Mapping[str, str | None]
+) -> Mapping[str, str | None]:
+    """The named groups in a closing region's transform scope: the open delimiter's, and
+    the close delimiter's over them (a close capture wins over an open capture of the same
+    name, as in the reference since 5.24), except where the close's group did not take
+    part in its match: the open's capture stands."""
+    if not close_groups:
+        return open_groups
+    merged = dict(open_groups)
+    for name, value in close_groups.items():
+        if value is not None or name not in merged:
+            merged[name] = value
+    return merged
 
 
 def _close_name(field: FieldSpec) -> str:
@@ -222,8 +249,7 @@ def _find_anchor_end(template: ResponseTemplate, prefix: str) -> int:
     if anchor.pattern is not None:
         end = 0
         for match in anchor.pattern.finditer(prefix, overlapped=False):
-            if match.end() > match.start():
-                end = match.end()
+            end = match.end()  # an empty match too (a lookbehind anchor), as the reference
         return end
     best_start, best_end = -1, 0
     for literal in anchor.literals:
@@ -247,9 +273,16 @@ class ResponseParser:
         tools: the request's tools (chat-completions or Responses dicts, or Python
             functions), or a ``PreparedTools`` built once for many parsers; tool-call
             arguments are typed from their JSON Schemas at region close.
-        tokenizer: anything with ``decode(ids)``; needed when feeding or prefixing token ids.
+        tokenizer: token-id mode: ``feed`` then takes token ids (text raises ``TypeError``),
+            and ``prefix`` may be ids. A transformers fast tokenizer's control tokens (its
+            special tokens and the added tokens its chat template writes) match delimiters
+            only when generated as their ids: spelled out by ordinary tokens they are text
+            (``replyparse.tokens``). Offsets stay in characters of the decoded text. Anything
+            with ``decode(ids)`` also works, with no control tokens.
         include_groups: add the open delimiter's named groups to ``region_open`` events as
             ``"groups"`` (an extension; off by default so events keep the spec's shape).
+        events: ``"spec"`` (the default: the spec's event shapes) or ``"extended"``, the
+            dialect of vLLM's and SGLang's copies of the reference (see "Extended events").
         recover: never raise for what the model wrote (see "Recover mode" below). Off by
             default: malformed output raises ``ResponseParseError``, as the reference does.
 
@@ -268,8 +301,22 @@ class ResponseParser:
     content text, delimiters included, at its position; any other field keeps its raw text;
     text a body has no place for (prose after a JSON value, between xml-inline parameters)
     becomes content; near misses (``arguments`` where the format says ``parameters``) are
-    read as meant. Each of these is a ``ParseIssue`` in ``issues`` and, when streaming, a
+    read as meant; another field's close in the implicit field's text (``</think>`` in
+    content: a prefix that lacks the chat template's pre-written open) is kept and reported.
+    Each of these is a ``ParseIssue`` in ``issues`` and, when streaming, a
     ``parse_issue`` event just before the ``region_close`` it concerns.
+
+    Extended events (``events="extended"``), field for field the dialect of vLLM's and
+    SGLang's copies of the reference, so that code written against them works unchanged:
+    ``region_open``, ``region_close`` and ``region_malformed`` carry ``start`` and ``end``,
+    the span of ``input_text`` (the prefix after the start anchor, then everything fed) the
+    event consumed: its delimiter, empty at an implicit boundary. An explicit
+    ``region_open`` carries ``captures``, the open delimiter's named groups that matched,
+    and (an addition of ours) ``provisional``, the field's transform applied to the captures
+    alone, when it holds anything: a tool call's name as soon as the opener fixes it. A
+    region whose body does not parse ends with ``region_malformed`` (its ``error``, the
+    ``ResponseParseError`` raise mode would raise) instead of ``region_close``, is left out
+    of the message, and parsing continues. ``region_chunk`` is unchanged, as in the copies.
 
     Example:
         >>> parser = ResponseParser(
@@ -290,12 +337,16 @@ class ResponseParser:
         tokenizer: TokenizerLike | None = None,
         include_groups: bool = False,
         recover: bool = False,
+        events: Literal["spec", "extended"] = "spec",
     ) -> None:
-        if prefix is None:
-            raise ValueError(_PREFIX_REQUIRED)
+        if events not in ("spec", "extended"):
+            raise ValueError(f"events: expected 'spec' or 'extended'; got {events!r}")
         if template is None:
             template = template_from_tokenizer(tokenizer)
+        # The template first: a template with a problem reports it, prefix or not.
         self.template: ResponseTemplate = load_template(template)
+        if prefix is None:
+            raise ValueError(_PREFIX_REQUIRED)
         self._tool_typer: Callable[[Any], Any] | None = None
         # Custom tools (free-form input, OpenAI "custom" tools) take a string, not an object.
         self._custom_tool_names: frozenset[str] = frozenset()
@@ -305,12 +356,19 @@ class ResponseParser:
             self._tool_typer, self._custom_tool_names = _make_tool_typer(tools)
         self._include_groups = include_groups
         self.recover = recover
+        # Extended events: everything fed (``input_text``), where the generation begins in
+        # it, and the fields whose region was malformed (not missing at the end).
+        self._extended = events == "extended"
+        self._input_pieces: list[str] | None = None
+        self._input_offset = 0
+        self._malformed: set[str] = set()
         self.issues: list[ParseIssue] = []
         self.in_progress: InProgressRegion | None = None
         self._partial = False
         self._open_text = ""  # the open delimiter's text, for a region demoted to content
         self._tokenizer = tokenizer
-        self._decoder: Any = None
+        # Token-id mode (``tokenizer``): the decoder of the ids.
+        self._tokens = None if tokenizer is None else ControlTokenDecoder(tokenizer)
 
         self.phase = ParserPhase.STREAMING
         self.trailing_text = ""
@@ -325,7 +383,8 @@ class ResponseParser:
         # (``Scanner.scan``'s floors): held text is not searched again before it.
         self._floors: dict[int, int] = {}
         self._partials: dict[int, tuple[int, int]] = {}  # ``Scanner.scan``'s ``partials``
-        # Offset of the last zero-width delimiter acted on: no second one is taken there.
+        # Offset of the last region opened by a zero-width match: it closes by no zero-width
+        # match there (``_scan``).
         self._empty_match_at = -(10**18)
         self._context_size = self.template.context_size
         self._base = 0  # offset of _buffer[0] in the generation (negative inside the prefix)
@@ -371,10 +430,20 @@ class ResponseParser:
         prefix_text = self._decode_prefix(prefix)
         prefix_text = prefix_text[_find_anchor_end(self.template, prefix_text) :]
         self._base = -len(prefix_text)
+        if self._extended:
+            self._input_pieces = [prefix_text]
+            self._input_offset = len(prefix_text)
         self.initial_events: list[Event] = []
         if prefix_text:
             self.initial_events = self._run(prefix_text, final=False)
         self._update_fast()
+        if self._tokens is not None:
+            # In token-id mode this instance's ``feed`` is ``_feed_ids``, which decodes and
+            # runs the class's ``feed`` on the text: the text path, fast path included, pays
+            # nothing for the mode, and the ids path no second dispatch.
+            self.feed = self._feed_ids  # type: ignore[method-assign,assignment]
+            if self._tokens.shadowed:
+                self.initial_events = unshadow(self.initial_events)
 
     @classmethod
     def _holding_prefix(
@@ -508,11 +577,47 @@ class ResponseParser:
                 self._fast = None
                 raise
             scan = True  # the scanner said a scan is needed
+        if self._input_pieces is not None and text.__class__ is str:
+            self._input_pieces.append(text)
         self._fast = None
         self._sync_base()
         events = self._feed(text, scan)
         self._update_fast()
         return events
+
+    def _feed_ids(self, ids: str | Sequence[int]) -> list[Event]:
+        """``feed`` in token-id mode: the ids' text (``ControlTokenDecoder``) is fed as text,
+        on ``feed``'s fast path where it applies; what a shadowed spelling reached is
+        unshadowed."""
+        tokens = self._tokens
+        assert tokens is not None
+        text = None
+        if tokens.clean and ids.__class__ is list and len(ids) == 1 and self.phase is _STREAMING:
+            # ``ControlTokenDecoder.feed``'s first step in line (most ids of a stream): a
+            # token whose text is whole characters none of which begins a control token.
+            text = tokens.safe_texts.get(ids[0])
+        if text is None:
+            if self.phase is not _STREAMING:
+                self._check_usable("feed")
+            if ids.__class__ is not list and isinstance(ids, str):
+                raise TypeError(
+                    "this parser was created with a tokenizer, so feed() takes token ids, not "
+                    f"text; got {ids[:40]!r}"
+                )
+            try:
+                text = tokens.feed(ids)
+            except BaseException:
+                self.phase = ParserPhase.FAILED  # as in ``_feed``: the parser is spent
+                raise
+            if not text:
+                return []
+        try:
+            events = ResponseParser.feed(self, text)
+        except ResponseParseError as error:
+            if tokens.shadowed:
+                _unshadow_error(error)
+            raise
+        return unshadow(events) if tokens.shadowed else events
 
     def _hold_lead(self, run: str) -> None:
         """Hold ``run``, the end of a piece the fast path streamed the rest of. When it is
@@ -630,12 +735,24 @@ class ResponseParser:
         self._fast = None
         self._sync_base()
         self._check_usable("finalize")
+        tokens = self._tokens
+        if tokens is not None and isinstance(text, str) and text:
+            raise TypeError(
+                "this parser was created with a tokenizer, so finalize() takes token ids, not "
+                f"text; got {text[:40]!r}"
+            )
         try:
-            return self._finalize(partial, text)
-        except BaseException:
+            message, events = self._finalize(partial, text)
+        except BaseException as error:
             if self.phase is not ParserPhase.FINISHED:
                 self.phase = ParserPhase.FAILED
+            if isinstance(error, ResponseParseError) and tokens is not None and tokens.shadowed:
+                _unshadow_error(error)
             raise
+        if tokens is not None and tokens.shadowed:
+            self._unshadow_state()
+            return unshadow(message), unshadow(events)
+        return message, events
 
     def _finish(
         self, text: str | Sequence[int], partial: bool = False, fitting: bool = True
@@ -664,11 +781,19 @@ class ResponseParser:
                     self._body = _TextAccumulator()
                     self.phase = ParserPhase.FINISHED
                     return message
-            return self._finalize(partial, text, whole=True)[0]
-        except BaseException:
+            message = self._finalize(partial, text, whole=True)[0]
+        except BaseException as error:
             if self.phase is not ParserPhase.FINISHED:
                 self.phase = ParserPhase.FAILED
+            tokens = self._tokens
+            if isinstance(error, ResponseParseError) and tokens is not None and tokens.shadowed:
+                _unshadow_error(error)
             raise
+        tokens = self._tokens
+        if tokens is not None and tokens.shadowed:
+            self._unshadow_state()
+            return cast(dict[str, Any], unshadow(message))
+        return message
 
     def _walk_fitting(self, text: str, partial: bool = False) -> _Fitting | None:
         """What ``_finish(text, partial)`` would give, for a text that fits the template as
@@ -689,7 +814,7 @@ class ResponseParser:
         """``_walk_fitting`` as a function of ``(text, partial)``, this parser's state read
         once (issue 17: a short row's walk read it again per row); valid while the parser
         is not fed. None when no text can be walked from this state."""
-        if self.phase is not _STREAMING or self._rescan_at or self._decoder is not None:
+        if self.phase is not _STREAMING or self._rescan_at or self._tokens is not None:
             return None
         self._sync_base()
         template = self.template
@@ -715,6 +840,8 @@ class ResponseParser:
         start_empty_at = self._empty_match_at
         start_captures = self._captures
         recover = self.recover
+        # Recover mode reports a stray close (``_note_stray_closes``): the general path's.
+        stray_closes = template.stray_closes if recover else ()
         parse_body = self._read_fitting_body
         build_message = self._build_message
 
@@ -761,7 +888,7 @@ class ResponseParser:
                     if match is None:
                         break
                     position = match_end
-                    if position == match_start:
+                    if position == match_start and target >= 0:  # as ``_scan``
                         empty_at = base + position
                     if field is not None or implicit_open:  # the region this match ends
                         closing = field if field is not None else implicit
@@ -773,10 +900,13 @@ class ResponseParser:
                             if target == REGION_CLOSE or (target == END_OF_TURN and field is None)
                             else _NO_GROUPS
                         )
+                        body = carried + buffer[body_start:end]
+                        if stray_closes and field is None and _holds_any(body, stray_closes):
+                            return None  # a stray close to report
                         value = parse_body(
                             closing,
-                            carried + buffer[body_start:end],
-                            {**groups, **close_groups} if close_groups else groups,
+                            body,
+                            _region_groups(groups, close_groups),
                         )
                         captures.setdefault(closing.name, []).append(value)
                         field = None
@@ -800,7 +930,10 @@ class ResponseParser:
                         captures.setdefault(field.name, []).append(parse_body(field, body, groups))
                     elif implicit_open:
                         assert implicit is not None
-                        value = parse_body(implicit, carried + buffer[body_start:], groups)
+                        body = carried + buffer[body_start:]
+                        if stray_closes and _holds_any(body, stray_closes):
+                            return None  # a stray close to report
+                        value = parse_body(implicit, body, groups)
                         captures.setdefault(implicit.name, []).append(value)
             except (ResponseParseError, ContentError):
                 return None  # a body that does not fit: the general path recovers or raises
@@ -824,8 +957,10 @@ class ResponseParser:
                 last = deferred + last  # deferring is feeding a bigger chunk
             elif deferred:
                 events.extend(self._run(deferred, final=False))
-        if self._decoder is not None:
-            last += self._decoder.flush()
+        if self._tokens is not None:
+            last += self._tokens.flush()
+        if self._input_pieces is not None:
+            self._input_pieces.append(last)
         if last and self.phase is ParserPhase.ENDED:
             self.trailing_text += last
         if self.phase is ParserPhase.STREAMING:
@@ -835,7 +970,11 @@ class ResponseParser:
             self._partial = False
         message = self.message
         for field in self.template.field_list:
-            if not field.optional and field.name not in message:
+            if (
+                not field.optional
+                and field.name not in message
+                and field.name not in self._malformed
+            ):
                 error = MissingFieldError(
                     f"the required field {field.name!r} (optional: false) never appeared",
                     field=field.name,
@@ -852,7 +991,30 @@ class ResponseParser:
     @property
     def message(self) -> dict[str, Any]:
         """The message built from every region closed so far (a fresh dict each time)."""
+        tokens = self._tokens
+        if tokens is not None and tokens.shadowed:
+            return cast(dict[str, Any], unshadow(self._build_message()))
         return self._build_message()
+
+    @property
+    def input_text(self) -> str:
+        """Extended events only: the prefix after the start anchor, then everything fed
+        (decoded, in token-id mode); ``start``/``end`` of the events index it."""
+        pieces = self._input_pieces
+        if pieces is None:
+            raise AttributeError("input_text is kept only with events='extended'")
+        if len(pieces) > 1:
+            pieces[:] = ["".join(pieces)]
+        tokens = self._tokens
+        return unshadow(pieces[0]) if tokens is not None and tokens.shadowed else pieces[0]
+
+    def _unshadow_state(self) -> None:
+        """Token-id mode, at the end: the text attributes in characters of the decoded
+        text, as events and messages already are (``replyparse.tokens.unshadow``)."""
+        self.trailing_text = unshadow(self.trailing_text)
+        self.unclaimed_text = unshadow(self.unclaimed_text)
+        self.issues = unshadow(self.issues)
+        self.in_progress = unshadow(self.in_progress)
 
     def _read_fitting_body(
         self, field: FieldSpec, body: str, groups: Mapping[str, str | None]
@@ -869,7 +1031,7 @@ class ResponseParser:
         primes one parser per prefix and copies it for each row, instead of building one
         and parsing the prefix again. Only for a parser that has not been fed (nor decoded
         token ids)."""
-        assert self.phase is _STREAMING and self._decoder is None
+        assert self.phase is _STREAMING
         self._sync_base()
         copied = object.__new__(ResponseParser)
         state = self.__dict__.copy()
@@ -887,6 +1049,9 @@ class ResponseParser:
         state["_partials"] = dict(self._partials)
         state["_fast_mark"] = -1
         state["_fast_event"] = self._fast_event.copy()  # only ever copied, but its own
+        if self._tokens is not None:
+            state["_tokens"] = self._tokens.fresh()
+            state["feed"] = copied._feed_ids  # bound to the copy, not to this parser
         copied.__dict__.update(state)
         copied._update_fast()  # its body has other pieces
         return copied
@@ -989,7 +1154,9 @@ class ResponseParser:
             if match is None:
                 return safe_end
             position = match.end
-            if match.end == match.start:
+            if match.end == match.start and match.target >= 0:
+                # A region opened by an empty match does not close by one at the same
+                # place: every open-close pair reads a character or moves on (no loop).
                 self._empty_match_at = self._base + match.start
             if match.target == END_OF_TURN:
                 self._close_open_regions(events, match)
@@ -1036,6 +1203,8 @@ class ResponseParser:
                 open_event: RegionOpenEvent = {"type": "region_open", "field": field.name}
                 if self._include_groups:
                     open_event["groups"] = {}
+                if self._extended:
+                    self._span(open_event, self._base + start, self._base + start)
                 events.append(open_event)
         if whole:  # no chunk events: the body is only parsed at its close
             self._body.append(buffer[start:end])
@@ -1052,8 +1221,11 @@ class ResponseParser:
         else with ``Scanner.safe_length``."""
         self._fast = None
         # Context sensitive delimiters (the only ones ``safe_length`` cannot judge) need
-        # the consumed text kept as context: never on the fast path.
+        # the consumed text kept as context: never on the fast path; nor extended events
+        # (everything fed is kept as ``input_text``).
         if self._rescan_at or self._context_size or self.phase is not _STREAMING:
+            return
+        if self._extended:
             return
         field = self._field
         if field is None:
@@ -1189,7 +1361,29 @@ class ResponseParser:
             event["groups"] = {
                 name: value for name, value in match.groups.items() if value is not None
             }
+        if self._extended:
+            self._extend_open(event, field, match)
         events.append(event)
+
+    def _span(self, event: Any, start: int, end: int) -> None:
+        """Extended events: ``start``/``end`` from offsets in the generation to offsets in
+        ``input_text`` (which begins with the prefix after the start anchor)."""
+        event["start"] = start + self._input_offset
+        event["end"] = end + self._input_offset
+
+    def _extend_open(self, event: RegionOpenEvent, field: FieldSpec, match: DelimiterMatch) -> None:
+        self._span(event, self._base + match.start, self._base + match.end)
+        captures = {name: value for name, value in match.groups.items() if value is not None}
+        event["captures"] = captures
+        if field.transform is not None and not field.transform_each and captures:
+            # What the opener fixes: every name optional, so the body's (``content``) and
+            # any group that did not match leave their entries out.
+            try:
+                provisional = apply_transform(field.transform, captures, ())
+            except TransformPathError:
+                return
+            if provisional:
+                event["provisional"] = provisional
 
     def _close_open_regions(self, events: list[Event], match: DelimiterMatch | None = None) -> None:
         end = self._base + (match.start if match is not None else len(self._buffer))
@@ -1215,7 +1409,10 @@ class ResponseParser:
         elif self._implicit_open:
             assert self.template.implicit_field is not None
             groups = match.groups if match is not None else {}
-            self._close_region(self.template.implicit_field, groups, end - self._base, events)
+            size = 0 if match is None else match.end - match.start
+            self._close_region(
+                self.template.implicit_field, groups, end - self._base, events, close_size=size
+            )
 
     def _close_in_progress(self, field: FieldSpec, events: list[Event]) -> None:
         """Close the region a cut generation ended in (``finalize(partial=True)``)."""
@@ -1230,7 +1427,11 @@ class ResponseParser:
             else:
                 value = body.strip() if field.parser.strips else body
         self.in_progress = InProgressRegion(field.name, self._body_offset, body, value is not None)
-        events.append({"type": "region_close", "field": field.name, "value": value})
+        close: RegionCloseEvent = {"type": "region_close", "field": field.name, "value": value}
+        if self._extended:
+            end = self._base + len(self._buffer)
+            self._span(close, end, end)
+        events.append(close)
         if value is not None:
             self._captures.setdefault(field.name, []).append(value)
 
@@ -1241,30 +1442,88 @@ class ResponseParser:
         end: int,
         events: list[Event],
         close_text: str = "",
+        close_size: int | None = None,
     ) -> None:
+        """Close the region of ``field`` at ``end`` (an index into the buffer); its close
+        delimiter is ``close_text`` (``close_size`` characters, when not given as text)."""
         body = self._body.take()
         self._implicit_open = False if field.is_implicit else self._implicit_open
-        groups = {**self._open_groups, **close_groups} if close_groups else self._open_groups
+        groups = _region_groups(self._open_groups, close_groups)
+        size = len(close_text) if close_size is None else close_size
+        close: RegionCloseEvent
         if not self.recover:
-            value = self._parse_body(field, body, groups)
-            events.append({"type": "region_close", "field": field.name, "value": value})
+            try:
+                value = self._parse_body(field, body, groups)
+            except ResponseParseError as error:
+                if not self._extended:
+                    raise
+                # The copies' dialect: the region is malformed, parsing goes on.
+                error.partial_message = self._build_message()
+                malformed: RegionMalformedEvent = {
+                    "type": "region_malformed",
+                    "field": field.name,
+                    "start": 0,
+                    "end": 0,
+                    "error": error,
+                }
+                self._span(malformed, self._base + end, self._base + end + size)
+                events.append(cast(Event, malformed))
+                self._malformed.add(field.name)
+                return
+            close = {"type": "region_close", "field": field.name, "value": value}
+            if self._extended:
+                self._span(close, self._base + end, self._base + end + size)
+            events.append(close)
             self._captures.setdefault(field.name, []).append(value)
             return
         value, stray = self._recover_body(field, body, groups, events)
+        close = {"type": "region_close", "field": field.name, "value": None}
+        if self._extended:
+            self._span(close, self._base + end, self._base + end + size)
         if value is _DEMOTED:
             # The region cannot be used as its field: its whole text, delimiters included,
             # is content at its position.
-            events.append({"type": "region_close", "field": field.name, "value": None})
+            events.append(close)
             self._add_as_content(
                 self._body_offset - len(self._open_text),
                 self._open_text + body + close_text,
                 events,
             )
             return
-        events.append({"type": "region_close", "field": field.name, "value": value})
+        if field.is_implicit and self.template.stray_closes:
+            self._note_stray_closes(field, body, events)
+        close["value"] = value
+        events.append(close)
         self._captures.setdefault(field.name, []).append(value)
         for position, text in stray:
             self._add_as_content(self._body_offset + position, text, events)
+
+    def _note_stray_closes(self, field: FieldSpec, body: str, events: list[Event]) -> None:
+        """Report each explicit field's close found in implicit-field text (at most one issue
+        per field): the wrong-prefix signature, a reasoning ``Easy. </think> It is 12 °C.`` read
+        as content because the prefix lacked the ``<think>`` the chat template pre-wrote."""
+        reported: set[str] = set()
+        for closing, literal in self.template.stray_closes:
+            if closing.name in reported:
+                continue
+            position = body.find(literal)
+            if position < 0:
+                continue
+            reported.add(closing.name)
+            opener = closing.open
+            assert opener is not None
+            written = repr(opener.literals[0]) if opener.literals else "open of that field"
+            self._note(
+                IssueKind.STRAY_CLOSE,
+                field.name,
+                self._body_offset + position,
+                literal,
+                f"{field.name!r} holds {literal!r}, the close of {closing.name!r}, with no "
+                f"{written} before it: the prefix probably lacks what the chat template "
+                f"pre-wrote (pass the prompt as prefix=; CLI: --prefix or --prefix-name), or the "
+                f"response template is not this model's",
+                events,
+            )
 
     def _parse_body(self, field: FieldSpec, body: str, groups: Mapping[str, str | None]) -> Any:
         try:
@@ -1490,6 +1749,8 @@ class ResponseParser:
         open_event: RegionOpenEvent = {"type": "region_open", "field": field.name}
         if self._include_groups:
             open_event["groups"] = {}
+        if self._extended:
+            self._span(open_event, offset, offset)
         events.append(open_event)
         value = text.strip() if field.parser.strips else text
         events.append(
@@ -1504,7 +1765,10 @@ class ResponseParser:
             parsed = field.parser.parse(text)
         except ContentError:
             parsed = value
-        events.append({"type": "region_close", "field": field.name, "value": parsed})
+        close: RegionCloseEvent = {"type": "region_close", "field": field.name, "value": parsed}
+        if self._extended:
+            self._span(close, offset + len(text), offset + len(text))
+        events.append(close)
         self._captures.setdefault(field.name, []).append(parsed)
 
     def _check_tool_calls(self, field: FieldSpec, value: Any, body: str) -> Any:
@@ -1638,13 +1902,24 @@ class ResponseParser:
     def _decode_prefix(self, prefix: str | Sequence[int]) -> str:
         if isinstance(prefix, str):
             return prefix
-        return decode_ids(self._tokenizer, prefix, what="prefix")
+        tokens = self._tokens
+        if tokens is None or len(prefix) == 0:
+            return decode_ids(self._tokenizer, prefix, what="prefix")
+        # As the reference: the prompt's ids decoded as a text of their own.
+        return tokens.feed(prefix) + tokens.flush()
 
     def _decode_ids(self, ids: Sequence[int]) -> str:
-        if self._decoder is None:
-            self._decoder = IncrementalDecoder(self._tokenizer)
-        text: str = self._decoder.feed(ids)
-        return text
+        if self._tokens is not None:
+            return self._tokens.feed(ids)
+        return decode_ids(self._tokenizer, ids, what="fed ids")
+
+
+def _unshadow_error(error: ResponseParseError) -> None:
+    """A ResponseParseError raised on shadowed text, in characters of the decoded text."""
+    error.raw = unshadow(error.raw)
+    error.detail = unshadow(error.detail)
+    error.partial_message = unshadow(error.partial_message)
+    error.args = unshadow(error.args)
 
 
 class PreparedTools:
@@ -1845,6 +2120,9 @@ def parse_output(
         >>> result.message, [issue.kind.value for issue in result.issues]
         ({'answer': 'forty'}, ['unparsed_value'])
     """
+    if template is not None:
+        # The template first: a template with a problem reports it, prefix or not.
+        template = load_template(template)
     if prefix is None:
         raise ValueError(_PREFIX_REQUIRED)
     if _is_batch(text):
@@ -1861,12 +2139,11 @@ def parse_output(
             raise ValueError(
                 f"a batch of {len(text)} generations needs {len(text)} prefixes; got {len(prefix)}"
             )
-        compiled = load_template(template) if template is not None else None
         results = []
         for index, (item, item_prefix) in enumerate(zip(text, prefix, strict=False)):
             try:
                 results.append(
-                    _parse_one(item, compiled, item_prefix, tools, tokenizer, recover, partial)
+                    _parse_one(item, template, item_prefix, tools, tokenizer, recover, partial)
                 )
             except ResponseParseError as error:
                 error.at_index(index)
@@ -1895,6 +2172,10 @@ def _parse_one(
         tuple(parser.unclaimed_text),
         parser.in_progress,
     )
+
+
+def _holds_any(body: str, stray_closes: tuple[tuple[FieldSpec, str], ...]) -> bool:
+    return any(literal in body for _, literal in stray_closes)
 
 
 def _is_batch(text: Any) -> bool:
