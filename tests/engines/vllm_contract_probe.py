@@ -1,7 +1,9 @@
 """Run inside a vLLM venv: the replyparse plugin through vLLM's own registries and parser
 composition, on canned Qwen3 output; prints what vLLM's serving layer would get, as JSON.
 
-    VENV_PYTHON tests/engines/vllm_contract_probe.py MODEL_DIR
+    VENV_PYTHON tests/engines/vllm_contract_probe.py MODEL_DIR CASE_JSON
+
+CASE_JSON holds ``{"output": <raw model text>, "tools": [<tools>]}``.
 
 It uses only what the serving layer calls (ParserManager.get_parser, the composed Parser's
 adjust_request, parse and parse_delta), so it holds for any vLLM version that has them.
@@ -14,29 +16,9 @@ import json
 import sys
 from typing import Any
 
-OUTPUT = (
-    "<think>Paris, then.</think>\n\nLet me check.\n"
-    '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>\n'
-    '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Lima"}}\n</tool_call>'
-)
-TOOLS = [
-    {
-        "type": "function",
-        "function": {
-            "name": "get_weather",
-            "strict": True,
-            "parameters": {
-                "type": "object",
-                "properties": {"city": {"type": "string"}},
-                "required": ["city"],
-                "additionalProperties": False,
-            },
-        },
-    }
-]
 
-
-def main(model: str) -> dict[str, Any]:
+def main(model: str, case: dict[str, Any]) -> dict[str, Any]:
+    output, tools = case["output"], case["tools"]
     import vllm
     from vllm.entrypoints.openai.chat_completion.protocol import ChatCompletionRequest
     from vllm.parser import ParserManager
@@ -65,14 +47,14 @@ def main(model: str) -> dict[str, Any]:
 
     def request(**extra: Any) -> Any:
         return ChatCompletionRequest(
-            model="m", messages=[{"role": "user", "content": "hi"}], tools=TOOLS, **extra
+            model="m", messages=[{"role": "user", "content": "hi"}], tools=tools, **extra
         )
 
     whole_request = request()
     parser = parser_cls(tokenizer, whole_request.tools)
     adjusted = parser.adjust_request(whole_request)
     result["auto_constrained"] = adjusted.structured_outputs is not None  # a strict tool
-    reasoning, content, calls = parser.parse(OUTPUT, whole_request, enable_auto_tools=True)
+    reasoning, content, calls = parser.parse(output, whole_request, enable_auto_tools=True)
     result["whole"] = {
         "reasoning": reasoning,
         "content": content,
@@ -87,7 +69,7 @@ def main(model: str) -> dict[str, Any]:
         [{"role": "user", "content": "hi"}], add_generation_prompt=True, tokenize=True
     )
     prompt_ids = list(prompt["input_ids"] if isinstance(prompt, dict) else prompt)
-    ids = tokenizer.encode(OUTPUT, add_special_tokens=False)
+    ids = tokenizer.encode(output, add_special_tokens=False)
     deltas = []
     for position, token_id in enumerate(ids):
         delta = parser.parse_delta(
@@ -104,4 +86,4 @@ def main(model: str) -> dict[str, Any]:
 
 
 if __name__ == "__main__":
-    print(json.dumps(main(sys.argv[1])))
+    print(json.dumps(main(sys.argv[1], json.loads(sys.argv[2]))))

@@ -17,6 +17,7 @@ import pytest
 from replyparse.grammar import build_grammar
 from replyparse.templates import get_entry
 from tests.engines.tiny_model import build_tokenizer
+from tests.grammar.helpers import WEATHER
 
 llguidance = pytest.importorskip("llguidance")
 pytest.importorskip("llguidance.hf")
@@ -24,22 +25,11 @@ transformers = pytest.importorskip("transformers")
 
 CHAT_TEMPLATES = Path(__file__).resolve().parents[2].parent / "shared" / "chat_templates"
 PROMPT = get_entry("qwen3").prefixes["no_thinking"]
-TOOLS = [
-    {
-        "type": "function",
-        "function": {
-            "name": "get_weather",
-            "strict": True,
-            "parameters": {
-                "type": "object",
-                "properties": {"city": {"type": "string"}},
-                "required": ["city"],
-                "additionalProperties": False,
-            },
-        },
-    }
-]
-CALL = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>'
+TOOLS = [WEATHER]
+CALL = (
+    '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris", "unit": "C", "days": 1}}'
+    "\n</tool_call>"
+)
 
 
 @pytest.fixture(scope="module")

@@ -21,28 +21,22 @@ from replyparse.integrations.vllm import (
     template_for_tokenizer,
 )
 from replyparse.templates import get_entry, get_template
+from tests.grammar.helpers import WEATHER
 
 CHAT_TEMPLATES = Path(__file__).resolve().parents[2].parent / "shared" / "chat_templates"
 QWEN3 = get_template("qwen3")
 PROMPT = get_entry("qwen3").prefixes["default"]
-WEATHER = {
-    "type": "function",
-    "function": {
-        "name": "get_weather",
-        "strict": True,
-        "parameters": {
-            "type": "object",
-            "properties": {"city": {"type": "string"}},
-            "required": ["city"],
-            "additionalProperties": False,
-        },
-    },
-}
 OUTPUT = (
     "<think>Paris, then.</think>\n\nLet me check.\n"
-    '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>\n'
-    '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Lima"}}\n</tool_call>'
+    '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris", "unit": "C", '
+    '"days": 1}}\n</tool_call>\n<tool_call>\n{"name": "get_weather", "arguments": '
+    '{"city": "Lima", "unit": null, "days": 2}}\n</tool_call>'
 )
+#: The calls of OUTPUT.
+OUTPUT_CALLS = [
+    ["get_weather", {"city": "Paris", "unit": "C", "days": 1}],
+    ["get_weather", {"city": "Lima", "unit": None, "days": 2}],
+]
 
 
 class FakeTokenizer:
@@ -101,7 +95,7 @@ def test_whole_output_gives_reasoning_content_and_calls() -> None:
     calls = [(call["index"], call["function"]["name"]) for call in parts.tool_calls]
     assert calls == [(0, "get_weather"), (1, "get_weather")]
     arguments = [json.loads(call["function"]["arguments"]) for call in parts.tool_calls]
-    assert arguments == [{"city": "Paris"}, {"city": "Lima"}]
+    assert arguments == [arguments for _, arguments in OUTPUT_CALLS]
     assert all(call["id"] for call in parts.tool_calls)
 
 
@@ -130,14 +124,17 @@ def test_broken_output_never_fails_the_request() -> None:
     assert parts.tool_calls or parts.content  # recovered, no exception
 
 
+NOT_STRICT = {**WEATHER, "function": {**WEATHER["function"], "strict": False}}
+
+
 @pytest.mark.parametrize(
     ("tools", "tool_choice", "parallel", "expected"),
     [
         ([], "required", True, False),
         ([WEATHER], "auto", True, True),  # strict
-        ([{**WEATHER, "function": {**WEATHER["function"], "strict": False}}], "auto", True, False),
-        ([{**WEATHER, "function": {**WEATHER["function"], "strict": False}}], "none", True, True),
-        ([{**WEATHER, "function": {**WEATHER["function"], "strict": False}}], "auto", False, True),
+        ([NOT_STRICT], "auto", True, False),
+        ([NOT_STRICT], "none", True, True),
+        ([NOT_STRICT], "auto", False, True),
     ],
 )
 def test_a_grammar_is_set_only_for_a_guarantee(
