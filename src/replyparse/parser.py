@@ -35,7 +35,7 @@ from typing import Any, Literal, TypeAlias, cast, overload
 
 from replyparse._scanner import DelimiterMatch
 from replyparse.coercion import type_tool_call
-from replyparse.content import ContentError, RecoveringParser
+from replyparse.content import ArgumentTyping, ContentError, RecoveringParser, argument_typing
 from replyparse.errors import (
     ContentParseError,
     MissingFieldError,
@@ -347,7 +347,7 @@ class ResponseParser:
         self.template: ResponseTemplate = load_template(template)
         if prefix is None:
             raise ValueError(_PREFIX_REQUIRED)
-        self._tool_typer: Callable[[Any], Any] | None = None
+        self._tool_typer: Callable[[Any, ArgumentTyping], Any] | None = None
         # Custom tools (free-form input, OpenAI "custom" tools) take a string, not an object.
         self._custom_tool_names: frozenset[str] = frozenset()
         if isinstance(tools, PreparedTools):
@@ -1566,7 +1566,7 @@ class ResponseParser:
             )
         value = self._check_tool_calls(field, value, body)
         if self._tool_typer is not None:
-            value = self._tool_typer(value)
+            value = self._tool_typer(value, argument_typing(field.parser))
         return value
 
     # -- recover mode -----------------------------------------------------------------------
@@ -1714,7 +1714,7 @@ class ResponseParser:
         if value is None:
             value = {"type": "function", "function": {"name": name, "arguments": arguments}}
         if isinstance(arguments, Mapping) and self._tool_typer is not None:
-            value = self._tool_typer(value)
+            value = self._tool_typer(value, argument_typing(field.parser))
         if events is not None and failure is not None:
             if near_miss and isinstance(arguments, Mapping):
                 self._note(
@@ -1936,13 +1936,15 @@ class PreparedTools:
         self.typer, self.custom_names = _make_tool_typer(tools)
 
 
-def _make_tool_typer(tools: Iterable[Any]) -> tuple[Callable[[Any], Any], frozenset[str]]:
+def _make_tool_typer(
+    tools: Iterable[Any],
+) -> tuple[Callable[[Any, ArgumentTyping], Any], frozenset[str]]:
     """The argument typer for these tools, and the names of the custom (free-form) tools."""
     by_name = tools_by_name(normalize_tools(tools))
     custom = frozenset(name for name, tool in by_name.items() if isinstance(tool, CustomTool))
 
-    def type_value(value: Any) -> Any:
-        return type_tool_call(value, by_name)
+    def type_value(value: Any, typing: ArgumentTyping) -> Any:
+        return type_tool_call(value, by_name, typing=typing)
 
     return type_value, custom
 
