@@ -158,7 +158,6 @@ TEMPLATE_ERRORS: dict[str, list[tuple[dict[str, Any], str]]] = {
         (template({"r": {"open": ["<a>", 3]}}), "$.fields.r.open"),
         (template({"r": {"open": "<a>", "close_pattern": 5}}), "$.fields.r.close_pattern"),
     ],
-    "empty_delimiter": [(template({"r": {"open_pattern": "\\s*"}}), "$.fields.r.open_pattern")],
     "invalid_type": [
         (template({"r": {"open": "<a>", "repeats": "yes"}}), "$.fields.r.repeats"),
         (template({"r": {"open": "<a>", "optional": None}}), "$.fields.r.optional"),

@@ -1,5 +1,9 @@
-"""``replyparse templates list | show | check | draft | lint | export``: browse the registry,
-validate files, check and export templates for the engines.
+"""``replyparse templates list | show | check | draft | detect | lint | export``: browse the
+registry, validate files, name a model's family, check and export templates for the engines.
+
+``detect PATH`` (a ``.jinja``, a ``tokenizer_config.json`` or a model folder) prints the
+registry family whose response template reads that model's output, as ``serve`` detects it;
+exit status 1, naming the evidence, when none (or several) fit.
 
 ``draft PATH`` (a ``.jinja``, a ``tokenizer_config.json`` or a model folder) drafts a family
 data file from the chat template, prints it as JSON on stdout and the round-trip verdict on
@@ -41,11 +45,17 @@ from replyparse._cli.common import (
     template_from_file,
 )
 from replyparse.content import ENGINES, Engine
-from replyparse.errors import ModelFolderError, ResponseParseError, TemplateError
-from replyparse.model_folder import save_response_template
+from replyparse.errors import (
+    ModelFolderError,
+    ResponseParseError,
+    TemplateError,
+    UnknownTemplateError,
+)
+from replyparse.model_folder import read_model_folder, save_response_template
 from replyparse.parser import parse_response
 from replyparse.templates import (
     LintReport,
+    detect_entry,
     draft_from_path,
     get_entry,
     lint_template,
@@ -86,6 +96,12 @@ def add_templates_arguments(parser: argparse.ArgumentParser) -> None:
     )
     check.add_argument("--tools", metavar="FILE", help="a JSON array of tools for the samples")
     _add_draft_arguments(commands)
+    detect = commands.add_parser(
+        "detect", help="name the registry family of a chat template or model folder"
+    )
+    detect.add_argument(
+        "path", metavar="PATH", help="a .jinja file, a tokenizer_config.json or a model folder"
+    )
     _add_portability_arguments(commands)
 
 
@@ -173,6 +189,28 @@ def _export(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
             f"{errors[0].message}) See `replyparse templates lint {args.name} "
             f"--target {engine}`.\n"
         )
+    return 0
+
+
+def _detect(args: argparse.Namespace, stdout: IO[str]) -> int:
+    path = Path(args.path)
+    try:
+        folder = read_model_folder(path)
+        if path.suffix == ".json" or path.is_dir():
+            if folder.response_template is not None:
+                stdout.write(f"{path}: its own response template (tokenizer_config.json)\n")
+                return 0
+            entry = detect_entry(tokenizer_config=path)
+        else:
+            entry = detect_entry(chat_template=folder.chat_template)
+    except ModelFolderError as error:
+        raise CliError(" ".join(str(error).split())) from None
+    except UnknownTemplateError as error:
+        raise CliError(
+            f"{path}: {' '.join(str(error).split())} Draft one: `replyparse templates draft "
+            f"{path}` (docs/draft.md)."
+        ) from None
+    stdout.write(f"{entry.name}\n")
     return 0
 
 
@@ -332,6 +370,8 @@ def run_templates(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) ->
         return _show(args, stdout)
     if args.templates_command == "draft":
         return _draft(args, stdout, stderr)
+    if args.templates_command == "detect":
+        return _detect(args, stdout)
     if args.templates_command == "lint":
         return _lint(args, stdout)
     if args.templates_command == "export":
