@@ -100,6 +100,29 @@ def test_every_extension_parser_is_an_error_for_every_engine(parser: str, engine
     assert report.verdict(engine) == "does not load"  # type: ignore[arg-type]
 
 
+def test_python_call_list_is_transformers_only() -> None:
+    calls = {
+        "open_pattern": r"(?=\[\s*[A-Za-z_])",
+        "close_pattern": r"(?<=\])(?=\s*(?:$|<\|im_end\|>))",
+        "content": "python-call-list",
+        "transform_each": True,
+        "transform": {
+            "type": "function",
+            "function": {"name": "{name}", "arguments": "{arguments}"},
+        },
+    }
+    report = lint_template(variant(tool_calls=calls))
+    assert codes(report, "transformers") == []
+    for engine in ("vllm", "sglang"):
+        assert codes(report, engine) == [
+            ("error", "unsupported_content_parser", "$.fields.tool_calls.content")
+        ]
+    assert report.findings[0].message == (
+        "vLLM does not support content parser 'python-call-list': added in transformers 5.24; "
+        "the copies in vLLM 0.34.0 and SGLang 0.5.23 predate it (only transformers has it)."
+    )
+
+
 def test_spec_parsers_and_their_arguments_are_portable() -> None:
     calls = copy.deepcopy(QWEN_CODER_CALLS)
     template = variant(tool_calls=calls)
