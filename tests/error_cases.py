@@ -120,6 +120,21 @@ TEMPLATE_ERRORS: dict[str, list[tuple[dict[str, Any], str]]] = {
             ),
             "$.fields.r.content_args.value_parser",
         ),
+        (
+            template(
+                {
+                    "r": {
+                        "open": "<a>",
+                        "content": "xml-inline",
+                        "content_args": {
+                            "tag_pattern": '<(?P<key>\\w+)(?: s="(?P<s>\\w+)")?>(?P<value>.*?)</>',
+                            "value_parser_by": {"group": "s", "parsers": {"false": "json"}},
+                        },
+                    }
+                }
+            ),
+            "$.fields.r.content_args.value_parser_by.parsers.false",
+        ),
     ],
     "unknown_content_arg": [
         (
@@ -152,6 +167,21 @@ TEMPLATE_ERRORS: dict[str, list[tuple[dict[str, Any], str]]] = {
             ),
             "$.fields.r.content_args.tag_pattern",
         ),
+        (
+            template(
+                {
+                    "r": {
+                        "open": "<a>",
+                        "content": "xml-inline",
+                        "content_args": {
+                            "tag_pattern": "<(?P<key>\\w+)>(?P<value>.*?)</>",
+                            "value_parser_by": {"group": "string", "parsers": {}},
+                        },
+                    }
+                }
+            ),
+            "$.fields.r.content_args.value_parser_by.group",
+        ),
     ],
     "invalid_delimiter": [
         (template({"r": {"open": ""}}), "$.fields.r.open"),
@@ -163,12 +193,17 @@ TEMPLATE_ERRORS: dict[str, list[tuple[dict[str, Any], str]]] = {
         (template({"r": {"open": "<a>", "optional": None}}), "$.fields.r.optional"),
         (template({"r": {"open": "<a>", "content_args": []}}), "$.fields.r.content_args"),
         (template({"r": "not a dict"}), "$.fields.r"),
+        (template({"": {}}), "$.fields"),  # the reference writes the message key ""
         ({**ANCHOR, "fields": {}}, "$.fields"),
         ({**ANCHOR, "fields": {"c": {}}, "defaults": []}, "$.defaults"),
     ],
     "missing_fields": [(dict(ANCHOR), "$.fields")],
-    "unsupported_version": [(template({"c": {}}, version=2), "$.version")],
+    "unsupported_version": [
+        (template({"c": {}}, version=2), "$.version"),
+        (template({"c": {}}, version=True), "$.version"),  # the reference: True == 1
+    ],
     "invalid_transform": [
-        (template({"r": {"open": "<a>", "transform": 3}}), "$.fields.r.transform")
+        # Not a JSON value (a number is a constant, null is no transform).
+        (template({"r": {"open": "<a>", "transform": {"{content}"}}}), "$.fields.r.transform")
     ],
 }

@@ -119,7 +119,7 @@ def test_python_call_list_is_transformers_only() -> None:
         ]
     assert report.findings[0].message == (
         "vLLM does not support content parser 'python-call-list': added in transformers 5.24; "
-        "the copies in vLLM 0.34.0 and SGLang 0.5.23 predate it (only transformers has it)."
+        "vLLM's and SGLang's copies predate it (only transformers has it)."
     )
 
 

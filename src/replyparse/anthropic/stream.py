@@ -44,7 +44,7 @@ from replyparse.errors import ResponseParseError
 from replyparse.openai import FinishReason
 from replyparse.openai._ids import IdFactory, random_id
 from replyparse.openai._stream_base import StreamBase
-from replyparse.openai._tracker import CallDelta, CallDone, CallStart, TextDelta, Update
+from replyparse.openai._tracker import CallDelta, CallStart, TextDelta, Update
 from replyparse.openai.messages import REASONING_KEY
 from replyparse.template import ResponseTemplate
 
@@ -236,24 +236,19 @@ class MessagesStream(StreamBase):
     def _render_updates(self, updates: list[Update]) -> list[dict[str, Any]]:
         events = [] if self._started else self._opening()
         for update in updates:
-            kind = type(update)
-            if kind is TextDelta:
-                assert isinstance(update, TextDelta)
+            if isinstance(update, TextDelta):
                 self._send_held(events)
                 self._text(update.key, update.text, update.separator, events)
-            elif kind is CallDelta:
-                assert isinstance(update, CallDelta)
+            elif isinstance(update, CallDelta):
                 block = self._call_blocks[update.position]
                 if self._holding is not block:
                     self._send_held(events)
                     self._holding = block
                 block.pending.append(update.text)
-            elif kind is CallStart:
-                assert isinstance(update, CallStart)
+            elif isinstance(update, CallStart):
                 self._send_held(events)
                 self._start_call(update, events)
             else:
-                assert isinstance(update, CallDone)
                 self._end_call(self._call_blocks[update.position], events)
         self._send_held(events)
         return events

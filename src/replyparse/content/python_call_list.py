@@ -77,9 +77,10 @@ class PythonCallListParser:
     capabilities: ClassVar[Capabilities] = Capabilities(
         "list",
         grammar="pythonic",
+        argument_typing="typed",
         engines=EngineSupport(
             frozenset({"transformers"}),
-            "added in transformers 5.24; the copies in vLLM 0.34.0 and SGLang 0.5.23 predate it",
+            "added in transformers 5.24; vLLM's and SGLang's copies predate it",
         ),
     )
     dirty: bool = True
