@@ -223,11 +223,15 @@ class MessagesStream(StreamBase):
         value = _json_object(text)
         if value is None:
             completion = json_completion(text)
-            if completion is None:  # the held rest is no JSON: complete what was sent
-                text, held, completion = streamed, "", json_completion(streamed) or ""
-            held += completion
-            # A root that is no object (never written by the argument streamer): {}.
-            value = _json_object(text + completion) or {}
+            value = _json_object(text + completion) if completion is not None else None
+            if value is not None:
+                held += completion or ""
+            else:
+                # The held rest begins no JSON object (Mistral's arguments cut at "["):
+                # complete what was sent, an object prefix ("" for none) as the argument
+                # streamer writes them.
+                held = json_completion(streamed) or ""
+                value = _json_object(streamed + held) or {}
         if held:
             events.append(self._delta(block, held))
         block.final = tool_use_block(block.call_id, block.name, value)
