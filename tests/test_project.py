@@ -25,7 +25,8 @@ CORE = [
     "_regex_syntax.py", "_regex_analysis.py", "_schema_ref.py", "_tool_names.py",
     "function_schema.py", "issues.py", "template", "content",
 ]  # fmt: skip
-OUTER = ("replyparse.templates", "replyparse.openai", "replyparse.grammar", "replyparse.server",
+OUTER = ("replyparse.templates", "replyparse.openai", "replyparse.anthropic", "replyparse.grammar",
+         "replyparse.server",
          "replyparse.cli", "replyparse._cli", "replyparse.demo", "replyparse.batch",
          "replyparse.chat_template")  # fmt: skip
 

@@ -2,7 +2,7 @@
 
 Shared by argument typing, argument validation, tool schemas and grammars: the type name of a
 value, JSON Schema's equality (``enum``, ``const``) and a key that is equal exactly when values
-are (``uniqueItems`` in linear time).
+are (``uniqueItems`` in linear time); and what JSON's one-letter string escapes stand for.
 """
 
 from __future__ import annotations
@@ -10,7 +10,20 @@ from __future__ import annotations
 import math
 from collections.abc import Hashable
 
-__all__ = ["json_equal", "json_key", "json_type"]
+__all__ = ["JSON_ESCAPES", "json_equal", "json_key", "json_type"]
+
+#: JSON's escapes other than ``\uXXXX``: the character after the backslash, and what the pair
+#: stands for.
+JSON_ESCAPES: dict[str, str] = {
+    '"': '"',
+    "\\": "\\",
+    "/": "/",
+    "b": "\b",
+    "f": "\f",
+    "n": "\n",
+    "r": "\r",
+    "t": "\t",
+}
 
 
 def json_type(value: object) -> str | None:

@@ -12,6 +12,11 @@ its tree as read by the one regex reader (``replyparse._regex_syntax``, exact re
 * ``end_literal``: a literal every match ends with, past which no way through it reads;
 * ``whitespace_only_as_lead``: whether whitespace begins a match only as a leading run.
 
+Two more answer questions of portability (``replyparse.templates``' lint):
+``can_match_empty`` (a zero-width delimiter), ``may_both_match_empty`` (two delimiters that
+may both match empty at one position) and ``optional_groups`` (named groups a match
+may leave out).
+
 Every answer is one-sided: what the reader cannot read, or an analysis cannot bound, gives
 the pattern as written and no shortcut, never a different match. Trees are read once per
 pattern source (``_tree``). This module knows nothing of buffers' hold-back, fields or
@@ -22,11 +27,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import lru_cache
-from typing import Any, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 import regex
 
-from replyparse._charset import whitespace
+from replyparse._charset import CharSet, whitespace
 from replyparse._regex_syntax import (
     REGEX_FLAGS,
     Alt,
@@ -38,6 +43,7 @@ from replyparse._regex_syntax import (
     Repeat,
     Seq,
     UnreadablePattern,
+    base_name,
     read,
     write,
 )
@@ -48,9 +54,12 @@ __all__ = [
     "RunLeads",
     "TokenLoop",
     "analyse",
+    "can_match_empty",
     "end_literal",
     "find_anchors",
     "find_token_loop",
+    "may_both_match_empty",
+    "optional_groups",
     "possessive_source",
     "required_literals",
     "resume_search",
@@ -966,3 +975,117 @@ def _texts(node: Node) -> set[str]:
             times = {head + tail for head in times for tail in body}
         return out
     raise _NotFinite
+
+
+def can_match_empty(source: str) -> bool | None:
+    """Whether some match of the pattern is empty (``$``, ``(?=x)``, ``a*``): a zero-width
+    delimiter. None when the reader cannot read the pattern."""
+    tree = _tree(source)
+    return None if tree is None else _empty_heads(tree) is not False
+
+
+def may_both_match_empty(first: str, second: str) -> bool:
+    """Whether both patterns may match the empty string at one position: each can match
+    empty, and what their empty matches look ahead at (``(?=<tool_call>)``) can be the same
+    text (the first characters meet, and one leading literal begins the other). True when
+    either cannot be read."""
+    one, other = _tree(first), _tree(second)
+    if one is None or other is None:
+        return True
+    heads, others = _empty_heads(one), _empty_heads(other)
+    if heads is False or others is False:
+        return False
+    if heads is None or others is None:
+        return True
+    return any(
+        head.literal.startswith(rival.literal) or rival.literal.startswith(head.literal)
+        for head in heads
+        for rival in others
+        if any(not char.disjoint(match) for char in head.chars for match in rival.chars)
+    )
+
+
+class _Head(NamedTuple):
+    """What must follow an empty match: one of ``chars``, and then (when known) the rest
+    of ``literal``, the text every such continuation begins with."""
+
+    chars: list[Chars]
+    literal: str
+
+
+#: A class no run covers (``Chars.covers`` needs an exact class), for ``_first``.
+_NO_RUN = Chars(CharSet.of("\0"))
+
+
+def _empty_heads(node: Node) -> list[_Head] | Literal[False] | None:
+    """False when ``node`` never matches empty; else what may follow where it does, or
+    None when that is not known (an anchor, ``a*``)."""
+    if isinstance(node, Chars):
+        return False
+    if isinstance(node, Anchor) or (isinstance(node, Look) and (node.negative or not node.ahead)):
+        return None
+    if isinstance(node, Look):
+        found = _first(node.item, _NO_RUN)
+        return None if found.nullable else [_Head(found.chars, _leading_literal(node.item))]
+    if isinstance(node, Group):
+        return _empty_heads(node.item)
+    if isinstance(node, Repeat):
+        return None if node.low == 0 else _empty_heads(node.item)
+    if isinstance(node, Alt):
+        heads: list[_Head] = []
+        empty = False
+        for option in node.options:
+            option_heads = _empty_heads(option)
+            if option_heads is None:
+                return None
+            if option_heads is not False:
+                empty = True
+                heads += option_heads
+        return heads if empty else False
+    constraint: list[_Head] | None = None
+    for item in node.items:
+        item_heads = _empty_heads(item)
+        if item_heads is False:
+            return False
+        if item_heads is not None and constraint is None:
+            constraint = item_heads
+    return constraint
+
+
+def optional_groups(source: str) -> frozenset[str] | None:
+    """The named groups (as written) that some match of the pattern leaves out: under a
+    ``?``/``*``, in some options of an alternation only, or in a negative lookaround. None
+    when the reader cannot read the pattern."""
+    tree = _tree(source)
+    if tree is None:
+        return None
+    return frozenset(_group_names(tree) - _required_names(tree))
+
+
+def _group_names(node: Node) -> set[str]:
+    if isinstance(node, Seq):
+        return set().union(*(_group_names(item) for item in node.items))
+    if isinstance(node, Alt):
+        return set().union(*(_group_names(option) for option in node.options))
+    if isinstance(node, Group):
+        own = {base_name(node.name)} if node.name is not None else set()
+        return own | _group_names(node.item)
+    if isinstance(node, Repeat | Look):
+        return _group_names(node.item)
+    return set()
+
+
+def _required_names(node: Node) -> set[str]:
+    if isinstance(node, Seq):
+        return set().union(*(_required_names(item) for item in node.items))
+    if isinstance(node, Alt):
+        options = [_required_names(option) for option in node.options]
+        return set.intersection(*options) if options else set()
+    if isinstance(node, Group):
+        own = {base_name(node.name)} if node.name is not None else set()
+        return own | _required_names(node.item)
+    if isinstance(node, Repeat):
+        return _required_names(node.item) if node.low > 0 else set()
+    if isinstance(node, Look) and not node.negative:
+        return _required_names(node.item)
+    return set()

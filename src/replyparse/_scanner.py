@@ -35,6 +35,16 @@ to the best start found so far and records in the buffer's memo how far it got, 
 walking the text state by state searches each stretch about once. The result is always
 ``scan(..., final=True)``'s.
 
+Empty matches: a pattern may match the empty string (``^``, ``$``, ``\\Z``, a lookahead, an
+optional open such as ERNIE's ``(?:^|<think>\\s*)``). Such a match is a delimiter like any
+other, with rules that keep every walk finite and chunking-independent: an empty match is
+refused at ``no_empty_at`` (the parser passes the place where a region opened by an empty
+match, so that its close, when it too can match empty there, is searched from the next
+character: each open-close pair reads a character or moves on, where the reference loops),
+and an empty match at the end of a text that may continue is held, and at the end of a
+complete text is no match (where generation ends it would delimit nothing: no region opens
+there, as in the reference).
+
 This module knows nothing of fields, events or messages.
 """
 
@@ -284,8 +294,8 @@ class Delimiter:
             position: where to start.
             final: no more text will come.
             no_empty_at: a position where an empty (zero-width) match is refused, because
-                an empty delimiter was just acted on there (this prevents a loop of empty
-                matches at one place).
+                the region being closed opened there by an empty match (this prevents a
+                loop of empty matches at one place).
 
         Returns:
             ``(match, held)``: the earliest committable match (``target`` left 0), and the
@@ -437,10 +447,16 @@ class Delimiter:
                 ):
                     # More text could still turn this into a different (longer) match.
                     return None, start
-            if end > start or start != no_empty_at:
-                # A zero-width match (a lookahead such as "(?=\[TOOL_CALLS\])") is a
-                # delimiter too: a region ends where the next call begins.
+            if end > start:
                 return DelimiterMatch(start, end, 0, found.groupdict()), None
+            # A zero-width match (a lookahead such as "(?=\[TOOL_CALLS\])", "^", "$") is a
+            # delimiter too (a region ends where the next call begins), taken at most once
+            # at one place; at the end of the text only once more text has come (see
+            # "Empty matches" in the module docstring).
+            if start != no_empty_at:
+                if start < len(buffer):
+                    return DelimiterMatch(start, end, 0, found.groupdict()), None
+                return None, None if final else start
             if start >= len(buffer):
                 return None, None
             search_from = start + 1
@@ -1108,7 +1124,10 @@ class Scanner:
             return start, end, self._literal_targets[found.group()], _NO_GROUPS
         rest = len(buffer) - position
         if self._short_plan is not None and rest <= _SHORT and rest <= _WINDOW:
-            return self._scan_short(buffer, position, no_empty_at, memo)
+            short = self._scan_short(buffer, position, no_empty_at, memo)
+            # An empty match at the end of a complete text delimits nothing (see "Empty
+            # matches" above); only a pattern's search (here and below) can find one.
+            return None if short is None or short[0] == len(buffer) else short
         led = self._led_search
         if led is not None:
             while True:
@@ -1141,7 +1160,8 @@ class Scanner:
                 if best is not None:
                     return best
                 position = at + 1
-        return self._best_final(buffer, position, len(buffer), no_empty_at, memo)
+        best = self._best_final(buffer, position, len(buffer), no_empty_at, memo)
+        return None if best is None or best.start == len(buffer) else best
 
     def _match_between(
         self, buffer: str, first: int, last: int, no_empty_at: int, memo: dict[Any, Any]
@@ -1549,8 +1569,8 @@ _NEXT = "(?=[\\s\\S])"
 def _streaming_source(source: str) -> str:
     r"""``source`` with every assertion that reads the next character made undecided at the
     end of the text: ``\b`` -> ``(?=[\s\S])\b`` (also ``\B``, ``\Z``, ``(?!``), and ``$``
-    (end, or before a final newline) -> ``(?=\n?[\s\S])$``. Away from the end these mean
-    what they meant; at the end the regex engine then reports a partial match, so the
+    (end, or before a final newline) -> ``(?=\n[\s\S])$``, which never matches whole. Away
+    from the end these mean what they meant; at the end the regex engine then reports a partial match, so the
     scanner holds the text until the next character (or the end of generation) decides.
     Escapes and character classes are skipped (``[\b]`` is a backspace)."""
     out: list[str] = []
@@ -1559,7 +1579,9 @@ def _streaming_source(source: str) -> str:
             if token in ("\\b", "\\B", "\\Z") or source.startswith("(?!", index):
                 out.append(_NEXT)
             elif token == "$":
-                out.append("(?=\\n?[\\s\\S])")
+                # Undecided at the end and on a newline that ends the text (``$`` matches
+                # before a final newline): a next character always decides.
+                out.append("(?=\\n[\\s\\S])")
         out.append(token)
     return "".join(out)
 

@@ -72,7 +72,7 @@ def build_parser() -> argparse.ArgumentParser:
         ),
         (
             "serve",
-            "run an OpenAI-compatible server with function calling",
+            "run an OpenAI- and Anthropic-compatible server with function calling",
             add_serve_arguments,
             run_serve,
         ),

@@ -44,6 +44,11 @@ class IssueKind(enum.StrEnum):
     #: where the text ends. Partial parses (``partial=True``) report this as ``in_progress``
     #: instead, since a cut is expected there.
     UNCLOSED_REGION = "unclosed_region"
+    #: The implicit field's text holds another field's close delimiter (``</think>`` in
+    #: content) with no open before it: the signature of a prompt prefix that lacks what
+    #: the chat template pre-wrote, or of a response template that is not the model's. The
+    #: text is kept as written; only the report is new.
+    STRAY_CLOSE = "stray_close"
 
 
 @dataclass(frozen=True)

@@ -55,7 +55,12 @@ from replyparse.template._call_shape import (
     with_arguments,
 )
 from replyparse.template._loader import END_OF_TURN, REGION_CLOSE
-from replyparse.tokens import IncrementalDecoder, TokenizerLike, decode_ids
+from replyparse.tokens import (
+    ControlTokenDecoder,
+    TokenizerLike,
+    decode_ids,
+    unshadow,
+)
 from replyparse.tools import CustomTool, normalize_tools, tools_by_name
 from replyparse.transform import TransformPathError
 
@@ -130,6 +135,22 @@ def _transform(field: FieldSpec, scope: Mapping[str, Any]) -> Any:
     apply = field.apply_transform
     assert apply is not None
     return apply(scope, _required(field))
+
+
+def _region_groups(
+    open_groups: Mapping[str, str | None], close_groups: Mapping[str, str | None]
+) -> Mapping[str, str | None]:
+    """The named groups in a closing region's transform scope: the open delimiter's, and
+    the close delimiter's over them (a close capture wins over an open capture of the same
+    name, as in the reference since 5.24), except where the close's group did not take
+    part in its match: the open's capture stands."""
+    if not close_groups:
+        return open_groups
+    merged = dict(open_groups)
+    for name, value in close_groups.items():
+        if value is not None or name not in merged:
+            merged[name] = value
+    return merged
 
 
 def _close_name(field: FieldSpec) -> str:
@@ -222,8 +243,7 @@ def _find_anchor_end(template: ResponseTemplate, prefix: str) -> int:
     if anchor.pattern is not None:
         end = 0
         for match in anchor.pattern.finditer(prefix, overlapped=False):
-            if match.end() > match.start():
-                end = match.end()
+            end = match.end()  # an empty match too (a lookbehind anchor), as the reference
         return end
     best_start, best_end = -1, 0
     for literal in anchor.literals:
@@ -247,7 +267,12 @@ class ResponseParser:
         tools: the request's tools (chat-completions or Responses dicts, or Python
             functions), or a ``PreparedTools`` built once for many parsers; tool-call
             arguments are typed from their JSON Schemas at region close.
-        tokenizer: anything with ``decode(ids)``; needed when feeding or prefixing token ids.
+        tokenizer: token-id mode: ``feed`` then takes token ids (text raises ``TypeError``),
+            and ``prefix`` may be ids. A transformers fast tokenizer's control tokens (its
+            special tokens and the added tokens its chat template writes) match delimiters
+            only when generated as their ids: spelled out by ordinary tokens they are text
+            (``replyparse.tokens``). Offsets stay in characters of the decoded text. Anything
+            with ``decode(ids)`` also works, with no control tokens.
         include_groups: add the open delimiter's named groups to ``region_open`` events as
             ``"groups"`` (an extension; off by default so events keep the spec's shape).
         recover: never raise for what the model wrote (see "Recover mode" below). Off by
@@ -268,7 +293,9 @@ class ResponseParser:
     content text, delimiters included, at its position; any other field keeps its raw text;
     text a body has no place for (prose after a JSON value, between xml-inline parameters)
     becomes content; near misses (``arguments`` where the format says ``parameters``) are
-    read as meant. Each of these is a ``ParseIssue`` in ``issues`` and, when streaming, a
+    read as meant; another field's close in the implicit field's text (``</think>`` in
+    content: a prefix that lacks the chat template's pre-written open) is kept and reported.
+    Each of these is a ``ParseIssue`` in ``issues`` and, when streaming, a
     ``parse_issue`` event just before the ``region_close`` it concerns.
 
     Example:
@@ -291,11 +318,12 @@ class ResponseParser:
         include_groups: bool = False,
         recover: bool = False,
     ) -> None:
-        if prefix is None:
-            raise ValueError(_PREFIX_REQUIRED)
         if template is None:
             template = template_from_tokenizer(tokenizer)
+        # The template first: a template with a problem reports it, prefix or not.
         self.template: ResponseTemplate = load_template(template)
+        if prefix is None:
+            raise ValueError(_PREFIX_REQUIRED)
         self._tool_typer: Callable[[Any], Any] | None = None
         # Custom tools (free-form input, OpenAI "custom" tools) take a string, not an object.
         self._custom_tool_names: frozenset[str] = frozenset()
@@ -310,7 +338,8 @@ class ResponseParser:
         self._partial = False
         self._open_text = ""  # the open delimiter's text, for a region demoted to content
         self._tokenizer = tokenizer
-        self._decoder: Any = None
+        # Token-id mode (``tokenizer``): the decoder of the ids.
+        self._tokens = None if tokenizer is None else ControlTokenDecoder(tokenizer)
 
         self.phase = ParserPhase.STREAMING
         self.trailing_text = ""
@@ -325,7 +354,8 @@ class ResponseParser:
         # (``Scanner.scan``'s floors): held text is not searched again before it.
         self._floors: dict[int, int] = {}
         self._partials: dict[int, tuple[int, int]] = {}  # ``Scanner.scan``'s ``partials``
-        # Offset of the last zero-width delimiter acted on: no second one is taken there.
+        # Offset of the last region opened by a zero-width match: it closes by no zero-width
+        # match there (``_scan``).
         self._empty_match_at = -(10**18)
         self._context_size = self.template.context_size
         self._base = 0  # offset of _buffer[0] in the generation (negative inside the prefix)
@@ -375,6 +405,13 @@ class ResponseParser:
         if prefix_text:
             self.initial_events = self._run(prefix_text, final=False)
         self._update_fast()
+        if self._tokens is not None:
+            # In token-id mode this instance's ``feed`` is ``_feed_ids``, which decodes and
+            # runs the class's ``feed`` on the text: the text path, fast path included, pays
+            # nothing for the mode, and the ids path no second dispatch.
+            self.feed = self._feed_ids  # type: ignore[method-assign,assignment]
+            if self._tokens.shadowed:
+                self.initial_events = unshadow(self.initial_events)
 
     @classmethod
     def _holding_prefix(
@@ -514,6 +551,40 @@ class ResponseParser:
         self._update_fast()
         return events
 
+    def _feed_ids(self, ids: str | Sequence[int]) -> list[Event]:
+        """``feed`` in token-id mode: the ids' text (``ControlTokenDecoder``) is fed as text,
+        on ``feed``'s fast path where it applies; what a shadowed spelling reached is
+        unshadowed."""
+        tokens = self._tokens
+        assert tokens is not None
+        text = None
+        if tokens.clean and ids.__class__ is list and len(ids) == 1 and self.phase is _STREAMING:
+            # ``ControlTokenDecoder.feed``'s first step in line (most ids of a stream): a
+            # token whose text is whole characters none of which begins a control token.
+            text = tokens.safe_texts.get(ids[0])
+        if text is None:
+            if self.phase is not _STREAMING:
+                self._check_usable("feed")
+            if ids.__class__ is not list and isinstance(ids, str):
+                raise TypeError(
+                    "this parser was created with a tokenizer, so feed() takes token ids, not "
+                    f"text; got {ids[:40]!r}"
+                )
+            try:
+                text = tokens.feed(ids)
+            except BaseException:
+                self.phase = ParserPhase.FAILED  # as in ``_feed``: the parser is spent
+                raise
+            if not text:
+                return []
+        try:
+            events = ResponseParser.feed(self, text)
+        except ResponseParseError as error:
+            if tokens.shadowed:
+                _unshadow_error(error)
+            raise
+        return unshadow(events) if tokens.shadowed else events
+
     def _hold_lead(self, run: str) -> None:
         """Hold ``run``, the end of a piece the fast path streamed the rest of. When it is
         a lead run only (``Scanner.lead_only_chars``: whitespace before gpt-oss's ``to=``),
@@ -630,12 +701,24 @@ class ResponseParser:
         self._fast = None
         self._sync_base()
         self._check_usable("finalize")
+        tokens = self._tokens
+        if tokens is not None and isinstance(text, str) and text:
+            raise TypeError(
+                "this parser was created with a tokenizer, so finalize() takes token ids, not "
+                f"text; got {text[:40]!r}"
+            )
         try:
-            return self._finalize(partial, text)
-        except BaseException:
+            message, events = self._finalize(partial, text)
+        except BaseException as error:
             if self.phase is not ParserPhase.FINISHED:
                 self.phase = ParserPhase.FAILED
+            if isinstance(error, ResponseParseError) and tokens is not None and tokens.shadowed:
+                _unshadow_error(error)
             raise
+        if tokens is not None and tokens.shadowed:
+            self._unshadow_state()
+            return unshadow(message), unshadow(events)
+        return message, events
 
     def _finish(
         self, text: str | Sequence[int], partial: bool = False, fitting: bool = True
@@ -664,11 +747,19 @@ class ResponseParser:
                     self._body = _TextAccumulator()
                     self.phase = ParserPhase.FINISHED
                     return message
-            return self._finalize(partial, text, whole=True)[0]
-        except BaseException:
+            message = self._finalize(partial, text, whole=True)[0]
+        except BaseException as error:
             if self.phase is not ParserPhase.FINISHED:
                 self.phase = ParserPhase.FAILED
+            tokens = self._tokens
+            if isinstance(error, ResponseParseError) and tokens is not None and tokens.shadowed:
+                _unshadow_error(error)
             raise
+        tokens = self._tokens
+        if tokens is not None and tokens.shadowed:
+            self._unshadow_state()
+            return cast(dict[str, Any], unshadow(message))
+        return message
 
     def _walk_fitting(self, text: str, partial: bool = False) -> _Fitting | None:
         """What ``_finish(text, partial)`` would give, for a text that fits the template as
@@ -689,7 +780,7 @@ class ResponseParser:
         """``_walk_fitting`` as a function of ``(text, partial)``, this parser's state read
         once (issue 17: a short row's walk read it again per row); valid while the parser
         is not fed. None when no text can be walked from this state."""
-        if self.phase is not _STREAMING or self._rescan_at or self._decoder is not None:
+        if self.phase is not _STREAMING or self._rescan_at or self._tokens is not None:
             return None
         self._sync_base()
         template = self.template
@@ -715,6 +806,8 @@ class ResponseParser:
         start_empty_at = self._empty_match_at
         start_captures = self._captures
         recover = self.recover
+        # Recover mode reports a stray close (``_note_stray_closes``): the general path's.
+        stray_closes = template.stray_closes if recover else ()
         parse_body = self._read_fitting_body
         build_message = self._build_message
 
@@ -761,7 +854,7 @@ class ResponseParser:
                     if match is None:
                         break
                     position = match_end
-                    if position == match_start:
+                    if position == match_start and target >= 0:  # as ``_scan``
                         empty_at = base + position
                     if field is not None or implicit_open:  # the region this match ends
                         closing = field if field is not None else implicit
@@ -773,10 +866,13 @@ class ResponseParser:
                             if target == REGION_CLOSE or (target == END_OF_TURN and field is None)
                             else _NO_GROUPS
                         )
+                        body = carried + buffer[body_start:end]
+                        if stray_closes and field is None and _holds_any(body, stray_closes):
+                            return None  # a stray close to report
                         value = parse_body(
                             closing,
-                            carried + buffer[body_start:end],
-                            {**groups, **close_groups} if close_groups else groups,
+                            body,
+                            _region_groups(groups, close_groups),
                         )
                         captures.setdefault(closing.name, []).append(value)
                         field = None
@@ -800,7 +896,10 @@ class ResponseParser:
                         captures.setdefault(field.name, []).append(parse_body(field, body, groups))
                     elif implicit_open:
                         assert implicit is not None
-                        value = parse_body(implicit, carried + buffer[body_start:], groups)
+                        body = carried + buffer[body_start:]
+                        if stray_closes and _holds_any(body, stray_closes):
+                            return None  # a stray close to report
+                        value = parse_body(implicit, body, groups)
                         captures.setdefault(implicit.name, []).append(value)
             except (ResponseParseError, ContentError):
                 return None  # a body that does not fit: the general path recovers or raises
@@ -824,8 +923,8 @@ class ResponseParser:
                 last = deferred + last  # deferring is feeding a bigger chunk
             elif deferred:
                 events.extend(self._run(deferred, final=False))
-        if self._decoder is not None:
-            last += self._decoder.flush()
+        if self._tokens is not None:
+            last += self._tokens.flush()
         if last and self.phase is ParserPhase.ENDED:
             self.trailing_text += last
         if self.phase is ParserPhase.STREAMING:
@@ -852,7 +951,18 @@ class ResponseParser:
     @property
     def message(self) -> dict[str, Any]:
         """The message built from every region closed so far (a fresh dict each time)."""
+        tokens = self._tokens
+        if tokens is not None and tokens.shadowed:
+            return cast(dict[str, Any], unshadow(self._build_message()))
         return self._build_message()
+
+    def _unshadow_state(self) -> None:
+        """Token-id mode, at the end: the text attributes in characters of the decoded
+        text, as events and messages already are (``replyparse.tokens.unshadow``)."""
+        self.trailing_text = unshadow(self.trailing_text)
+        self.unclaimed_text = unshadow(self.unclaimed_text)
+        self.issues = unshadow(self.issues)
+        self.in_progress = unshadow(self.in_progress)
 
     def _read_fitting_body(
         self, field: FieldSpec, body: str, groups: Mapping[str, str | None]
@@ -869,7 +979,7 @@ class ResponseParser:
         primes one parser per prefix and copies it for each row, instead of building one
         and parsing the prefix again. Only for a parser that has not been fed (nor decoded
         token ids)."""
-        assert self.phase is _STREAMING and self._decoder is None
+        assert self.phase is _STREAMING
         self._sync_base()
         copied = object.__new__(ResponseParser)
         state = self.__dict__.copy()
@@ -887,6 +997,9 @@ class ResponseParser:
         state["_partials"] = dict(self._partials)
         state["_fast_mark"] = -1
         state["_fast_event"] = self._fast_event.copy()  # only ever copied, but its own
+        if self._tokens is not None:
+            state["_tokens"] = self._tokens.fresh()
+            state["feed"] = copied._feed_ids  # bound to the copy, not to this parser
         copied.__dict__.update(state)
         copied._update_fast()  # its body has other pieces
         return copied
@@ -989,7 +1102,9 @@ class ResponseParser:
             if match is None:
                 return safe_end
             position = match.end
-            if match.end == match.start:
+            if match.end == match.start and match.target >= 0:
+                # A region opened by an empty match does not close by one at the same
+                # place: every open-close pair reads a character or moves on (no loop).
                 self._empty_match_at = self._base + match.start
             if match.target == END_OF_TURN:
                 self._close_open_regions(events, match)
@@ -1244,7 +1359,7 @@ class ResponseParser:
     ) -> None:
         body = self._body.take()
         self._implicit_open = False if field.is_implicit else self._implicit_open
-        groups = {**self._open_groups, **close_groups} if close_groups else self._open_groups
+        groups = _region_groups(self._open_groups, close_groups)
         if not self.recover:
             value = self._parse_body(field, body, groups)
             events.append({"type": "region_close", "field": field.name, "value": value})
@@ -1261,10 +1376,39 @@ class ResponseParser:
                 events,
             )
             return
+        if field.is_implicit and self.template.stray_closes:
+            self._note_stray_closes(field, body, events)
         events.append({"type": "region_close", "field": field.name, "value": value})
         self._captures.setdefault(field.name, []).append(value)
         for position, text in stray:
             self._add_as_content(self._body_offset + position, text, events)
+
+    def _note_stray_closes(self, field: FieldSpec, body: str, events: list[Event]) -> None:
+        """Report each explicit field's close found in implicit-field text (at most one issue
+        per field): the wrong-prefix signature, a reasoning ``Easy. </think> It is 12 °C.`` read
+        as content because the prefix lacked the ``<think>`` the chat template pre-wrote."""
+        reported: set[str] = set()
+        for closing, literal in self.template.stray_closes:
+            if closing.name in reported:
+                continue
+            position = body.find(literal)
+            if position < 0:
+                continue
+            reported.add(closing.name)
+            opener = closing.open
+            assert opener is not None
+            written = repr(opener.literals[0]) if opener.literals else "open of that field"
+            self._note(
+                IssueKind.STRAY_CLOSE,
+                field.name,
+                self._body_offset + position,
+                literal,
+                f"{field.name!r} holds {literal!r}, the close of {closing.name!r}, with no "
+                f"{written} before it: the prefix probably lacks what the chat template "
+                f"pre-wrote (pass the prompt as prefix=; CLI: --prefix or --prefix-name), or the "
+                f"response template is not this model's",
+                events,
+            )
 
     def _parse_body(self, field: FieldSpec, body: str, groups: Mapping[str, str | None]) -> Any:
         try:
@@ -1638,13 +1782,24 @@ class ResponseParser:
     def _decode_prefix(self, prefix: str | Sequence[int]) -> str:
         if isinstance(prefix, str):
             return prefix
-        return decode_ids(self._tokenizer, prefix, what="prefix")
+        tokens = self._tokens
+        if tokens is None or len(prefix) == 0:
+            return decode_ids(self._tokenizer, prefix, what="prefix")
+        # As the reference: the prompt's ids decoded as a text of their own.
+        return tokens.feed(prefix) + tokens.flush()
 
     def _decode_ids(self, ids: Sequence[int]) -> str:
-        if self._decoder is None:
-            self._decoder = IncrementalDecoder(self._tokenizer)
-        text: str = self._decoder.feed(ids)
-        return text
+        if self._tokens is not None:
+            return self._tokens.feed(ids)
+        return decode_ids(self._tokenizer, ids, what="fed ids")
+
+
+def _unshadow_error(error: ResponseParseError) -> None:
+    """A ResponseParseError raised on shadowed text, in characters of the decoded text."""
+    error.raw = unshadow(error.raw)
+    error.detail = unshadow(error.detail)
+    error.partial_message = unshadow(error.partial_message)
+    error.args = unshadow(error.args)
 
 
 class PreparedTools:
@@ -1845,6 +2000,9 @@ def parse_output(
         >>> result.message, [issue.kind.value for issue in result.issues]
         ({'answer': 'forty'}, ['unparsed_value'])
     """
+    if template is not None:
+        # The template first: a template with a problem reports it, prefix or not.
+        template = load_template(template)
     if prefix is None:
         raise ValueError(_PREFIX_REQUIRED)
     if _is_batch(text):
@@ -1861,12 +2019,11 @@ def parse_output(
             raise ValueError(
                 f"a batch of {len(text)} generations needs {len(text)} prefixes; got {len(prefix)}"
             )
-        compiled = load_template(template) if template is not None else None
         results = []
         for index, (item, item_prefix) in enumerate(zip(text, prefix, strict=False)):
             try:
                 results.append(
-                    _parse_one(item, compiled, item_prefix, tools, tokenizer, recover, partial)
+                    _parse_one(item, template, item_prefix, tools, tokenizer, recover, partial)
                 )
             except ResponseParseError as error:
                 error.at_index(index)
@@ -1895,6 +2052,10 @@ def _parse_one(
         tuple(parser.unclaimed_text),
         parser.in_progress,
     )
+
+
+def _holds_any(body: str, stray_closes: tuple[tuple[FieldSpec, str], ...]) -> bool:
+    return any(literal in body for _, literal in stray_closes)
 
 
 def _is_batch(text: Any) -> bool:

@@ -94,12 +94,14 @@ def check_transform(
             groups), or None when any name may resolve (``transform_each``).
     """
     issues: list[TemplateIssue] = []
-    if not isinstance(transform, (dict, list, str)):
+    # A number or boolean is a constant value, as in the reference (a string without
+    # placeholders is one too).
+    if not isinstance(transform, (dict, list, str, int, float)):
         issues.append(
             TemplateIssue(
                 "invalid_transform",
                 path,
-                f"'transform' must be a dict, a list or a placeholder string; got {transform!r}.",
+                f"'transform' must be a dict, a list, a string or a number; got {transform!r}.",
                 transform,
             )
         )

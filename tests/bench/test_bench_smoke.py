@@ -133,6 +133,7 @@ def test_benchmark_runs_end_to_end_on_tiny_sizes(
         {"parser", "chat", "responses"} <= set(cell) for cell in results.openai_streams.values()
     )
     assert [cell["errors"] for cell in results.server["levels"].values()] == [0, 0]
+    assert [cell["errors"] for cell in results.server["messages_levels"].values()] == [0, 0]
     assert results.server["many"]["errors"] == 0
     if run.layers.harmony_available():
         assert all(cell["equal"] for cell in results.harmony.values())

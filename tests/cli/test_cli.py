@@ -495,3 +495,41 @@ def test_serve_detects_the_template_from_the_chat_template(tmp_path: Path) -> No
     # how to write one (tests/cli/test_serve_draft.py covers the accepted draft).
     assert status == 1 and "no registry family matches" in err and "--template" in err
     assert "replyparse templates draft" in err
+
+
+def test_parse_warns_of_a_close_in_content_with_no_open(tmp_path: Path) -> None:
+    # docs/batch.md's rows, without the prefix that pre-wrote "<think>" (the wrong-prefix
+    # signature): the content is as written, and the warning names the close and the fix.
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text(
+        json.dumps({"text": "Easy.\n</think>\n\nIt is 12 °C.<|im_end|>"}) + "\n", encoding="utf-8"
+    )
+    status, out, err = run("parse", str(rows), "-t", "qwen3", "--recover")
+    assert status == 0
+    assert json.loads(out)["content"] == "Easy.\n</think>\n\nIt is 12 °C."
+    assert "warning" in err and "'</think>'" in err and "[stray_close]" in err
+    assert "--prefix-name" in err
+    status, out, err = run(
+        "parse", str(rows), "-t", "qwen3", "--recover", "--prefix-name", "thinking_2507"
+    )
+    assert (status, err) == (0, "")
+    assert json.loads(out)["reasoning_content"] == "Easy."
+
+
+@pytest.mark.skipif(not (SHARED / "qwen3.jinja").is_file(), reason="../shared is absent")
+def test_templates_detect_names_the_family(tmp_path: Path) -> None:
+    assert run("templates", "detect", str(SHARED / "qwen3.jinja")) == (0, "qwen3\n", "")
+    assert run("templates", "detect", str(SHARED / "gpt-oss.jinja"))[1] == "gpt-oss\n"
+    folder = tmp_path / "model"
+    folder.mkdir()
+    source = (SHARED / "qwen3.jinja").read_text(encoding="utf-8")
+    (folder / "tokenizer_config.json").write_text(
+        json.dumps({"chat_template": source}), encoding="utf-8"
+    )
+    assert run("templates", "detect", str(folder))[:2] == (0, "qwen3\n")
+    (tmp_path / "other.jinja").write_text("{{ messages }}", encoding="utf-8")
+    status, out, err = run("templates", "detect", str(tmp_path / "other.jinja"))
+    assert (status, out) == (1, "") and "no registry template matches" in err
+    assert "replyparse templates draft" in err
+    status, _out, err = run("templates", "detect", str(tmp_path / "absent.jinja"))
+    assert status == 1 and "absent.jinja" in err and "Traceback" not in err

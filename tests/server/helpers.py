@@ -91,6 +91,14 @@ CHAT_TOOLS = [
         },
     }
 ]
+#: The same tool for the Messages API.
+ANTHROPIC_TOOLS = [
+    {
+        "name": "get_weather",
+        "description": "Current weather for a city.",
+        "input_schema": WEATHER_PARAMETERS,
+    }
+]
 RESPONSES_TOOLS = [
     {
         "type": "function",

@@ -42,6 +42,10 @@ class FakeUpstream(ThreadingHTTPServer):
         self.barrier: threading.Barrier | None = None
         #: Seconds between the pieces of a streamed answer.
         self.pace = 0.0
+        #: vLLM's ``stop_reason`` in the last chunk (the stop string that matched), if set.
+        self.stop_reason: str | None = None
+        #: What ``/tokenize`` answers as ``count`` (vLLM's endpoint); None: it is not served.
+        self.token_count: int | None = None
 
     @property
     def url(self) -> str:
@@ -64,6 +68,14 @@ class _Handler(BaseHTTPRequestHandler):
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         self.server.bodies.append(body)
         mode = self.server.mode
+        if self.path == "/tokenize" and self.server.token_count is not None:
+            answer = json.dumps({"count": self.server.token_count, "tokens": []}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(answer)))
+            self.end_headers()
+            self.wfile.write(answer)
+            return
         if self.path != "/v1/completions" or mode == "http_error":
             message = json.dumps(
                 {"error": {"message": "model is overloaded", "code": 503}}
@@ -135,7 +147,14 @@ class _Handler(BaseHTTPRequestHandler):
             "id": "cmpl-1",
             "object": "text_completion",
             "model": body["model"],
-            "choices": [{"index": 0, "text": "", "finish_reason": "stop"}],
+            "choices": [
+                {
+                    "index": 0,
+                    "text": "",
+                    "finish_reason": "stop",
+                    "stop_reason": self.server.stop_reason,
+                }
+            ],
         }
         usage = {
             "id": "cmpl-1",

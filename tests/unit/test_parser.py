@@ -221,12 +221,14 @@ def test_any_error_from_feed_leaves_the_parser_failed() -> None:
 
     template = {"start_anchor": "A:", "fields": {"content": {"close": "<end>"}}}
     parser = ResponseParser(template, "", tokenizer=BrokenTokenizer())
-    parser.feed("Hi")
+    with pytest.raises(TypeError, match="takes token ids, not text"):
+        parser.feed("Hi")  # a misuse refused before anything changed
+    assert parser.phase is ParserPhase.STREAMING
     with pytest.raises(OSError):
         parser.feed([1, 2, 3])
     assert parser.phase is ParserPhase.FAILED
     with pytest.raises(ParserStateError, match="failed earlier"):
-        parser.feed("more")
+        parser.feed([4])
     with pytest.raises(ParserStateError):
         parser.finalize()
 

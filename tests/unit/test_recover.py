@@ -363,3 +363,53 @@ def test_gpt_oss_every_truncation_of_a_real_output_keeps_helpers_out() -> None:
         for partial in (False, True):
             result = parse_output(text[:end], GPT_OSS, prefix=GPT_OSS_PREFIX, partial=partial)
             assert set(result.message) <= {"role", "reasoning_content", "content", "tool_calls"}
+
+
+# -- the wrong-prefix signature: another field's close in content -----------------------------
+
+QWEN3_NO_THINK_OPEN = "Easy.\n</think>\n\nIt is 12 °C.<|im_end|>"
+
+
+def test_a_close_in_content_with_no_open_is_reported_every_way() -> None:
+    # docs/batch.md's row 1 parsed without the prefix that pre-wrote "<think>".
+    result = recover_every_way(get_template("qwen3"), QWEN3_NO_THINK_OPEN)
+    assert result.message["content"] == "Easy.\n</think>\n\nIt is 12 °C."
+    [issue] = result.issues
+    assert (issue.kind, issue.field, issue.offset, issue.raw) == (
+        IssueKind.STRAY_CLOSE,
+        "content",
+        6,
+        "</think>",
+    )
+    assert "'reasoning_content'" in issue.message and "prefix" in issue.message
+
+
+def test_a_close_in_content_is_not_reported_with_the_right_prefix() -> None:
+    result = recover_every_way(
+        get_template("qwen3"), QWEN3_NO_THINK_OPEN, prefix="<|im_start|>assistant\n<think>\n"
+    )
+    assert result.message["reasoning_content"] == "Easy."
+    assert result.issues == ()
+
+
+def test_a_stray_tool_call_close_names_its_field_once() -> None:
+    text = "Done </tool_call> and again </tool_call>.<|im_end|>"
+    result = recover_every_way(get_template("hermes"), text)
+    assert [(i.kind, i.field, i.raw) for i in result.issues] == [
+        (IssueKind.STRAY_CLOSE, "content", "</tool_call>")
+    ]
+    assert "'tool_calls'" in result.issues[0].message
+
+
+def test_a_close_that_looks_ahead_to_an_open_is_not_a_stray_close() -> None:
+    # Mistral's call closes where the next [TOOL_CALLS] begins: that text opens, never strays.
+    template = get_template("mistral-v11")
+    result = parse_output("Plain answer, no markup.</s>", template, prefix="")
+    assert result.issues == ()
+
+
+def test_a_stray_close_is_not_reported_in_raise_mode() -> None:
+    assert parse_response(QWEN3_NO_THINK_OPEN, get_template("qwen3"), prefix="") == {
+        "role": "assistant",
+        "content": "Easy.\n</think>\n\nIt is 12 °C.",
+    }

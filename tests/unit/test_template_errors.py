@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from tests.error_cases import TEMPLATE_ERRORS
 
-from replyparse import ResponseParser, TemplateError, load_template
+from replyparse import ResponseParser, TemplateError, load_template, parse_response
 from replyparse.content import CONTENT_PARSERS
 
 CASES = [
@@ -102,3 +102,13 @@ def test_loaded_template_is_immutable_and_shared() -> None:
     second.feed("two")
     assert first.finalize()[0] == {"content": "one"}
     assert second.finalize()[0] == {"content": "two"}
+
+
+@pytest.mark.parametrize(("transform", "value"), [(None, "x"), (True, True), (0, 0), (1.5, 1.5)])
+def test_null_and_constant_transforms_load_as_in_the_reference(transform: Any, value: Any) -> None:
+    # A null transform is none; a number or boolean is the field's value, whatever the body.
+    template = {
+        "start_anchor": "A:",
+        "fields": {"r": {"open": "<r>", "close": "</r>", "transform": transform}},
+    }
+    assert parse_response("<r>x</r>", template, prefix="") == {"r": value}

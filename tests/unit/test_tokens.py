@@ -6,7 +6,13 @@ from typing import Any
 
 import pytest
 
-from replyparse import ResponseParser, TokenizerError, get_response_parser, parse_response
+from replyparse import (
+    ContentParseError,
+    ResponseParser,
+    TokenizerError,
+    get_response_parser,
+    parse_response,
+)
 from replyparse.tokens import IncrementalDecoder
 
 TEMPLATE: dict[str, Any] = {
@@ -100,3 +106,127 @@ def test_clear_errors_for_missing_tokenizer_or_template() -> None:
         ResponseParser(TEMPLATE, prefix=[5, 6])
     with pytest.raises(TokenizerError, match="item 1 is str"):
         parse_response([72, "x"], TEMPLATE, prefix="", tokenizer=ByteTokenizer())  # type: ignore[list-item]
+
+
+# -- token-id mode with a real fast tokenizer (tests/local_tokenizers.py) -----------------------
+
+QWEN_PROMPT = "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n"
+
+
+def _qwen() -> tuple[Any, Any, list[int]]:
+    pytest.importorskip("tokenizers")
+    pytest.importorskip("transformers")
+    from tests.local_tokenizers import build_tokenizer
+
+    from replyparse.templates import get_entry
+
+    tokenizer = build_tokenizer("qwen3")
+    return tokenizer, get_entry("qwen3").template, tokenizer.encode(QWEN_PROMPT)
+
+
+def test_token_id_mode_takes_ids_not_text() -> None:
+    tokenizer, template, prefix = _qwen()
+    parser = ResponseParser(template, prefix, tokenizer=tokenizer)
+    with pytest.raises(TypeError, match="takes token ids, not text"):
+        parser.feed("Hello")
+    with pytest.raises(TypeError, match="takes token ids, not text"):
+        parser.finalize("Hello")
+    parser.feed(tokenizer.encode("Hello<|im_end|>"))
+    assert parser.finalize()[0] == {"role": "assistant", "content": "Hello"}
+
+
+def test_spelled_out_control_token_keeps_offsets_and_characters() -> None:
+    """A spelling written by ordinary tokens is text in the value, and what follows it keeps
+    its offset in characters of the decoded text (recover mode's issue, an error's raw)."""
+    from tests.local_tokenizers import spelled_out
+
+    from replyparse.issues import IssueKind
+
+    tokenizer, template, prefix = _qwen()
+    before = "Say " + "<tool_call>" + " then "
+    ids = (
+        tokenizer.encode("Say ")
+        + spelled_out("qwen3", "<tool_call>")
+        + tokenizer.encode(" then <tool_call>{not json</tool_call><|im_end|>")
+    )
+    parser = ResponseParser(template, prefix, tokenizer=tokenizer, recover=True)
+    for token in ids:
+        parser.feed([token])
+    message, _ = parser.finalize()
+    assert message["content"].startswith("Say <tool_call> then")
+    [issue] = [issue for issue in parser.issues if issue.kind is IssueKind.UNREADABLE_CALL]
+    assert issue.offset == len(before + "<tool_call>")
+    assert issue.raw.startswith("{not json")
+    with pytest.raises(ContentParseError) as caught:
+        parse_response(
+            ids[:-1] + tokenizer.encode("</tool_call>"),
+            template,
+            prefix=prefix,
+            tokenizer=tokenizer,
+        )
+    assert caught.value.partial_message["content"] == "Say <tool_call> then"
+    assert caught.value.offset == len(before + "<tool_call>")
+
+
+def test_a_possible_spelling_is_held_until_the_next_ids_decide() -> None:
+    from tests.local_tokenizers import spelled_out
+
+    tokenizer, template, prefix = _qwen()
+    parser = ResponseParser(template, prefix, tokenizer=tokenizer)
+    chunks: list[str] = []
+    for token in tokenizer.encode("Use ") + spelled_out("qwen3", "<|im_"):
+        chunks += [event["text"] for event in parser.feed([token]) if "text" in event]
+    assert "".join(chunks) == "Use"  # "<|im_" may still become "<|im_end|>"; " " is stripped
+    chunks += [
+        event["text"] for event in parser.feed(spelled_out("qwen3", "end|> ok")) if "text" in event
+    ]
+    assert "".join(chunks) == "Use <|im_end|> ok"
+    assert parser.finalize()[0]["content"] == "Use <|im_end|> ok"
+
+
+def test_token_id_mode_in_a_batch_and_through_copies() -> None:
+    tokenizer, template, prefix = _qwen()
+    first = tokenizer.encode("<think>a</think>One<|im_end|>")
+    second = [*tokenizer.encode("Two"), tokenizer.convert_tokens_to_ids("<|im_end|>")]
+    assert parse_response(
+        [first, second], template, prefix=[prefix, prefix], tokenizer=tokenizer
+    ) == [
+        {"role": "assistant", "reasoning_content": "a", "content": "One"},
+        {"role": "assistant", "content": "Two"},
+    ]
+
+
+def test_control_tokens_of_a_tokenizer_without_transformers() -> None:
+    """An object with ``added_tokens_decoder`` but no ``_get_control_tokens``: its special
+    tokens and the added tokens its chat template writes (whitespace aside)."""
+    from types import SimpleNamespace
+
+    from replyparse.tokens import control_tokens
+
+    def added(content: str, special: bool) -> Any:
+        return SimpleNamespace(content=content, special=special)
+
+    tokenizer = SimpleNamespace(
+        added_tokens_decoder={
+            1: added("<s>", True),
+            2: added("<tool_call>", False),
+            3: added("<unused>", False),
+            4: added("\n\n", False),
+        },
+        chat_template="{{ '<tool_call>' }}\n\n",
+    )
+    assert control_tokens(tokenizer) == {1: "<s>", 2: "<tool_call>"}
+    assert control_tokens(ByteTokenizer()) == {}
+
+
+def test_unshadow_maps_back_strings_in_values_and_issues() -> None:
+    from replyparse.issues import IssueKind, ParseIssue
+    from replyparse.tokens import SHADOW_OFFSET, unshadow
+
+    shadow = "".join(chr(ord(char) + SHADOW_OFFSET) for char in "<x>")
+    issue = ParseIssue(IssueKind.UNPARSED_VALUE, "content", 3, f"a{shadow}", "bad")
+    assert unshadow({"k": [f"{shadow}!", (1, shadow)], shadow: None}) == {
+        "k": ["<x>!", (1, "<x>")],
+        "<x>": None,
+    }
+    assert unshadow(issue).raw == "a<x>"

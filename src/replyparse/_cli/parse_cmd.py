@@ -288,7 +288,8 @@ def _ray_outputs(
         import ray.data
     except ImportError:
         raise CliError(
-            "--engine ray needs Ray Data: pip install 'replyparse[ray]'", status=2
+            "--engine ray needs Ray Data: pip install -e '.[ray]' in the replyparse checkout",
+            status=2,
         ) from None
     from replyparse.batch import parse_ray_dataset
 
@@ -380,7 +381,8 @@ def _import_parquet() -> Any:
         import pyarrow.parquet
     except ImportError:
         raise CliError(
-            "Parquet needs pyarrow: pip install 'replyparse[datasets]' (or pyarrow)", status=2
+            "Parquet needs pyarrow: pip install -e '.[datasets]' in the replyparse checkout (or pyarrow)",
+            status=2,
         ) from None
     return pyarrow.parquet
 

@@ -134,6 +134,12 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
         help="how custom tool calls stream in Chat Completions: OpenAI's custom deltas "
         '(default), or function deltas with arguments {"input": ...} for SDK stream helpers',
     )
+    parser.add_argument(
+        "--no-template-check",
+        action="store_true",
+        help="serve even when the response template does not read what the chat template "
+        "writes (checked at startup by parsing a probe answer after its prompt)",
+    )
     parser.add_argument("--replay-chunk-size", type=int, default=4, metavar="N")
     parser.add_argument("--replay-delay", type=float, default=0.0, metavar="SECONDS")
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
@@ -154,7 +160,7 @@ def _require_server_extra() -> None:
     if missing:
         raise CliError(
             f"the server needs the 'server' extra (missing: {', '.join(missing)}): "
-            "pip install 'replyparse[server]'"
+            "pip install -e '.[server]' in the replyparse checkout"
         )
 
 
@@ -279,6 +285,19 @@ def run_serve(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int
         )
     if args.replay is not None and args.upstream_engine != "none":
         raise CliError("--upstream-engine needs --upstream", status=2)
+    template_kwargs = _template_kwargs(args.chat_template_kwargs)
+    if chat_template is not None and not args.no_template_check:
+        from replyparse.server.fit import template_mismatch
+
+        mismatch = template_mismatch(chat_template, choice.template, template_kwargs)
+        if mismatch is not None:
+            raise CliError(
+                f"the response template {choice.label} does not fit the chat template: "
+                f"{mismatch}. Pass this model's response template (--template NAME|PATH; "
+                f"`replyparse templates detect {args.chat_template}` names the registry "
+                "family), or --no-template-check to serve anyway",
+                status=2,
+            )
     prefix = ""
     if chat_template is None:
         prefix = resolve_prefix(
@@ -307,7 +326,7 @@ def run_serve(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int
         backend=backend,
         chat_template=chat_template,
         prefix=prefix,
-        template_kwargs=_template_kwargs(args.chat_template_kwargs),
+        template_kwargs=template_kwargs,
         custom_tool_deltas=args.custom_tool_deltas,
         upstream_engine=None if args.upstream_engine == "none" else args.upstream_engine,
         call_id_form=args.call_id_form or (choice.entry.call_id_form if choice.entry else "openai"),

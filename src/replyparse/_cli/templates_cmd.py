@@ -1,4 +1,9 @@
-"""``replyparse templates list | show | check | draft``: browse the registry, validate files.
+"""``replyparse templates list | show | check | draft | detect | lint | export``: browse the
+registry, validate files, name a model's family, check and export templates for the engines.
+
+``detect PATH`` (a ``.jinja``, a ``tokenizer_config.json`` or a model folder) prints the
+registry family whose response template reads that model's output, as ``serve`` detects it;
+exit status 1, naming the evidence, when none (or several) fit.
 
 ``draft PATH`` (a ``.jinja``, a ``tokenizer_config.json`` or a model folder) drafts a family
 data file from the chat template, prints it as JSON on stdout and the round-trip verdict on
@@ -11,6 +16,13 @@ JSONL with ``text``/``prefix``) and prints the message or the error. Without FIL
 every registry data file bundled in the package (nothing outside it: the corpus check over
 the shared model outputs is the repository's ``scripts/corpus_check.py``). Exit status 1
 when anything failed.
+
+``lint NAME|FILE [--target ENGINE]...`` says whether each engine's response-template mode
+(transformers, vLLM ``--tool-call-parser hf``, SGLang's ``response_template`` detector)
+loads the template, and every reason it does not, one ``error|warning[code] $.path:
+message`` line each; exit status 1 when a target does not load it. ``export NAME|FILE
+MODEL_DIR`` writes the template as the ``response_template`` key of the folder's
+``tokenizer_config.json`` (other keys kept) and warns for each target that cannot load it.
 """
 
 from __future__ import annotations
@@ -32,9 +44,24 @@ from replyparse._cli.common import (
     resolve_template,
     template_from_file,
 )
-from replyparse.errors import ResponseParseError, TemplateError
+from replyparse.content import ENGINES, Engine
+from replyparse.errors import (
+    ModelFolderError,
+    ResponseParseError,
+    TemplateError,
+    UnknownTemplateError,
+)
+from replyparse.model_folder import read_model_folder, save_response_template
 from replyparse.parser import parse_response
-from replyparse.templates import draft_from_path, get_entry, list_templates, validate_registry
+from replyparse.templates import (
+    LintReport,
+    detect_entry,
+    draft_from_path,
+    get_entry,
+    lint_template,
+    list_templates,
+    validate_registry,
+)
 
 __all__ = ["add_templates_arguments", "run_templates"]
 
@@ -69,6 +96,122 @@ def add_templates_arguments(parser: argparse.ArgumentParser) -> None:
     )
     check.add_argument("--tools", metavar="FILE", help="a JSON array of tools for the samples")
     _add_draft_arguments(commands)
+    detect = commands.add_parser(
+        "detect", help="name the registry family of a chat template or model folder"
+    )
+    detect.add_argument(
+        "path", metavar="PATH", help="a .jinja file, a tokenizer_config.json or a model folder"
+    )
+    _add_portability_arguments(commands)
+
+
+def _add_portability_arguments(commands: Any) -> None:
+    lint = commands.add_parser(
+        "lint", help="whether transformers, vLLM and SGLang load a template, and why not"
+    )
+    lint.add_argument("name", metavar="NAME|FILE", help="a family, alias or model name, or a file")
+    export = commands.add_parser(
+        "export", help="write a template into a model folder's tokenizer_config.json"
+    )
+    export.add_argument(
+        "name", metavar="NAME|FILE", help="a family, alias or model name, or a file"
+    )
+    export.add_argument(
+        "model_dir", metavar="MODEL_DIR", help="the model folder (created if absent)"
+    )
+    for command in (lint, export):
+        command.add_argument(
+            "--target",
+            action="append",
+            choices=ENGINES,
+            default=None,
+            help="an engine to check (repeatable; default: all)",
+        )
+    lint.add_argument("--json", action="store_true", help="the findings as one JSON object")
+
+
+def _lint_choice(args: argparse.Namespace) -> tuple[str, dict[str, Any], LintReport]:
+    """The template named on the command line (its label and JSON form), linted."""
+    choice = resolve_template(args.name)
+    data = choice.entry.response_template if choice.entry is not None else choice.source
+    assert isinstance(data, dict)
+    targets: list[Engine] = args.target or list(ENGINES)
+    return choice.label, data, lint_template(data, targets)
+
+
+def _lint(args: argparse.Namespace, stdout: IO[str]) -> int:
+    label, _data, report = _lint_choice(args)
+    if args.json:
+        dump_json(
+            {
+                "template": label,
+                "engines": {
+                    engine: {
+                        "verdict": report.verdict(engine),
+                        "findings": [
+                            {
+                                "severity": finding.severity,
+                                "code": finding.code,
+                                "path": finding.location,
+                                "message": finding.message,
+                            }
+                            for finding in report.for_engine(engine)
+                        ],
+                    }
+                    for engine in report.engines
+                },
+            },
+            stdout,
+            indent=2,
+        )
+    else:
+        for engine in report.engines:
+            stdout.write(f"{engine}: {report.verdict(engine)}\n")
+            for finding in report.for_engine(engine):
+                stdout.write(f"  {finding}\n")
+    return 0 if all(report.loads(engine) for engine in report.engines) else 1
+
+
+def _export(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
+    label, data, report = _lint_choice(args)
+    try:
+        path = save_response_template(args.model_dir, data)
+    except (ModelFolderError, OSError) as error:
+        raise CliError(f"{args.model_dir}: cannot write the template: {error}") from None
+    stdout.write(f"wrote {label}'s response_template to {path}\n")
+    for engine in report.engines:
+        if report.loads(engine):
+            continue
+        errors = [finding for finding in report.for_engine(engine) if finding.severity == "error"]
+        count = f"{len(errors)} error{'s' if len(errors) != 1 else ''}"
+        stderr.write(
+            f"warning: {engine} cannot load it ({count}; first: {errors[0].location}: "
+            f"{errors[0].message}) See `replyparse templates lint {args.name} "
+            f"--target {engine}`.\n"
+        )
+    return 0
+
+
+def _detect(args: argparse.Namespace, stdout: IO[str]) -> int:
+    path = Path(args.path)
+    try:
+        folder = read_model_folder(path)
+        if path.suffix == ".json" or path.is_dir():
+            if folder.response_template is not None:
+                stdout.write(f"{path}: its own response template (tokenizer_config.json)\n")
+                return 0
+            entry = detect_entry(tokenizer_config=path)
+        else:
+            entry = detect_entry(chat_template=folder.chat_template)
+    except ModelFolderError as error:
+        raise CliError(" ".join(str(error).split())) from None
+    except UnknownTemplateError as error:
+        raise CliError(
+            f"{path}: {' '.join(str(error).split())} Draft one: `replyparse templates draft "
+            f"{path}` (docs/draft.md)."
+        ) from None
+    stdout.write(f"{entry.name}\n")
+    return 0
 
 
 def _add_draft_arguments(commands: Any) -> None:
@@ -227,6 +370,12 @@ def run_templates(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) ->
         return _show(args, stdout)
     if args.templates_command == "draft":
         return _draft(args, stdout, stderr)
+    if args.templates_command == "detect":
+        return _detect(args, stdout)
+    if args.templates_command == "lint":
+        return _lint(args, stdout)
+    if args.templates_command == "export":
+        return _export(args, stdout, stderr)
     if args.file is None:
         if args.sample:
             raise CliError("--sample needs a template FILE", status=2)

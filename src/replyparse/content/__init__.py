@@ -4,8 +4,9 @@
 from its ``content_args`` (``build``) and declares what it produces and supports
 (``capabilities``: value kind, grammar form, argument streaming), which the template loader,
 the grammar and the OpenAI layer read instead of comparing names. A new content parser is one
-module and one entry here. The spec's seven are ``text``, ``int``, ``float``, ``bool``, ``json``,
-``xml-inline`` and ``kv-lines``; extensions register here too and are listed in
+module and one entry here. The spec's are ``text``, ``int``, ``float``, ``bool``, ``json``,
+``xml-inline``, ``kv-lines`` and (since the reference's 5.24) ``python-call-list``; extensions
+register here too and are listed in
 ``EXTENSION_PARSERS`` (documented in the README as beyond the spec).
 
 This package knows nothing of regions, events or streaming.
@@ -18,6 +19,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from replyparse.content._base import (
+    ENGINES,
+    EVERY_ENGINE,
     MAX_NESTING,
     ArgsReader,
     ArgumentStream,
@@ -25,9 +28,12 @@ from replyparse.content._base import (
     ContentError,
     ContentParser,
     ContentParserClass,
+    Engine,
+    EngineSupport,
     GrammarForm,
     Recovered,
     RecoveringParser,
+    Severity,
     ValueKind,
 )
 from replyparse.content.first_of import FirstOfParser
@@ -35,6 +41,7 @@ from replyparse.content.json import JsonParser
 from replyparse.content.json_entries import JsonEntriesParser
 from replyparse.content.json_lines import JsonLinesParser
 from replyparse.content.kv_lines import KvLinesParser
+from replyparse.content.python_call_list import PythonCallListParser
 from replyparse.content.pythonic import PythonicParser
 from replyparse.content.scalar import BoolParser, FloatParser, IntParser, TextParser
 from replyparse.content.xml_inline import XmlInlineParser
@@ -43,6 +50,8 @@ from replyparse.errors import TemplateIssue
 
 __all__ = [
     "CONTENT_PARSERS",
+    "ENGINES",
+    "EVERY_ENGINE",
     "EXTENSION_PARSERS",
     "MAX_NESTING",
     "SPEC_PARSERS",
@@ -51,15 +60,27 @@ __all__ = [
     "ContentError",
     "ContentParser",
     "ContentParserClass",
+    "Engine",
+    "EngineSupport",
     "GrammarForm",
     "Recovered",
     "RecoveringParser",
+    "Severity",
     "ValueKind",
     "build_content_parser",
     "capabilities_of",
 ]
 
-SPEC_PARSERS: tuple[str, ...] = ("text", "int", "float", "bool", "json", "xml-inline", "kv-lines")
+SPEC_PARSERS: tuple[str, ...] = (
+    "text",
+    "int",
+    "float",
+    "bool",
+    "json",
+    "xml-inline",
+    "kv-lines",
+    "python-call-list",
+)
 
 CONTENT_PARSERS: dict[str, ContentParserClass] = {
     "text": TextParser,
@@ -69,6 +90,7 @@ CONTENT_PARSERS: dict[str, ContentParserClass] = {
     "json": JsonParser,
     "xml-inline": XmlInlineParser,
     "kv-lines": KvLinesParser,
+    "python-call-list": PythonCallListParser,
     "first-of": FirstOfParser,
     "json-lines": JsonLinesParser,
     "json-entries": JsonEntriesParser,

@@ -20,6 +20,8 @@ import regex
 from replyparse.errors import ReplyparseError, TemplateIssue
 
 __all__ = [
+    "ENGINES",
+    "EVERY_ENGINE",
     "MAX_NESTING",
     "ArgsReader",
     "ArgumentStream",
@@ -29,9 +31,12 @@ __all__ = [
     "ContentParser",
     "ContentParserClass",
     "ContentParserFactory",
+    "Engine",
+    "EngineSupport",
     "GrammarForm",
     "Recovered",
     "RecoveringParser",
+    "Severity",
     "ValueKind",
     "nesting_error",
 ]
@@ -107,6 +112,35 @@ GrammarForm = Literal[
 #: whole body).
 ArgumentStream = Literal["json", "xml-tags"]
 
+#: The engines whose response-template mode loads templates (transformers'
+#: ``transformers.utils.chat_parsing``, vLLM's ``--tool-call-parser hf``, SGLang's
+#: ``response_template`` detector); each has its own copy of the reference parser.
+Engine = Literal["transformers", "vllm", "sglang"]
+
+#: How an engine without support fares: ``error``, it refuses the template or reads every
+#: value differently; ``warning``, it loads it and reads some outputs differently.
+Severity = Literal["error", "warning"]
+
+
+@dataclass(frozen=True)
+class EngineSupport:
+    """The engines that read a content parser, or one of its ``content_args``, as replyparse
+    does; ``otherwise`` says what the others do instead (for lint messages).
+
+    Read from each engine's own code: transformers 5.25, the copies in vLLM 0.34.0 and SGLang
+    0.5.23 (``docs/registry.md``, "Portability").
+    """
+
+    engines: frozenset[Engine] = frozenset()
+    otherwise: str = "replyparse's own; no engine's response-template parser has it"
+    severity: Severity = "error"
+
+
+#: Every engine, in the order lint reports them.
+ENGINES: tuple[Engine, ...] = ("transformers", "vllm", "sglang")
+#: Read by every engine as replyparse reads it (the spec's parsers and their arguments).
+EVERY_ENGINE = EngineSupport(frozenset(ENGINES), "")
+
 
 @dataclass(frozen=True)
 class Capabilities:
@@ -120,11 +154,26 @@ class Capabilities:
         grammar: how a grammar writes its bodies; None when no grammar can.
         argument_stream: how tool-call arguments stream from a partial body; None when they
             are only known once the region closes.
+        engines: the engines whose response-template mode has this parser (default: none,
+            a replyparse extension).
+        engine_args: for each ``content_args`` key those engines read, the engines that
+            read it as replyparse does; a key not listed is replyparse's own.
     """
 
     value: ValueKind
     grammar: GrammarForm | None = None
     argument_stream: ArgumentStream | None = None
+    engines: EngineSupport = EngineSupport()
+    engine_args: tuple[tuple[str, EngineSupport], ...] = ()
+
+    def arg_support(self, key: str) -> EngineSupport:
+        """The engines that read the ``content_args`` key ``key`` as replyparse does."""
+        for name, support in self.engine_args:
+            if name == key:
+                return support
+        return EngineSupport(
+            otherwise=f"content_args {key!r} is replyparse's own; no engine's parser reads it"
+        )
 
 
 class ContentParser(Protocol):

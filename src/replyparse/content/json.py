@@ -13,9 +13,11 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from replyparse.content._base import (
+    EVERY_ENGINE,
     ArgsReader,
     Capabilities,
     ContentError,
+    EngineSupport,
     Recovered,
     nesting_error,
 )
@@ -97,7 +99,24 @@ class JsonParser:
     allow_non_json: bool = False
     name: str = "json"
     capabilities: ClassVar[Capabilities] = Capabilities(
-        "any", grammar="json", argument_stream="json"
+        "any",
+        grammar="json",
+        argument_stream="json",
+        engines=EVERY_ENGINE,
+        engine_args=(
+            ("allow_non_json", EVERY_ENGINE),
+            ("string_delims", EVERY_ENGINE),
+            (
+                "unquoted_keys",
+                EngineSupport(
+                    frozenset({"transformers"}),
+                    "vLLM's and SGLang's copies quote a bare key only right after '{' or ',' "
+                    "(not after a space) and also inside string values (the reference before "
+                    "5.25)",
+                    severity="warning",
+                ),
+            ),
+        ),
     )
     dirty: bool = True
     strips: bool = True

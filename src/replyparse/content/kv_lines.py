@@ -8,7 +8,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from replyparse.content._base import ArgsReader, Capabilities, ContentError, ContentParser
+from replyparse.content._base import (
+    EVERY_ENGINE,
+    ArgsReader,
+    Capabilities,
+    ContentError,
+    ContentParser,
+)
 from replyparse.content._nested import read_value_parser, value_parser_to_args
 
 __all__ = ["KvLinesParser"]
@@ -30,7 +36,16 @@ class KvLinesParser:
     strip: bool = True
     value_parser: ContentParser | None = None
     name: str = "kv-lines"
-    capabilities: ClassVar[Capabilities] = Capabilities("object")
+    capabilities: ClassVar[Capabilities] = Capabilities(
+        "object",
+        engines=EVERY_ENGINE,
+        engine_args=(
+            ("line_sep", EVERY_ENGINE),
+            ("kv_sep", EVERY_ENGINE),
+            ("strip", EVERY_ENGINE),
+            ("value_parser", EVERY_ENGINE),
+        ),
+    )
     dirty: bool = True
     strips: bool = True
 

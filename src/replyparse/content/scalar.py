@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from replyparse.content._base import ArgsReader, Capabilities, ContentError
+from replyparse.content._base import EVERY_ENGINE, ArgsReader, Capabilities, ContentError
 
 __all__ = ["BoolParser", "FloatParser", "IntParser", "TextParser"]
 
@@ -23,7 +23,9 @@ class TextParser:
 
     strip: bool = True
     name: str = "text"
-    capabilities: ClassVar[Capabilities] = Capabilities("string", grammar="text")
+    capabilities: ClassVar[Capabilities] = Capabilities(
+        "string", grammar="text", engines=EVERY_ENGINE, engine_args=(("strip", EVERY_ENGINE),)
+    )
     dirty: bool = False
     strips: bool = True  # always equal to ``strip``; read on the streaming hot path
 
@@ -49,7 +51,9 @@ class IntParser:
     """``int``: a whole number, surrounding whitespace ignored."""
 
     name: str = "int"
-    capabilities: ClassVar[Capabilities] = Capabilities("integer", grammar="integer")
+    capabilities: ClassVar[Capabilities] = Capabilities(
+        "integer", grammar="integer", engines=EVERY_ENGINE
+    )
     dirty: bool = False
     strips: bool = True
 
@@ -76,7 +80,9 @@ class FloatParser:
     """``float``: a number, surrounding whitespace ignored."""
 
     name: str = "float"
-    capabilities: ClassVar[Capabilities] = Capabilities("number", grammar="number")
+    capabilities: ClassVar[Capabilities] = Capabilities(
+        "number", grammar="number", engines=EVERY_ENGINE
+    )
     dirty: bool = False
     strips: bool = True
 
@@ -103,7 +109,9 @@ class BoolParser:
     """``bool``: ``true`` or ``false`` in any letter case, surrounding whitespace ignored."""
 
     name: str = "bool"
-    capabilities: ClassVar[Capabilities] = Capabilities("boolean", grammar="boolean")
+    capabilities: ClassVar[Capabilities] = Capabilities(
+        "boolean", grammar="boolean", engines=EVERY_ENGINE
+    )
     dirty: bool = False
     strips: bool = True
 

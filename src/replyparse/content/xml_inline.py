@@ -16,10 +16,12 @@ from typing import Any, ClassVar
 import regex
 
 from replyparse.content._base import (
+    EVERY_ENGINE,
     ArgsReader,
     Capabilities,
     ContentError,
     ContentParser,
+    EngineSupport,
     Recovered,
 )
 from replyparse.content._nested import read_value_parser, value_parser_to_args
@@ -203,7 +205,31 @@ class XmlInlineParser:
     merge_duplicates: bool = False
     name: str = "xml-inline"
     capabilities: ClassVar[Capabilities] = Capabilities(
-        "object", grammar="xml-inline", argument_stream="xml-tags"
+        "object",
+        grammar="xml-inline",
+        argument_stream="xml-tags",
+        engines=EVERY_ENGINE,
+        engine_args=(
+            ("tag_pattern", EVERY_ENGINE),
+            ("value_parser", EVERY_ENGINE),
+            (
+                "merge_duplicates",
+                EngineSupport(
+                    frozenset({"transformers"}),
+                    "vLLM's and SGLang's copies append to a first value that is itself a "
+                    "list instead of collecting it (the reference before 5.25)",
+                    severity="warning",
+                ),
+            ),
+            (
+                "value_parser_by",
+                EngineSupport(
+                    frozenset({"transformers"}),
+                    "added in transformers 5.25; vLLM's and SGLang's copies ignore it and "
+                    "read every value with value_parser",
+                ),
+            ),
+        ),
     )
     dirty: bool = True
     strips: bool = True

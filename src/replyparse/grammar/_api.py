@@ -110,7 +110,7 @@ def accepts(grammar: str | Mapping[str, Any], text: str) -> bool:
 
     Raises:
         GrammarError: llguidance rejects the grammar itself.
-        ImportError: llguidance is not installed (``pip install 'replyparse[grammar]'``).
+        ImportError: llguidance is not installed (``pip install -e '.[grammar]' in the replyparse checkout``).
     """
     from replyparse.grammar._matcher import text_matcher
 

@@ -25,7 +25,7 @@ def _llguidance() -> Any:
     except ImportError as error:  # pragma: no cover - depends on the environment
         raise ImportError(
             "replyparse.grammar needs llguidance to check or sample grammars: "
-            "pip install 'replyparse[grammar]'"
+            "pip install -e '.[grammar]' in the replyparse checkout"
         ) from error
     return llguidance
 

@@ -73,22 +73,39 @@ _PYTHON_SINGLE_UNIT = R.alt(
     R.Chars(CharSet.of("'\\").complement() - CharSet.span(0, 0x1F) - CharSet.of("\x7f")),
     _escape("'\"\\bfnrt"),
 )
-_INTEGER = R.seq(
-    R.Repeat(R.literal("-"), 0, 1), R.alt(R.literal("0"), R.seq(_DIGIT19, R.Repeat(_DIGIT, 0, 255)))
-)
+
+
+def _integer(digits: int) -> R.Node:
+    """An integer of at most ``digits`` digits, JSON's way (no leading zeros)."""
+    return R.seq(
+        R.Repeat(R.literal("-"), 0, 1),
+        R.alt(R.literal("0"), R.seq(_DIGIT19, R.Repeat(_DIGIT, 0, digits - 1))),
+    )
+
+
 _FRACTION = R.seq(R.literal("."), R.Repeat(_DIGIT, 1, 64))
 _EXPONENT = R.seq(
     R.Chars(CharSet.of("eE")), R.Repeat(R.Chars(CharSet.of("+-")), 0, 1), R.Repeat(_DIGIT, 1, 2)
 )
-_SHORT_INTEGER = R.seq(
-    R.Repeat(R.literal("-"), 0, 1), R.alt(R.literal("0"), R.seq(_DIGIT19, R.Repeat(_DIGIT, 0, 15)))
-)
-#: Numbers that always read back as finite floats (bounded digits before an exponent).
-_NUMBER = R.alt(
-    _INTEGER,
-    R.seq(_SHORT_INTEGER, _FRACTION),
-    R.seq(_SHORT_INTEGER, R.Repeat(_FRACTION, 0, 1), _EXPONENT),
-)
+_SHORT_INTEGER = _integer(16)
+
+
+def _number(integer: R.Node) -> R.Node:
+    """``integer``, or a float that always reads back finite (bounded digits before an
+    exponent)."""
+    return R.alt(
+        integer,
+        R.seq(_SHORT_INTEGER, _FRACTION),
+        R.seq(_SHORT_INTEGER, R.Repeat(_FRACTION, 0, 1), _EXPONENT),
+    )
+
+
+_INTEGER = _integer(256)
+_NUMBER = _number(_INTEGER)
+#: Integers in Python-style calls: at most 15 digits, within the +-(2^53 - 1) that
+#: ``python-call-list`` reads.
+_PYTHON_INTEGER = _integer(15)
+_PYTHON_NUMBER = _number(_PYTHON_INTEGER)
 
 
 def _rx(pattern: str) -> R.Node:
@@ -419,9 +436,9 @@ class ValueCompiler:
         if name == "string":
             return self.string(schema, dialect, path)
         if name == "integer":
-            return G.term(_INTEGER)
+            return G.term(_PYTHON_INTEGER if dialect == "python" else _INTEGER)
         if name == "number":
-            return G.term(_NUMBER)
+            return G.term(_PYTHON_NUMBER if dialect == "python" else _NUMBER)
         if name == "boolean":
             words = ("True", "False") if dialect == "python" else ("true", "false")
             return G.alt(G.lit(words[0]), G.lit(words[1]))
@@ -591,7 +608,8 @@ class ValueCompiler:
                 G.opt(G.seq(self.refs[key], G.Repeat(G.seq(comma, self.refs[key]), 0, None))),
                 punct("]", before=True, after=False),
             )
-            self.grammar.add(name, G.alt(obj, arr, string, G.term(_NUMBER), *map(G.lit, words)))
+            number = G.term(_PYTHON_NUMBER if dialect == "python" else _NUMBER)
+            self.grammar.add(name, G.alt(obj, arr, string, number, *map(G.lit, words)))
         return self.refs[key]
 
     def any_object(self, dialect: Dialect) -> G.Expr:

@@ -133,7 +133,7 @@ def check_custom_input(text: str, tool: CustomTool, *, path: Path = ()) -> list[
                 "grammar_unchecked",
                 path,
                 "the tool's lark grammar was not checked: install llguidance "
-                "(pip install 'replyparse[grammar]')",
+                "(pip install -e '.[grammar]' in the replyparse checkout)",
                 tool.name,
             )
         ]

@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
+from replyparse._json_types import JSON_ESCAPES
+
 __all__ = [
     "Close",
     "JsonScanner",
@@ -140,16 +142,6 @@ _FAILED = _State.FAILED
 _WHITESPACE = " \t\n\r"
 #: What ends a run of plain string characters: the closing quote or an escape.
 _STRING_STOP = re.compile(r'["\\]')
-_SIMPLE_ESCAPES = {
-    '"': '"',
-    "\\": "\\",
-    "/": "/",
-    "b": "\b",
-    "f": "\f",
-    "n": "\n",
-    "r": "\r",
-    "t": "\t",
-}
 _NUMBER_CHARS = frozenset("0123456789+-.eE")
 _LITERALS = {"true": True, "false": False, "null": None}
 
@@ -352,7 +344,7 @@ class JsonScanner:
             self._pending = []
             self._state = _UNICODE
             return
-        decoded = _SIMPLE_ESCAPES.get(char)
+        decoded = JSON_ESCAPES.get(char)
         if decoded is None:
             self._fail()
             return

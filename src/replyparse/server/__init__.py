@@ -1,8 +1,10 @@
-"""An OpenAI-compatible HTTP server that gives any raw-text model function calling.
+"""An OpenAI- and Anthropic-compatible HTTP server that gives any raw-text model function
+calling.
 
-``replyparse serve`` runs it: Chat Completions and Responses over a backend that generates
-raw text (an upstream ``/v1/completions`` endpoint, or recorded generations), with the
-model's chat template rendering the prompt and its response template parsing the output.
+``replyparse serve`` runs it: Chat Completions, Responses and Anthropic's Messages API over a
+backend that generates raw text (an upstream ``/v1/completions`` endpoint, or recorded
+generations), with the model's chat template rendering the prompt and its response template
+parsing the output.
 Behind the ``server`` extra (Starlette, uvicorn, Jinja2, httpx2); see ``docs/server.md``.
 """
 
@@ -22,6 +24,7 @@ from replyparse.server.backends import (
     Generation,
     GenerationRequest,
     ReplayBackend,
+    TokenCounter,
     UpstreamBackend,
 )
 from replyparse.server.limits import Limits
@@ -39,6 +42,7 @@ __all__ = [
     "Limits",
     "ReplayBackend",
     "ServerConfig",
+    "TokenCounter",
     "UpstreamBackend",
     "bind_socket",
     "create_app",

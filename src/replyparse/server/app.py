@@ -1,7 +1,9 @@
-"""The HTTP shell: OpenAI-compatible routes over a backend, a chat template and a parser.
+"""The HTTP shell: OpenAI- and Anthropic-compatible routes over a backend, a chat template
+and a parser.
 
-``POST /v1/chat/completions`` and ``POST /v1/responses`` (whole or ``stream: true`` as
-server-sent events), ``GET /v1/models`` and ``GET /health``. Each request is read into a
+``POST /v1/chat/completions``, ``POST /v1/responses`` and Anthropic's ``POST /v1/messages``
+(whole or ``stream: true`` as server-sent events), ``POST /v1/messages/count_tokens`` (when
+the backend counts tokens), ``GET /v1/models`` and ``GET /health``. Each request is read into a
 :class:`~.turn.Turn`, its conversation rendered with the chat template into a prompt, the
 prompt sent to the backend, and the generation parsed with the response template, the
 prompt being the parser's prefix, by the OpenAI layer's stream objects. Those objects check
@@ -12,7 +14,8 @@ With ``upstream_engine`` set, the request's decoding grammar goes upstream too
 
 Failures after the stream began (the backend dropped, the output does not fit the template)
 end the stream with an error event: a ``data: {"error": ...}`` chunk then ``[DONE]`` for
-Chat Completions; ``error`` then ``response.failed`` for Responses.
+Chat Completions; ``error`` then ``response.failed`` for Responses; an ``error`` event for
+Messages.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from replyparse.anthropic import MessagesStream, tool_use_ids
 from replyparse.chat_template import ChatTemplate, tools_for_template
 from replyparse.errors import ResponseParseError
 from replyparse.grammar.upstream import Engine
@@ -47,11 +51,19 @@ from replyparse.openai import (
     to_response,
 )
 from replyparse.openai.sse import chat_sse_body, responses_sse_body
-from replyparse.server.backends import Backend, BackendError, Delta, Generation, GenerationRequest
+from replyparse.server.backends import (
+    Backend,
+    BackendError,
+    Delta,
+    Generation,
+    GenerationRequest,
+    TokenCounter,
+)
 from replyparse.server.constraints import grammar_fields
 from replyparse.server.errors import Api, ApiError, to_api_error
 from replyparse.server.feeding import feed
 from replyparse.server.limits import Limits, decode_body
+from replyparse.server.messages_turn import read_messages_turn
 from replyparse.server.structured import log_content_problems
 from replyparse.server.tool_search import SearchTurn, prepare_search, respond_with_search
 from replyparse.server.turn import Turn, read_turn
@@ -154,7 +166,7 @@ class _Prepared(NamedTuple):
     """A request ready to generate: its turn, its stream and what to ask the backend."""
 
     turn: Turn
-    stream: ChatCompletionStream | ResponsesStream
+    stream: ChatCompletionStream | ResponsesStream | MessagesStream
     generation_request: GenerationRequest
 
 
@@ -164,6 +176,7 @@ class _Outcome:
     def __init__(self) -> None:
         self.finish_reason: FinishReason | None = None
         self.usage: Mapping[str, int] | None = None
+        self.stop_sequence: str | None = None
 
     def note(self, delta: Delta) -> None:
         if delta.finish_reason == "length":
@@ -172,6 +185,13 @@ class _Outcome:
             self.finish_reason = "content_filter"
         if delta.usage:
             self.usage = delta.usage
+        if delta.stop_sequence is not None:
+            self.stop_sequence = delta.stop_sequence
+
+    def stop_sequence_of(self, turn: Turn) -> str | None:
+        """The request's stop sequence that ended the generation, if one did."""
+        stop = self.stop_sequence
+        return stop if stop is not None and turn.stop and stop in turn.stop else None
 
 
 class _Handler:
@@ -181,6 +201,8 @@ class _Handler:
         self.config = config
         self.created = int(time.time())
         self.ids = call_id_factory(config.call_id_form)
+        # Messages API tool_use ids are toolu_..., unless the chat template needs its form.
+        self.message_ids = tool_use_ids(self.ids) if config.call_id_form == "openai" else self.ids
 
     # -- steps --------------------------------------------------------------------------------
 
@@ -208,6 +230,8 @@ class _Handler:
         bos = chat_template.special_tokens.get("bos_token") if chat_template else None
         if isinstance(bos, str) and bos and prompt.startswith(bos):
             extra["add_special_tokens"] = False  # the chat template wrote the BOS token
+        if turn.top_k is not None:
+            extra["top_k"] = turn.top_k
         engine = self.config.upstream_engine
         if engine is not None:
             extra.update(grammar_fields(engine, self.config.template, turn, prompt))
@@ -221,7 +245,9 @@ class _Handler:
             extra=extra,
         )
 
-    def stream(self, turn: Turn, prompt: str) -> ChatCompletionStream | ResponsesStream:
+    def stream(
+        self, turn: Turn, prompt: str
+    ) -> ChatCompletionStream | ResponsesStream | MessagesStream:
         settings: dict[str, Any] = {
             "prefix": prompt,
             "model": turn.model,
@@ -230,6 +256,8 @@ class _Handler:
             "parallel_tool_calls": turn.parallel_tool_calls,
             "ids": self.ids,
         }
+        if turn.api == "messages":
+            return MessagesStream(self.config.template, **{**settings, "ids": self.message_ids})
         if turn.api == "chat":
             return ChatCompletionStream(
                 self.config.template,
@@ -266,15 +294,20 @@ class _Handler:
 
     def read(self, body: Any, api: Api) -> Turn:
         """Read the turn and check its model."""
-        turn = read_turn(body, api)
+        turn = read_messages_turn(body) if api == "messages" else read_turn(body, api)
+        self.check_model(turn)
+        return turn
+
+    def check_model(self, turn: Turn) -> None:
         if turn.model != self.config.model_name:
             raise ApiError(
                 f"the model {turn.model!r} does not exist; this server serves "
                 f"{self.config.model_name!r}",
+                # Anthropic's API answers an unknown model with a 404.
+                status=404 if turn.api == "messages" else 400,
                 param="model",
                 code="model_not_found",
             )
-        return turn
 
     def prepare(self, raw: bytes, api: Api) -> _Prepared | SearchTurn:
         """Everything a request needs before generation, in one worker-thread call (the
@@ -284,7 +317,8 @@ class _Handler:
         """
         body = decode_body(raw, self.config.limits)
         turn = self.read(body, api)
-        search = prepare_search(turn, body)  # tool_search / defer_loading: its own rounds
+        # tool_search / defer_loading: its own rounds (the Messages API reads no search tools)
+        search = prepare_search(turn, body) if api != "messages" else None
         if search is not None:
             return search
         prompt = self.prompt(turn)
@@ -308,18 +342,23 @@ class _Handler:
             api_error = to_api_error(error, api)
             if api_error.status >= 500 and not isinstance(error, ApiError):
                 logger.error("request failed", exc_info=error)
-            return JSONResponse(api_error.body(), status_code=api_error.status)
+            return JSONResponse(api_error.body_for(api), status_code=api_error.status)
         if turn.stream:
             events = (
                 self.chat_events(stream, generation, turn)
                 if isinstance(stream, ChatCompletionStream)
+                else self.messages_events(stream, generation, turn)
+                if isinstance(stream, MessagesStream)
                 else self.responses_events(stream, generation, turn)
             )
             return StreamingResponse(events, media_type="text/event-stream", headers=_SSE_HEADERS)
         return await self.whole(turn, stream, generation)
 
     async def whole(
-        self, turn: Turn, stream: ChatCompletionStream | ResponsesStream, generation: Generation
+        self,
+        turn: Turn,
+        stream: ChatCompletionStream | ResponsesStream | MessagesStream,
+        generation: Generation,
     ) -> Response:
         outcome = _Outcome()
         try:
@@ -327,9 +366,24 @@ class _Handler:
                 outcome.note(delta)
                 if delta.text:
                     await feed(stream, delta.text)
-            await asyncio.to_thread(
-                _quietly, lambda: stream.finish(finish_reason=outcome.finish_reason), lambda e: []
-            )
+            if isinstance(stream, MessagesStream):
+                # The message is the stream's blocks, in the order the model wrote them.
+                messages_stream = stream
+                await asyncio.to_thread(
+                    _quietly,
+                    lambda: messages_stream.finish(
+                        finish_reason=outcome.finish_reason,
+                        usage=outcome.usage,
+                        stop_sequence=outcome.stop_sequence_of(turn),
+                    ),
+                    lambda e: [],
+                )
+            else:
+                await asyncio.to_thread(
+                    _quietly,
+                    lambda: stream.finish(finish_reason=outcome.finish_reason),
+                    lambda e: [],
+                )
             _log_issues(stream)
             log_content_problems(turn.response_format, stream.message)
         except Exception as error:
@@ -342,9 +396,11 @@ class _Handler:
                 logger.error("generation failed: %s", error)
             elif api_error.status >= 500:
                 logger.error("generation failed", exc_info=error)
-            return JSONResponse(api_error.body(), status_code=api_error.status)
+            return JSONResponse(api_error.body_for(turn.api), status_code=api_error.status)
         finally:
             await generation.aclose()
+        if isinstance(stream, MessagesStream):
+            return JSONResponse(stream.final_message())
         message = stream.message or {}
         settings: dict[str, Any] = {
             "model": turn.model,
@@ -428,6 +484,63 @@ class _Handler:
         finally:
             await generation.aclose()
 
+    async def messages_events(
+        self, stream: MessagesStream, generation: Generation, turn: Turn
+    ) -> AsyncIterator[bytes]:
+        # Messages API events are named by their type, as Responses events are.
+        outcome = _Outcome()
+        try:
+            yield responses_sse_body(stream.start())
+            async for delta in generation:
+                outcome.note(delta)
+                if delta.text:
+                    events = await feed(stream, delta.text)
+                    if events:
+                        yield responses_sse_body(events)
+            events = await asyncio.to_thread(
+                _quietly,
+                lambda: stream.finish(
+                    finish_reason=outcome.finish_reason,
+                    usage=outcome.usage,
+                    stop_sequence=outcome.stop_sequence_of(turn),
+                ),
+                lambda error: list(error.result),
+            )
+            _log_issues(stream)
+            yield responses_sse_body(events)
+        except Exception as error:
+            failure = _failure(error, "messages")
+            yield responses_sse_body(stream.fail(failure.message, failure.status))
+        finally:
+            await generation.aclose()
+
+    def count_prompt(self, raw: bytes) -> str:
+        """The prompt a ``/v1/messages/count_tokens`` body renders to (in a worker thread)."""
+        turn = read_messages_turn(decode_body(raw, self.config.limits), count_only=True)
+        self.check_model(turn)
+        return self.prompt(turn)
+
+    async def count_tokens(self, request: Request) -> Response:
+        try:
+            backend = self.config.backend
+            if not isinstance(backend, TokenCounter):
+                raise ApiError(
+                    "/v1/messages/count_tokens: this server's backend does not count tokens "
+                    f"({backend.description})",
+                    status=404,
+                )
+            prompt = await asyncio.to_thread(self.count_prompt, await self.body(request))
+            try:
+                count = await backend.count_tokens(prompt)
+            except BackendError as error:
+                raise _backend_api_error(error) from None
+        except Exception as error:
+            api_error = to_api_error(error, "messages")
+            if api_error.status >= 500 and not isinstance(error, ApiError):
+                logger.error("request failed", exc_info=error)
+            return JSONResponse(api_error.body_for("messages"), status_code=api_error.status)
+        return JSONResponse({"input_tokens": count})
+
     async def models(self, request: Request) -> Response:
         return JSONResponse({"object": "list", "data": [self.model_card()]})
 
@@ -452,7 +565,7 @@ class _Handler:
         }
 
 
-def _log_issues(stream: ChatCompletionStream | ResponsesStream) -> None:
+def _log_issues(stream: ChatCompletionStream | ResponsesStream | MessagesStream) -> None:
     """Log what recover mode did about the model's output (the answer is still a 200)."""
     for issue in stream.issues:
         logger.warning("the model's output did not fit the template: %s", issue.summary())
@@ -503,7 +616,8 @@ def _responses_failure(stream: ResponsesStream, error: ApiError) -> list[dict[st
 async def _http_error(request: Request, error: Exception) -> Response:
     status = error.status_code if isinstance(error, HTTPException) else 500
     detail = error.detail if isinstance(error, HTTPException) else "internal error"
-    body = ApiError(f"{request.method} {request.url.path}: {detail}", status=status).body()
+    api: Api = "messages" if request.url.path.startswith("/v1/messages") else "chat"
+    body = ApiError(f"{request.method} {request.url.path}: {detail}", status=status).body_for(api)
     return JSONResponse(body, status_code=status)
 
 
@@ -516,6 +630,9 @@ def create_app(config: ServerConfig) -> Starlette:
 
     async def responses(request: Request) -> Response:
         return await handler.handle(request, "responses")
+
+    async def messages(request: Request) -> Response:
+        return await handler.handle(request, "messages")
 
     async def health(request: Request) -> Response:
         return JSONResponse({"status": "ok"})
@@ -530,6 +647,8 @@ def create_app(config: ServerConfig) -> Starlette:
     routes = [
         Route("/v1/chat/completions", chat, methods=["POST"]),
         Route("/v1/responses", responses, methods=["POST"]),
+        Route("/v1/messages", messages, methods=["POST"]),
+        Route("/v1/messages/count_tokens", handler.count_tokens, methods=["POST"]),
         Route("/v1/models", handler.models, methods=["GET"]),
         Route("/v1/models/{model_id:path}", handler.model, methods=["GET"]),
         Route("/health", health, methods=["GET"]),

@@ -17,7 +17,7 @@ import json
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NamedTuple, Protocol
+from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 __all__ = [
     "Backend",
@@ -26,6 +26,7 @@ __all__ = [
     "Generation",
     "GenerationRequest",
     "ReplayBackend",
+    "TokenCounter",
     "UpstreamBackend",
 ]
 
@@ -100,11 +101,14 @@ class Delta(NamedTuple):
         finish_reason: ``"length"`` or ``"content_filter"`` when generation stopped for
             that reason; None otherwise.
         usage: ``{"prompt_tokens", "completion_tokens"}`` when the backend reported them.
+        stop_sequence: the stop string that ended the generation, when the backend says
+            (vLLM's ``stop_reason``).
     """
 
     text: str = ""
     finish_reason: str | None = None
     usage: Mapping[str, int] | None = None
+    stop_sequence: str | None = None
 
 
 class Generation(Protocol):
@@ -127,6 +131,17 @@ class Backend(Protocol):
 
     async def close(self) -> None:
         """Release connections (called once at shutdown)."""
+        ...
+
+
+@runtime_checkable
+class TokenCounter(Protocol):
+    """A backend that counts the tokens of a prompt (``/v1/messages/count_tokens``)."""
+
+    description: str
+
+    async def count_tokens(self, prompt: str) -> int:
+        """The number of tokens ``prompt`` has; raise :class:`BackendError` on failure."""
         ...
 
 
@@ -324,6 +339,7 @@ def _completion_delta(data: str) -> Delta | None:
         raise BackendError(f"the upstream failed mid-stream: {message}")
     text = ""
     finish_reason: str | None = None
+    stop_sequence: str | None = None
     choices = chunk.get("choices")
     if "choices" in chunk and not isinstance(choices, list):
         raise BackendError(f"the upstream sent a malformed stream chunk: {data[:200]!r}")
@@ -336,6 +352,9 @@ def _completion_delta(data: str) -> Delta | None:
         text = choices[0].get("text") or ""
         reason = choices[0].get("finish_reason")
         finish_reason = reason if reason in _KNOWN_FINISH_REASONS else None
+        matched = choices[0].get("stop_reason")  # vLLM: the stop string that matched
+        if reason == "stop" and isinstance(matched, str):
+            stop_sequence = matched
     usage = chunk.get("usage")
     counts: dict[str, int] | None = None
     if isinstance(usage, dict):
@@ -344,9 +363,9 @@ def _completion_delta(data: str) -> Delta | None:
             for key in ("prompt_tokens", "completion_tokens")
             if isinstance(usage.get(key), int)
         }
-    if not text and finish_reason is None and not counts:
+    if not text and finish_reason is None and not counts and stop_sequence is None:
         return None
-    return Delta(str(text), finish_reason, counts or None)
+    return Delta(str(text), finish_reason, counts or None, stop_sequence)
 
 
 class UpstreamBackend:
@@ -417,6 +436,27 @@ class UpstreamBackend:
             await response.aclose()
             raise BackendError(_error_text(body, response.status_code))
         return _UpstreamGeneration(response, self._url)
+
+    async def count_tokens(self, prompt: str) -> int:
+        """The upstream's token count of ``prompt``, from its ``/tokenize`` endpoint (vLLM,
+        SGLang: ``{"model", "prompt"}`` -> ``{"count": N}``)."""
+        import httpx2
+
+        url = self._url.removesuffix("/v1/completions").removesuffix("/completions") + "/tokenize"
+        body = {"model": self._model, "prompt": prompt, "add_special_tokens": False}
+        try:
+            response = await self._client.post(url, json=body)
+        except httpx2.HTTPError as error:
+            raise _http_failure(error, url, "counting tokens") from None
+        if response.status_code != 200:
+            raise BackendError(_error_text(response.content, response.status_code))
+        try:
+            count = response.json().get("count")
+        except (ValueError, AttributeError):
+            count = None
+        if isinstance(count, bool) or not isinstance(count, int):
+            raise BackendError(f"the upstream's {url} answered without an integer 'count'")
+        return count
 
     async def close(self) -> None:
         """Close the connection pool."""

@@ -1,9 +1,10 @@
-"""OpenAI error objects, and the mapping from replyparse's exceptions to them.
+"""API error objects, and the mapping from replyparse's exceptions to them.
 
 Owns what a client sees when a request fails: the HTTP status and the body
 ``{"error": {"message", "type", "param", "code"}}`` the OpenAI SDK turns into
 ``BadRequestError`` (400), ``NotFoundError`` (404)... Messages are one line and name the
-problem (the request key, the tool, the schema path).
+problem (the request key, the tool, the schema path). The Messages API gets the same
+errors in its own shape (:meth:`ApiError.body_for`).
 
 Knows nothing of HTTP frameworks; the app turns :class:`ApiError` into a response.
 """
@@ -12,13 +13,14 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
+from replyparse.anthropic import error_body
 from replyparse.chat_template import ChatTemplateError, ChatTemplateLimitError
 from replyparse.errors import ResponseParseError, ToolDefinitionError
 from replyparse.openai import MessageShapeError, StrictSchemaError, ToolChoiceError
 
 __all__ = ["INTERNAL_ERROR", "ApiError", "one_line", "to_api_error"]
 
-Api = Literal["chat", "responses"]
+Api = Literal["chat", "responses", "messages"]
 
 
 def one_line(text: str) -> str:
@@ -68,15 +70,17 @@ class ApiError(Exception):
             }
         }
 
+    def body_for(self, api: Api) -> dict[str, Any]:
+        """The JSON body in ``api``'s shape: :meth:`body`, or for the Messages API
+        ``{"type": "error", "error": {"type", "message"}}`` (the type from the status)."""
+        return error_body(self.status, self.message) if api == "messages" else self.body()
+
 
 def _strict_param(error: StrictSchemaError, api: Api) -> str:
     path = error.violations[0].path if error.violations else ()
     position = path[1] if len(path) > 1 and isinstance(path[1], int) else 0
-    return (
-        f"tools[{position}].function.parameters"
-        if api == "chat"
-        else f"tools[{position}].parameters"
-    )
+    key = {"chat": "function.parameters", "messages": "input_schema"}.get(api, "parameters")
+    return f"tools[{position}].{key}"
 
 
 def _shape_param(error: MessageShapeError, messages_key: str) -> str:
@@ -97,7 +101,7 @@ def to_api_error(error: Exception, api: Api) -> ApiError:
     422 (retrying would not help); anything unexpected is a 500 whose message names nothing
     internal (the caller logs the exception).
     """
-    messages_key = "messages" if api == "chat" else "input"
+    messages_key = "input" if api == "responses" else "messages"
     if isinstance(error, ApiError):
         return error
     if isinstance(error, StrictSchemaError):

@@ -13,14 +13,14 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from replyparse.openai import ChatCompletionStream, ResponsesStream
+from replyparse.openai._stream_base import StreamBase
 
 __all__ = ["INLINE_FEED_CHARS", "feed"]
 
 INLINE_FEED_CHARS = 1024
 
 
-async def feed(stream: ChatCompletionStream | ResponsesStream, text: str) -> list[dict[str, Any]]:
+async def feed(stream: StreamBase, text: str) -> list[dict[str, Any]]:
     """``stream.feed(text)``: on the event loop for a short piece, else in a worker thread."""
     if len(text) <= INLINE_FEED_CHARS:
         return stream.feed(text)

@@ -29,7 +29,7 @@ class Turn:
     """One request, read and type-checked.
 
     Attributes:
-        api: ``"chat"`` or ``"responses"``.
+        api: ``"chat"``, ``"responses"`` or ``"messages"`` (:mod:`.messages_turn`).
         model: the requested model name.
         messages: the conversation as chat-template messages.
         tools: the request's tools, as given (None when there are none).
@@ -38,6 +38,7 @@ class Turn:
         stream: whether to answer with server-sent events.
         include_usage: Chat ``stream_options.include_usage``.
         max_tokens, temperature, top_p, seed, stop: sampling settings.
+        top_k: Messages ``top_k`` (sent upstream as ``top_k``), None when not given.
         template_kwargs: extra chat-template variables (``chat_template_kwargs``, and
             ``reasoning_effort`` / ``reasoning.effort``).
         response_format: the structured-output format (``response_format`` /
@@ -59,6 +60,7 @@ class Turn:
     top_p: float | None = None
     seed: int | None = None
     stop: list[str] | None = None
+    top_k: int | None = None
     template_kwargs: dict[str, Any] = field(default_factory=dict)  # JSON boundary
     response_format: ResponseFormat | None = None
     store: bool = True

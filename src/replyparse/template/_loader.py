@@ -125,10 +125,15 @@ class ResponseTemplate:
     #: Every default is a scalar: a message starts from a shallow copy of ``defaults``
     #: (read once here, not per message).
     scalar_defaults: bool = field(init=False, repr=False, default=False)
+    #: ``(field, literal)``: the markup every match of an explicit field's close contains,
+    #: which implicit-field text holds only when the model or the prompt prefix was not the
+    #: one the template is for (``stray_closes``).
+    stray_closes: tuple[tuple[FieldSpec, str], ...] = field(init=False, repr=False, default=())
 
     def __post_init__(self) -> None:
         scalar = all(isinstance(value, _SCALARS) for value in self.defaults.values())
         object.__setattr__(self, "scalar_defaults", scalar)
+        object.__setattr__(self, "stray_closes", _find_stray_closes(self.field_list))
 
     @property
     def end_of_turn(self) -> Delimiter | None:
@@ -142,6 +147,50 @@ class ResponseTemplate:
     def to_json(self, **kwargs: Any) -> str:
         """The template as JSON text (``kwargs`` go to ``json.dumps``)."""
         return json.dumps(self._source, **kwargs)
+
+
+def _delimiter_markup(delimiter: Delimiter) -> tuple[str, ...]:
+    """Literals every match of the delimiter contains: its literals, a pattern's few texts,
+    or the literals every match of a pattern holds (``required``)."""
+    if delimiter.pattern is None:
+        return delimiter.literals
+    return delimiter.finite if delimiter.finite is not None else delimiter.required
+
+
+def _is_markup(text: str) -> bool:
+    """Whether a literal looks like a format's markup (a letter and a symbol, as
+    ``</think>`` or ``[/THINK]``), not like prose or layout (``\\n``, a code fence, ``;``)."""
+    text = text.strip()
+    return (
+        len(text) >= 3
+        and any(character.isalpha() for character in text)
+        and any(not character.isalnum() and not character.isspace() for character in text)
+    )
+
+
+def _find_stray_closes(fields: tuple[FieldSpec, ...]) -> tuple[tuple[FieldSpec, str], ...]:
+    """``(field, literal)`` for each markup literal of an explicit field's close that no open
+    delimiter contains (a close that is a lookahead to the next open, as Mistral's
+    ``(?=\\[TOOL_CALLS\\])``, is not a sign of anything in content).
+
+    Text of the implicit field that holds one is the signature of a wrong prefix (the chat
+    template pre-wrote an open, ``<think>``, that the parser never saw) or a template that is
+    not the model's: the parser reports it (``IssueKind.STRAY_CLOSE``).
+    """
+    opens = [
+        literal
+        for item in fields
+        if item.open is not None
+        for literal in _delimiter_markup(item.open)
+    ]
+    found: list[tuple[FieldSpec, str]] = []
+    for item in fields:
+        if item.is_implicit or item.close is None:
+            continue
+        for literal in _delimiter_markup(item.close):
+            if _is_markup(literal) and not any(literal in opener for opener in opens):
+                found.append((item, literal))
+    return tuple(found)
 
 
 class _Issues(list[TemplateIssue]):
@@ -192,11 +241,13 @@ def _read_delimiter(
         return None
     if has_pattern:
         value = spec[pattern_key]
-        if not isinstance(value, str) or not value:
+        # The empty pattern is a pattern too (it matches the empty string everywhere), as
+        # in the reference.
+        if not isinstance(value, str):
             issues.add(
                 "invalid_delimiter",
                 (*path, pattern_key),
-                f"{pattern_key!r} must be a non-empty regex string; got {value!r}.",
+                f"{pattern_key!r} must be a regex string; got {value!r}.",
                 value,
             )
             return None
@@ -207,18 +258,6 @@ def _read_delimiter(
                 "invalid_regex",
                 (*path, pattern_key),
                 f"{pattern_key!r} is not a valid regex: {error}; got {value!r}.",
-                value,
-            )
-            return None
-        assert delimiter.pattern is not None
-        # A pattern that matches the empty string everywhere delimits nothing. Zero-width
-        # patterns that need context (a lookahead such as "(?=\[TOOL_CALLS\])") are fine.
-        if delimiter.pattern.fullmatch("") is not None:
-            issues.add(
-                "empty_delimiter",
-                (*path, pattern_key),
-                f"{pattern_key!r} matches the empty string, so it cannot delimit anything; "
-                f"got {value!r}.",
                 value,
             )
             return None
@@ -298,8 +337,9 @@ def _read_field(name: str, index: int, spec: Any, issues: _Issues) -> FieldSpec 
                 content,
             )
 
+    # A null transform is no transform, as in the reference.
     transform = spec.get("transform")
-    if transform_each and "transform" not in spec:
+    if transform_each and transform is None:
         issues.add(
             "transform_each_without_transform",
             (*path, "transform_each"),
@@ -310,7 +350,7 @@ def _read_field(name: str, index: int, spec: Any, issues: _Issues) -> FieldSpec 
     for delimiter in (open_delimiter, close_delimiter):
         if delimiter is not None:
             group_names |= delimiter.group_names
-    if "transform" in spec:
+    if transform is not None:
         known = None if transform_each else frozenset({"content"}) | group_names
         issues.extend(check_transform(transform, (*path, "transform"), known))
     elif group_names:

@@ -10,7 +10,8 @@ data file once and keeps them in a module-level cache for the life of the proces
 
 One job per module: ``_family`` reads and validates one family data file; ``_lookup`` loads
 every family once and finds one by name, alias or ``model_type``; ``_detect`` picks the
-family of a chat template, tokenizer config or model folder; ``_draft`` drafts a new one.
+family of a chat template, tokenizer config or model folder; ``_draft`` drafts a new one;
+``_lint`` says which engines (transformers, vLLM, SGLang) load a template, and why not.
 
 A family the registry lacks can be drafted from its chat template: ``draft(chat_template)``
 (or ``replyparse templates draft PATH``) renders probe conversations, diffs them into a
@@ -30,6 +31,7 @@ from __future__ import annotations
 from replyparse.templates._detect import chat_template_digest, detect_entry, detect_template
 from replyparse.templates._draft import Draft, DraftProblem, draft, draft_from_path
 from replyparse.templates._family import RegistryEntry, validate_family_file
+from replyparse.templates._lint import LintFinding, LintReport, lint_template
 from replyparse.templates._lookup import (
     clear_cache,
     get_entry,
@@ -41,6 +43,8 @@ from replyparse.templates._lookup import (
 __all__ = [
     "Draft",
     "DraftProblem",
+    "LintFinding",
+    "LintReport",
     "RegistryEntry",
     "chat_template_digest",
     "clear_cache",
@@ -50,6 +54,7 @@ __all__ = [
     "draft_from_path",
     "get_entry",
     "get_template",
+    "lint_template",
     "list_templates",
     "validate_family_file",
     "validate_registry",

