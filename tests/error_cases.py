@@ -120,6 +120,21 @@ TEMPLATE_ERRORS: dict[str, list[tuple[dict[str, Any], str]]] = {
             ),
             "$.fields.r.content_args.value_parser",
         ),
+        (
+            template(
+                {
+                    "r": {
+                        "open": "<a>",
+                        "content": "xml-inline",
+                        "content_args": {
+                            "tag_pattern": '<(?P<key>\\w+)(?: s="(?P<s>\\w+)")?>(?P<value>.*?)</>',
+                            "value_parser_by": {"group": "s", "parsers": {"false": "json"}},
+                        },
+                    }
+                }
+            ),
+            "$.fields.r.content_args.value_parser_by.parsers.false",
+        ),
     ],
     "unknown_content_arg": [
         (
@@ -151,6 +166,21 @@ TEMPLATE_ERRORS: dict[str, list[tuple[dict[str, Any], str]]] = {
                 }
             ),
             "$.fields.r.content_args.tag_pattern",
+        ),
+        (
+            template(
+                {
+                    "r": {
+                        "open": "<a>",
+                        "content": "xml-inline",
+                        "content_args": {
+                            "tag_pattern": "<(?P<key>\\w+)>(?P<value>.*?)</>",
+                            "value_parser_by": {"group": "string", "parsers": {}},
+                        },
+                    }
+                }
+            ),
+            "$.fields.r.content_args.value_parser_by.group",
         ),
     ],
     "invalid_delimiter": [

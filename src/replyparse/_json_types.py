@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Hashable
 
-__all__ = ["JSON_ESCAPES", "json_equal", "json_key", "json_type"]
+__all__ = ["JSON_ESCAPES", "WrittenFloat", "json_equal", "json_key", "json_type", "with_text"]
 
 #: JSON's escapes other than ``\uXXXX``: the character after the backslash, and what the pair
 #: stands for.
@@ -24,6 +24,34 @@ JSON_ESCAPES: dict[str, str] = {
     "r": "\r",
     "t": "\t",
 }
+
+
+class WrittenFloat(float):
+    """A float that remembers the characters it was read from (``1.50``, ``1E3``), where
+    they differ from its shortest form: a tool schema that wants a string then gets the
+    characters the model wrote (``replyparse.coercion``). Otherwise it is the float."""
+
+    __slots__ = ("text",)
+    text: str
+
+    def __new__(cls, value: float, text: str) -> WrittenFloat:
+        """The float ``value``, written ``text``."""
+        written = super().__new__(cls, value)
+        written.text = text
+        return written
+
+    def __getnewargs__(self) -> tuple[float, str]:  # type: ignore[override]
+        return (float(self), self.text)
+
+
+def with_text(value: object, raw: str) -> object:
+    """``value`` as parsed from ``raw`` (a tag's value read by a value parser): a float keeps
+    ``raw``'s characters when they are not its shortest form (:class:`WrittenFloat`)."""
+    if type(value) is float:
+        text = raw.strip()
+        if text != repr(value):
+            return WrittenFloat(value, text)
+    return value
 
 
 def json_type(value: object) -> str | None:

@@ -16,12 +16,15 @@ Invariants:
 
 - **Never guess.** A value is converted only when it does not already fit the schema and the
   conversion is unambiguous (``"3"`` to ``3``, ``"true"`` to ``True``, JSON text to an object).
-  ``"yes"`` and ``"1"`` are not booleans. The only conversion *to* a string is a number or
-  boolean under a ``string`` schema, which becomes its JSON text (the characters the model
-  wrote, read as a number by a json value parser). A value that cannot be typed is left
-  exactly as written.
+  ``"yes"``, ``"1"`` and ``"1_000"`` are not booleans or numbers. The only conversion *to*
+  a string is a number or boolean read from a tag (by a json value parser) under a
+  ``string`` schema, which becomes the characters the model wrote (``1.50`` stays
+  ``"1.50"``: :class:`~replyparse._json_types.WrittenFloat`). A value that cannot be typed
+  is left exactly as written.
 - **Valid values pass through untouched**, as the same object: containers are copied only along
-  the path of a change, so typing already-typed arguments costs no allocation.
+  the path of a change, so typing already-typed arguments costs no allocation. The one
+  exception is bare text (``typing="text"``) under a schema that allows a string and
+  another type it reads as: the reference reads it as that type, and so does this.
 - **Total.** Neither function raises on any value or schema; a malformed schema part is ignored.
 - **Idempotent.** Coercing a coerced value changes nothing.
 """
@@ -34,11 +37,12 @@ import functools
 import json
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
-from replyparse._json_types import json_equal, json_type
+from replyparse._json_types import WrittenFloat, json_equal, json_type
 from replyparse._schema_ref import SchemaReferenceError, resolve_reference
+from replyparse.content import ArgumentTyping
 from replyparse.template._call_shape import function_of, with_arguments
 from replyparse.tools import FunctionTool, Tool
 
@@ -62,7 +66,9 @@ _NULL_WORDS = frozenset({"null", "None"})
 _BOOLEAN_WORDS = {"true": True, "false": False}
 
 
-def coerce_to_schema(value: Any, schema: Mapping[str, Any]) -> Any:
+def coerce_to_schema(
+    value: Any, schema: Mapping[str, Any], *, typing: ArgumentTyping = "text"
+) -> Any:
     """Return ``value`` with its JSON types restored as ``schema`` describes.
 
     ``Any`` because values and schemas are raw JSON. Conversions, applied only where the value
@@ -83,13 +89,28 @@ def coerce_to_schema(value: Any, schema: Mapping[str, Any]) -> Any:
       local JSON pointer, resolved against ``schema``.
 
     Strings under a ``string`` schema stay as written (even ``"3"``); a number or boolean there
-    becomes its JSON text, and other non-strings stay as they are. Keywords that do not decide a type (``minimum``, ``pattern``...) are not
-    checked.
+    becomes its JSON text, and other non-strings stay as they are. Keywords that do not decide
+    a type (``minimum``, ``pattern``...) are not checked.
+
+    ``typing`` says how the values were written (the content parser's
+    :data:`~replyparse.content.ArgumentTyping`):
+
+    - ``text`` (bare text, xml-inline tags): a string where the schema allows a string and
+      other types takes the first other type it converts to (``"3"`` under
+      ``["string", "integer"]`` or ``anyOf`` gives ``3``, ``"null"`` under ``str | None``
+      gives ``None``), as the reference types them; and a list of strings where the schema
+      allows no array (a parameter written twice, collected by ``merge_duplicates``) has
+      each element typed by the schema.
+    - ``typed`` (json, python-call-list): a parameter (a property of ``value``) whose schema
+      allows a string is left as written, and no number or boolean becomes a string,
+      as the reference has them since 5.25; quoted strings are still typed elsewhere.
+    - ``none``: ``value`` comes back as it is.
 
     Args:
         value: the value as the model wrote it (JSON-compatible: dict, list, str, int, float,
             bool, None).
         schema: the JSON Schema it should follow; also the root for ``$ref`` resolution.
+        typing: how the values were written (above).
 
     Returns:
         The typed value. It is ``value`` itself when nothing changed; changed containers are
@@ -103,16 +124,18 @@ def coerce_to_schema(value: Any, schema: Mapping[str, Any]) -> Any:
         {'days': 3, 'stops': [1, 2.5]}
     """
     root: object = schema  # callers outside mypy may pass anything: stay total
-    if not isinstance(root, Mapping):
+    if not isinstance(root, Mapping) or typing == "none":
         return value
     try:
-        return _Coercer(root).coerce(value, root, frozenset())
+        return _Coercer(root, typing).coerce(value, root, frozenset(), arguments=True)
     except RecursionError:
         # Values (or ref chains) nested deeper than the interpreter allows: stay total.
         return value
 
 
-def type_tool_call(value: Any, tools: Mapping[str, Tool]) -> Any:
+def type_tool_call(
+    value: Any, tools: Mapping[str, Tool], *, typing: ArgumentTyping = "text"
+) -> Any:
     """Type the arguments of a parsed tool call from its tool's ``parameters`` schema.
 
     Recognized shapes: ``{"type": "function", "function": {"name": N, "arguments": A}}`` (also
@@ -126,6 +149,7 @@ def type_tool_call(value: Any, tools: Mapping[str, Tool]) -> Any:
     Args:
         value: a closed tool-call value from the parser.
         tools: the tools by name, as built by :func:`~replyparse.tools.tools_by_name`.
+        typing: how the content parser wrote the arguments (see :func:`coerce_to_schema`).
 
     Returns:
         ``value`` itself when nothing changed, else a copy with typed ``arguments`` (the input
@@ -139,12 +163,14 @@ def type_tool_call(value: Any, tools: Mapping[str, Tool]) -> Any:
         {'function': {'name': 'wait', 'arguments': {'seconds': 5}}}
     """
     if isinstance(value, list):
-        typed_calls = [type_tool_call(call, tools) for call in value]
+        if typing == "none":
+            return value
+        typed_calls = [type_tool_call(call, tools, typing=typing) for call in value]
         if all(typed is call for typed, call in zip(typed_calls, value, strict=True)):
             return value
         return typed_calls
     function = function_of(value)
-    if function is None:
+    if function is None or typing == "none":
         return value
     tool = _find_function_tool(function.get("name"), function.get("namespace"), tools)
     if tool is None:
@@ -157,9 +183,9 @@ def type_tool_call(value: Any, tools: Mapping[str, Tool]) -> Any:
             return value
         if not isinstance(parsed, dict):
             return value
-        typed = coerce_to_schema(parsed, tool.parameters)
+        typed = coerce_to_schema(parsed, tool.parameters, typing=typing)
     elif isinstance(arguments, dict):
-        typed = coerce_to_schema(arguments, tool.parameters)
+        typed = coerce_to_schema(arguments, tool.parameters, typing=typing)
         if typed is arguments:
             return value
     else:
@@ -179,33 +205,42 @@ def _find_function_tool(
 
 
 class _Coercer:
-    """One coercion run: the root schema (for ``$ref``) and its resolved references.
+    """One coercion run: the root schema (for ``$ref``), its resolved references and how the
+    values were written (``text``: strings prefer the schema's other types, lists under a
+    schema without arrays are typed element-wise; ``typed``: nothing becomes a string, and
+    the arguments' string-allowing parameters are left alone).
 
     ``active_refs`` is the set of references entered since the walk last descended into the
     value; meeting one again at the same depth is a reference cycle, which is not followed.
     """
 
-    def __init__(self, root: Mapping[str, Any]) -> None:
+    def __init__(self, root: Mapping[str, Any], typing: ArgumentTyping = "text") -> None:
         self.root = root
         self.resolved: dict[str, object] = {}
+        self.text = typing == "text"
+        self.typed = typing == "typed"
 
     # --- coercion --------------------------------------------------------------------------
 
-    def coerce(self, value: Any, schema: object, active_refs: frozenset[str]) -> Any:
+    def coerce(
+        self, value: Any, schema: object, active_refs: frozenset[str], *, arguments: bool = False
+    ) -> Any:
+        """``value`` typed by ``schema``; ``arguments``: ``value`` is a call's arguments
+        object (whose string-allowing parameters ``typed`` values leave alone)."""
         if not isinstance(schema, Mapping):
             return value  # boolean schemas (true / false) and malformed parts decide no type
         reference = schema.get("$ref")
         if isinstance(reference, str) and reference not in active_refs:
             target = self.resolve(reference)
             if target is not None:
-                value = self.coerce(value, target, active_refs | {reference})
+                value = self.coerce(value, target, active_refs | {reference}, arguments=arguments)
         all_of = schema.get("allOf")
         if isinstance(all_of, list):
             for part in all_of:
-                value = self.coerce(value, part, active_refs)
-        value = self.coerce_type(value, schema)
+                value = self.coerce(value, part, active_refs, arguments=arguments)
+        value = self.coerce_type(value, schema, active_refs)
         if isinstance(value, dict):
-            value = self.coerce_object(value, schema)
+            value = self.coerce_object(value, schema, arguments=arguments)
         elif isinstance(value, list):
             value = self.coerce_array(value, schema)
         value = self.coerce_enum(value, schema)
@@ -215,17 +250,42 @@ class _Coercer:
                 value = self.choose_branch(value, branches, active_refs)
         return value
 
-    def coerce_type(self, value: Any, schema: Mapping[str, Any]) -> Any:
+    def coerce_type(
+        self, value: Any, schema: Mapping[str, Any], active_refs: frozenset[str]
+    ) -> Any:
         declared = _declared_types(schema)
-        if declared is None or any(_has_type(value, name) for name in declared):
+        if declared is None:
+            return value
+        if self.text:
+            if isinstance(value, str) and "string" in declared:
+                # Bare text fits "string" whatever it says: another allowed type it reads
+                # as comes first ("3" under ["string", "integer"] is 3).
+                for name in declared:
+                    converted = _convert(value, name) if name != "string" else _FAILED
+                    if converted is not _FAILED:
+                        return converted
+                return value
+            if (
+                isinstance(value, list)
+                and "array" not in declared
+                and all(isinstance(item, str) for item in value)
+            ):
+                # Bare text written more than once for one parameter (merge_duplicates):
+                # each value is one of what the schema describes.
+                return _each(value, lambda item: self.coerce(item, schema, active_refs))
+        if any(_has_type(value, name) for name in declared):
             return value
         for name in declared:
+            if self.typed and name == "string":
+                continue  # a typed value is left as written, not turned into its text
             converted = _convert(value, name)
             if converted is not _FAILED:
                 return converted
         return value
 
-    def coerce_object(self, value: dict[str, Any], schema: Mapping[str, Any]) -> dict[str, Any]:
+    def coerce_object(
+        self, value: dict[str, Any], schema: Mapping[str, Any], *, arguments: bool = False
+    ) -> dict[str, Any]:
         properties = _mapping_or_none(schema.get("properties"))
         patterns = _mapping_or_none(schema.get("patternProperties"))
         additional = schema.get("additionalProperties")
@@ -234,7 +294,9 @@ class _Coercer:
         typed: dict[str, Any] | None = None
         for key, item in value.items():
             subschema = _property_schema(key, properties, patterns, additional)
-            if subschema is None:
+            if subschema is None or (
+                arguments and self.typed and self.allows_string(subschema, frozenset())
+            ):
                 continue
             new_item = self.coerce(item, subschema, frozenset())
             if new_item is not item:
@@ -279,6 +341,12 @@ class _Coercer:
     def choose_branch(
         self, value: Any, branches: Sequence[object], active_refs: frozenset[str]
     ) -> Any:
+        if self.text and isinstance(value, str):
+            # Bare text: a branch it reads as another type comes first (see coerce_type).
+            for branch in branches:
+                candidate = self.coerce(value, branch, active_refs)
+                if not isinstance(candidate, str) and self.is_valid(candidate, branch, active_refs):
+                    return candidate
         if any(self.is_valid(value, branch, active_refs) for branch in branches):
             return value
         for branch in branches:
@@ -286,6 +354,39 @@ class _Coercer:
             if self.is_valid(candidate, branch, active_refs):
                 return candidate
         return value
+
+    def allows_string(self, schema: object, active_refs: frozenset[str]) -> bool:
+        """Whether some string can fit ``schema`` by its types (``type``, ``enum``,
+        ``const``, unions, ``allOf``, ``$ref``); other keywords are not read."""
+        if schema is False:
+            return False
+        if not isinstance(schema, Mapping):
+            return True
+        reference = schema.get("$ref")
+        if isinstance(reference, str) and reference not in active_refs:
+            target = self.resolve(reference)
+            if target is not None and not self.allows_string(target, active_refs | {reference}):
+                return False
+        declared = _declared_types(schema)
+        if declared is not None and "string" not in declared:
+            return False
+        allowed = _allowed_values(schema)
+        if allowed is not None and not any(isinstance(member, str) for member in allowed):
+            return False
+        all_of = schema.get("allOf")
+        if isinstance(all_of, list) and not all(
+            self.allows_string(part, active_refs) for part in all_of
+        ):
+            return False
+        for keyword in ("anyOf", "oneOf"):
+            branches = schema.get(keyword)
+            if (
+                isinstance(branches, list)
+                and branches
+                and not any(self.allows_string(branch, active_refs) for branch in branches)
+            ):
+                return False
+        return True
 
     # --- structural validation (used to pick union branches) -------------------------------
 
@@ -444,6 +545,18 @@ def _array_schemas(schema: Mapping[str, Any]) -> tuple[Sequence[object], object 
 # --- values --------------------------------------------------------------------------------
 
 
+def _each(items: list[Any], type_item: Callable[[Any], Any]) -> list[Any]:
+    """``items`` with ``type_item`` applied to each; ``items`` itself when none changed."""
+    typed: list[Any] | None = None
+    for position, item in enumerate(items):
+        new_item = type_item(item)
+        if new_item is not item:
+            if typed is None:
+                typed = list(items)
+            typed[position] = new_item
+    return items if typed is None else typed
+
+
 def _has_type(value: object, name: str) -> bool:
     """Whether ``value`` is of JSON type ``name``. An integral float is not an ``integer``."""
     actual = json_type(value)
@@ -458,6 +571,8 @@ def _convert(value: Any, name: str) -> Any:
         # A number or boolean where the schema wants a string: the model wrote these
         # characters (an xml-inline value "5" read by a json value_parser, a zip code
         # written unquoted), so the string is their JSON text, not a guess.
+        if isinstance(value, WrittenFloat):
+            return value.text  # "1.50" stays "1.50", not the float's "1.5"
         return (
             json.dumps(value) if not isinstance(value, float) or math.isfinite(value) else _FAILED
         )

@@ -31,11 +31,11 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any, TypeAlias, cast, overload
+from typing import Any, Literal, TypeAlias, cast, overload
 
 from replyparse._scanner import DelimiterMatch
 from replyparse.coercion import type_tool_call
-from replyparse.content import ContentError, RecoveringParser
+from replyparse.content import ArgumentTyping, ContentError, RecoveringParser, argument_typing
 from replyparse.errors import (
     ContentParseError,
     MissingFieldError,
@@ -43,7 +43,13 @@ from replyparse.errors import (
     ResponseParseError,
     TransformError,
 )
-from replyparse.events import Event, RegionChunkEvent, RegionOpenEvent
+from replyparse.events import (
+    Event,
+    RegionChunkEvent,
+    RegionCloseEvent,
+    RegionMalformedEvent,
+    RegionOpenEvent,
+)
 from replyparse.issues import InProgressRegion, IssueKind, ParseIssue
 from replyparse.model_folder import template_from_tokenizer
 from replyparse.template import FieldSpec, ResponseTemplate, load_template
@@ -62,7 +68,7 @@ from replyparse.tokens import (
     unshadow,
 )
 from replyparse.tools import CustomTool, normalize_tools, tools_by_name
-from replyparse.transform import TransformPathError
+from replyparse.transform import TransformPathError, apply_transform
 
 __all__ = [
     "ParseResult",
@@ -275,6 +281,8 @@ class ResponseParser:
             with ``decode(ids)`` also works, with no control tokens.
         include_groups: add the open delimiter's named groups to ``region_open`` events as
             ``"groups"`` (an extension; off by default so events keep the spec's shape).
+        events: ``"spec"`` (the default: the spec's event shapes) or ``"extended"``, the
+            dialect of vLLM's and SGLang's copies of the reference (see "Extended events").
         recover: never raise for what the model wrote (see "Recover mode" below). Off by
             default: malformed output raises ``ResponseParseError``, as the reference does.
 
@@ -298,6 +306,18 @@ class ResponseParser:
     Each of these is a ``ParseIssue`` in ``issues`` and, when streaming, a
     ``parse_issue`` event just before the ``region_close`` it concerns.
 
+    Extended events (``events="extended"``), field for field the dialect of vLLM's and
+    SGLang's copies of the reference, so that code written against them works unchanged:
+    ``region_open``, ``region_close`` and ``region_malformed`` carry ``start`` and ``end``,
+    the span of ``input_text`` (the prefix after the start anchor, then everything fed) the
+    event consumed: its delimiter, empty at an implicit boundary. An explicit
+    ``region_open`` carries ``captures``, the open delimiter's named groups that matched,
+    and (an addition of ours) ``provisional``, the field's transform applied to the captures
+    alone, when it holds anything: a tool call's name as soon as the opener fixes it. A
+    region whose body does not parse ends with ``region_malformed`` (its ``error``, the
+    ``ResponseParseError`` raise mode would raise) instead of ``region_close``, is left out
+    of the message, and parsing continues. ``region_chunk`` is unchanged, as in the copies.
+
     Example:
         >>> parser = ResponseParser(
         ...     {"start_anchor": "A:", "fields": {"content": {"close": "<end>"}}}, prefix="A:"
@@ -317,14 +337,17 @@ class ResponseParser:
         tokenizer: TokenizerLike | None = None,
         include_groups: bool = False,
         recover: bool = False,
+        events: Literal["spec", "extended"] = "spec",
     ) -> None:
+        if events not in ("spec", "extended"):
+            raise ValueError(f"events: expected 'spec' or 'extended'; got {events!r}")
         if template is None:
             template = template_from_tokenizer(tokenizer)
         # The template first: a template with a problem reports it, prefix or not.
         self.template: ResponseTemplate = load_template(template)
         if prefix is None:
             raise ValueError(_PREFIX_REQUIRED)
-        self._tool_typer: Callable[[Any], Any] | None = None
+        self._tool_typer: Callable[[Any, ArgumentTyping], Any] | None = None
         # Custom tools (free-form input, OpenAI "custom" tools) take a string, not an object.
         self._custom_tool_names: frozenset[str] = frozenset()
         if isinstance(tools, PreparedTools):
@@ -333,6 +356,12 @@ class ResponseParser:
             self._tool_typer, self._custom_tool_names = _make_tool_typer(tools)
         self._include_groups = include_groups
         self.recover = recover
+        # Extended events: everything fed (``input_text``), where the generation begins in
+        # it, and the fields whose region was malformed (not missing at the end).
+        self._extended = events == "extended"
+        self._input_pieces: list[str] | None = None
+        self._input_offset = 0
+        self._malformed: set[str] = set()
         self.issues: list[ParseIssue] = []
         self.in_progress: InProgressRegion | None = None
         self._partial = False
@@ -401,6 +430,9 @@ class ResponseParser:
         prefix_text = self._decode_prefix(prefix)
         prefix_text = prefix_text[_find_anchor_end(self.template, prefix_text) :]
         self._base = -len(prefix_text)
+        if self._extended:
+            self._input_pieces = [prefix_text]
+            self._input_offset = len(prefix_text)
         self.initial_events: list[Event] = []
         if prefix_text:
             self.initial_events = self._run(prefix_text, final=False)
@@ -545,6 +577,8 @@ class ResponseParser:
                 self._fast = None
                 raise
             scan = True  # the scanner said a scan is needed
+        if self._input_pieces is not None and text.__class__ is str:
+            self._input_pieces.append(text)
         self._fast = None
         self._sync_base()
         events = self._feed(text, scan)
@@ -925,6 +959,8 @@ class ResponseParser:
                 events.extend(self._run(deferred, final=False))
         if self._tokens is not None:
             last += self._tokens.flush()
+        if self._input_pieces is not None:
+            self._input_pieces.append(last)
         if last and self.phase is ParserPhase.ENDED:
             self.trailing_text += last
         if self.phase is ParserPhase.STREAMING:
@@ -934,7 +970,11 @@ class ResponseParser:
             self._partial = False
         message = self.message
         for field in self.template.field_list:
-            if not field.optional and field.name not in message:
+            if (
+                not field.optional
+                and field.name not in message
+                and field.name not in self._malformed
+            ):
                 error = MissingFieldError(
                     f"the required field {field.name!r} (optional: false) never appeared",
                     field=field.name,
@@ -955,6 +995,18 @@ class ResponseParser:
         if tokens is not None and tokens.shadowed:
             return cast(dict[str, Any], unshadow(self._build_message()))
         return self._build_message()
+
+    @property
+    def input_text(self) -> str:
+        """Extended events only: the prefix after the start anchor, then everything fed
+        (decoded, in token-id mode); ``start``/``end`` of the events index it."""
+        pieces = self._input_pieces
+        if pieces is None:
+            raise AttributeError("input_text is kept only with events='extended'")
+        if len(pieces) > 1:
+            pieces[:] = ["".join(pieces)]
+        tokens = self._tokens
+        return unshadow(pieces[0]) if tokens is not None and tokens.shadowed else pieces[0]
 
     def _unshadow_state(self) -> None:
         """Token-id mode, at the end: the text attributes in characters of the decoded
@@ -1151,6 +1203,8 @@ class ResponseParser:
                 open_event: RegionOpenEvent = {"type": "region_open", "field": field.name}
                 if self._include_groups:
                     open_event["groups"] = {}
+                if self._extended:
+                    self._span(open_event, self._base + start, self._base + start)
                 events.append(open_event)
         if whole:  # no chunk events: the body is only parsed at its close
             self._body.append(buffer[start:end])
@@ -1167,8 +1221,11 @@ class ResponseParser:
         else with ``Scanner.safe_length``."""
         self._fast = None
         # Context sensitive delimiters (the only ones ``safe_length`` cannot judge) need
-        # the consumed text kept as context: never on the fast path.
+        # the consumed text kept as context: never on the fast path; nor extended events
+        # (everything fed is kept as ``input_text``).
         if self._rescan_at or self._context_size or self.phase is not _STREAMING:
+            return
+        if self._extended:
             return
         field = self._field
         if field is None:
@@ -1304,7 +1361,29 @@ class ResponseParser:
             event["groups"] = {
                 name: value for name, value in match.groups.items() if value is not None
             }
+        if self._extended:
+            self._extend_open(event, field, match)
         events.append(event)
+
+    def _span(self, event: Any, start: int, end: int) -> None:
+        """Extended events: ``start``/``end`` from offsets in the generation to offsets in
+        ``input_text`` (which begins with the prefix after the start anchor)."""
+        event["start"] = start + self._input_offset
+        event["end"] = end + self._input_offset
+
+    def _extend_open(self, event: RegionOpenEvent, field: FieldSpec, match: DelimiterMatch) -> None:
+        self._span(event, self._base + match.start, self._base + match.end)
+        captures = {name: value for name, value in match.groups.items() if value is not None}
+        event["captures"] = captures
+        if field.transform is not None and not field.transform_each and captures:
+            # What the opener fixes: every name optional, so the body's (``content``) and
+            # any group that did not match leave their entries out.
+            try:
+                provisional = apply_transform(field.transform, captures, ())
+            except TransformPathError:
+                return
+            if provisional:
+                event["provisional"] = provisional
 
     def _close_open_regions(self, events: list[Event], match: DelimiterMatch | None = None) -> None:
         end = self._base + (match.start if match is not None else len(self._buffer))
@@ -1330,7 +1409,10 @@ class ResponseParser:
         elif self._implicit_open:
             assert self.template.implicit_field is not None
             groups = match.groups if match is not None else {}
-            self._close_region(self.template.implicit_field, groups, end - self._base, events)
+            size = 0 if match is None else match.end - match.start
+            self._close_region(
+                self.template.implicit_field, groups, end - self._base, events, close_size=size
+            )
 
     def _close_in_progress(self, field: FieldSpec, events: list[Event]) -> None:
         """Close the region a cut generation ended in (``finalize(partial=True)``)."""
@@ -1345,7 +1427,11 @@ class ResponseParser:
             else:
                 value = body.strip() if field.parser.strips else body
         self.in_progress = InProgressRegion(field.name, self._body_offset, body, value is not None)
-        events.append({"type": "region_close", "field": field.name, "value": value})
+        close: RegionCloseEvent = {"type": "region_close", "field": field.name, "value": value}
+        if self._extended:
+            end = self._base + len(self._buffer)
+            self._span(close, end, end)
+        events.append(close)
         if value is not None:
             self._captures.setdefault(field.name, []).append(value)
 
@@ -1356,20 +1442,48 @@ class ResponseParser:
         end: int,
         events: list[Event],
         close_text: str = "",
+        close_size: int | None = None,
     ) -> None:
+        """Close the region of ``field`` at ``end`` (an index into the buffer); its close
+        delimiter is ``close_text`` (``close_size`` characters, when not given as text)."""
         body = self._body.take()
         self._implicit_open = False if field.is_implicit else self._implicit_open
         groups = _region_groups(self._open_groups, close_groups)
+        size = len(close_text) if close_size is None else close_size
+        close: RegionCloseEvent
         if not self.recover:
-            value = self._parse_body(field, body, groups)
-            events.append({"type": "region_close", "field": field.name, "value": value})
+            try:
+                value = self._parse_body(field, body, groups)
+            except ResponseParseError as error:
+                if not self._extended:
+                    raise
+                # The copies' dialect: the region is malformed, parsing goes on.
+                error.partial_message = self._build_message()
+                malformed: RegionMalformedEvent = {
+                    "type": "region_malformed",
+                    "field": field.name,
+                    "start": 0,
+                    "end": 0,
+                    "error": error,
+                }
+                self._span(malformed, self._base + end, self._base + end + size)
+                events.append(cast(Event, malformed))
+                self._malformed.add(field.name)
+                return
+            close = {"type": "region_close", "field": field.name, "value": value}
+            if self._extended:
+                self._span(close, self._base + end, self._base + end + size)
+            events.append(close)
             self._captures.setdefault(field.name, []).append(value)
             return
         value, stray = self._recover_body(field, body, groups, events)
+        close = {"type": "region_close", "field": field.name, "value": None}
+        if self._extended:
+            self._span(close, self._base + end, self._base + end + size)
         if value is _DEMOTED:
             # The region cannot be used as its field: its whole text, delimiters included,
             # is content at its position.
-            events.append({"type": "region_close", "field": field.name, "value": None})
+            events.append(close)
             self._add_as_content(
                 self._body_offset - len(self._open_text),
                 self._open_text + body + close_text,
@@ -1378,7 +1492,8 @@ class ResponseParser:
             return
         if field.is_implicit and self.template.stray_closes:
             self._note_stray_closes(field, body, events)
-        events.append({"type": "region_close", "field": field.name, "value": value})
+        close["value"] = value
+        events.append(close)
         self._captures.setdefault(field.name, []).append(value)
         for position, text in stray:
             self._add_as_content(self._body_offset + position, text, events)
@@ -1451,7 +1566,7 @@ class ResponseParser:
             )
         value = self._check_tool_calls(field, value, body)
         if self._tool_typer is not None:
-            value = self._tool_typer(value)
+            value = self._tool_typer(value, argument_typing(field.parser))
         return value
 
     # -- recover mode -----------------------------------------------------------------------
@@ -1599,7 +1714,7 @@ class ResponseParser:
         if value is None:
             value = {"type": "function", "function": {"name": name, "arguments": arguments}}
         if isinstance(arguments, Mapping) and self._tool_typer is not None:
-            value = self._tool_typer(value)
+            value = self._tool_typer(value, argument_typing(field.parser))
         if events is not None and failure is not None:
             if near_miss and isinstance(arguments, Mapping):
                 self._note(
@@ -1634,6 +1749,8 @@ class ResponseParser:
         open_event: RegionOpenEvent = {"type": "region_open", "field": field.name}
         if self._include_groups:
             open_event["groups"] = {}
+        if self._extended:
+            self._span(open_event, offset, offset)
         events.append(open_event)
         value = text.strip() if field.parser.strips else text
         events.append(
@@ -1648,7 +1765,10 @@ class ResponseParser:
             parsed = field.parser.parse(text)
         except ContentError:
             parsed = value
-        events.append({"type": "region_close", "field": field.name, "value": parsed})
+        close: RegionCloseEvent = {"type": "region_close", "field": field.name, "value": parsed}
+        if self._extended:
+            self._span(close, offset + len(text), offset + len(text))
+        events.append(close)
         self._captures.setdefault(field.name, []).append(parsed)
 
     def _check_tool_calls(self, field: FieldSpec, value: Any, body: str) -> Any:
@@ -1816,13 +1936,15 @@ class PreparedTools:
         self.typer, self.custom_names = _make_tool_typer(tools)
 
 
-def _make_tool_typer(tools: Iterable[Any]) -> tuple[Callable[[Any], Any], frozenset[str]]:
+def _make_tool_typer(
+    tools: Iterable[Any],
+) -> tuple[Callable[[Any, ArgumentTyping], Any], frozenset[str]]:
     """The argument typer for these tools, and the names of the custom (free-form) tools."""
     by_name = tools_by_name(normalize_tools(tools))
     custom = frozenset(name for name, tool in by_name.items() if isinstance(tool, CustomTool))
 
-    def type_value(value: Any) -> Any:
-        return type_tool_call(value, by_name)
+    def type_value(value: Any, typing: ArgumentTyping) -> Any:
+        return type_tool_call(value, by_name, typing=typing)
 
     return type_value, custom
 

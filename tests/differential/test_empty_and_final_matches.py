@@ -27,7 +27,7 @@ with warnings.catch_warnings():
     chat_parsing = pytest.importorskip("transformers.utils.chat_parsing")
 
 
-def reference(template: dict[str, Any], text: str, prefix: str) -> Any:
+def reference(template: dict[str, Any], text: str, prefix: str | None) -> Any:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return chat_parsing.parse_response(text, template, prefix=prefix)
@@ -180,3 +180,16 @@ def finality_cases(draw: Any) -> tuple[dict[str, Any], str]:
 def test_regex_finality_matches_reference(case: tuple[dict[str, Any], str]) -> None:
     template, text = case
     assert_matches_reference(template, text)
+
+
+def test_template_error_comes_before_the_missing_prefix_as_in_the_reference() -> None:
+    bad = fields(r={"open": "<a>", "close": "</a>", "colour": "red"})
+    with pytest.raises(ValueError, match="colour"):
+        reference(bad, "x", None)
+    with pytest.raises(ValueError, match="colour"):
+        parse_response("x", bad, prefix=None)
+    good = fields(content={})
+    with pytest.raises(ValueError, match="prefix"):
+        reference(good, "x", None)
+    with pytest.raises(ValueError, match="prefix"):
+        parse_response("x", good, prefix=None)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import re
@@ -39,8 +40,11 @@ HERMES_FIELD = load_template(
 
 def _stream(body: str, schema: Any = None, step: int = 1) -> tuple[str | None, str]:
     shape = analyze_tool_call_field(HERMES_FIELD)
+    # The parser types json arguments as written values (a parameter allowing a string is
+    # left as the model wrote it), and the stream types them the same way.
+    coerce = functools.partial(coerce_to_schema, typing=shape.argument_typing)
     streamer = ToolCallStreamer(
-        shape, {}, resolve=lambda name: CallTarget("function", schema), coerce=coerce_to_schema
+        shape, {}, resolve=lambda name: CallTarget("function", schema), coerce=coerce
     )
     for start in range(0, len(body), step):
         streamer.feed(body[start : start + step])

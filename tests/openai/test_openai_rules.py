@@ -501,6 +501,21 @@ def test_invalid_regex_grammar_raises_at_request_time() -> None:
         _convert({"content": "x"}, tools=[tool])
 
 
+def test_lark_grammar_that_does_not_compile_raises_at_request_time() -> None:
+    pytest.importorskip("llguidance")
+    tool = {
+        "type": "custom",
+        "name": "g",
+        "format": {"type": "grammar", "syntax": "lark", "definition": 'start: "a" rest'},
+    }
+    with pytest.raises(
+        ToolDefinitionError,
+        match=r"custom tool 'g': format.definition: the lark grammar does not compile: "
+        r'at 1\(8\): unknown name: "rest"',
+    ):
+        _convert(_custom_call("g", "a"), tools=[tool])
+
+
 def test_free_form_custom_tool_accepts_anything() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")

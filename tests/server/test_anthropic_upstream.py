@@ -273,3 +273,34 @@ def test_a_strict_tool_is_checked_and_constrained(upstream: FakeUpstream) -> Non
                 tools=[{**strict[0], "input_schema": loose}],
             )
     assert "grammar" in upstream.bodies[0]
+
+
+def test_an_output_format_constrains_the_text(upstream: FakeUpstream) -> None:
+    pytest.importorskip("llguidance")
+    from replyparse.grammar import accepts
+
+    upstream.text = '{"city": "Lisbon"}<|im_end|>'
+    schema = {
+        "type": "object",
+        "properties": {"city": {"type": "string"}},
+        "required": ["city"],
+        "additionalProperties": False,
+    }
+    with _client(_grammar_config(upstream)) as client:
+        message = client.messages.create(
+            model="test-model",
+            max_tokens=99,
+            messages=USER,
+            output_config={"format": {"type": "json_schema", "schema": schema}, "effort": "low"},
+        )
+        with pytest.raises(anthropic.BadRequestError, match=r"output_config\.format"):
+            client.messages.create(
+                model="test-model",
+                max_tokens=99,
+                messages=USER,
+                output_config={"format": {"type": "regex"}},
+            )
+    assert message.content[0].text == '{"city": "Lisbon"}'
+    grammar = upstream.bodies[0]["grammar"]
+    assert accepts(grammar, '{"city": "Lisbon"}<|im_end|>')
+    assert not accepts(grammar, CONTENT)

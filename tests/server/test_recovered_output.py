@@ -163,3 +163,46 @@ def test_call_to_a_tool_that_was_not_offered_is_passed_through(
     assert _chat_calls(chat.choices[0].message) == [("get_time", '{"zone":"CET"}')]
     assert _function_calls(response.output) == [("get_time", '{"zone":"CET"}')]
     assert any("is not among the tools given" in record.getMessage() for record in caplog.records)
+
+
+def test_responses_accepts_back_the_invalid_arguments_it_returned(client: Any) -> None:
+    # The client sends the answer's items back with the tools' results (the agent loop):
+    # the call whose arguments the model wrote as invalid JSON included, as the server gave it.
+    first = client.responses.create(model="test-model", input="hi", tools=RESPONSES_TOOLS)
+    calls = [item for item in first.output if item.type == "function_call"]
+    assert calls[1].arguments == '{"city":"Oslo","unit":"celsius",}'
+    results = [
+        {"type": "function_call_output", "call_id": call.call_id, "output": "12 C"}
+        for call in calls
+    ]
+    follow_up = client.responses.create(
+        model="test-model",
+        input=[
+            {"role": "user", "content": "hi"},
+            *[item.model_dump(exclude_none=True) for item in first.output],
+            *results,
+        ],
+        tools=RESPONSES_TOOLS,
+    )
+    assert follow_up.status == "incomplete"  # the replay's next generation, cut; not a 400
+
+
+def test_chat_accepts_an_assistant_call_message_without_content(client: Any) -> None:
+    # The API lets an assistant message with tool_calls leave "content" out; chat templates
+    # read message.content, so the server supplies it.
+    messages = [
+        *USER,
+        {
+            "role": "assistant",
+            "tool_calls": [
+                {
+                    "id": "call_1",
+                    "type": "function",
+                    "function": {"name": "get_weather", "arguments": LISBON},
+                }
+            ],
+        },
+        {"role": "tool", "tool_call_id": "call_1", "content": "12 C"},
+    ]
+    answer = client.chat.completions.create(model="test-model", messages=messages, tools=CHAT_TOOLS)
+    assert answer.choices[0].message.content == "Checking."

@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import json
 import math
+import re
 from typing import Any
 
 import pytest
@@ -130,8 +131,11 @@ def test_type_lists_try_each_type_in_order_but_keep_matching_values() -> None:
     assert coerce_to_schema("4", nullable_integer) == 4
     assert coerce_to_schema("null", nullable_integer) is None
     assert coerce_to_schema("n/a", nullable_integer) == "n/a"
-    # A string is already valid for ["string", "integer"]: never invent a number.
-    assert coerce_to_schema("4", {"type": ["string", "integer"]}) == "4"
+    # Bare text fits "string" whatever it says: another type it reads as comes first, as the
+    # reference types it. A value whose syntax gave it its type (json) is left as written.
+    assert coerce_to_schema("4", {"type": ["string", "integer"]}) == 4
+    assert coerce_to_schema("4", {"type": ["string", "integer"]}, typing="typed") == "4"
+    assert coerce_to_schema("four", {"type": ["string", "integer"]}) == "four"
     assert coerce_to_schema("1", {"type": ["boolean", "integer"]}) == 1
     assert same(coerce_to_schema(3.0, {"type": ["integer", "number"]}), 3.0)
 
@@ -284,13 +288,18 @@ def test_only_changed_branches_are_copied() -> None:
     assert typed["reminders"][1] == {"minutes_before": 7}
 
 
-def test_any_of_keeps_a_value_that_already_fits_a_branch() -> None:
+def test_any_of_reads_bare_text_as_another_branch_first() -> None:
     location = CALENDAR_PARAMETERS["properties"]["location"]
-    # "38.7" is a valid string location: not turned into anything else.
+    # "38.7" reads as no other branch: it stays the string it is.
     assert coerce_to_schema("38.7", location) == "38.7"
-    assert coerce_to_schema("null", location) == "null"  # a string fits the first branch
+    # Bare text "null" for a nullable string is null, as the reference reads it; JSON text
+    # of the object branch is that object.
+    assert coerce_to_schema("null", location) is None
     as_text = '{"lat": "38.72", "lon": "-9.14"}'
-    assert coerce_to_schema(as_text, location) == as_text  # so does JSON text
+    assert coerce_to_schema(as_text, location) == {"lat": 38.72, "lon": -9.14}
+    # A string the model quoted (json) already fits the string branch: left as written.
+    assert coerce_to_schema("null", location, typing="typed") == "null"
+    assert coerce_to_schema(as_text, location, typing="typed") == as_text
 
     def recurrence(value: Any) -> Any:
         return coerce_to_schema({"recurrence": value}, CALENDAR_PARAMETERS)["recurrence"]
@@ -571,6 +580,7 @@ def test_types_deeper_than_the_reference() -> None:
 # --- properties (hypothesis) ---------------------------------------------------------------------
 
 KEYS = st.sampled_from(["a", "b", "city", "days", "n", "tags"])
+_READS_AS_OTHER = re.compile(r"\s*(?:[+-]?\.?[0-9]|true|false|null|none|\[|\{)", re.IGNORECASE)
 SCALAR_TYPES = ["integer", "number", "boolean", "null", "string"]
 # Integral floats are left out: coercion deliberately turns 3.0 into 3 under "integer".
 FLOATS = st.floats(allow_nan=False, allow_infinity=False, min_value=-1e15, max_value=1e15).map(
@@ -584,7 +594,9 @@ SCALARS_BY_TYPE = {
     "number": st.one_of(st.integers(-(10**6), 10**6), FLOATS),
     "boolean": st.booleans(),
     "null": st.none(),
-    "string": st.text(max_size=8),
+    # Strings that read as no other type: bare text under ["string", "integer"] that reads
+    # as a number is that number (test_type_lists_try_each_type_in_order_but_keep_matching_values).
+    "string": st.text(max_size=8).filter(lambda text: not _READS_AS_OTHER.match(text)),
 }
 LEAF_SCHEMAS: st.SearchStrategy[dict[str, Any]] = st.one_of(
     st.sampled_from(SCALAR_TYPES).map(lambda name: {"type": name}),
@@ -742,8 +754,10 @@ PROPERTY_SETTINGS = settings(
 @example(({"type": "array", "items": {"type": "number"}}, [1, 2.5], "[1, 2.5]"))
 @example(({"anyOf": [{"type": "string"}, {"type": "integer"}]}, "3", "3"))
 def test_valid_values_come_back_as_the_same_object(case: tuple[Any, Any, Any]) -> None:
+    # Typed values (json): a valid one is never changed. (Bare text under a union with
+    # "string" may read as another branch: test_any_of_reads_bare_text_as_another_branch_first.)
     schema, valid, _ = case
-    assert coerce_to_schema(valid, schema) is valid
+    assert coerce_to_schema(valid, schema, typing="typed") is valid
 
 
 @PROPERTY_SETTINGS
@@ -855,5 +869,6 @@ def test_less_common_schema_shapes() -> None:
     assert coerce_to_schema("1", by_index) == 1
     tuple_branch = {"anyOf": [{"prefixItems": [INTEGER], "items": False}, {"type": "string"}]}
     assert coerce_to_schema(["1", "2"], tuple_branch) == ["1", "2"]  # no branch fits
-    assert coerce_to_schema("2", {"anyOf": [{"allOf": [INTEGER]}, STRING]}) == "2"
+    assert coerce_to_schema("2", {"anyOf": [{"allOf": [INTEGER]}, STRING]}) == 2
+    assert coerce_to_schema("2", {"anyOf": [{"allOf": [INTEGER]}, STRING]}, typing="typed") == "2"
     assert coerce_to_schema("{'a': 1.5, 'b': [None]}", OBJECT) == {"a": 1.5, "b": [None]}

@@ -89,6 +89,15 @@ def test_template_text_and_loaded_templates_are_accepted() -> None:
         load_template(["not", "a", "dict"])  # type: ignore[arg-type]
 
 
+def test_a_registry_name_where_template_text_goes_says_where_to_look() -> None:
+    # parse_response(text, "qwen3"): the core never reads the registry, so the error says how.
+    with pytest.raises(TemplateError) as caught:
+        parse_response("Hi<|im_end|>", "qwen3", prefix="")
+    assert caught.value.issues[0].code == "invalid_json"
+    assert "got 'qwen3'" in str(caught.value)
+    assert "pass replyparse.templates.get_template('qwen3')" in str(caught.value)
+
+
 def test_loaded_template_is_immutable_and_shared() -> None:
     source = {"start_anchor": "<a>", "fields": {"content": {"close": "<e>"}}}
     loaded = load_template(source)

@@ -44,7 +44,7 @@ from replyparse.errors import ResponseParseError
 from replyparse.openai import FinishReason
 from replyparse.openai._ids import IdFactory, random_id
 from replyparse.openai._stream_base import StreamBase
-from replyparse.openai._tracker import CallDelta, CallDone, CallStart, TextDelta, Update
+from replyparse.openai._tracker import CallDelta, CallStart, TextDelta, Update
 from replyparse.openai.messages import REASONING_KEY
 from replyparse.template import ResponseTemplate
 
@@ -223,11 +223,15 @@ class MessagesStream(StreamBase):
         value = _json_object(text)
         if value is None:
             completion = json_completion(text)
-            if completion is None:  # the held rest is no JSON: complete what was sent
-                text, held, completion = streamed, "", json_completion(streamed) or ""
-            held += completion
-            # A root that is no object (never written by the argument streamer): {}.
-            value = _json_object(text + completion) or {}
+            value = _json_object(text + completion) if completion is not None else None
+            if value is not None:
+                held += completion or ""
+            else:
+                # The held rest begins no JSON object (Mistral's arguments cut at "["):
+                # complete what was sent, an object prefix ("" for none) as the argument
+                # streamer writes them.
+                held = json_completion(streamed) or ""
+                value = _json_object(streamed + held) or {}
         if held:
             events.append(self._delta(block, held))
         block.final = tool_use_block(block.call_id, block.name, value)
@@ -236,24 +240,19 @@ class MessagesStream(StreamBase):
     def _render_updates(self, updates: list[Update]) -> list[dict[str, Any]]:
         events = [] if self._started else self._opening()
         for update in updates:
-            kind = type(update)
-            if kind is TextDelta:
-                assert isinstance(update, TextDelta)
+            if isinstance(update, TextDelta):
                 self._send_held(events)
                 self._text(update.key, update.text, update.separator, events)
-            elif kind is CallDelta:
-                assert isinstance(update, CallDelta)
+            elif isinstance(update, CallDelta):
                 block = self._call_blocks[update.position]
                 if self._holding is not block:
                     self._send_held(events)
                     self._holding = block
                 block.pending.append(update.text)
-            elif kind is CallStart:
-                assert isinstance(update, CallStart)
+            elif isinstance(update, CallStart):
                 self._send_held(events)
                 self._start_call(update, events)
             else:
-                assert isinstance(update, CallDone)
                 self._end_call(self._call_blocks[update.position], events)
         self._send_held(events)
         return events

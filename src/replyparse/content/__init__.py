@@ -24,6 +24,7 @@ from replyparse.content._base import (
     MAX_NESTING,
     ArgsReader,
     ArgumentStream,
+    ArgumentTyping,
     Capabilities,
     ContentError,
     ContentParser,
@@ -56,6 +57,7 @@ __all__ = [
     "MAX_NESTING",
     "SPEC_PARSERS",
     "ArgumentStream",
+    "ArgumentTyping",
     "Capabilities",
     "ContentError",
     "ContentParser",
@@ -67,6 +69,7 @@ __all__ = [
     "RecoveringParser",
     "Severity",
     "ValueKind",
+    "argument_typing",
     "build_content_parser",
     "capabilities_of",
 ]
@@ -144,3 +147,12 @@ def capabilities_of(name: object) -> Capabilities | None:
     """The declared capabilities of the content parser ``name``; None for an unknown name."""
     registered = CONTENT_PARSERS.get(name) if isinstance(name, str) else None
     return registered.capabilities if registered is not None else None
+
+
+def argument_typing(parser: ContentParser) -> ArgumentTyping:
+    """How a tool's schema types the tool-call arguments ``parser`` reads: as its class
+    declares, except ``none`` for an ``xml-inline`` parser with ``value_parser_by`` (the
+    output's own capture chose how to read each value)."""
+    if isinstance(parser, XmlInlineParser) and parser.value_parser_by is not None:
+        return "none"
+    return parser.capabilities.argument_typing

@@ -25,6 +25,7 @@ __all__ = [
     "MAX_NESTING",
     "ArgsReader",
     "ArgumentStream",
+    "ArgumentTyping",
     "Capabilities",
     "ContentBuilder",
     "ContentError",
@@ -111,6 +112,14 @@ GrammarForm = Literal[
 #: (a partial JSON value, at any path), ``xml-tags`` (tag by tag, when the arguments are the
 #: whole body).
 ArgumentStream = Literal["json", "xml-tags"]
+#: How a tool's JSON Schema types the arguments a content parser reads
+#: (``replyparse.coercion``): ``text``, values the model wrote as bare text (xml-inline and
+#: kv-lines tags, by default), typed wherever the schema allows another type; ``typed``,
+#: values whose syntax already gives their types (``json``, ``python-call-list``, as in the
+#: reference since 5.25): a parameter whose schema allows a string is left as written;
+#: ``none``, not typed at all (xml-inline with ``value_parser_by``: the output says how to
+#: read each value).
+ArgumentTyping = Literal["text", "typed", "none"]
 
 #: The engines whose response-template mode loads templates (transformers'
 #: ``transformers.utils.chat_parsing``, vLLM's ``--tool-call-parser hf``, SGLang's
@@ -158,6 +167,9 @@ class Capabilities:
             a replyparse extension).
         engine_args: for each ``content_args`` key those engines read, the engines that
             read it as replyparse does; a key not listed is replyparse's own.
+        argument_typing: how a tool's schema types the tool-call arguments it reads
+            (``replyparse.content.argument_typing`` reads it for a built parser, and knows
+            the ``content_args`` that change it).
     """
 
     value: ValueKind
@@ -165,6 +177,7 @@ class Capabilities:
     argument_stream: ArgumentStream | None = None
     engines: EngineSupport = EngineSupport()
     engine_args: tuple[tuple[str, EngineSupport], ...] = ()
+    argument_typing: ArgumentTyping = "text"
 
     def arg_support(self, key: str) -> EngineSupport:
         """The engines that read the ``content_args`` key ``key`` as replyparse does."""

@@ -102,6 +102,7 @@ class JsonParser:
         "any",
         grammar="json",
         argument_stream="json",
+        argument_typing="typed",
         engines=EVERY_ENGINE,
         engine_args=(
             ("allow_non_json", EVERY_ENGINE),

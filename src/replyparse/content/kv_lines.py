@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from replyparse._json_types import with_text
 from replyparse.content._base import (
     EVERY_ENGINE,
     ArgsReader,
@@ -64,7 +65,7 @@ class KvLinesParser:
             value: Any = raw_value
             if self.value_parser is not None:
                 try:
-                    value = self.value_parser.parse(raw_value)
+                    value = with_text(self.value_parser.parse(raw_value), raw_value)
                 except ContentError as error:
                     raise ContentError(
                         f"value of key {key!r}: {error.message}", line_start

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, NoReturn
 
 from replyparse._json_types import JSON_ESCAPES
-from replyparse.content._base import ArgsReader, Capabilities, ContentError
+from replyparse.content._base import ArgsReader, Capabilities, ContentError, EngineSupport
 
 __all__ = ["MAX_CALL_LIST_NESTING", "MAX_SAFE_INTEGER", "PythonCallListParser"]
 
@@ -74,7 +74,15 @@ class PythonCallListParser:
     """
 
     name: str = "python-call-list"
-    capabilities: ClassVar[Capabilities] = Capabilities("list", grammar="pythonic")
+    capabilities: ClassVar[Capabilities] = Capabilities(
+        "list",
+        grammar="pythonic",
+        argument_typing="typed",
+        engines=EngineSupport(
+            frozenset({"transformers"}),
+            "added in transformers 5.24; vLLM's and SGLang's copies predate it",
+        ),
+    )
     dirty: bool = True
     strips: bool = True
 

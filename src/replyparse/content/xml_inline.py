@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import re
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import regex
 
+from replyparse._json_types import with_text
 from replyparse.content._base import (
     EVERY_ENGINE,
     ArgsReader,
@@ -24,7 +26,13 @@ from replyparse.content._base import (
     EngineSupport,
     Recovered,
 )
-from replyparse.content._nested import read_value_parser, value_parser_to_args
+from replyparse.content._nested import (
+    ValueParserBy,
+    read_value_parser,
+    read_value_parser_by,
+    value_parser_by_to_args,
+    value_parser_to_args,
+)
 
 __all__ = ["XmlInlineParser"]
 
@@ -198,11 +206,16 @@ class XmlInlineParser:
         value_parser: a nested content parser applied to each value, or None for raw strings.
         merge_duplicates: collect the values of a repeated key into a list instead of letting
             the last one win.
+        value_parser_by: the value parser per tag, chosen by what a named group of
+            ``tag_pattern`` captured (DSML's ``string="true|false"``); ``value_parser`` for a
+            capture without an entry or a group that did not take part. The model's output
+            then says how to read each value, so no tool schema types these arguments.
     """
 
     tag_pattern: regex.Pattern[str]
     value_parser: ContentParser | None = None
     merge_duplicates: bool = False
+    value_parser_by: ValueParserBy | None = None
     name: str = "xml-inline"
     capabilities: ClassVar[Capabilities] = Capabilities(
         "object",
@@ -238,9 +251,9 @@ class XmlInlineParser:
     _finder: re.Pattern[str] | None = field(init=False, repr=False, compare=False, default=None)
 
     #: For ``_read_split``: the items ``_finder.split`` gives per tag (the text before it,
-    #: then every group) and where the key and value groups are among them; None without
-    #: a ``re`` twin.
-    _split_layout: tuple[int, int, int] | None = field(
+    #: then every group) and where the key, value and ``value_parser_by`` groups are among
+    #: them (the last 0 without ``value_parser_by``); None without a ``re`` twin.
+    _split_layout: tuple[int, int, int, int] | None = field(
         init=False, repr=False, compare=False, default=None
     )
 
@@ -259,7 +272,13 @@ class XmlInlineParser:
             finder = stdlib_twin(source)
         object.__setattr__(self, "_finder", finder)
         if finder is not None:
-            layout = (finder.groups + 1, finder.groupindex["key"], finder.groupindex["value"])
+            by = self.value_parser_by
+            layout = (
+                finder.groups + 1,
+                finder.groupindex["key"],
+                finder.groupindex["value"],
+                finder.groupindex[by.group] if by is not None else 0,
+            )
             object.__setattr__(self, "_split_layout", layout)
 
     #: The one character (``\n``) the tag pattern lets a value end before, optionally, just
@@ -299,7 +318,7 @@ class XmlInlineParser:
         a match object per tag (the ``re`` twin only: its ``split`` and ``finditer`` find
         the same matches)."""
         assert self._finder is not None and self._split_layout is not None
-        stride, key_at, value_at = self._split_layout
+        stride, key_at, value_at, by_at = self._split_layout
         trim = self._trim
         parts = self._finder.split(body)
         last = len(parts) - 1
@@ -309,7 +328,10 @@ class XmlInlineParser:
         result: dict[str, Any] = {}
         merged: set[str] = set()
         merge_duplicates = self.merge_duplicates
-        parse_value = self.value_parser.parse if self.value_parser is not None else None
+        parse_value: Callable[[str], Any] | None = (
+            self.value_parser.parse if self.value_parser is not None else None
+        )
+        by = self.value_parser_by
         for index in range(0, last, stride):
             gap = parts[index]
             key = parts[index + key_at]
@@ -320,9 +342,12 @@ class XmlInlineParser:
                 value = ""
             elif trim is not None and value.endswith(trim):
                 value = value[:-1]
+            if by is not None:
+                parse_value = self._value_parse_for(parts[index + by_at])
             if parse_value is not None:
                 try:
-                    value = parse_value(value)
+                    parsed = parse_value(value)
+                    value = parsed if type(parsed) is not float else with_text(parsed, value)
                 except ContentError:
                     return None
             if merge_duplicates and key in result:
@@ -339,7 +364,10 @@ class XmlInlineParser:
         # list to begin with (a JSON array parsed by value_parser).
         merged: set[str] = set()
         merge_duplicates = self.merge_duplicates
-        parse_value = self.value_parser.parse if self.value_parser is not None else None
+        parse_value: Callable[[str], Any] | None = (
+            self.value_parser.parse if self.value_parser is not None else None
+        )
+        by = self.value_parser_by
         last_end = 0
         finder = self._finder if self._finder is not None else self.tag_pattern
         trim = self._trim  # (None without the twin)
@@ -354,9 +382,12 @@ class XmlInlineParser:
             value: Any = raw_value if raw_value is not None else ""
             if trim is not None and value.endswith(trim):
                 value = value[:-1]
+            if by is not None:
+                parse_value = self._value_parse_for(match.group(by.group))
             if parse_value is not None:
                 try:
-                    value = parse_value(value)
+                    parsed = parse_value(value)
+                    value = parsed if type(parsed) is not float else with_text(parsed, value)
                 except ContentError as error:
                     raise ContentError(
                         f"value of tag {key!r}: {error.message}", match.start("value")
@@ -370,6 +401,14 @@ class XmlInlineParser:
             self._check_not_truncated(body, last_end)
             _note_gap(body, last_end, len(body), stray)
         return result, stray
+
+    def _value_parse_for(self, capture: str | None) -> Callable[[str], Any] | None:
+        """The parse of the value parser ``value_parser_by`` picks for ``capture``."""
+        assert self.value_parser_by is not None
+        chosen = self.value_parser_by.parsers.get(capture) if capture is not None else None
+        if chosen is None:
+            chosen = self.value_parser
+        return chosen.parse if chosen is not None else None
 
     def _check_not_truncated(self, body: str, last_end: int) -> None:
         """Text between tags is layout, but a tag cut off by the end of the body is data
@@ -389,6 +428,8 @@ class XmlInlineParser:
             args["value_parser"] = value_parser_to_args(self.value_parser)
         if self.merge_duplicates:
             args["merge_duplicates"] = True
+        if self.value_parser_by is not None:
+            args["value_parser_by"] = value_parser_by_to_args(self.value_parser_by)
         return args
 
     @classmethod
@@ -397,6 +438,20 @@ class XmlInlineParser:
         source = reader.get_str("tag_pattern", None, non_empty=True)
         merge_duplicates = reader.get_bool("merge_duplicates", False)
         value_parser = read_value_parser(reader, "value_parser")
+        pattern = None
+        if source is not None:
+            try:
+                pattern = regex.compile(source, _FLAGS)
+            except regex.error as error:
+                reader.report(
+                    "tag_pattern",
+                    "invalid_regex",
+                    f"content_args 'tag_pattern' is not a valid regex: {error}; got {source!r}.",
+                    source,
+                )
+        value_parser_by = read_value_parser_by(
+            reader, "value_parser_by", pattern.groupindex if pattern is not None else None
+        )
         if source is None:
             if "tag_pattern" not in reader.args:
                 reader.report(
@@ -407,15 +462,7 @@ class XmlInlineParser:
                     None,
                 )
             return None
-        try:
-            pattern = regex.compile(source, _FLAGS)
-        except regex.error as error:
-            reader.report(
-                "tag_pattern",
-                "invalid_regex",
-                f"content_args 'tag_pattern' is not a valid regex: {error}; got {source!r}.",
-                source,
-            )
+        if pattern is None:
             return None
         missing = [group for group in ("key", "value") if group not in pattern.groupindex]
         if missing:
@@ -428,7 +475,10 @@ class XmlInlineParser:
             )
             return None
         return cls(
-            tag_pattern=pattern, value_parser=value_parser, merge_duplicates=merge_duplicates
+            tag_pattern=pattern,
+            value_parser=value_parser,
+            merge_duplicates=merge_duplicates,
+            value_parser_by=value_parser_by,
         )
 
 

@@ -233,6 +233,11 @@ class CallWriter:
         """The tags of an ``xml-inline`` body, one per argument, in schema order."""
         where = field_path(self.call_spec, "content_args.tag_pattern")
         args = self.syntax.content_args
+        if args.get("value_parser_by") is not None:
+            raise GrammarError(
+                f"{field_path(self.call_spec, 'content_args.value_parser_by')}: tags whose value "
+                "parser a capture chooses cannot be compiled; write one value_parser."
+            )
         value_parser = args.get("value_parser")
         dialect: Dialect = "raw"
         if value_parser is not None:

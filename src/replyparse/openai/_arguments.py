@@ -45,7 +45,7 @@ from replyparse._charset import CharSet
 from replyparse._json_types import json_type
 from replyparse._regex_syntax import Alt, Chars, Group, Node, Repeat, Seq, UnreadablePattern, read
 from replyparse._schema_ref import SchemaReferenceError, resolve_reference
-from replyparse.content import ArgumentStream, capabilities_of
+from replyparse.content import ArgumentStream, ArgumentTyping, argument_typing, capabilities_of
 from replyparse.openai._json_scan import (
     Close,
     JsonScanner,
@@ -189,6 +189,11 @@ class ToolCallShape:
         return declared.argument_stream if declared is not None else None
 
     @property
+    def argument_typing(self) -> ArgumentTyping:
+        """How the tools' schemas type the arguments the content parser reads."""
+        return argument_typing(self.field.parser)
+
+    @property
     def streams_arguments(self) -> bool:
         """True when argument fragments can be produced before the region closes.
 
@@ -200,6 +205,8 @@ class ToolCallShape:
             return False
         stream = self.argument_stream
         if stream == "xml-tags":
+            if self.argument_typing == "none":
+                return False  # value_parser_by: each tag's parser is read at the close
             value_parser = getattr(self.parser, "value_parser", None)
             values_stream = value_parser is None or (
                 value_parser.capabilities.argument_stream is not None

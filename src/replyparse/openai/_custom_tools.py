@@ -16,6 +16,7 @@ from replyparse.openai._patterns import (
     PatternTimeout,
     compile_pattern,
     lark_accepts,
+    lark_problem,
     pattern_problem,
     search,
 )
@@ -32,8 +33,9 @@ def check_tool_patterns(tool: Tool) -> None:
     """Refuse a tool whose regexes cannot be checked safely (a request rule).
 
     Raises:
-        ToolDefinitionError: a custom tool's ``regex`` grammar, or a function schema's
-            ``pattern`` / ``patternProperties`` key, that does not compile or is too large.
+        ToolDefinitionError: a custom tool's ``regex`` or ``lark`` grammar, or a function
+            schema's ``pattern`` / ``patternProperties`` key, that does not compile or is too
+            large.
     """
     if isinstance(tool, CustomTool):
         _compile_grammar_or_raise(tool)
@@ -86,9 +88,15 @@ def _compile_grammar_or_raise(tool: CustomTool) -> None:
         problem = pattern_problem(definition)
         if problem is not None:
             raise ToolDefinitionError(f"custom tool {tool.name!r}: format.definition {problem}")
-    # A lark grammar that Lark cannot compile is not rejected here: OpenAI compiles grammars
-    # with LLGuidance, which accepts some that Lark refuses (the guide's own math_exp example
-    # has "colliding expansions"). Such inputs are reported unchecked by check_custom_input.
+    elif syntax == "lark":
+        # Compiled as OpenAI compiles it, with llguidance (which accepts some grammars Lark
+        # itself refuses: the guide's own math_exp example has "colliding expansions").
+        problem = lark_problem(definition)
+        if problem is not None:
+            raise ToolDefinitionError(
+                f"custom tool {tool.name!r}: format.definition: the lark grammar does not "
+                f"compile: {problem}"
+            )
 
 
 def check_custom_input(text: str, tool: CustomTool, *, path: Path = ()) -> list[RuleViolation]:

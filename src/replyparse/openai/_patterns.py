@@ -28,6 +28,7 @@ __all__ = [
     "PatternTimeout",
     "compile_pattern",
     "lark_accepts",
+    "lark_problem",
     "pattern_problem",
     "search",
 ]
@@ -174,6 +175,22 @@ def _lark_grammar(definition: str) -> str:
     import llguidance
 
     return str(llguidance.grammar_from("lark", definition))
+
+
+def lark_problem(definition: str) -> str | None:
+    """Why llguidance (the engine OpenAI compiles custom tools' Lark grammars with) cannot
+    compile ``definition``, as its first message line and position; None when it compiles
+    or llguidance is not installed (the ``grammar`` extra; the input is then reported
+    unchecked, ``check_custom_input``)."""
+    try:
+        import llguidance
+    except ImportError:
+        return None
+    try:
+        error = llguidance.LLMatcher.validate_grammar(_lark_grammar(definition), _byte_tokenizer())
+    except ValueError as failure:  # grammar_from refuses the text itself
+        error = str(failure)
+    return error.strip().splitlines()[0] if error.strip() else None
 
 
 def lark_accepts(definition: str, text: str) -> bool:

@@ -14,6 +14,7 @@ either would not hold (a bug), a :class:`~.errors.StreamConsistencyWarning` is i
 from __future__ import annotations
 
 import dataclasses
+import functools
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -249,7 +250,9 @@ class MessageTracker:
             self._shape,
             event.get("groups"),
             resolve=self._tools.target,
-            coerce=coerce_to_schema if self._tools else None,
+            coerce=functools.partial(coerce_to_schema, typing=self._shape.argument_typing)
+            if self._tools
+            else None,
         )
         groups = event.get("groups") or {}
         id_group = self._shape.id_group

@@ -49,20 +49,17 @@ def _decode_arguments(arguments: Any) -> Any:
 def _json_arguments(arguments: Any, where: str) -> Any:
     """A Responses ``function_call``'s ``arguments``: JSON text, decoded as for Chat.
 
+    Text that is not JSON is kept as written, as the Chat side keeps it: a model may write
+    invalid arguments, the server returns them as written (recover mode), and the client
+    sends that call back in its next request's ``input``.
+
     Raises:
-        MessageShapeError: the text is not JSON (the position of the first error named).
+        MessageShapeError: ``arguments`` is not a string.
     """
     if not isinstance(arguments, str):
         raise MessageShapeError(f"{where}.arguments: expected a JSON string; got {arguments!r:.80}")
     if not arguments.strip():
         return {}
-    try:
-        json.loads(arguments)
-    except json.JSONDecodeError as error:
-        raise MessageShapeError(
-            f"{where}.arguments: not valid JSON: {error.msg} at line {error.lineno} column "
-            f"{error.colno} (char {error.pos}): {arguments[max(0, error.pos - 20) : error.pos + 20]!r}"
-        ) from None
     return _decode_arguments(arguments)
 
 
@@ -262,7 +259,9 @@ def from_chat_messages(messages: Sequence[Any]) -> list[dict[str, Any]]:
             )
             continue
         converted: dict[str, Any] = {"role": _role(role, where)}
-        if "content" in message:
+        if "content" in message or converted["role"] == "assistant":
+            # An assistant message with tool_calls may leave ``content`` out (the API allows
+            # it); chat templates read ``message.content`` unguarded.
             converted["content"] = _content(message.get("content"), f"{where}.content")
         for key in ("name", "tool_call_id"):
             if key in message:

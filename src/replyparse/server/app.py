@@ -507,6 +507,7 @@ class _Handler:
                 lambda error: list(error.result),
             )
             _log_issues(stream)
+            log_content_problems(turn.response_format, stream.message)
             yield responses_sse_body(events)
         except Exception as error:
             failure = _failure(error, "messages")

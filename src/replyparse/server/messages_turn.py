@@ -8,6 +8,8 @@ OpenAI layer's tool rules and the grammar builder serve this API unchanged.
 
 ``thinking`` sets the chat-template variable ``enable_thinking`` (its ``budget_tokens`` is
 checked as the API does but not enforced: the model's template decides how it thinks);
+``output_config.effort`` is the ``reasoning_effort`` variable, as OpenAI's effort keys are, and
+``output_config.format`` the structured-output format (a JSON Schema the text follows);
 ``metadata`` is checked and ignored; unknown keys are ignored.
 """
 
@@ -18,6 +20,7 @@ from typing import Any
 
 from replyparse.anthropic import from_messages, to_function_tools, to_tool_choice
 from replyparse.server.errors import ApiError
+from replyparse.server.structured import ResponseFormat
 from replyparse.server.turn import Turn, _optional, _template_kwargs, _tools, _type_name
 
 __all__ = ["read_messages_turn"]
@@ -81,6 +84,29 @@ def _stop_sequences(body: Mapping[str, Any]) -> list[str] | None:
     raise ApiError("stop_sequences: must be an array of non-empty strings", param="stop_sequences")
 
 
+def _output_config(body: Mapping[str, Any]) -> tuple[str | None, ResponseFormat | None]:
+    """``(effort, format)`` of ``output_config``."""
+    config = _optional(body, "output_config", (dict,), "an object") or {}
+    effort = config.get("effort")
+    if effort is not None and not isinstance(effort, str):
+        raise ApiError(
+            f"output_config.effort: must be a string; got {_type_name(effort)}",
+            param="output_config.effort",
+        )
+    form = config.get("format")
+    if form is None:
+        return effort, None
+    param = "output_config.format"
+    if not isinstance(form, dict) or form.get("type") != "json_schema":
+        raise ApiError(
+            f"{param}: expected {{'type': 'json_schema', 'schema': {{...}}}}", param=param
+        )
+    schema = form.get("schema")
+    if not isinstance(schema, dict):
+        raise ApiError(f"{param}.schema: must be a JSON Schema object", param=f"{param}.schema")
+    return effort, ResponseFormat("json_schema", "output", schema, strict=False, param=param)
+
+
 def read_messages_turn(body: Any, *, count_only: bool = False) -> Turn:
     """Read a ``/v1/messages`` request body.
 
@@ -127,7 +153,8 @@ def read_messages_turn(body: Any, *, count_only: bool = False) -> Turn:
     enable_thinking = _thinking(body, max_tokens)
     if enable_thinking is not None:
         kwargs["enable_thinking"] = enable_thinking
-    kwargs.update(_template_kwargs(body, None))
+    effort, response_format = _output_config(body)
+    kwargs.update(_template_kwargs(body, effort))
     temperature = _setting(body, "temperature", (int, float), "a number")
     top_p = _setting(body, "top_p", (int, float), "a number")
     return Turn(
@@ -145,4 +172,5 @@ def read_messages_turn(body: Any, *, count_only: bool = False) -> Turn:
         top_k=_setting(body, "top_k", (int,), "an integer"),
         stop=_stop_sequences(body),
         template_kwargs=kwargs,
+        response_format=response_format,
     )

@@ -450,16 +450,19 @@ _CACHE_SIZE = 128
 def _compile(spec: Mapping[str, Any] | str) -> ResponseTemplate:
     issues = _Issues()
     if isinstance(spec, str):
+        text = spec
         try:
-            spec = json.loads(spec)
+            spec = json.loads(text)
         except ValueError as error:
-            raise TemplateError(
-                [
-                    TemplateIssue(
-                        "invalid_json", (), f"template text is not valid JSON: {error}.", spec
-                    )
-                ]
-            ) from None
+            message = f"template text is not valid JSON: {error}; got {text[:80]!r}."
+            if not text.lstrip().startswith("{"):
+                # A family name, as the registry's entry points take (build_grammar,
+                # BatchParser): the core never reads the registry, so it says where to look.
+                message += (
+                    " A registry family name is not a template here: pass "
+                    f"replyparse.templates.get_template({text.strip()[:80]!r})."
+                )
+            raise TemplateError([TemplateIssue("invalid_json", (), message, text)]) from None
     if not isinstance(spec, Mapping):
         raise TemplateError(
             [TemplateIssue("invalid_type", (), f"a template must be a dict; got {spec!r}.", spec)]

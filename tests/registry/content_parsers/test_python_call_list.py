@@ -38,6 +38,7 @@ def test_registered_as_a_reference_parser() -> None:
     assert "python-call-list" not in EXTENSION_PARSERS
     capabilities = PythonCallListParser.capabilities
     assert (capabilities.value, capabilities.grammar) == ("list", "pythonic")
+    assert capabilities.engines.engines == {"transformers"}
 
 
 def test_calls_in_order_with_every_value_kind() -> None:
