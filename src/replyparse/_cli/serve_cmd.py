@@ -11,6 +11,7 @@ command says how to install it.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import sys
@@ -248,6 +249,28 @@ def _drafted(
     return TemplateChoice(Path(chat_template_path).name, load_template(spec), None, spec)
 
 
+def _with_default_tokens(chat_template: Any, choice: TemplateChoice, stderr: IO[str]) -> Any:
+    """A bare ``.jinja`` carries no tokenizer config, so ``bos_token`` / ``eos_token`` would
+    be undefined and every template that writes them would fail to render: ``eos_token`` is
+    the response template's end of turn (the text the model ends its turn with), and
+    ``bos_token`` empty (the upstream adds its own BOS to a prompt that does not start with
+    one). Said on stderr, with how to give the real ones."""
+    end = choice.template.end_of_turn
+    if end is None:
+        texts: tuple[str, ...] = ()
+    elif end.pattern is None:  # the template's first literal (``literals`` is longest first)
+        texts = (end.source,) if isinstance(end.source, str) else end.source
+    else:
+        texts = end.finite or ()
+    eos = texts[0] if texts else ""
+    stderr.write(
+        f"replyparse serve: note: {chat_template.origin} has no tokenizer config: rendering with "
+        f"bos_token '' and eos_token {eos!r} (the response template's end of turn); pass the "
+        "model folder or its tokenizer_config.json as --chat-template for its own tokens\n"
+    )
+    return dataclasses.replace(chat_template, special_tokens={"bos_token": "", "eos_token": eos})
+
+
 def run_serve(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
     """Run ``serve`` until interrupted; return the exit status."""
     _require_server_extra()
@@ -277,6 +300,8 @@ def run_serve(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int
         )
     else:
         raise CliError("pass --template NAME|PATH (or --chat-template to detect it)", status=2)
+    if chat_template is not None and not chat_template.special_tokens:
+        chat_template = _with_default_tokens(chat_template, choice, stderr)
     if args.upstream is not None and chat_template is None:
         raise CliError(
             "--upstream needs --chat-template (a .jinja file, tokenizer_config.json or model "

@@ -41,6 +41,7 @@ def build_grammar(
     format: GrammarFormat = "lark",
     prefix: str = "",
     content_schema: Mapping[str, Any] | None = None,
+    tokens: Iterable[str] = (),
 ) -> str | dict[str, Any]:
     """A grammar admitting the generations the template parses into a valid message.
 
@@ -65,6 +66,10 @@ def build_grammar(
             Schema (``{"type": "object"}`` for JSON mode), compiled as strict tool
             arguments are, written after any reasoning. Needs the content to be the
             template's implicit field and no callable tools (``tool_choice`` ``"none"``).
+        tokens: ``lark`` only: the texts of the tokenizer's added tokens (``<tool_call>``,
+            ``<|im_end|>``), written as token references, which an engine's llguidance
+            needs (it rejects an added token matched as text); the other lexemes then
+            exclude them. Leave empty to check texts with :func:`accepts`.
 
     Returns:
         The grammar text, or a dict for ``structural_tag``.
@@ -92,7 +97,7 @@ def build_grammar(
         return to_structural_tag(loaded, rules, prefix)
     grammar = build_ir(loaded, rules, prefix, content_schema)
     if format == "lark":
-        return to_lark(grammar)
+        return to_lark(grammar, tuple(tokens))
     if format == "gbnf":
         return to_gbnf(grammar)
     raise GrammarError(f"format: unknown grammar format {format!r}; available: {list(FORMATS)}.")

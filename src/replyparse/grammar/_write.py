@@ -2,6 +2,11 @@
 
 Lark (llguidance): rules are lowercase, lexemes uppercase terminals; a piece with exclusions
 is written with llguidance's regex operators, ``(/text/ & ~/(?s:.*)(?:</tool_call>)(?s:.*)/)``.
+Given the tokenizer's added tokens (``tokens``), a literal holding one is written with the
+token as a token reference (``<tool_call>``) between text lexemes, and every other lexeme
+excludes the tokens' texts: llguidance lets an added token through a lexeme that matches its
+text and then rejects it (a serving engine answers HTTP 500), while a token reference matches
+the token itself.
 
 GBNF (llama.cpp): no lexer and no regex operators; pieces are written one after another and a
 piece with exclusions becomes one rule per state of its automaton (:mod:`._fsm`).
@@ -15,6 +20,7 @@ import json
 
 from replyparse.grammar import _fsm
 from replyparse.grammar import _ir as G
+from replyparse.grammar import _regex as R
 from replyparse.grammar import _regex_writers as W
 from replyparse.grammar._errors import GrammarError
 
@@ -47,13 +53,59 @@ def _lark_piece(piece: G.Piece) -> str:
     return "(" + " & ".join(parts) + ")"
 
 
+def _split_tokens(text: str, tokens: tuple[str, ...]) -> list[tuple[str, bool]]:
+    """``text`` cut into runs of plain text and token texts (``True``), leftmost-longest."""
+    parts: list[tuple[str, bool]] = []
+    start = position = 0
+    while position < len(text):
+        token = next((t for t in tokens if text.startswith(t, position)), None)
+        if token is None:
+            position += 1
+            continue
+        if position > start:
+            parts.append((text[start:position], False))
+        parts.append((token, True))
+        position += len(token)
+        start = position
+    if start < len(text):
+        parts.append((text[start:], False))
+    return parts
+
+
 class _LarkWriter:
-    def __init__(self, grammar: G.Grammar) -> None:
+    def __init__(self, grammar: G.Grammar, tokens: tuple[str, ...] = ()) -> None:
         self.grammar = grammar
         self.terminals: dict[G.Term, str] = {}
         self.terminal_lines: list[str] = []
+        # Longest first: a token that begins another is tried after it.
+        self.tokens = tuple(sorted(set(tokens), key=lambda token: (-len(token), token)))
+        self.no_tokens = (
+            "~/"
+            + _ANY
+            + "(?:"
+            + "|".join(W.to_rust(R.literal(t)) for t in self.tokens)
+            + ")"
+            + _ANY
+            + "/"
+            if self.tokens
+            else ""
+        )
+
+    def _lexeme(self, pieces: tuple[G.Piece, ...]) -> str:
+        """One terminal of ``pieces`` (named and defined once), tokens excluded."""
+        term = G.Term(pieces)
+        if term not in self.terminals:
+            name = f"T{len(self.terminals)}"
+            self.terminals[term] = name
+            body = " ".join(_lark_piece(piece) for piece in pieces)
+            if self.no_tokens:
+                body = f"({body}) & {self.no_tokens}"
+            self.terminal_lines.append(f"{name}: {body}")
+        return self.terminals[term]
 
     def terminal(self, term: G.Term) -> str:
+        if self.tokens:
+            return self._token_terminal(term)
         if len(term.pieces) == 1:
             literal = term.pieces[0].literal
             if literal:
@@ -64,6 +116,50 @@ class _LarkWriter:
             body = " ".join(_lark_piece(piece) for piece in term.pieces)
             self.terminal_lines.append(f"{name}: {body}")
         return self.terminals[term]
+
+    def _piece_parts(self, piece: G.Piece) -> list[str | G.Piece]:
+        """``piece`` cut at the tokens its top-level literal text holds: token texts (str)
+        and the pieces between them (the piece itself when it holds none)."""
+        runs = _runs(piece)
+        split = [
+            (part, is_token) if isinstance(run, str) else (run, False)
+            for run in runs
+            for part, is_token in (
+                _split_tokens(run, self.tokens) if isinstance(run, str) else [(run, False)]
+            )
+        ]
+        if not any(is_token for _, is_token in split):
+            return [piece]
+        parts: list[str | G.Piece] = []
+        for part, is_token in split:
+            if is_token:
+                parts.append(str(part))
+            else:
+                node = R.literal(part) if isinstance(part, str) else part
+                parts.append(G.Piece(node))
+        return parts
+
+    def _token_terminal(self, term: G.Term) -> str:
+        """``term`` with the tokens in its literals as token references, the text around
+        them as lexemes; a sequence is parenthesised (it may stand under a repeat)."""
+        items: list[str] = []
+        run: list[G.Piece] = []
+
+        def flush() -> None:
+            if run:
+                literal = run[0].literal if len(run) == 1 else None
+                items.append(_lark_string(literal) if literal else self._lexeme(tuple(run)))
+                run.clear()
+
+        for piece in term.pieces:
+            for part in self._piece_parts(piece):
+                if isinstance(part, str):
+                    flush()
+                    items.append(part)
+                else:
+                    run.append(part)
+        flush()
+        return items[0] if len(items) == 1 else "(" + " ".join(items) + ")"
 
     def expr(self, expr: G.Expr, *, top: bool = False) -> str:
         if isinstance(expr, G.Term):
@@ -105,9 +201,19 @@ class _LarkWriter:
         return text
 
 
-def to_lark(grammar: G.Grammar) -> str:
-    """The grammar in llguidance's Lark dialect."""
-    writer = _LarkWriter(grammar)
+def _runs(piece: G.Piece) -> list[str | R.Node]:
+    """A plain piece's top-level sequence: literal runs (text) and other nodes."""
+    if piece.literal:
+        return [piece.literal]
+    if piece.plain and isinstance(piece.pattern, R.Seq):
+        return list(R.literal_runs(piece.pattern.items))
+    return []
+
+
+def to_lark(grammar: G.Grammar, tokens: tuple[str, ...] = ()) -> str:
+    """The grammar in llguidance's Lark dialect; ``tokens`` (added tokens' texts) are written
+    as token references (see the module docstring)."""
+    writer = _LarkWriter(grammar, tokens)
     lines = []
     order = [grammar.start] + [name for name in grammar.rules if name != grammar.start]
     for name in order:
