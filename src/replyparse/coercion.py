@@ -101,7 +101,7 @@ def coerce_to_schema(
       gives ``None``), as the reference types them; and a list of strings where the schema
       allows no array (a parameter written twice, collected by ``merge_duplicates``) has
       each element typed by the schema.
-    - ``typed`` (json, python-call-list): a parameter (a property of ``value``) whose schema
+    - ``typed`` (json, python-call-list, pythonic...): a parameter (a property of ``value``) whose schema
       allows a string is left as written, and no number or boolean becomes a string,
       as the reference has them since 5.25; quoted strings are still typed elsewhere.
     - ``none``: ``value`` comes back as it is.
