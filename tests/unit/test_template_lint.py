@@ -218,6 +218,26 @@ def test_text_fields_must_stream_plain_text_in_the_serving_adapters() -> None:
     ]
 
 
+def test_serving_adapters_make_fields_optional_and_add_a_content_sink() -> None:
+    template = variant(
+        thinking={"open": "<think>", "close": "</think>", "optional": False},
+        content={"open": "<answer>", "close": "</answer>"},
+    )
+    report = lint_template(template)
+    assert codes(report, "transformers") == []
+    for engine in ("vllm", "sglang"):
+        assert codes(report, engine) == [
+            ("warning", "required_field_ignored", "$.fields.thinking.optional")
+        ]
+    del template["fields"]["content"]
+    report = lint_template(template, ["vllm"])
+    assert codes(report, "vllm") == [
+        ("warning", "required_field_ignored", "$.fields.thinking.optional"),
+        ("warning", "added_content_field", "$.fields"),
+    ]
+    assert "text outside the regions becomes its value" in report.findings[1].message
+
+
 def test_sglang_needs_an_open_delimiter_on_tool_calls() -> None:
     template = variant(content=None, tool_calls={"close": "<|im_end|>", "content": "json"})
     report = lint_template(template)

@@ -68,6 +68,9 @@ class ServingRules:
         defaults: the ``defaults`` keys it accepts.
         tool_field: the tool-call field, when it needs an open delimiter (else None).
         where: the engine's function that checks this, for messages.
+        content_sink: the field it adds, with no delimiters, to a template whose every field
+            has an open delimiter (text outside the regions becomes its value).
+        all_optional: it parses with every field optional (``optional: false`` is ignored).
     """
 
     fields: frozenset[str]
@@ -75,6 +78,8 @@ class ServingRules:
     defaults: frozenset[str]
     tool_field: str | None
     where: str
+    content_sink: str | None = None
+    all_optional: bool = False
 
 
 _ROUTED = frozenset({"thinking", "content", "tool_calls"})
@@ -85,10 +90,22 @@ _TEXT = frozenset({"thinking", "content"})
 #: transformers has no serving adapter.
 SERVING_RULES: Mapping[Engine, ServingRules] = {
     "vllm": ServingRules(
-        _ROUTED, _TEXT, frozenset({"role"}), None, "vllm.parser.response_template"
+        _ROUTED,
+        _TEXT,
+        frozenset({"role"}),
+        None,
+        "vllm.parser.response_template",
+        content_sink="content",
+        all_optional=True,
     ),
     "sglang": ServingRules(
-        _ROUTED, _TEXT, frozenset({"role"}), "tool_calls", "sglang.srt.parser.response_template"
+        _ROUTED,
+        _TEXT,
+        frozenset({"role"}),
+        "tool_calls",
+        "sglang.srt.parser.response_template",
+        content_sink="content",
+        all_optional=True,
     ),
 }
 
@@ -412,6 +429,28 @@ def _serving_findings(
                     f"{label}'s serving adapter streams {name!r} as plain text; it refuses "
                     f"{problem} there.",
                 )
+    if rules.all_optional:
+        for field in compiled.field_list:
+            if not field.optional:
+                yield LintFinding(
+                    engine,
+                    "warning",
+                    "required_field_ignored",
+                    ("fields", field.name, "optional"),
+                    f"{label}'s serving adapter parses with every field optional: a message "
+                    f"without {field.name!r} is not an error there.",
+                )
+    sink = rules.content_sink
+    if sink is not None and sink not in compiled.fields and compiled.implicit_field is None:
+        yield LintFinding(
+            engine,
+            "warning",
+            "added_content_field",
+            ("fields",),
+            f"{label}'s serving adapter adds a {sink!r} field with no delimiters when every "
+            "field has an open delimiter: text outside the regions becomes its value (replyparse "
+            "keeps it in unclaimed_text).",
+        )
     if rules.tool_field is not None:
         tools = compiled.fields.get(rules.tool_field)
         if tools is not None and tools.open is None:
