@@ -304,23 +304,12 @@ def test_failure_mid_stream_of_a_whole_request_is_a_502(
     assert caught.value.status_code == 502
 
 
-def test_upstream_http_error_is_a_502_naming_it(
-    upstream: FakeUpstream, client: Any, caplog: pytest.LogCaptureFixture
-) -> None:
+def test_upstream_http_error_is_a_502_naming_it(upstream: FakeUpstream, client: Any) -> None:
     upstream.mode = "http_error"
-    with (
-        caplog.at_level("ERROR", logger="replyparse.server"),
-        pytest.raises(openai.InternalServerError) as caught,
-    ):
+    with pytest.raises(openai.InternalServerError) as caught:
         client.chat.completions.create(model="test-model", messages=USER, stream=True)
     assert caught.value.status_code == 502
     assert "upstream answered HTTP 503: model is overloaded" in str(caught.value)
-    # The operator sees it too: the upstream's status and body, and what the client got.
-    assert any(
-        "generation failed (502 to the client): upstream answered HTTP 503: model is overloaded"
-        in record.getMessage()
-        for record in caplog.records
-    )
 
 
 def test_unreachable_upstream_is_a_502() -> None:

@@ -337,7 +337,6 @@ class _Handler:
             try:
                 generation = await self.config.backend.start(generation_request)
             except BackendError as error:
-                logger.error("generation failed (%d to the client): %s", error.status, error)
                 raise _backend_api_error(error) from None
         except Exception as error:  # every failure before generation is an error object
             api_error = to_api_error(error, api)
@@ -394,7 +393,7 @@ class _Handler:
                 else to_api_error(error, turn.api)
             )
             if isinstance(error, BackendError):
-                logger.error("generation failed (%d to the client): %s", error.status, error)
+                logger.error("generation failed: %s", error)
             elif api_error.status >= 500:
                 logger.error("generation failed", exc_info=error)
             return JSONResponse(api_error.body_for(turn.api), status_code=api_error.status)
@@ -535,7 +534,6 @@ class _Handler:
             try:
                 count = await backend.count_tokens(prompt)
             except BackendError as error:
-                logger.error("generation failed (%d to the client): %s", error.status, error)
                 raise _backend_api_error(error) from None
         except Exception as error:
             api_error = to_api_error(error, "messages")
