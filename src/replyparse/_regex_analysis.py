@@ -31,7 +31,7 @@ from typing import Any, Literal, NamedTuple
 
 import regex
 
-from replyparse._charset import CharSet, whitespace
+from replyparse._charset import whitespace
 from replyparse._regex_syntax import (
     REGEX_FLAGS,
     Alt,
@@ -986,9 +986,9 @@ def can_match_empty(source: str) -> bool | None:
 
 def may_both_match_empty(first: str, second: str) -> bool:
     """Whether both patterns may match the empty string at one position: each can match
-    empty, and what their empty matches look ahead at (``(?=<tool_call>)``) can be the same
-    text (the first characters meet, and one leading literal begins the other). True when
-    either cannot be read."""
+    empty, and what their empty matches look ahead at (``(?=<tool_call>)``, ``(?=\\s*$)``)
+    can be the same text: a first character in common and one leading literal beginning the
+    other, or both the end of the text. True when either cannot be read."""
     one, other = _tree(first), _tree(second)
     if one is None or other is None:
         return True
@@ -997,24 +997,66 @@ def may_both_match_empty(first: str, second: str) -> bool:
         return False
     if heads is None or others is None:
         return True
-    return any(
-        head.literal.startswith(rival.literal) or rival.literal.startswith(head.literal)
-        for head in heads
-        for rival in others
-        if any(not char.disjoint(match) for char in head.chars for match in rival.chars)
-    )
+    return any(_heads_meet(head, rival) for head in heads for rival in others)
 
 
 class _Head(NamedTuple):
-    """What must follow an empty match: one of ``chars``, and then (when known) the rest
-    of ``literal``, the text every such continuation begins with."""
+    """What must follow an empty match: one of ``chars`` and then (when known) the rest of
+    ``literal``, the text every such continuation begins with; or, with ``end``, possibly
+    the end of the text."""
 
     chars: list[Chars]
     literal: str
+    end: bool
 
 
-#: A class no run covers (``Chars.covers`` needs an exact class), for ``_first``.
-_NO_RUN = Chars(CharSet.of("\0"))
+def _heads_meet(head: _Head, rival: _Head) -> bool:
+    if head.end and rival.end:
+        return True
+    if not (head.literal.startswith(rival.literal) or rival.literal.startswith(head.literal)):
+        return False
+    return any(not char.disjoint(match) for char in head.chars for match in rival.chars)
+
+
+class _MatchStarts(NamedTuple):
+    """How a match can begin: one of ``chars``, or at the end of the text (``end``); and
+    whether it can be empty. Over-approximated: assertions other than ``$`` are skipped."""
+
+    chars: list[Chars]
+    end: bool
+    nullable: bool
+
+
+def _match_starts(node: Node) -> _MatchStarts:
+    if isinstance(node, Chars):
+        return _MatchStarts([node], False, False)
+    if isinstance(node, Anchor):
+        return _MatchStarts(
+            [], node.kind in ("end", "end_string"), node.kind not in ("end", "end_string")
+        )
+    if isinstance(node, Look):
+        return _MatchStarts([], False, True)
+    if isinstance(node, Group):
+        return _match_starts(node.item)
+    if isinstance(node, Repeat):
+        found = _match_starts(node.item)
+        return _MatchStarts(found.chars, found.end, found.nullable or node.low == 0)
+    if isinstance(node, Alt):
+        options = [_match_starts(option) for option in node.options]
+        return _MatchStarts(
+            [char for option in options for char in option.chars],
+            any(option.end for option in options),
+            any(option.nullable for option in options),
+        )
+    chars: list[Chars] = []
+    end = False
+    for item in node.items:
+        found = _match_starts(item)
+        chars += found.chars
+        end = end or found.end
+        if not found.nullable:
+            return _MatchStarts(chars, end, False)
+    return _MatchStarts(chars, end, True)
 
 
 def _empty_heads(node: Node) -> list[_Head] | Literal[False] | None:
@@ -1023,10 +1065,14 @@ def _empty_heads(node: Node) -> list[_Head] | Literal[False] | None:
     if isinstance(node, Chars):
         return False
     if isinstance(node, Anchor) or (isinstance(node, Look) and (node.negative or not node.ahead)):
+        if isinstance(node, Anchor) and node.kind in ("end", "end_string"):
+            return [_Head([], "", True)]
         return None
     if isinstance(node, Look):
-        found = _first(node.item, _NO_RUN)
-        return None if found.nullable else [_Head(found.chars, _leading_literal(node.item))]
+        found = _match_starts(node.item)
+        if found.nullable:
+            return None
+        return [_Head(found.chars, _leading_literal(node.item), found.end)]
     if isinstance(node, Group):
         return _empty_heads(node.item)
     if isinstance(node, Repeat):

@@ -1570,8 +1570,9 @@ def _streaming_source(source: str) -> str:
     r"""``source`` with every assertion that reads the next character made undecided at the
     end of the text: ``\b`` -> ``(?=[\s\S])\b`` (also ``\B``, ``\Z``, ``(?!``), and ``$``
     (end, or before a final newline) -> ``(?=\n[\s\S])$``, which never matches whole. Away
-    from the end these mean what they meant; at the end the regex engine then reports a partial match, so the
-    scanner holds the text until the next character (or the end of generation) decides.
+    from the end these mean what they meant; at the end the regex engine then reports a
+    partial match, so the scanner holds the text until the next character (or the end of
+    generation) decides.
     Escapes and character classes are skipped (``[\b]`` is a backspace)."""
     out: list[str] = []
     for index, token, in_class in tokens(source):

@@ -101,7 +101,7 @@ def coerce_to_schema(
       gives ``None``), as the reference types them; and a list of strings where the schema
       allows no array (a parameter written twice, collected by ``merge_duplicates``) has
       each element typed by the schema.
-    - ``typed`` (json, python-call-list): a parameter (a property of ``value``) whose schema
+    - ``typed`` (json, python-call-list, pythonic...): a parameter (a property of ``value``) whose schema
       allows a string is left as written, and no number or boolean becomes a string,
       as the reference has them since 5.25; quoted strings are still typed elsewhere.
     - ``none``: ``value`` comes back as it is.
@@ -357,33 +357,47 @@ class _Coercer:
 
     def allows_string(self, schema: object, active_refs: frozenset[str]) -> bool:
         """Whether some string can fit ``schema`` by its types (``type``, ``enum``,
-        ``const``, unions, ``allOf``, ``$ref``); other keywords are not read."""
+        ``const``, and through ``$ref``, ``allOf`` and unions); other keywords are not read."""
         if schema is False:
             return False
         if not isinstance(schema, Mapping):
             return True
-        reference = schema.get("$ref")
-        if isinstance(reference, str) and reference not in active_refs:
-            target = self.resolve(reference)
-            if target is not None and not self.allows_string(target, active_refs | {reference}):
-                return False
+        if not self.parts_hold(schema, active_refs, self.allows_string):
+            return False
         declared = _declared_types(schema)
         if declared is not None and "string" not in declared:
             return False
         allowed = _allowed_values(schema)
-        if allowed is not None and not any(isinstance(member, str) for member in allowed):
-            return False
+        return allowed is None or any(isinstance(member, str) for member in allowed)
+
+    def parts_hold(
+        self,
+        schema: Mapping[str, Any],
+        active_refs: frozenset[str],
+        holds: Callable[[object, frozenset[str]], bool],
+    ) -> bool:
+        """Whether ``holds`` is true of what ``schema`` combines: its ``$ref`` target, every
+        ``allOf`` part and some branch of each ``anyOf`` / ``oneOf``.
+
+        An unresolvable reference holds nothing: a full validator would reject the schema,
+        and treating it as "anything" would block the other branches of a union. A cycle
+        back to a reference entered at the same depth adds nothing either (the least fixed
+        point: ``{"anyOf": [{"$ref": "#"}, X]}`` means X).
+        """
+        reference = schema.get("$ref")
+        if isinstance(reference, str):
+            target = None if reference in active_refs else self.resolve(reference)
+            if target is None or not holds(target, active_refs | {reference}):
+                return False
         all_of = schema.get("allOf")
-        if isinstance(all_of, list) and not all(
-            self.allows_string(part, active_refs) for part in all_of
-        ):
+        if isinstance(all_of, list) and not all(holds(part, active_refs) for part in all_of):
             return False
         for keyword in ("anyOf", "oneOf"):
             branches = schema.get(keyword)
             if (
                 isinstance(branches, list)
                 and branches
-                and not any(self.allows_string(branch, active_refs) for branch in branches)
+                and not any(holds(branch, active_refs) for branch in branches)
             ):
                 return False
         return True
@@ -402,28 +416,10 @@ class _Coercer:
             return False
         if not isinstance(schema, Mapping):
             return True
-        reference = schema.get("$ref")
-        if isinstance(reference, str):
-            # An unresolvable reference fits nothing: a full validator would reject the schema,
-            # and treating it as "anything" would block the other branches of a union. A cycle
-            # back to a reference entered at the same depth adds nothing either (the least
-            # fixed point: {"anyOf": [{"$ref": "#"}, X]} means X).
-            target = None if reference in active_refs else self.resolve(reference)
-            if target is None or not self.is_valid(value, target, active_refs | {reference}):
-                return False
-        all_of = schema.get("allOf")
-        if isinstance(all_of, list) and not all(
-            self.is_valid(value, part, active_refs) for part in all_of
+        if not self.parts_hold(
+            schema, active_refs, lambda part, refs: self.is_valid(value, part, refs)
         ):
             return False
-        for keyword in ("anyOf", "oneOf"):
-            branches = schema.get(keyword)
-            if (
-                isinstance(branches, list)
-                and branches
-                and not any(self.is_valid(value, branch, active_refs) for branch in branches)
-            ):
-                return False
         declared = _declared_types(schema)
         if declared is not None and not any(_has_type(value, name) for name in declared):
             return False

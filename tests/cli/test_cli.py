@@ -533,3 +533,55 @@ def test_templates_detect_names_the_family(tmp_path: Path) -> None:
     assert "replyparse templates draft" in err
     status, _out, err = run("templates", "detect", str(tmp_path / "absent.jinja"))
     assert status == 1 and "absent.jinja" in err and "Traceback" not in err
+
+
+def test_templates_draft_without_jinja2_is_one_line(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    (tmp_path / "t.jinja").write_text("{{ messages }}", encoding="utf-8")
+    monkeypatch.setitem(sys.modules, "jinja2", None)  # as if not installed
+    monkeypatch.delitem(sys.modules, "replyparse.chat_template", raising=False)
+    status, out, err = run("templates", "draft", str(tmp_path / "t.jinja"))
+    assert (status, out) == (2, "")
+    assert "Jinja2, which is not installed" in err and "pip install -e '.[server]'" in err
+    assert "Traceback" not in err
+
+
+def test_engine_ray_with_no_cluster_at_the_address_is_one_line(
+    files: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("ray")
+    pytest.importorskip("pyarrow")
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    status, _out, err = run(
+        "parse", str(files["batch"]), "-t", "qwen3", "--engine", "ray", "--ray-address", "auto"
+    )
+    assert status == 1
+    assert "cannot start or join the Ray cluster at 'auto'" in err and "ray start --head" in err
+    assert "Traceback" not in err
+
+
+def test_serve_renders_a_bare_jinja_that_writes_eos_token(tmp_path: Path) -> None:
+    # A .jinja has no tokenizer config: eos_token is the response template's end of turn,
+    # bos_token empty, and serve says so instead of failing every request on 'eos_token'.
+    pytest.importorskip("jinja2")
+    import replyparse._cli.serve_cmd as serve_cmd
+    from replyparse._cli.common import resolve_template
+    from replyparse.chat_template import ChatTemplate
+
+    path = tmp_path / "chatml-eos.jinja"
+    path.write_text(
+        "{{ bos_token }}{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}"
+        "{% if m.role == 'assistant' %}{{ eos_token }}{% else %}<|im_end|>{% endif %}\n"
+        "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}",
+        encoding="utf-8",
+    )
+    stderr = io.StringIO()
+    chat_template = serve_cmd._with_default_tokens(
+        ChatTemplate.from_path(path), resolve_template("qwen3"), stderr
+    )
+    conversation = [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello"}]
+    rendered = chat_template.render(conversation, add_generation_prompt=False)
+    assert rendered.startswith("<|im_start|>user\nHi<|im_end|>")
+    assert rendered.endswith("<|im_start|>assistant\nHello<|im_end|>")
+    assert "bos_token '' and eos_token '<|im_end|>'" in stderr.getvalue()

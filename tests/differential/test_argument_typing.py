@@ -12,6 +12,7 @@ import pytest
 
 from replyparse import parse_response
 from tests.differential.agreement import assert_agrees, reference_stream
+from tests.registry.content_parsers.test_python_call_list import TEMPLATE as CALLS
 
 pytestmark = pytest.mark.differential
 
@@ -38,35 +39,9 @@ XML_JSON["fields"]["tool_calls"]["content_args"]["value_parser"] = {
     "name": "json",
     "args": {"allow_non_json": True},
 }
-JSON: dict[str, Any] = {
-    "start_anchor": "<A>",
-    "fields": {
-        "tool_calls": {
-            "open_pattern": r"<call name=(?P<name>\w+)>",
-            "close": "</call>",
-            "repeats": True,
-            "content": "json",
-            "transform": _TRANSFORM,
-        },
-        "content": {"close": "<end>"},
-    },
-}
-CALLS: dict[str, Any] = {
-    "start_anchor": "<A>",
-    "fields": {
-        "tool_calls": {
-            "open": "<call>",
-            "close": "</call>",
-            "content": "python-call-list",
-            "transform_each": True,
-            "transform": {
-                "type": "function",
-                "function": {"name": "{name}", "arguments": "{arguments}"},
-            },
-        },
-        "content": {"close": "<end>"},
-    },
-}
+JSON = copy.deepcopy(XML)
+JSON["fields"]["tool_calls"]["content"] = "json"
+del JSON["fields"]["tool_calls"]["content_args"]
 TEMPLATES = {"xml": XML, "xml+json": XML_JSON, "json": JSON, "python-call-list": CALLS}
 
 
@@ -80,7 +55,7 @@ def output(kind: str, written: str) -> str:
         )
     if kind == "json":
         return f'<call name=f>{{"x": {written}}}</call><end>'
-    return f"<call>[f(x={written})]</call><end>"
+    return f"<tool_call>[f(x={written})]</tool_call><|end|>"
 
 
 def tools(schema: dict[str, Any]) -> list[dict[str, Any]]:

@@ -248,3 +248,45 @@ def test_extended_events_in_token_id_mode_index_the_decoded_text() -> None:
         17,
         28,
     )  # the generated <tool_call>, not the spelled one
+
+
+def _spec_view(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Extended events without their additions; a malformed region as no close."""
+    extra = {"start", "end", "captures", "provisional"}
+    return [
+        {key: value for key, value in event.items() if key not in extra}
+        for event in normalize_events(events)
+        if event["type"] != "region_malformed"
+    ]
+
+
+def test_extended_events_parse_the_corpus_as_spec_events_do() -> None:
+    """Over the shared corpus, every registry family: the extended dialect is the spec's
+    events plus its keys (the same regions, chunks and values), in whole and in pieces."""
+    from tests.registry.helpers import corpus
+
+    from replyparse import ResponseParseError, UnknownTemplateError
+
+    cases = corpus()
+    if not cases:
+        pytest.skip("the shared corpus (../shared) is not available")
+    compared = 0
+    for case in cases:
+        try:
+            template = get_entry(case["family"]).template
+        except UnknownTemplateError:  # a corpus family the registry does not have yet
+            continue
+        prefix = case.get("prefix") or ""
+        try:
+            spec = ResponseParser(template, prefix)
+            spec_events: list[Any] = list(spec.initial_events) + spec.feed(case["text"])
+            spec_message, final = spec.finalize()
+        except ResponseParseError:
+            continue  # extended events go on where raise mode stops (tested above)
+        spec_events += final
+        for step in (len(case["text"]) or 1, 7):
+            message, events, _ = _run(template, prefix, chunked(case["text"], step))
+            assert message == spec_message, case["id"]
+            assert _spec_view(events) == normalize_events(spec_events), case["id"]
+        compared += 1
+    assert compared > 150

@@ -19,7 +19,7 @@ import regex
 
 from replyparse import ResponseParser, load_template
 from replyparse._regex_analysis import possessive_source, required_literals
-from replyparse._scanner import REGEX_FLAGS, Delimiter
+from replyparse._scanner import REGEX_FLAGS, Delimiter, Scanner
 from replyparse.templates import get_entry, list_templates
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
@@ -114,6 +114,29 @@ def test_assertions_at_the_buffer_end_hold_the_match(source: str, held: str) -> 
     assert delimiter.find("text " + held, 0, final=False) == (None, 5)
     match, _ = delimiter.find("text " + held, 0, final=True)
     assert match is not None and (match.start, match.end) == (5, 5 + len(held))
+
+
+@pytest.mark.parametrize("source", ["x$", r"x\s*$", "x(?=$)"])
+def test_dollar_before_a_newline_that_ends_the_buffer_holds(source: str) -> None:
+    # "$" matches before a final newline: "x\n" may still go on ("x\ny"), so it waits.
+    delimiter = Delimiter.from_pattern(source)
+    assert delimiter.find("a x\n", 0, final=False) == (None, 2)
+    assert delimiter.find("a x\ny", 0, final=False)[0] is None
+    match, _ = delimiter.find("a x\n", 0, final=True)
+    assert match is not None and match.start == 2
+
+
+@pytest.mark.parametrize("source", ["$", r"\Z", "x*", "", r"(?<=a)"])
+def test_empty_match_at_the_buffer_end(source: str) -> None:
+    # Held while more text may come; no match at the end of a complete text, where it
+    # would delimit nothing (the parser opens no region there).
+    delimiter = Delimiter.from_pattern(source)
+    assert delimiter.find("a", 1, final=False) == (None, 1)
+    assert delimiter.find("a", 1, final=True) == (None, None)
+    scanner = Scanner([(delimiter, 0, 0)])
+    assert scanner.scan_final("a", 1, {}) is None
+    if source in ("$", r"\Z"):  # a long text: the search of each delimiter apart
+        assert scanner.scan_final("a" * 2000, 0, {}) is None
 
 
 def test_word_boundary_decided_by_the_next_character() -> None:

@@ -100,6 +100,29 @@ def test_every_extension_parser_is_an_error_for_every_engine(parser: str, engine
     assert report.verdict(engine) == "does not load"  # type: ignore[arg-type]
 
 
+def test_python_call_list_is_transformers_only() -> None:
+    calls = {
+        "open_pattern": r"(?=\[\s*[A-Za-z_])",
+        "close_pattern": r"(?<=\])(?=\s*(?:$|<\|im_end\|>))",
+        "content": "python-call-list",
+        "transform_each": True,
+        "transform": {
+            "type": "function",
+            "function": {"name": "{name}", "arguments": "{arguments}"},
+        },
+    }
+    report = lint_template(variant(tool_calls=calls))
+    assert codes(report, "transformers") == []
+    for engine in ("vllm", "sglang"):
+        assert codes(report, engine) == [
+            ("error", "unsupported_content_parser", "$.fields.tool_calls.content")
+        ]
+    assert report.findings[0].message == (
+        "vLLM does not support content parser 'python-call-list': added in transformers 5.24; "
+        "vLLM's and SGLang's copies predate it (only transformers has it)."
+    )
+
+
 def test_spec_parsers_and_their_arguments_are_portable() -> None:
     calls = copy.deepcopy(QWEN_CODER_CALLS)
     template = variant(tool_calls=calls)
@@ -195,6 +218,26 @@ def test_text_fields_must_stream_plain_text_in_the_serving_adapters() -> None:
     ]
 
 
+def test_serving_adapters_make_fields_optional_and_add_a_content_sink() -> None:
+    template = variant(
+        thinking={"open": "<think>", "close": "</think>", "optional": False},
+        content={"open": "<answer>", "close": "</answer>"},
+    )
+    report = lint_template(template)
+    assert codes(report, "transformers") == []
+    for engine in ("vllm", "sglang"):
+        assert codes(report, engine) == [
+            ("warning", "required_field_ignored", "$.fields.thinking.optional")
+        ]
+    del template["fields"]["content"]
+    report = lint_template(template, ["vllm"])
+    assert codes(report, "vllm") == [
+        ("warning", "required_field_ignored", "$.fields.thinking.optional"),
+        ("warning", "added_content_field", "$.fields"),
+    ]
+    assert "text outside the regions becomes its value" in report.findings[1].message
+
+
 def test_sglang_needs_an_open_delimiter_on_tool_calls() -> None:
     template = variant(content=None, tool_calls={"close": "<|im_end|>", "content": "json"})
     report = lint_template(template)
@@ -238,18 +281,40 @@ def test_a_placeholder_for_an_optional_group_warns() -> None:
     ]
 
 
+def test_an_element_key_other_than_name_and_arguments_warns() -> None:
+    calls = {
+        "open": "[TOOL_CALLS]",
+        "content": "json",
+        "transform_each": True,
+        "transform": {
+            "id": "{id}",
+            "type": "function",
+            "function": {"name": "{name}", "arguments": "{arguments}"},
+        },
+    }
+    report = lint_template(variant(tool_calls=calls, content={"close": "</s>"}), ["sglang"])
+    assert codes(report, "sglang") == [
+        ("warning", "optional_key_placeholder", "$.fields.tool_calls.transform.id")
+    ]
+    assert "reads the key 'id' of each element" in report.findings[0].message
+
+
 def test_placeholders_the_engines_read_as_text_or_cannot_resolve() -> None:
     calls = {
         "open": "<tool_call>",
         "close": "</tool_call>",
         "content": "json",
         "transform_each": True,
-        "transform": {"function": {"name": "{tool-name}", "arguments": "{arguments.list.0}"}},
+        "transform": {
+            "function": {"name": "{name}", "arguments": "{arguments}"},
+            "tag": "{tool-name}",
+            "first": "{arguments.list.0}",
+        },
     }
     report = lint_template(variant(tool_calls=calls), ["transformers"])
     assert codes(report, "transformers") == [
-        ("error", "unsupported_placeholder", "$.fields.tool_calls.transform.function.name"),
-        ("warning", "list_index_placeholder", "$.fields.tool_calls.transform.function.arguments"),
+        ("error", "unsupported_placeholder", "$.fields.tool_calls.transform.tag"),
+        ("warning", "list_index_placeholder", "$.fields.tool_calls.transform.first"),
     ]
 
 
@@ -262,6 +327,9 @@ def test_placeholders_the_engines_read_as_text_or_cannot_resolve() -> None:
         (r"(?=<tool)", r"(?=<tool_call>)", True),  # one lookahead begins the other
         (r"(?<=\n)", r"(?=</think>)", True),  # a lookbehind: not known, so possible
         (r"<tool_call>", r"(?=<tool_call>)", False),  # the opener consumes
+        # a call list that keeps its brackets: '[' opens it, the end of the turn follows ']'
+        (r"(?=\[\s*[A-Za-z_])", r"(?<=\])(?=\s*(?:$|<\|eot_id\|>))", False),
+        (r"(?<=\.)(?=\s*$)", r"(?<=!)(?=$)", True),  # both at the end of the text
     ],
 )
 def test_open_and_close_that_both_match_empty_loop_the_engines(

@@ -133,6 +133,11 @@ def test_token_id_mode_takes_ids_not_text() -> None:
         parser.finalize("Hello")
     parser.feed(tokenizer.encode("Hello<|im_end|>"))
     assert parser.finalize()[0] == {"role": "assistant", "content": "Hello"}
+    # parse_response reads text as text, tokenizer or not (a README divergence).
+    assert parse_response("Hi<|im_end|>", template, prefix=prefix, tokenizer=tokenizer) == {
+        "role": "assistant",
+        "content": "Hi",
+    }
 
 
 def test_spelled_out_control_token_keeps_offsets_and_characters() -> None:

@@ -298,12 +298,20 @@ def _ray_outputs(
     columns = output_columns(options.openai)
     started = not ray.is_initialized()
     if started:
-        ray.init(
-            address=address,
-            num_cpus=None if address else workers,
-            log_to_driver=False,
-            logging_level=logging.WARNING,
-        )
+        try:
+            ray.init(
+                address=address,
+                num_cpus=None if address else workers,
+                log_to_driver=False,
+                logging_level=logging.WARNING,
+            )
+        except (ConnectionError, RuntimeError, ValueError) as error:
+            # No cluster at the address (``auto`` with none running), or one Ray refuses.
+            where = f"the Ray cluster at {address!r}" if address else "a local Ray instance"
+            raise CliError(
+                f"--engine ray: cannot start or join {where}: {' '.join(str(error).split())} "
+                "(start one with `ray start --head`, or leave out --ray-address for a local one)"
+            ) from None
     # Our progress bar and messages only: Ray Data logs every stage at INFO.
     logging.getLogger("ray.data").setLevel(logging.WARNING)
     try:

@@ -11,6 +11,7 @@ command says how to install it.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import sys
@@ -71,7 +72,18 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
         help="the form of the tool-call ids the server makes, the one the chat template "
         "accepts back (default: the registry family's; openai otherwise)",
     )
-    parser.add_argument("--upstream-model", metavar="NAME", help="the model name sent upstream")
+    parser.add_argument(
+        "--upstream-model",
+        metavar="NAME",
+        help="the model name sent upstream (default: the first of the upstream's /v1/models)",
+    )
+    parser.add_argument(
+        "--upstream-max-tokens",
+        type=int,
+        metavar="N",
+        help="max_tokens of a request that sets none (default 4096, cut to the context "
+        "length the upstream's /v1/models reports)",
+    )
     parser.add_argument(
         "--upstream-api-key",
         metavar="KEY",
@@ -248,6 +260,28 @@ def _drafted(
     return TemplateChoice(Path(chat_template_path).name, load_template(spec), None, spec)
 
 
+def _with_default_tokens(chat_template: Any, choice: TemplateChoice, stderr: IO[str]) -> Any:
+    """A bare ``.jinja`` carries no tokenizer config, so ``bos_token`` / ``eos_token`` would
+    be undefined and every template that writes them would fail to render: ``eos_token`` is
+    the response template's end of turn (the text the model ends its turn with), and
+    ``bos_token`` empty (the upstream adds its own BOS to a prompt that does not start with
+    one). Said on stderr, with how to give the real ones."""
+    end = choice.template.end_of_turn
+    if end is None:
+        texts: tuple[str, ...] = ()
+    elif end.pattern is None:  # the template's first literal (``literals`` is longest first)
+        texts = (end.source,) if isinstance(end.source, str) else end.source
+    else:
+        texts = end.finite or ()
+    eos = texts[0] if texts else ""
+    stderr.write(
+        f"replyparse serve: note: {chat_template.origin} has no tokenizer config: rendering with "
+        f"bos_token '' and eos_token {eos!r} (the response template's end of turn); pass the "
+        "model folder or its tokenizer_config.json as --chat-template for its own tokens\n"
+    )
+    return dataclasses.replace(chat_template, special_tokens={"bos_token": "", "eos_token": eos})
+
+
 def run_serve(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
     """Run ``serve`` until interrupted; return the exit status."""
     _require_server_extra()
@@ -277,6 +311,8 @@ def run_serve(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int
         )
     else:
         raise CliError("pass --template NAME|PATH (or --chat-template to detect it)", status=2)
+    if chat_template is not None and not chat_template.special_tokens:
+        chat_template = _with_default_tokens(chat_template, choice, stderr)
     if args.upstream is not None and chat_template is None:
         raise CliError(
             "--upstream needs --chat-template (a .jinja file, tokenizer_config.json or model "
@@ -313,10 +349,11 @@ def run_serve(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int
         else:
             backend = UpstreamBackend(
                 args.upstream,
-                model=args.upstream_model or model_name,
+                model=args.upstream_model,
                 api_key=args.upstream_api_key or os.environ.get("REPLYPARSE_UPSTREAM_API_KEY"),
                 timeout=args.upstream_timeout,
                 max_connections=args.upstream_max_connections,
+                max_tokens=args.upstream_max_tokens,
             )
     except BackendError as error:
         raise CliError(str(error)) from None

@@ -229,6 +229,14 @@ def _draft(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
 
     try:
         result = draft_from_path(args.path, name=args.name)
+    except ImportError as error:
+        # Rendering the probe conversations needs Jinja2 (the server extra).
+        raise CliError(
+            f"templates draft renders the chat template with Jinja2, which is not installed "
+            f"({error.name or error}): pip install -e '.[server]' in the replyparse checkout "
+            "(or pip install jinja2)",
+            status=2,
+        ) from None
     except TemplateError as error:
         message = error.issues[0].message if error.issues else str(error)
         print(f"error: cannot draft from {args.path}: {message}", file=stderr)

@@ -116,7 +116,8 @@ ArgumentStream = Literal["json", "xml-tags"]
 #: (``replyparse.coercion``): ``text``, values the model wrote as bare text (xml-inline and
 #: kv-lines tags, by default), typed wherever the schema allows another type; ``typed``,
 #: values whose syntax already gives their types (``json``, ``python-call-list``, as in the
-#: reference since 5.25): a parameter whose schema allows a string is left as written;
+#: reference since 5.25, and ``pythonic``, ``json-lines``, ``json-entries``): a parameter
+#: whose schema allows a string is left as written;
 #: ``none``, not typed at all (xml-inline with ``value_parser_by``: the output says how to
 #: read each value).
 ArgumentTyping = Literal["text", "typed", "none"]

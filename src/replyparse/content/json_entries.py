@@ -32,7 +32,7 @@ class JsonEntriesParser:
     """``json-entries``: the entries of a JSON object, or of each object in a JSON list."""
 
     name: str = "json-entries"
-    capabilities: ClassVar[Capabilities] = Capabilities("list")
+    capabilities: ClassVar[Capabilities] = Capabilities("list", argument_typing="typed")
     dirty: bool = True
     strips: bool = True
 

@@ -30,7 +30,9 @@ class JsonLinesParser:
     """
 
     name: str = "json-lines"
-    capabilities: ClassVar[Capabilities] = Capabilities("list", grammar="json-lines")
+    capabilities: ClassVar[Capabilities] = Capabilities(
+        "list", grammar="json-lines", argument_typing="typed"
+    )
     dirty: bool = True
     strips: bool = True
 

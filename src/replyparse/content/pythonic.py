@@ -49,7 +49,9 @@ class PythonicParser:
 
     json_calls: bool = False
     name: str = "pythonic"
-    capabilities: ClassVar[Capabilities] = Capabilities("list", grammar="pythonic")
+    capabilities: ClassVar[Capabilities] = Capabilities(
+        "list", grammar="pythonic", argument_typing="typed"
+    )
     dirty: bool = True
     strips: bool = True
 

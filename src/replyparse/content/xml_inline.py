@@ -346,7 +346,8 @@ class XmlInlineParser:
                 parse_value = self._value_parse_for(parts[index + by_at])
             if parse_value is not None:
                 try:
-                    value = with_text(parse_value(value), value)
+                    parsed = parse_value(value)
+                    value = parsed if type(parsed) is not float else with_text(parsed, value)
                 except ContentError:
                     return None
             if merge_duplicates and key in result:
@@ -385,7 +386,8 @@ class XmlInlineParser:
                 parse_value = self._value_parse_for(match.group(by.group))
             if parse_value is not None:
                 try:
-                    value = with_text(parse_value(value), value)
+                    parsed = parse_value(value)
+                    value = parsed if type(parsed) is not float else with_text(parsed, value)
                 except ContentError as error:
                     raise ContentError(
                         f"value of tag {key!r}: {error.message}", match.start("value")

@@ -10,9 +10,10 @@ the ``regex`` module's pattern syntax with DOTALL, so what differs is:
   (``value_parser``, ``value_parser_by``, ``first-of``'s alternatives) is checked the same way;
 * the serving adapters of vLLM and SGLang, which route only some fields: ``SERVING_RULES``;
 * behaviour every engine shares with the reference where replyparse differs on purpose
-  (the README's divergence table), listed in ``_shared_rules``: a ``repeats`` field with
-  ``transform_each`` nests lists, a placeholder for an optional named group raises, two
-  delimiters of a field that both match empty loop forever.
+  (the README's divergence table), in ``_shared_findings``: a ``repeats`` field with
+  ``transform_each`` nests lists, a placeholder for an optional named group or for an
+  element key other than a call's name and arguments raises when the model leaves it out,
+  an open and a close that both match empty at one position loop forever.
 
 A finding is an ``error`` (the engine refuses the template, fails or hangs on outputs of it,
 or ignores a feature so that values come out different) or a ``warning`` (it loads it and
@@ -36,7 +37,7 @@ from replyparse.content import (
     capabilities_of,
 )
 from replyparse.errors import format_path
-from replyparse.template import ResponseTemplate, load_template
+from replyparse.template import FieldSpec, ResponseTemplate, load_template
 from replyparse.transform import iter_placeholders, placeholder_path
 
 __all__ = [
@@ -67,6 +68,9 @@ class ServingRules:
         defaults: the ``defaults`` keys it accepts.
         tool_field: the tool-call field, when it needs an open delimiter (else None).
         where: the engine's function that checks this, for messages.
+        content_sink: the field it adds, with no delimiters, to a template whose every field
+            has an open delimiter (text outside the regions becomes its value).
+        all_optional: it parses with every field optional (``optional: false`` is ignored).
     """
 
     fields: frozenset[str]
@@ -74,6 +78,8 @@ class ServingRules:
     defaults: frozenset[str]
     tool_field: str | None
     where: str
+    content_sink: str | None = None
+    all_optional: bool = False
 
 
 _ROUTED = frozenset({"thinking", "content", "tool_calls"})
@@ -84,10 +90,22 @@ _TEXT = frozenset({"thinking", "content"})
 #: transformers has no serving adapter.
 SERVING_RULES: Mapping[Engine, ServingRules] = {
     "vllm": ServingRules(
-        _ROUTED, _TEXT, frozenset({"role"}), None, "vllm.parser.response_template"
+        _ROUTED,
+        _TEXT,
+        frozenset({"role"}),
+        None,
+        "vllm.parser.response_template",
+        content_sink="content",
+        all_optional=True,
     ),
     "sglang": ServingRules(
-        _ROUTED, _TEXT, frozenset({"role"}), "tool_calls", "sglang.srt.parser.response_template"
+        _ROUTED,
+        _TEXT,
+        frozenset({"role"}),
+        "tool_calls",
+        "sglang.srt.parser.response_template",
+        content_sink="content",
+        all_optional=True,
     ),
 }
 
@@ -280,7 +298,7 @@ def _shared_findings(
                 "'repeats': a field written twice still keeps both in replyparse.",
             )
         yield from _empty_loop(engine, field.name, template["fields"][field.name], path)
-        yield from _placeholder_findings(engine, field.name, template["fields"][field.name])
+        yield from _placeholder_findings(engine, field, template["fields"][field.name])
 
 
 def _pattern(spec: Mapping[str, Any], literal_key: str, pattern_key: str) -> str | None:
@@ -308,12 +326,16 @@ def _empty_loop(
 
 
 def _placeholder_findings(
-    engine: Engine, name: str, spec: Mapping[str, Any]
+    engine: Engine, field: FieldSpec, spec: Mapping[str, Any]
 ) -> Iterator[LintFinding]:
     transform = spec.get("transform")
     if transform is None:
         return
+    name = field.name
     label = ENGINE_NAMES[engine]
+    shape = field.call_shape
+    sources = (shape.name_source, shape.arguments_source) if shape is not None else ()
+    required = {source[0] for source in sources if source}
     optional: set[str] = set()
     for literal_key, pattern_key in (("open", "open_pattern"), ("close", "close_pattern")):
         source = _pattern(spec, literal_key, pattern_key)
@@ -341,6 +363,16 @@ def _placeholder_findings(
                 path,
                 f"{label} cannot index a list with {text!r} (replyparse reads a numeric part "
                 "as a list index); it raises when the value there is a list.",
+            )
+        if field.transform_each and parts[0] not in required | optional:
+            yield LintFinding(
+                engine,
+                "warning",
+                "optional_key_placeholder",
+                path,
+                f"{text!r} reads the key {parts[0]!r} of each element, which the model may "
+                f"leave out: {label} then fails the whole parse (KeyError), where replyparse "
+                "leaves the key out (a call's name and arguments stay required).",
             )
         if parts[0] in optional:
             yield LintFinding(
@@ -397,6 +429,28 @@ def _serving_findings(
                     f"{label}'s serving adapter streams {name!r} as plain text; it refuses "
                     f"{problem} there.",
                 )
+    if rules.all_optional:
+        for field in compiled.field_list:
+            if not field.optional:
+                yield LintFinding(
+                    engine,
+                    "warning",
+                    "required_field_ignored",
+                    ("fields", field.name, "optional"),
+                    f"{label}'s serving adapter parses with every field optional: a message "
+                    f"without {field.name!r} is not an error there.",
+                )
+    sink = rules.content_sink
+    if sink is not None and sink not in compiled.fields and compiled.implicit_field is None:
+        yield LintFinding(
+            engine,
+            "warning",
+            "added_content_field",
+            ("fields",),
+            f"{label}'s serving adapter adds a {sink!r} field with no delimiters when every "
+            "field has an open delimiter: text outside the regions becomes its value (replyparse "
+            "keeps it in unclaimed_text).",
+        )
     if rules.tool_field is not None:
         tools = compiled.fields.get(rules.tool_field)
         if tools is not None and tools.open is None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import pytest
@@ -243,3 +244,31 @@ def test_an_empty_call_list_keeps_its_key() -> None:
     message, events = parse_every_way(TEMPLATE, "<tool_call>[ ]</tool_call><|end|>")
     assert message == {"tool_calls": []}
     assert events[-1] == {"type": "region_close", "field": "tool_calls", "value": []}
+
+
+def test_arguments_are_typed_as_written_values_like_pythonic() -> None:
+    # A parameter whose schema allows a string is left as the model wrote it (5.25), and a
+    # quoted value is still typed for other schemas; the pythonic extension types the same.
+    tools = [
+        {
+            "type": "function",
+            "function": {
+                "name": "f",
+                "parameters": {
+                    "type": "object",
+                    "properties": {
+                        "s": {"type": "string"},
+                        "either": {"type": ["string", "integer"]},
+                        "n": {"type": "integer"},
+                    },
+                },
+            },
+        }
+    ]
+    body = "[f(s=1.50, either='3', n='4')]"
+    expected = {"s": 1.5, "either": "3", "n": 4}
+    for content in ("python-call-list", "pythonic"):
+        template = copy.deepcopy(TEMPLATE)
+        template["fields"]["tool_calls"]["content"] = content
+        message = parse_response(f"<tool_call>{body}</tool_call>", template, prefix="", tools=tools)
+        assert message["tool_calls"][0]["function"]["arguments"] == expected, content
