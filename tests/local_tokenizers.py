@@ -1,7 +1,8 @@
 """Real fast tokenizers built locally (no hub access), for token-id mode tests.
 
-Each is a byte-level BPE trained with the ``tokenizers`` library on the shared chat templates
-(a few KB of text with the family's own words and markup), with the family's delimiters as
+Each is a byte-level BPE (or, for mistral, a SentencePiece-style BPE with byte fallback)
+trained with the ``tokenizers`` library on the shared chat templates (a few KB of text with
+the family's own words and markup), with the family's delimiters as
 added tokens, special where the real vocabulary has them special, wrapped in
 ``transformers.PreTrainedTokenizerFast`` with the family's chat template, so that the
 reference's and replyparse's token-id modes find the same control tokens.
@@ -25,6 +26,9 @@ class TokenizerFamily:
     chat_template: str  # file name in the shared chat templates
     special: tuple[str, ...]  # added tokens the real vocabulary marks special
     added: tuple[str, ...]  # added tokens that are not special
+    #: SentencePiece style (Metaspace, byte fallback, a decoder that strips the first
+    #: space), as Mistral's and Llama 2's, instead of byte-level BPE.
+    sentencepiece: bool = False
 
 
 FAMILIES = {
@@ -61,6 +65,14 @@ FAMILIES = {
              "<｜tool▁sep｜>", "<｜tool▁outputs▁begin｜>", "<｜tool▁outputs▁end｜>",
              "<｜tool▁output▁begin｜>", "<｜tool▁output▁end｜>"),
         ),
+        TokenizerFamily(
+            "mistral",
+            "mistral.jinja",
+            ("<s>", "</s>", "[INST]", "[/INST]", "[TOOL_CALLS]", "[AVAILABLE_TOOLS]",
+             "[/AVAILABLE_TOOLS]", "[TOOL_RESULTS]", "[/TOOL_RESULTS]"),
+            (),
+            sentencepiece=True,
+        ),
     )
 }  # fmt: skip
 
@@ -89,16 +101,29 @@ def build_tokenizer(name: str, decoder_sequence: bool = False) -> Any:
     from transformers import AddedToken, PreTrainedTokenizerFast
 
     family = FAMILIES[name]
-    backend = Tokenizer(models.BPE())
-    backend.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    backend.decoder = decoders.ByteLevel()
-    if decoder_sequence:
-        backend.decoder = decoders.Sequence([decoders.ByteLevel()])
-    trainer = trainers.BpeTrainer(
-        vocab_size=1200,
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-        show_progress=False,
-    )
+    if family.sentencepiece:
+        backend = Tokenizer(models.BPE(byte_fallback=True))
+        backend.pre_tokenizer = pre_tokenizers.Metaspace()
+        backend.decoder = decoders.Sequence(
+            [decoders.Replace("▁", " "), decoders.ByteFallback(), decoders.Fuse(),
+             decoders.Strip(" ", 1, 0)]
+        )  # fmt: skip
+        trainer = trainers.BpeTrainer(
+            vocab_size=1200,
+            special_tokens=[f"<0x{byte:02X}>" for byte in range(256)],
+            show_progress=False,
+        )
+    else:
+        backend = Tokenizer(models.BPE())
+        backend.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+        backend.decoder = decoders.ByteLevel()
+        if decoder_sequence:
+            backend.decoder = decoders.Sequence([decoders.ByteLevel()])
+        trainer = trainers.BpeTrainer(
+            vocab_size=1200,
+            initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+            show_progress=False,
+        )
     backend.train_from_iterator(training_text(), trainer)
     _PLAIN[name] = Tokenizer.from_str(backend.to_str())  # before any added token
     tokenizer = PreTrainedTokenizerFast(

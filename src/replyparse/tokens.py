@@ -440,8 +440,11 @@ class ControlTokenDecoder:
                 run.append(token)
                 continue
             text = self._text.feed(run) if run else ""
-            # A control token ends whatever came before it: a held character or spelling.
-            pieces.append(self._defuse(text + self._text.flush(), final=True))
+            # The control token is decoded in the stream (a decoder's spacing may depend on
+            # the token before the next one): it releases a held incomplete character, and
+            # ends a held spelling, before its own spelling.
+            decoded = self._text.feed([token])
+            pieces.append(self._defuse(text + decoded.removesuffix(spelling), final=True))
             pieces.append(spelling)
             run = []
         if run:

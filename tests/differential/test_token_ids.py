@@ -95,6 +95,20 @@ CASES: dict[str, tuple[str, str, list[str | tuple[str]]]] = {
             ".<|return|>",
         ],
     ),
+    # SentencePiece style: a decoder that strips the first space, so a control token's
+    # place in the decoding stream decides the spacing of what follows it.
+    "mistral-call": (
+        "mistral",
+        "<s>[INST] What is the weather? [/INST]",
+        [
+            " Sure, I write ",
+            ("[TOOL_CALLS]",),
+            " then call. Café 日本.[TOOL_CALLS] ",
+            '[{"name": "get_weather", "arguments": {"city": "Paris ',
+            ("</s>",),
+            '"}}]',
+        ],
+    ),
     "deepseek-call": (
         "deepseek-v3.1",
         "<｜User｜>Weather?<｜Assistant｜></think>",
@@ -106,6 +120,20 @@ CASES: dict[str, tuple[str, str, list[str | tuple[str]]]] = {
             '"}<｜tool▁call▁end｜><｜tool▁calls▁end｜><｜end▁of▁sentence｜>',
         ],
     ),
+}
+
+
+#: Templates the reference loads for a family whose registry template it does not (the
+#: registry's mistral names an optional call id, which the reference requires).
+TEMPLATES: dict[str, dict[str, Any]] = {
+    "mistral": {
+        "defaults": {"role": "assistant"},
+        "start_anchor": "[/INST]",
+        "fields": {
+            "tool_calls": {"open": "[TOOL_CALLS]", "content": "json"},
+            "content": {"close": "</s>"},
+        },
+    }
 }
 
 
@@ -125,7 +153,7 @@ def _case(
 ) -> tuple[Any, dict[str, Any], list[int], list[int]]:
     family, prompt, pieces = CASES[name]
     tokenizer = build_tokenizer(family, decoder_sequence)
-    template = get_entry(family).template.to_dict()
+    template = TEMPLATES.get(family) or get_entry(family).template.to_dict()
     prefix = tokenizer.encode(prompt, add_special_tokens=False)
     return tokenizer, template, prefix, _ids(family, pieces)
 

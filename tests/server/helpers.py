@@ -185,8 +185,14 @@ FAMILIES: dict[str, tuple[str, dict[str, str], str, str]] = {
 
 def family_config(family: str, tmp_path: Path) -> ServerConfig:
     """A server for ``family`` with its real chat template, replaying its tool loop."""
+    _, _, call, answer = FAMILIES[family]
+    backend = ReplayBackend(write_replay(tmp_path / "r.jsonl", call, answer))
+    return family_server_config(family, backend)
 
-    file_name, tokens, call, answer = FAMILIES[family]
+
+def family_server_config(family: str, backend: Any) -> ServerConfig:
+    """A server for ``family`` with its real chat template, over ``backend``."""
+    file_name, tokens, _, _ = FAMILIES[family]
     path = CHAT_TEMPLATES / file_name
     if not path.is_file():
         pytest.skip(f"{path} is not available")
@@ -194,7 +200,7 @@ def family_config(family: str, tmp_path: Path) -> ServerConfig:
     return ServerConfig(
         model_name="test-model",
         template=entry.template,
-        backend=ReplayBackend(write_replay(tmp_path / "r.jsonl", call, answer)),
+        backend=backend,
         chat_template=ChatTemplate(path.read_text(encoding="utf-8"), tokens),
         call_id_form=entry.call_id_form,
     )

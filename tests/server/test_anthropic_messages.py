@@ -18,16 +18,16 @@ anthropic = pytest.importorskip("anthropic")
 httpx = pytest.importorskip("httpx")
 pytest.importorskip("starlette")
 
-from replyparse.server import ChatTemplate, ReplayBackend, ServerConfig  # noqa: E402
+from replyparse.server import ReplayBackend  # noqa: E402
 from replyparse.templates import get_entry  # noqa: E402
 from tests.server.helpers import (  # noqa: E402
     ANTHROPIC_TOOLS,
     BROKEN_CALL,
-    CHAT_TEMPLATES,
     FAMILIES,
     FINAL,
     FINAL_ANSWER,
     PARALLEL_CALLS,
+    family_server_config,
     qwen3_config,
     running,
     write_replay,
@@ -93,18 +93,11 @@ def _create_and_stream(client: Any, **request: Any) -> tuple[Any, Any, list[Any]
     [pytest.param(f, marks=pytest.mark.slow) if f == "gpt-oss" else f for f in sorted(FAMILIES)],
 )
 def test_a_tool_loop_in_each_family(family: str, tmp_path: Path) -> None:
-    file_name, tokens, call, answer = FAMILIES[family]
-    chat_template = CHAT_TEMPLATES / file_name
-    if not chat_template.is_file():
-        pytest.skip(f"{chat_template} is not available")
-    entry = get_entry(family)
-    config = ServerConfig(
-        model_name="test-model",
-        template=entry.template,
-        backend=ReplayBackend(write_replay(tmp_path / "r.jsonl", call, call, answer, answer)),
-        chat_template=ChatTemplate(chat_template.read_text(encoding="utf-8"), tokens),
-        call_id_form=entry.call_id_form,
+    _, _, call, answer = FAMILIES[family]
+    config = family_server_config(
+        family, ReplayBackend(write_replay(tmp_path / "r.jsonl", call, call, answer, answer))
     )
+    entry = get_entry(family)
     tools = [
         {
             "name": "get_weather",

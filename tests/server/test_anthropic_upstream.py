@@ -16,12 +16,11 @@ anthropic = pytest.importorskip("anthropic")
 pytest.importorskip("httpx2")
 pytest.importorskip("starlette")
 
-from replyparse.server import ChatTemplate, ServerConfig, UpstreamBackend  # noqa: E402
-from replyparse.templates import get_entry  # noqa: E402
+from replyparse.server import ServerConfig, UpstreamBackend  # noqa: E402
 from tests.server.helpers import (  # noqa: E402
     ANTHROPIC_TOOLS,
-    CHAT_TEMPLATES,
     FAMILIES,
+    family_server_config,
     qwen3_config,
     running,
 )
@@ -163,19 +162,9 @@ def test_count_tokens_asks_the_upstream(upstream: FakeUpstream, client: Any) -> 
 
 @pytest.mark.parametrize("family", sorted(FAMILIES))
 def test_each_family_renders_the_tool_loop_upstream(upstream: FakeUpstream, family: str) -> None:
-    file_name, tokens, call, answer = FAMILIES[family]
-    path = CHAT_TEMPLATES / file_name
-    if not path.is_file():
-        pytest.skip(f"{path} is not available")
-    entry = get_entry(family)
+    _, _, call, answer = FAMILIES[family]
     upstream.queue = [call, answer]
-    config = ServerConfig(
-        model_name="test-model",
-        template=entry.template,
-        backend=_backend(upstream),
-        chat_template=ChatTemplate(path.read_text(encoding="utf-8"), tokens),
-        call_id_form=entry.call_id_form,
-    )
+    config = family_server_config(family, _backend(upstream))
     tools = [
         {
             "name": "get_weather",

@@ -21,7 +21,7 @@ pytest.importorskip("httpx2")
 pytest.importorskip("starlette")
 
 from replyparse.server import UpstreamBackend  # noqa: E402
-from replyparse.server.backends import completions_url  # noqa: E402
+from replyparse.server.backends import DEFAULT_MAX_TOKENS, completions_url  # noqa: E402
 from tests.server.helpers import CHAT_TOOLS, PARALLEL_CALLS, qwen3_config, running  # noqa: E402
 
 USER = [{"role": "user", "content": "Weather in Lisbon and Oslo?"}]
@@ -46,6 +46,11 @@ class FakeUpstream(ThreadingHTTPServer):
         self.stop_reason: str | None = None
         #: What ``/tokenize`` answers as ``count`` (vLLM's endpoint); None: it is not served.
         self.token_count: int | None = None
+        #: What ``GET /v1/models`` answers (vLLM's shape); None: a 404.
+        self.models: dict[str, Any] | None = {
+            "object": "list",
+            "data": [{"id": "/models/tiny-qwen3", "object": "model", "max_model_len": 2048}],
+        }
 
     @property
     def url(self) -> str:
@@ -63,6 +68,16 @@ class _Handler(BaseHTTPRequestHandler):
         payload = data.encode()
         self.wfile.write(f"{len(payload):x}\r\n".encode() + payload + b"\r\n")
         self.wfile.flush()
+
+    def do_GET(self) -> None:
+        models = self.server.models
+        found = self.path == "/v1/models" and models is not None
+        answer = json.dumps(models if found else {"detail": "Not Found"}).encode()
+        self.send_response(200 if found else 404)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(answer)))
+        self.end_headers()
+        self.wfile.write(answer)
 
     def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
@@ -333,3 +348,66 @@ def test_upstream_timeout_is_a_504_naming_its_cause(upstream: FakeUpstream) -> N
             client.chat.completions.create(model="test-model", messages=USER)
     assert caught.value.status_code == 504
     assert "the upstream sent nothing for --upstream-timeout seconds" in str(caught.value)
+
+
+def test_max_tokens_is_always_sent(upstream: FakeUpstream, client: Any) -> None:
+    # vLLM's and SGLang's /v1/completions stop at 16 tokens when the request sets none.
+    client.chat.completions.create(model="test-model", messages=USER)
+    client.chat.completions.create(model="test-model", messages=USER, max_completion_tokens=7)
+    client.responses.create(model="test-model", input="hi", max_output_tokens=9)
+    assert [body["max_tokens"] for body in upstream.bodies] == [DEFAULT_MAX_TOKENS, 7, 9]
+
+
+def test_model_and_context_length_come_from_the_upstreams_model_list(
+    upstream: FakeUpstream,
+) -> None:
+    backend = UpstreamBackend(upstream.url, timeout=10)
+    with running(qwen3_config(backend)) as base:
+        client = openai.OpenAI(base_url=base, api_key="unused", max_retries=0, timeout=20)
+        client.chat.completions.create(model="test-model", messages=USER)
+        client.chat.completions.create(model="test-model", messages=USER, stream=True)
+    assert [body["model"] for body in upstream.bodies] == ["/models/tiny-qwen3"] * 2
+    assert [body["max_tokens"] for body in upstream.bodies] == [2048] * 2
+    assert backend.description.endswith("(model '/models/tiny-qwen3')")
+
+
+def test_an_explicit_max_tokens_is_kept(upstream: FakeUpstream) -> None:
+    backend = UpstreamBackend(upstream.url, timeout=10, max_tokens=300)
+    with running(qwen3_config(backend)) as base:
+        client = openai.OpenAI(base_url=base, api_key="unused", max_retries=0, timeout=20)
+        client.chat.completions.create(model="test-model", messages=USER)
+    (body,) = upstream.bodies
+    assert body["max_tokens"] == 300 and body["model"] == "/models/tiny-qwen3"
+
+
+def test_no_model_list_is_a_502_that_says_what_to_pass(
+    upstream: FakeUpstream, caplog: pytest.LogCaptureFixture
+) -> None:
+    upstream.models = None
+    with running(qwen3_config(UpstreamBackend(upstream.url, timeout=10))) as base:
+        client = openai.OpenAI(base_url=base, api_key="unused", max_retries=0, timeout=20)
+        with (
+            caplog.at_level("ERROR", logger="replyparse.server"),
+            pytest.raises(openai.InternalServerError) as caught,
+        ):
+            client.chat.completions.create(model="test-model", messages=USER)
+    assert caught.value.status_code == 502
+    assert "upstream answered HTTP 404" in str(caught.value)
+    assert "pass --upstream-model" in str(caught.value)
+    assert not upstream.bodies
+    assert any("HTTP 502" in record.getMessage() for record in caplog.records)
+
+
+def test_upstream_http_errors_are_logged_with_their_status(
+    upstream: FakeUpstream, client: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    upstream.mode = "http_error"
+    with caplog.at_level("ERROR", logger="replyparse.server"):
+        with pytest.raises(openai.InternalServerError):
+            client.chat.completions.create(model="test-model", messages=USER)
+        with pytest.raises(openai.InternalServerError):
+            client.responses.create(model="test-model", input="hi", stream=True)
+    logged = [record.getMessage() for record in caplog.records]
+    assert len(logged) == 2
+    assert all("upstream answered HTTP 503: model is overloaded" in line for line in logged)
+    assert all("the client gets HTTP 502" in line for line in logged)

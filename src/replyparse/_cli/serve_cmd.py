@@ -72,7 +72,18 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
         help="the form of the tool-call ids the server makes, the one the chat template "
         "accepts back (default: the registry family's; openai otherwise)",
     )
-    parser.add_argument("--upstream-model", metavar="NAME", help="the model name sent upstream")
+    parser.add_argument(
+        "--upstream-model",
+        metavar="NAME",
+        help="the model name sent upstream (default: the first of the upstream's /v1/models)",
+    )
+    parser.add_argument(
+        "--upstream-max-tokens",
+        type=int,
+        metavar="N",
+        help="max_tokens of a request that sets none (default 4096, cut to the context "
+        "length the upstream's /v1/models reports)",
+    )
     parser.add_argument(
         "--upstream-api-key",
         metavar="KEY",
@@ -338,10 +349,11 @@ def run_serve(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int
         else:
             backend = UpstreamBackend(
                 args.upstream,
-                model=args.upstream_model or model_name,
+                model=args.upstream_model,
                 api_key=args.upstream_api_key or os.environ.get("REPLYPARSE_UPSTREAM_API_KEY"),
                 timeout=args.upstream_timeout,
                 max_connections=args.upstream_max_connections,
+                max_tokens=args.upstream_max_tokens,
             )
     except BackendError as error:
         raise CliError(str(error)) from None

@@ -37,7 +37,7 @@ from replyparse.grammar import _ir as G
 from replyparse.grammar import _regex as R
 from replyparse.grammar._errors import GrammarError
 
-__all__ = ["ANNOTATIONS", "Dialect", "ValueCompiler", "punct"]
+__all__ = ["ANNOTATIONS", "Dialect", "ValueCompiler", "exact_formats", "punct"]
 
 Dialect = Literal["json", "python", "raw"]
 
@@ -125,6 +125,49 @@ _FORMATS: dict[str, str] = {
     "hostname": r"[a-z0-9](?:[a-z0-9\-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9\-]{0,61}[a-z0-9])?)*",
     "duration": r"P(?:[0-9]{1,4}D)?T?(?:[0-9]{1,4}H)?(?:[0-9]{1,4}M)?(?:[0-9]{1,4}S)?",
 }
+
+#: Keywords whose value is a map of names to subschemas, a subschema, or a list of them.
+_SCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
+_SCHEMA_VALUES = ("items", "additionalProperties", "not", "contains", "propertyNames", "if")
+_SCHEMA_VALUES_ALSO = ("then", "else", "unevaluatedProperties", "unevaluatedItems")
+_SCHEMA_LISTS = ("anyOf", "oneOf", "allOf", "prefixItems")
+
+
+def exact_formats(schema: Any, path: str = "parameters") -> Any:
+    """``schema`` with each string ``format`` this module compiles written as the ``pattern``
+    of the same regex, anchored, for schemas handed whole to an engine (a structural tag's
+    ``json_schema``; the Lark output's ``%json`` embeds no string, see ``embeddable``).
+
+    The engines' own formats are looser than the regexes here (xgrammar's and llguidance's
+    ``date`` take ``2024-02-31``); a pattern is enforced as written by both. A ``format``
+    beside a ``pattern`` raises ``GrammarError`` (one string cannot carry two patterns);
+    formats this module does not know are left to the engine.
+    """
+    if isinstance(schema, list):
+        return [exact_formats(item, f"{path}[{index}]") for index, item in enumerate(schema)]
+    if not isinstance(schema, Mapping):
+        return schema
+    rewritten: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key in _SCHEMA_MAPS and isinstance(value, Mapping):
+            rewritten[key] = {
+                name: exact_formats(sub, f"{path}.{key}.{name}") for name, sub in value.items()
+            }
+        elif key in (*_SCHEMA_VALUES, *_SCHEMA_VALUES_ALSO, *_SCHEMA_LISTS):
+            rewritten[key] = exact_formats(value, f"{path}.{key}")
+        else:
+            rewritten[key] = value
+    form = rewritten.get("format")
+    if isinstance(form, str) and form in _FORMATS:
+        if "pattern" in rewritten:
+            raise GrammarError(
+                f"{path}: a 'format' ({form!r}) beside a 'pattern' cannot be handed to the "
+                "engine exactly (one string, two patterns). Keep one."
+            )
+        del rewritten["format"]
+        rewritten["pattern"] = f"^{_FORMATS[form]}$"
+    return rewritten
+
 
 #: Numeric keywords the hand-written compiler refuses and llguidance's ``%json`` enforces.
 _ENGINE_ENFORCED = frozenset(

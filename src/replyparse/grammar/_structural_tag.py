@@ -44,7 +44,7 @@ from replyparse.grammar._errors import GrammarError
 from replyparse.grammar._gbnf_lark import gbnf_to_char_lark
 from replyparse.grammar._readback import open_after_prefix
 from replyparse.grammar._request import CallRules, ToolEntry
-from replyparse.grammar._schema import ANNOTATIONS
+from replyparse.grammar._schema import ANNOTATIONS, exact_formats
 from replyparse.grammar._write import to_gbnf
 from replyparse.template import FieldSpec, ResponseTemplate
 from replyparse.tools import FunctionTool, responses_shapes
@@ -180,8 +180,9 @@ def _schema_content(
     """A call's arguments as a ``json_schema`` content (JSON, or ``style``'s XML), or
     ``GrammarError`` naming why xgrammar would not write them exactly."""
     schema: Any
+    where = f"tool {entry.name!r}: parameters"
     if style is not None:
-        schema = _xml_schema(style, entry)
+        schema = exact_formats(_xml_schema(style, entry), where)
         written = S.check_style(
             style,
             builder.template,
@@ -203,7 +204,11 @@ def _schema_content(
             "excludes": excludes,
         }
     else:
-        schema = entry.tool.parameters if entry.strict else {"type": "object"}  # type: ignore[union-attr]
+        schema = (
+            exact_formats(entry.tool.parameters, where)  # type: ignore[union-attr]
+            if entry.strict
+            else {"type": "object"}
+        )
         # excludes: JSON strings must not hold the close delimiter or the end of the turn,
         # which the parser would read there.
         content = {"type": "json_schema", "json_schema": schema, "excludes": excludes}

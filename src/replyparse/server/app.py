@@ -593,6 +593,7 @@ def _chat_failure(stream: ChatCompletionStream, error: ApiError) -> list[dict[st
 def _backend_api_error(error: BackendError) -> ApiError:
     """A backend failure as the client sees it: 504 when it timed out, else 502."""
     status = getattr(error, "status", 502)
+    logger.error("the backend failed (the client gets HTTP %d): %s", status, error)
     return ApiError(str(error), status=status, type="server_error")
 
 

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 __all__ = [
+    "DEFAULT_MAX_TOKENS",
     "Backend",
     "BackendError",
     "Delta",
@@ -265,6 +266,36 @@ def completions_url(base: str) -> str:
     return f"{url}/v1/completions"
 
 
+def models_url(completions: str) -> str:
+    """The ``/v1/models`` URL beside an upstream's ``/v1/completions`` URL."""
+    return completions[: -len("completions")] + "models"
+
+
+#: The ``max_tokens`` sent upstream when the client gave none and ``--upstream-max-tokens``
+#: is not set (vLLM's and SGLang's ``/v1/completions`` would otherwise stop at 16 tokens).
+DEFAULT_MAX_TOKENS = 4096
+
+
+def _served_model(body: bytes, url: str) -> tuple[str, int | None]:
+    """The first model an upstream's ``/v1/models`` lists, and its context length when the
+    answer has one (vLLM and SGLang report ``max_model_len``)."""
+    try:
+        listing = json.loads(body)
+        card = listing["data"][0]
+        name = card["id"]
+    except (ValueError, LookupError, TypeError):
+        raise BackendError(
+            f"the upstream's model list ({url}) names no model: {body[:200]!r}; "
+            "pass --upstream-model"
+        ) from None
+    if not isinstance(name, str) or not name:
+        raise BackendError(
+            f"the upstream's model list ({url}) names no model; pass --upstream-model"
+        )
+    length = card.get("max_model_len") if isinstance(card, dict) else None
+    return name, length if isinstance(length, int) and length > 0 else None
+
+
 def _error_text(body: bytes, status: int) -> str:
     """The one-line message of an upstream error response."""
     text = body.decode("utf-8", errors="replace").strip()
@@ -373,10 +404,18 @@ class UpstreamBackend:
     server, TGI), asking it to keep special tokens in the text (the response template needs
     the delimiters they spell).
 
+    Every request carries a ``max_tokens``: the client's, else ``max_tokens`` here, else
+    :data:`DEFAULT_MAX_TOKENS` cut to the model's context length when the upstream's
+    ``/v1/models`` reports one (vLLM also cuts it to the context the prompt leaves; SGLang
+    refuses a request whose prompt and ``max_tokens`` overflow the context: set
+    ``max_tokens`` to fit).
+
     Args:
         url: the upstream, as ``http://host:port``, ``http://host:port/v1`` or the full
             completions URL.
-        model: the upstream model name to send.
+        model: the upstream model name to send; None: the first model of the upstream's
+            ``/v1/models``, asked once, before the first request.
+        max_tokens: the ``max_tokens`` of a request whose client gave none.
         api_key: sent as a bearer token when given.
         timeout: seconds to wait for a connection and for each piece.
         max_connections: the most connections open to the upstream at once (None: no
@@ -388,25 +427,54 @@ class UpstreamBackend:
         self,
         url: str,
         *,
-        model: str,
+        model: str | None = None,
         api_key: str | None = None,
         timeout: float = 600.0,
         max_connections: int | None = None,
+        max_tokens: int | None = None,
     ) -> None:
         """Prepare a connection pool; nothing is sent until the first request."""
         import httpx2
 
         self._url = completions_url(url)
         self._model = model
+        self._max_tokens = max_tokens or DEFAULT_MAX_TOKENS
+        self._explicit_max_tokens = max_tokens is not None
+        self._discovery = asyncio.Lock()
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         limits = httpx2.Limits(max_connections=max_connections, max_keepalive_connections=64)
         self._client = httpx2.AsyncClient(headers=headers, timeout=timeout, limits=limits)
-        self.description = f"upstream {self._url} (model {model!r})"
+        shown = repr(model) if model else "from its /v1/models"
+        self.description = f"upstream {self._url} (model {shown})"
+
+    async def _discover(self) -> None:
+        """Ask the upstream's ``/v1/models`` for the model name and context length (once)."""
+        import httpx2
+
+        async with self._discovery:
+            if self._model is not None:
+                return
+            url = models_url(self._url)
+            try:
+                response = await self._client.get(url)
+            except httpx2.HTTPError as error:
+                raise _http_failure(error, url, "asking for its models") from None
+            if response.status_code != 200:
+                raise BackendError(
+                    f"{_error_text(response.content, response.status_code)} ({url}); "
+                    "pass --upstream-model"
+                )
+            name, length = _served_model(response.content, url)
+            if length is not None and not self._explicit_max_tokens:
+                self._max_tokens = min(self._max_tokens, length)
+            self._model = name
+            self.description = f"upstream {self._url} (model {name!r})"
 
     def body(self, request: GenerationRequest) -> dict[str, Any]:
-        """The ``/v1/completions`` request body for ``request``."""
+        """The ``/v1/completions`` request body for ``request`` (the model name known)."""
         body: dict[str, Any] = {
             "model": self._model,
+            "max_tokens": self._max_tokens,
             "prompt": request.prompt,
             "stream": True,
             "stream_options": {"include_usage": True},
@@ -426,6 +494,8 @@ class UpstreamBackend:
         """Send the request and wait for the upstream's answer headers."""
         import httpx2
 
+        if self._model is None:
+            await self._discover()
         http_request = self._client.build_request("POST", self._url, json=self.body(request))
         try:
             response = await self._client.send(http_request, stream=True)

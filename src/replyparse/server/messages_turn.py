@@ -21,7 +21,15 @@ from typing import Any
 from replyparse.anthropic import from_messages, to_function_tools, to_tool_choice
 from replyparse.server.errors import ApiError
 from replyparse.server.structured import ResponseFormat
-from replyparse.server.turn import Turn, _optional, _template_kwargs, _tools, _type_name
+from replyparse.server.turn import (
+    Turn,
+    _check_ranges,
+    _number,
+    _optional,
+    _template_kwargs,
+    _tools,
+    _type_name,
+)
 
 __all__ = ["read_messages_turn"]
 
@@ -34,15 +42,6 @@ _RANGES: dict[str, tuple[float, float | None]] = {
 }
 #: The least ``thinking.budget_tokens`` Anthropic's API accepts.
 MIN_THINKING_BUDGET = 1024
-
-
-def _setting(body: Mapping[str, Any], key: str, kinds: tuple[type, ...], what: str) -> Any:
-    value = _optional(body, key, kinds, what)
-    low, high = _RANGES[key]
-    if value is not None and (value < low or (high is not None and value > high)):
-        bound = f"between {low:g} and {high:g}" if high is not None else f"at least {low:g}"
-        raise ApiError(f"{key}: must be {bound}; got {value!r}", param=key)
-    return value
 
 
 def _thinking(body: Mapping[str, Any], max_tokens: int | None) -> bool | None:
@@ -141,7 +140,8 @@ def read_messages_turn(body: Any, *, count_only: bool = False) -> Turn:
     if not count_only:
         if body.get("max_tokens") is None:
             raise ApiError("max_tokens: Field required", param="max_tokens")
-        max_tokens = _setting(body, "max_tokens", (int,), "an integer")
+        max_tokens = _optional(body, "max_tokens", (int,), "an integer")
+    _check_ranges(body, _RANGES)
     _optional(body, "metadata", (dict,), "an object")
     tools = to_function_tools(_tools(body) or ()) or None
     tool_choice, parallel = to_tool_choice(body.get("tool_choice"))
@@ -155,8 +155,6 @@ def read_messages_turn(body: Any, *, count_only: bool = False) -> Turn:
         kwargs["enable_thinking"] = enable_thinking
     effort, response_format = _output_config(body)
     kwargs.update(_template_kwargs(body, effort))
-    temperature = _setting(body, "temperature", (int, float), "a number")
-    top_p = _setting(body, "top_p", (int, float), "a number")
     return Turn(
         api="messages",
         model=model,
@@ -167,9 +165,9 @@ def read_messages_turn(body: Any, *, count_only: bool = False) -> Turn:
         stream=_optional(body, "stream", (bool,), "a boolean") or False,
         include_usage=True,
         max_tokens=max_tokens,
-        temperature=float(temperature) if temperature is not None else None,
-        top_p=float(top_p) if top_p is not None else None,
-        top_k=_setting(body, "top_k", (int,), "an integer"),
+        temperature=_number(body, "temperature"),
+        top_p=_number(body, "top_p"),
+        top_k=_optional(body, "top_k", (int,), "an integer"),
         stop=_stop_sequences(body),
         template_kwargs=kwargs,
         response_format=response_format,

@@ -151,9 +151,12 @@ _RANGES: dict[str, tuple[float, float | None]] = {
 }
 
 
-def _check_ranges(body: Mapping[str, Any]) -> None:
-    """Refuse sampling settings out of OpenAI's ranges (``temperature: -5``, ``top_p: 7``...)."""
-    for key, (low, high) in _RANGES.items():
+def _check_ranges(
+    body: Mapping[str, Any], ranges: Mapping[str, tuple[float, float | None]] = _RANGES
+) -> None:
+    """Refuse sampling settings out of the API's ranges (OpenAI's by default:
+    ``temperature: -5``, ``top_p: 7``...)."""
+    for key, (low, high) in ranges.items():
         value = body.get(key)
         if value is None or isinstance(value, bool) or not isinstance(value, (int, float)):
             continue  # absent, or ill-typed: the type check names it
