@@ -1050,6 +1050,7 @@ class ResponseParser:
         state["_whitespace_run"] = None if run is None else run.copy()
         state["_floors"] = dict(self._floors)
         state["_partials"] = dict(self._partials)
+        state["_malformed"] = set(self._malformed)
         state["_fast_mark"] = -1
         state["_fast_event"] = self._fast_event.copy()  # only ever copied, but its own
         if self._tokens is not None:

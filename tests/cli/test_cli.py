@@ -5,8 +5,11 @@ from __future__ import annotations
 import io
 import json
 import os
+import queue
+import re
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from pathlib import Path
@@ -430,6 +433,8 @@ def test_module_serve_replay_binds_loopback_and_answers(tmp_path: Path) -> None:
             "0",
             "--model-name",
             "demo",
+            "--log-level",
+            "info",
         ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -461,6 +466,15 @@ def test_module_serve_replay_binds_loopback_and_answers(tmp_path: Path) -> None:
         with urllib.request.urlopen(request, timeout=5) as answer:
             completion = json.load(answer)
         assert completion["choices"][0]["message"]["content"] == "It is 12 °C."
+        # --log-level info: one access line per request, every line stamped with the time.
+        lines: queue.Queue[str] = queue.Queue()
+        stderr = process.stderr
+        threading.Thread(target=lambda: [lines.put(text) for text in stderr], daemon=True).start()
+        access = ""
+        while "POST /v1/chat/completions" not in access:
+            access = lines.get(timeout=10)  # queue.Empty: no access line within 10 s
+        assert re.match(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d+ INFO: ", access), access
+        assert access.rstrip().endswith('"POST /v1/chat/completions HTTP/1.1" 200 OK'), access
     finally:
         process.terminate()
         process.wait(timeout=10)

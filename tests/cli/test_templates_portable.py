@@ -101,7 +101,7 @@ def test_export_writes_the_key_and_keeps_the_rest(tmp_path: Path) -> None:
     assert out == f"wrote qwen3's response_template to {config}\n"
     written = json.loads(config.read_text(encoding="utf-8"))
     assert list(written) == ["bos_token", "model_max_length", "response_template"]
-    assert load_response_template(model) == get_entry("qwen3").template
+    assert load_response_template(model).to_dict() == get_entry("qwen3").template.to_dict()
 
 
 def test_export_warns_for_each_target_that_cannot_load_it(tmp_path: Path) -> None:

@@ -19,6 +19,9 @@ from replyparse.templates import get_entry
 from tests.engines.tiny_model import build_tokenizer
 from tests.grammar.helpers import WEATHER
 
+#: Training the tokenizer and loading transformers take several seconds.
+pytestmark = pytest.mark.slow
+
 llguidance = pytest.importorskip("llguidance")
 pytest.importorskip("llguidance.hf")
 transformers = pytest.importorskip("transformers")
@@ -52,7 +55,9 @@ def added_tokens(tokenizer: Any) -> list[str]:
     return sorted({token.content for token in tokenizer.added_tokens_decoder.values()})
 
 
-@pytest.mark.parametrize("output", [CALL + "<|im_end|>", f"{CALL}\n{CALL}<|im_end|>"])
+@pytest.mark.parametrize(
+    "output", [CALL + "<|im_end|>", f"{CALL}\n{CALL}<|im_end|>"], ids=["one-call", "two-calls"]
+)
 def test_calls_emitted_as_added_tokens_are_taken_with_token_references(
     tokenizer: Any, output: str
 ) -> None:

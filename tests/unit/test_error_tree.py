@@ -35,6 +35,8 @@ def _public_errors() -> dict[str, type[BaseException]]:
     for info in pkgutil.walk_packages(replyparse.__path__, "replyparse."):
         if info.name.endswith("__main__"):  # runs the command line when imported
             continue
+        if info.name.endswith("_plugin"):  # registers into an engine (vLLM) when imported
+            continue
         module = importlib.import_module(info.name)
         for name, value in vars(module).items():
             if (

@@ -182,6 +182,26 @@ def test_unquoted_keys_reads_differently_in_the_serving_copies(
         assert "not after a space" in report.findings[0].message
 
 
+def test_value_parser_by_is_transformers_only_and_its_parsers_are_linted() -> None:
+    calls = copy.deepcopy(QWEN_CODER_CALLS)
+    calls["content_args"]["tag_pattern"] = (
+        r'<parameter=(?P<key>[^>\s]+) type="(?P<type>\w+)">(?P<value>.*?)</parameter>'
+    )
+    calls["content_args"]["value_parser_by"] = {
+        "group": "type",
+        "parsers": {"string": {"name": "text"}, "object": {"name": "json-lines"}},
+    }
+    report = lint_template(variant(tool_calls=calls))
+    path = "$.fields.tool_calls.content_args.value_parser_by"
+    nested = ("error", "unsupported_content_parser", f"{path}.parsers.object.name")
+    assert codes(report, "transformers") == [nested]
+    for engine in ("vllm", "sglang"):
+        assert codes(report, engine) == [("error", "unsupported_content_arg", path), nested]
+    message = report.for_engine("sglang")[0].message
+    assert message.startswith("SGLang does not support content_args 'value_parser_by': added in")
+    assert message.endswith("read every value with value_parser (only transformers has it).")
+
+
 def test_merge_duplicates_reads_differently_in_the_serving_copies() -> None:
     calls = copy.deepcopy(QWEN_CODER_CALLS)
     calls["content_args"]["merge_duplicates"] = True

@@ -180,10 +180,12 @@ def test_a_possible_spelling_is_held_until_the_next_ids_decide() -> None:
     parser = ResponseParser(template, prefix, tokenizer=tokenizer)
     chunks: list[str] = []
     for token in tokenizer.encode("Use ") + spelled_out("qwen3", "<|im_"):
-        chunks += [event["text"] for event in parser.feed([token]) if "text" in event]
+        chunks += [e["text"] for e in parser.feed([token]) if e["type"] == "region_chunk"]
     assert "".join(chunks) == "Use"  # "<|im_" may still become "<|im_end|>"; " " is stripped
     chunks += [
-        event["text"] for event in parser.feed(spelled_out("qwen3", "end|> ok")) if "text" in event
+        e["text"]
+        for e in parser.feed(spelled_out("qwen3", "end|> ok"))
+        if e["type"] == "region_chunk"
     ]
     assert "".join(chunks) == "Use <|im_end|> ok"
     assert parser.finalize()[0]["content"] == "Use <|im_end|> ok"

@@ -205,14 +205,25 @@ class ToolCallShape:
             return False
         stream = self.argument_stream
         if stream == "xml-tags":
-            if self.argument_typing == "none":
-                return False  # value_parser_by: each tag's parser is read at the close
-            value_parser = getattr(self.parser, "value_parser", None)
-            values_stream = value_parser is None or (
-                value_parser.capabilities.argument_stream is not None
+            value_parsers = [getattr(self.parser, "value_parser", None)]
+            by = getattr(self.parser, "value_parser_by", None)
+            if by is not None:
+                if not _group_precedes_value(self.parser.tag_pattern.pattern, by.group):
+                    return False  # which parser reads a value is known only at its close
+                value_parsers += by.parsers.values()
+            values_stream = all(
+                parser is None or parser.capabilities.argument_stream is not None
+                for parser in value_parsers
             )
             return self.arguments_path == () and self.parser is not None and values_stream
         return stream == "json"
+
+
+def _group_precedes_value(source: str, group: str) -> bool:
+    """Whether the named group ``group`` is written before the ``value`` group in the tag
+    pattern ``source``: once a value has begun, the group's capture is settled."""
+    at, value_at = source.find(f"(?P<{group}>"), source.find("(?P<value>")
+    return 0 <= at < value_at
 
 
 def analyze_tool_call_field(field: FieldSpec) -> ToolCallShape:
@@ -620,13 +631,14 @@ class _XmlArgumentsWriter:
         self._close_leads = reading.close_leads
         self._close_lead_chars = reading.close_lead_chars
         self._prefix = reading.prefix
-        self._value_parser: Any = parser.value_parser
-        #: The value parser is lenient json: non-JSON text is kept stripped, JSON text typed.
-        self._lenient_json = (
-            self._value_parser is not None
-            and self._value_parser.capabilities.argument_stream == "json"
-            and bool(getattr(self._value_parser, "allow_non_json", False))
-        )
+        self._fallback_parser: Any = parser.value_parser
+        #: ``value_parser_by`` (its group was checked to precede the value), or None.
+        self._by: Any = parser.value_parser_by
+        #: The value parser of the tag being read (``_choose``), and whether it is lenient
+        #: json: non-JSON text is kept stripped, JSON text typed.
+        self._value_parser: Any = None
+        self._lenient_json = False
+        self._use_parser(self._fallback_parser)
         self._schema = schema if coerce is not None else None
         self._coerce = coerce
         #: The body not read yet: from the end of the last complete tag on (or, while a
@@ -698,6 +710,7 @@ class _XmlArgumentsWriter:
             match = self._pattern.search(body, 0, partial=True)
             if match is None or match.end() == match.start():
                 break
+            self._choose(match)
             if match.partial:
                 opened = self._open_value(match, body)
                 if opened is not None:
@@ -728,6 +741,24 @@ class _XmlArgumentsWriter:
             out.append(self._complete(match.group("key"), match.group("value") or ""))
             self._tail = body[match.end() :]
         return "".join(out)
+
+    def _use_parser(self, value_parser: Any) -> None:
+        self._value_parser = value_parser
+        self._lenient_json = (
+            value_parser is not None
+            and value_parser.capabilities.argument_stream == "json"
+            and bool(getattr(value_parser, "allow_non_json", False))
+        )
+
+    def _choose(self, match: regex.Match[str]) -> None:
+        """Read the tag of ``match`` with the value parser ``value_parser_by`` picks."""
+        by = self._by
+        if by is None:
+            return
+        named = by.group in match.re.groupindex
+        capture = match.group(by.group) if named and match.start(by.group) >= 0 else None
+        chosen = by.parsers.get(capture) if capture is not None else None
+        self._use_parser(chosen if chosen is not None else self._fallback_parser)
 
     def _search_close(self, tail: str, start: int) -> regex.Match[str] | None:
         """The close's partial search from ``start``, first skipped (by the standard
@@ -764,6 +795,7 @@ class _XmlArgumentsWriter:
             return None
         if opened.start("key") < 0:
             return None  # pragma: no cover - defensive: the prefix holds the key group
+        self._choose(opened)
         return opened.group("key"), opened.end()
 
     def _begin_open_value(self, key: str, start: int) -> None:

@@ -6,8 +6,10 @@ that names the URL actually bound, and the uvicorn settings.
 
 from __future__ import annotations
 
+import copy
 import socket
 from collections.abc import Callable
+from typing import Any
 
 import uvicorn
 
@@ -42,10 +44,36 @@ def base_url(sock: socket.socket) -> str:
     return f"http://{shown}:{port}/v1"
 
 
-def uvicorn_server(config: ServerConfig, *, log_level: str = "warning") -> uvicorn.Server:
-    """A uvicorn server for ``config`` (not started)."""
+def _log_config(log_level: str) -> dict[str, Any]:
+    """uvicorn's logging, every line stamped with the time, and the server's own logger
+    (``replyparse``: recovered output, upstream failures) on the same handler."""
+    settings: dict[str, Any] = copy.deepcopy(uvicorn.config.LOGGING_CONFIG)
+    settings["formatters"]["default"]["fmt"] = "%(asctime)s %(levelprefix)s %(message)s"
+    settings["formatters"]["access"]["fmt"] = (
+        '%(asctime)s %(levelprefix)s %(client_addr)s - "%(request_line)s" %(status_code)s'
+    )
+    settings["handlers"]["access"]["stream"] = "ext://sys.stderr"  # stdout is for data
+    settings["loggers"]["replyparse"] = {
+        "handlers": ["default"],
+        "level": log_level.upper(),
+        "propagate": False,
+    }
+    return settings
+
+
+def uvicorn_server(
+    config: ServerConfig, *, log_level: str = "warning", stamped: bool = False
+) -> uvicorn.Server:
+    """A uvicorn server for ``config`` (not started). ``stamped``: configure logging as
+    ``replyparse serve`` does (timestamps, the server's logger, an access line per request
+    from ``log_level`` info down); otherwise uvicorn's own logging."""
     settings = uvicorn.Config(
-        create_app(config), log_level=log_level, ws="none", lifespan="on", access_log=False
+        create_app(config),
+        log_level=log_level,
+        log_config=_log_config(log_level) if stamped else uvicorn.config.LOGGING_CONFIG,
+        ws="none",
+        lifespan="on",
+        access_log=stamped and log_level in ("info", "debug", "trace"),
     )
     return uvicorn.Server(settings)
 
@@ -64,10 +92,11 @@ def run(
         config: what to serve.
         host: the address to bind; 127.0.0.1 by default (loopback only).
         port: the port; 0 picks a free one.
-        log_level: uvicorn's log level.
+        log_level: the log level: ``info`` and below add an access line per request;
+            every line carries its time.
         announce: called once with the base URL (``http://127.0.0.1:8000/v1``) when bound.
     """
     sock = bind_socket(host, port)
     if announce is not None:
         announce(base_url(sock))
-    uvicorn_server(config, log_level=log_level).run(sockets=[sock])
+    uvicorn_server(config, log_level=log_level, stamped=True).run(sockets=[sock])

@@ -205,24 +205,57 @@ def test_the_grammar_refuses_it_with_the_path() -> None:
         build_grammar(TEMPLATE, tools=TOOLS, prefix="<|Assistant|>")
 
 
-def test_openai_streams_send_the_arguments_at_the_close_untyped() -> None:
+def _streamed_arguments(template: dict[str, Any], step: int) -> list[str]:
     from replyparse.openai import ChatCompletionStream, SequentialIds
     from replyparse.openai.errors import ToolCallRuleWarning
 
     stream = ChatCompletionStream(
-        TEMPLATE, prefix="", model="m", tools=TOOLS, ids=SequentialIds(), created=0
+        template, prefix="", model="m", tools=TOOLS, ids=SequentialIds(), created=0
     )
     text = CALL + "<|end|>"
     chunks = [
-        chunk for index in range(0, len(text), 5) for chunk in stream.feed(text[index : index + 5])
+        chunk
+        for index in range(0, len(text), step)
+        for chunk in stream.feed(text[index : index + step])
     ]
     with pytest.warns(ToolCallRuleWarning, match=r"arguments\.code: expected integer"):
         chunks += stream.finish()
-    fragments = [
+    return [
         call["function"].get("arguments", "")
         for chunk in chunks
         for call in chunk["choices"][0]["delta"].get("tool_calls", [])
     ]
+
+
+@pytest.mark.parametrize("step", [1, 3, 7, 1000])
+def test_openai_streams_send_each_tag_as_its_parser_reads_it_untyped(step: int) -> None:
+    fragments = _streamed_arguments(TEMPLATE, step)
     assert "".join(fragments) == (
         '{"city":"Paris","nights":3,"code":"007","extras":["wifi","late checkout"],"note":"5"}'
     )
+    if step == 1:
+        # Tag by tag (raw text values even character by character), not all at the close.
+        assert len([fragment for fragment in fragments if fragment]) > 5
+
+
+def test_openai_streams_wait_for_the_close_when_the_group_follows_the_value() -> None:
+    # The capture that picks the parser comes after the value: only the close settles it.
+    tag = r'<parameter name="(?P<key>[^"]+)">(?P<value>.*?)</parameter(?: string="(?P<string>true|false)")?>'
+    template = with_args(tag_pattern=tag)
+    call = (
+        '<invoke name="book"><parameter name="nights">3</parameter string="false">'
+        '<parameter name="code">007</parameter string="true"></invoke>'
+    )
+    template_text = call + "<|end|>"
+    from replyparse.openai import ChatCompletionStream, SequentialIds
+
+    stream = ChatCompletionStream(template, prefix="", model="m", ids=SequentialIds(), created=0)
+    chunks = [chunk for char in template_text for chunk in stream.feed(char)]
+    chunks += stream.finish()
+    fragments = [
+        call["function"].get("arguments", "")
+        for chunk in chunks
+        for call in chunk["choices"][0]["delta"].get("tool_calls", [])
+        if call["function"].get("arguments")
+    ]
+    assert fragments == ['{"nights":3,"code":"007"}']
