@@ -595,20 +595,36 @@ def _markdown_table(header: list[str], rows: list[list[str]]) -> str:
     return "\n".join(lines)
 
 
-def _target_rows(targets: list[Target]) -> list[list[str]]:
-    verdict = {True: "pass", False: "FAIL", None: "n/a"}
+_VERDICTS = {True: "pass", False: "FAIL", None: "n/a"}
+#: A quick run's few repeats on small inputs cannot judge a target: its misses are noise.
+_QUICK_VERDICTS = {True: "met", False: "not met (quick)", None: "n/a"}
+
+
+def _target_rows(targets: list[Target], quick: bool = False) -> list[list[str]]:
+    verdict = _QUICK_VERDICTS if quick else _VERDICTS
     return [[t.name, t.measured, t.threshold, verdict[t.passed]] for t in targets]
 
 
-def console_report(results: Results, file: Any = None) -> None:
-    """Print every table and the targets (to ``file``, by default standard output)."""
+def console_report(results: Results, file: Any = None, *, quick: bool = False) -> None:
+    """Print every table and the targets (to ``file``, by default standard output).
+
+    ``quick``: the run had too few repeats to judge the targets; they are shown as met or
+    not, never as FAIL, with a line saying where the verdicts come from.
+    """
     file = file if file is not None else sys.stdout
     for title, header, rows in _tables(results):
         print(f"\n{title}", file=file)
         print(_plain_table(header, rows), file=file)
     targets = evaluate_targets(results)
     print("\nTargets", file=file)
-    print(_plain_table(["target", "measured", "needed", ""], _target_rows(targets)), file=file)
+    rows = _target_rows(targets, quick)
+    print(_plain_table(["target", "measured", "needed", ""], rows), file=file)
+    if quick:
+        print(
+            "\n(quick run: too few repeats on small inputs to judge the targets; "
+            "python bench/run.py gives the verdicts)",
+            file=file,
+        )
     unequal = [key for key, same in results.equal.items() if not same]
     if unequal:
         print(f"\nWARNING: the implementations disagree on {unequal}", file=file)

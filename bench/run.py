@@ -480,7 +480,7 @@ def main(argv: list[str] | None = None) -> Results:
     if overrides or args.styles or skip:
         mode += " (custom sizes)"
     results = run(settings, styles, mode, skip)
-    console_report(results)
+    console_report(results, quick=args.quick)
 
     output = args.output
     if output is None and not args.quick and not overrides and not args.styles and not skip:

@@ -154,3 +154,21 @@ def test_a_full_run_keeps_the_worst_case_section() -> None:
     )
     assert run.with_kept(new, "") == new
     assert run.kept_sections(new) == ""
+
+
+def test_quick_run_prints_no_fail_verdicts(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A quick run's misses are noise: shown as "not met (quick)" with where verdicts come
+    # from, never FAIL; a full run keeps its FAIL.
+    import io
+
+    import _report
+
+    target = _report.Target("registry one-shot qwen3", "1.9x", "<= 1.5x", False)
+    monkeypatch.setattr(_report, "evaluate_targets", lambda results: [target])
+    monkeypatch.setattr(_report, "_tables", lambda results: [])
+    quick, full = io.StringIO(), io.StringIO()
+    _report.console_report(_report.Results("quick"), quick, quick=True)
+    _report.console_report(_report.Results("full"), full)
+    assert "FAIL" not in quick.getvalue() and "not met (quick)" in quick.getvalue()
+    assert "python bench/run.py gives the verdicts" in quick.getvalue()
+    assert "FAIL" in full.getvalue()

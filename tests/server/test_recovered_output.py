@@ -7,6 +7,7 @@ the shape the OpenAI API uses for the same model behaviour.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -206,3 +207,39 @@ def test_chat_accepts_an_assistant_call_message_without_content(client: Any) -> 
     ]
     answer = client.chat.completions.create(model="test-model", messages=messages, tools=CHAT_TOOLS)
     assert answer.choices[0].message.content == "Checking."
+
+
+SHARED_QWEN3 = (
+    Path(__file__).resolve().parents[2].parent / "shared" / "chat_templates" / "qwen3.jinja"
+)
+
+
+@pytest.mark.skipif(not SHARED_QWEN3.is_file(), reason="../shared is absent")
+def test_an_image_part_to_a_text_only_chat_template_is_a_400_saying_so(tmp_path: Path) -> None:
+    from replyparse.server import ChatTemplate
+
+    replay = tmp_path / "replay.jsonl"
+    replay.write_text(json.dumps({"text": "Hi.<|im_end|>"}) + "\n", encoding="utf-8")
+    config = qwen3_config(ReplayBackend(replay))
+    config = dataclasses.replace(config, chat_template=ChatTemplate.from_path(SHARED_QWEN3))
+    messages = [
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "What is in this picture?"},
+                {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}},
+            ],
+        }
+    ]
+    with (
+        running(config) as url,
+        openai.OpenAI(base_url=url, api_key="unused", max_retries=0, timeout=20) as sdk,
+        pytest.raises(openai.BadRequestError) as caught,
+    ):
+        sdk.chat.completions.create(model="test-model", messages=messages)
+    error = caught.value.body
+    assert isinstance(error, dict) and error["code"] == "chat_template_error"
+    assert error["message"].startswith(
+        "messages[0].content[1] is an 'image' part, and this model's chat template renders "
+        "text only"
+    )

@@ -26,7 +26,7 @@ import logging
 import threading
 import time
 import warnings
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, NamedTuple, TypeVar
 
@@ -37,7 +37,12 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from replyparse.anthropic import MessagesStream, tool_use_ids
-from replyparse.chat_template import ChatTemplate, tools_for_template
+from replyparse.chat_template import (
+    ChatTemplate,
+    ChatTemplateError,
+    ChatTemplateLimitError,
+    tools_for_template,
+)
 from replyparse.errors import ResponseParseError
 from replyparse.grammar.upstream import Engine
 from replyparse.openai import (
@@ -216,13 +221,26 @@ class _Handler:
         messages = turn.messages
         if chat_template.one_text_per_call_message:
             messages = fold_call_preambles(messages)
-        return chat_template.render(
-            messages,
-            tools=tools,
-            timeout=limits.render_timeout,
-            max_chars=limits.max_prompt_chars,
-            **kwargs,
-        )
+        try:
+            return chat_template.render(
+                messages,
+                tools=tools,
+                timeout=limits.render_timeout,
+                max_chars=limits.max_prompt_chars,
+                **kwargs,
+            )
+        except ChatTemplateLimitError:
+            raise
+        except ChatTemplateError as error:
+            part = _first_non_text_part(messages)
+            if part is None:
+                raise
+            where, kind = part
+            raise ChatTemplateError(
+                f"{where} is an {kind!r} part, and this model's chat template renders text "
+                f"only ({error}); send text content, or serve a model whose chat template "
+                "takes images"
+            ) from None
 
     def generation_request(self, turn: Turn, prompt: str) -> GenerationRequest:
         extra: dict[str, Any] = {}
@@ -234,7 +252,8 @@ class _Handler:
             extra["top_k"] = turn.top_k
         engine = self.config.upstream_engine
         if engine is not None:
-            extra.update(grammar_fields(engine, self.config.template, turn, prompt))
+            tokens = chat_template.added_tokens if chat_template else ()
+            extra.update(grammar_fields(engine, self.config.template, turn, prompt, tokens))
         return GenerationRequest(
             prompt=prompt,
             max_tokens=turn.max_tokens,
@@ -564,6 +583,20 @@ class _Handler:
             "created": self.created,
             "owned_by": "replyparse",
         }
+
+
+def _first_non_text_part(messages: Sequence[Mapping[str, Any]]) -> tuple[str, str] | None:
+    """Where the first content part that is not text is (``messages[0].content[1]``), and
+    its type; None when every content is text."""
+    for index, message in enumerate(messages):
+        content = message.get("content")
+        if not isinstance(content, list):
+            continue
+        for position, part in enumerate(content):
+            kind = part.get("type") if isinstance(part, Mapping) else None
+            if kind != "text":
+                return f"messages[{index}].content[{position}]", str(kind)
+    return None
 
 
 def _log_issues(stream: ChatCompletionStream | ResponsesStream | MessagesStream) -> None:
