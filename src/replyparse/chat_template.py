@@ -187,12 +187,16 @@ class ChatTemplate:
         tool_source: a separate ``tool_use`` template (tokenizer configs with named
             templates), used when the request has tools.
         origin: where it was read from, for messages.
+        added_tokens: the tokenizer's added tokens' texts (none for a bare ``.jinja``).
     """
 
     source: str
     special_tokens: Mapping[str, Any] = field(default_factory=dict)  # JSON boundary
     tool_source: str | None = None
     origin: str = "<string>"
+    #: The texts of the tokenizer's added tokens (``<tool_call>``, ``<|im_end|>``...), for
+    #: grammars that must write them as tokens (``replyparse.grammar.build_grammar``).
+    added_tokens: tuple[str, ...] = ()
 
     @classmethod
     def from_path(cls, path: str | os.PathLike[str]) -> ChatTemplate:
@@ -218,6 +222,7 @@ class ChatTemplate:
             folder.special_tokens,
             tool_source if tool_source != source else None,
             folder.chat_template_origin,
+            tuple(sorted(set(folder.added_tokens.values()))),
         )
 
     @functools.cached_property

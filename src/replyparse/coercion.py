@@ -44,7 +44,7 @@ from replyparse._json_types import WrittenFloat, json_equal, json_type
 from replyparse._schema_ref import SchemaReferenceError, resolve_reference
 from replyparse.content import ArgumentTyping
 from replyparse.template._call_shape import function_of, with_arguments
-from replyparse.tools import FunctionTool, Tool
+from replyparse.tools import FunctionTool, Tool, resolve_tool_name
 
 __all__ = ["coerce_to_schema", "type_tool_call"]
 
@@ -200,7 +200,7 @@ def _find_function_tool(
         return None
     tool = tools.get(f"{namespace}.{name}") if isinstance(namespace, str) else None
     if tool is None:
-        tool = tools.get(name)
+        tool = tools.get(resolve_tool_name(name, tools) or name)
     return tool if isinstance(tool, FunctionTool) else None
 
 

@@ -67,7 +67,7 @@ from replyparse.tokens import (
     decode_ids,
     unshadow,
 )
-from replyparse.tools import CustomTool, normalize_tools, tools_by_name
+from replyparse.tools import CustomTool, normalize_tools, resolve_tool_name, tools_by_name
 from replyparse.transform import TransformPathError, apply_transform
 
 __all__ = [
@@ -350,10 +350,13 @@ class ResponseParser:
         self._tool_typer: Callable[[Any, ArgumentTyping], Any] | None = None
         # Custom tools (free-form input, OpenAI "custom" tools) take a string, not an object.
         self._custom_tool_names: frozenset[str] = frozenset()
+        # The offered name a qualified or doubled call name means (reported, not rewritten).
+        self._meant_tool: Callable[[str], str | None] | None = None
         if isinstance(tools, PreparedTools):
             self._tool_typer, self._custom_tool_names = tools.typer, tools.custom_names
+            self._meant_tool = tools.meant
         elif tools is not None:
-            self._tool_typer, self._custom_tool_names = _make_tool_typer(tools)
+            self._tool_typer, self._custom_tool_names, self._meant_tool = _make_tool_typer(tools)
         self._include_groups = include_groups
         self.recover = recover
         # Extended events: everything fed (``input_text``), where the generation begins in
@@ -1471,6 +1474,8 @@ class ResponseParser:
                 events.append(cast(Event, malformed))
                 self._malformed.add(field.name)
                 return
+            if self._meant_tool is not None:
+                self._note_meant_names(field, value, body, events)
             close = {"type": "region_close", "field": field.name, "value": value}
             if self._extended:
                 self._span(close, self._base + end, self._base + end + size)
@@ -1478,6 +1483,8 @@ class ResponseParser:
             self._captures.setdefault(field.name, []).append(value)
             return
         value, stray = self._recover_body(field, body, groups, events)
+        if self._meant_tool is not None and value is not _DEMOTED:
+            self._note_meant_names(field, value, body, events)
         close = {"type": "region_close", "field": field.name, "value": None}
         if self._extended:
             self._span(close, self._base + end, self._base + end + size)
@@ -1498,6 +1505,30 @@ class ResponseParser:
         self._captures.setdefault(field.name, []).append(value)
         for position, text in stray:
             self._add_as_content(self._body_offset + position, text, events)
+
+    def _note_meant_names(
+        self, field: FieldSpec, value: Any, body: str, events: list[Event]
+    ) -> None:
+        """Report each call whose name is not offered but stands for one offered tool
+        (``functions.get_weather``, ``get_weather.get_weather``). The message keeps the name
+        as written, as the reference does; the OpenAI layer calls the tool meant."""
+        assert self._meant_tool is not None
+        for call in value if isinstance(value, list) else [value]:
+            function = function_of(call)
+            name = None if function is None else function["name"]
+            meant = self._meant_tool(name) if isinstance(name, str) else None
+            if meant is None:
+                continue
+            found = body.find(str(name))
+            self._note(
+                IssueKind.NEAR_MISS,
+                field.name,
+                self._body_offset + max(found, 0),
+                str(name),
+                f"tool call name {name!r} is not offered; read as the offered tool {meant!r} "
+                "it qualifies or doubles",
+                events,
+            )
 
     def _note_stray_closes(self, field: FieldSpec, body: str, events: list[Event]) -> None:
         """Report each explicit field's close found in implicit-field text (at most one issue
@@ -1930,24 +1961,28 @@ class PreparedTools:
     generation; a batch job that parses every row against the same tools does it once.
     """
 
-    __slots__ = ("custom_names", "typer")
+    __slots__ = ("custom_names", "meant", "typer")
 
     def __init__(self, tools: Iterable[Any]) -> None:
         """Normalize ``tools``; raises ToolDefinitionError for a malformed one."""
-        self.typer, self.custom_names = _make_tool_typer(tools)
+        self.typer, self.custom_names, self.meant = _make_tool_typer(tools)
 
 
 def _make_tool_typer(
     tools: Iterable[Any],
-) -> tuple[Callable[[Any, ArgumentTyping], Any], frozenset[str]]:
-    """The argument typer for these tools, and the names of the custom (free-form) tools."""
+) -> tuple[Callable[[Any, ArgumentTyping], Any], frozenset[str], Callable[[str], str | None]]:
+    """The argument typer for these tools, the names of the custom (free-form) tools and
+    the offered name a qualified or doubled call name means (``resolve_tool_name``)."""
     by_name = tools_by_name(normalize_tools(tools))
     custom = frozenset(name for name, tool in by_name.items() if isinstance(tool, CustomTool))
 
     def type_value(value: Any, typing: ArgumentTyping) -> Any:
         return type_tool_call(value, by_name, typing=typing)
 
-    return type_value, custom
+    def meant(name: str) -> str | None:
+        return resolve_tool_name(name, by_name)
+
+    return type_value, custom, meant
 
 
 def get_response_parser(

@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
 
-from replyparse._tool_names import TOOL_NAME_PATTERN
+from replyparse._tool_names import NAMESPACE_NAME_PATTERN, TOOL_NAME_PATTERN
 from replyparse.errors import ToolDefinitionError
 from replyparse.function_schema import function_schema, get_json_schema
 
@@ -37,6 +37,7 @@ __all__ = [
     "get_json_schema",
     "normalize_tools",
     "prompt_function",
+    "resolve_tool_name",
     "responses_shapes",
     "tools_by_name",
 ]
@@ -430,18 +431,22 @@ def _normalize_mapping(
     return []
 
 
-def _check_name(name: object, location: str, problems: _Problems, what: str = "name") -> bool:
+def _check_name(
+    name: object, location: str, problems: _Problems, what: str = "name", *, dotted: bool = True
+) -> bool:
+    """A tool name (``dotted``: ``.`` allowed inside it) or a namespace name (no dots)."""
     if name is None:
         problems.add(location, f"missing '{what}'.")
         return False
     if not isinstance(name, str):
         problems.add(location, f"'{what}' must be a string; got {_short_repr(name)}.")
         return False
-    if TOOL_NAME_PATTERN.fullmatch(name) is None:
+    if (TOOL_NAME_PATTERN if dotted else NAMESPACE_NAME_PATTERN).fullmatch(name) is None:
+        dots = ", '.' inside a tool name" if dotted else ""
         problems.add(
             _where(location, name),
-            f"'{what}' must match ^[a-zA-Z0-9_-]{{1,64}}$ (ASCII letters, digits, '_' "
-            f"and '-', at most 64 characters); got {_short_repr(name)}.",
+            f"'{what}' must be ASCII letters, digits, '_' and '-'{dots}, at most 64 "
+            f"characters; got {_short_repr(name)}.",
         )
         return False
     return True
@@ -622,7 +627,7 @@ def _namespace_members(
     entry: Mapping[str, Any], location: str, problems: _Problems
 ) -> list[_Located]:
     name = entry.get("name")
-    valid = _check_name(name, location, problems)
+    valid = _check_name(name, location, problems, dotted=False)
     where = _where(location, name)
     valid = _check_description(entry, where, problems) and valid
     members = entry.get("tools")
@@ -681,8 +686,16 @@ def _check_duplicates(located: Sequence[_Located], problems: _Problems) -> None:
                 f"the namespace has the name of the tool {top_level.pop(tool.namespace)}; "
                 "namespace and tool names must differ.",
             )
+    qualified: dict[str, tuple[tuple[str | None, str], str]] = {}
     for tool, location in located:
         key = (tool.namespace, tool.name)
+        other = qualified.setdefault(tool.qualified_name, (key, location))
+        if other[0] != key:  # a dotted tool name spelling a namespaced tool's full name
+            problems.add(
+                _where(location, tool.name),
+                f"the tool's full name {tool.qualified_name!r} is also the full name of "
+                f"{other[1]}; a model could not tell them apart.",
+            )
         if key in first_location:
             scope = f" in namespace {tool.namespace!r}" if tool.namespace else ""
             problems.add(
@@ -719,3 +732,32 @@ def tools_by_name(tools: Iterable[Tool]) -> dict[str, Tool]:
         if bare_name not in index and len(candidates) == 1:
             index[bare_name] = candidates[0]
     return index
+
+
+def resolve_tool_name(name: str, by_name: Mapping[str, Tool]) -> str | None:
+    """The offered name a model means by a qualified or doubled name, or None.
+
+    Models prefix a call's name with a qualifier their training format used
+    (``functions.get_weather`` from harmony and Kimi, ``default_api.get_weather`` from
+    Gemini) or write it twice (``get_weather.get_weather``). When ``name`` is not offered
+    but its last two dot-separated parts (a namespaced tool) or its last part is, that
+    offered name is meant; only names :func:`tools_by_name` indexes count, so a bare name
+    several namespaces share resolves to none of them.
+
+    Args:
+        name: the name as the model wrote it.
+        by_name: the offered tools, from :func:`tools_by_name`.
+
+    Returns:
+        The key of ``by_name`` meant, or None when ``name`` is offered as written or
+        nothing offered is meant.
+    """
+    if name in by_name:
+        return None
+    last = name.rfind(".")
+    if last <= 0:
+        return None
+    before = name.rfind(".", 0, last)
+    if before > 0 and name[before + 1 :] in by_name:
+        return name[before + 1 :]
+    return name[last + 1 :] if name[last + 1 :] in by_name else None

@@ -79,7 +79,37 @@ VLLM_034_PARSERS = EngineVenv(
     check_import="vllm.parser.response_template",
 )
 
-VENVS = {venv.name: venv for venv in (VLLM_CPU, VLLM_034_PARSERS)}
+#: SGLang 0.5.23 imported for its parser modules only (it cannot serve on CPU here): the
+#: contract tests of the SGLang plugin with its FunctionCallParser and ReasoningParser. The
+#: requirements are what those modules import; torch is the machine's CPU wheel.
+SGLANG_PARSERS = EngineVenv(
+    name="sglang-0.5.23-parsers",
+    requirements=(
+        "torch==2.13.0",
+        "transformers==5.25.0",
+        "xgrammar==0.2.9",
+        "pydantic",
+        "orjson",
+        "partial_json_parser",
+        "msgspec",
+        "numpy",
+        "psutil",
+        "pybase64",
+        "requests",
+        "pillow",
+        "starlette",
+        "pyzmq",
+        "tqdm",
+        "ipython",
+        "aiohttp",
+        "regex",
+        "openai",
+    ),
+    no_deps=("sglang==0.5.23",),
+    check_import="sglang.srt.function_call.function_call_parser",
+)
+
+VENVS = {venv.name: venv for venv in (VLLM_CPU, VLLM_034_PARSERS, SGLANG_PARSERS)}
 
 
 def cache_root() -> Path:

@@ -6,6 +6,8 @@ there is checked with ``replyparse.grammar.accepts`` against the outputs the req
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -42,6 +44,7 @@ CONTENT = "It is sunny in Lisbon.<|im_end|>"
 FIELDS: dict[str, tuple[tuple[str, ...], dict[str, Any]]] = {
     "llama.cpp": (("grammar",), {}),
     "vllm": (("structured_outputs", "grammar"), {}),
+    "vllm-xgrammar": (("structured_outputs", "structural_tag"), {}),
     "vllm-legacy": (("guided_grammar",), {"guided_decoding_backend": "guidance"}),
     "sglang": (("ebnf",), {}),
     "llguidance": (("grammar",), {}),
@@ -95,9 +98,14 @@ def test_each_engine_gets_the_grammar_in_its_field(upstream: FakeUpstream, engin
     for key in path:
         grammar = grammar[key]
     assert isinstance(grammar, str)
+    call = ONE_CALL
+    if engine == "vllm-xgrammar":
+        grammar = json.loads(grammar)  # vLLM takes the structural tag as JSON text
+        # The tag writes the call's fixed text in one spelling; the engine ends the turn.
+        call = ONE_CALL.replace("\n", "").removesuffix("<|im_end|>")
     assert {key: body[key] for key in others} == others
     assert body["skip_special_tokens"] is False  # the usual fields are still there
-    assert accepts(grammar, ONE_CALL)
+    assert accepts(grammar, call)
     assert not accepts(grammar, CONTENT)  # "required": no content text
 
 
@@ -223,6 +231,8 @@ def test_a_json_schema_format_constrains_the_content(upstream: FakeUpstream) -> 
 def test_responses_json_object_reaches_every_engine(upstream: FakeUpstream, engine: str) -> None:
     upstream.text = JSON_CONTENT
     path, _ = FIELDS[engine]
+    if engine == "vllm-xgrammar":
+        path = ("structured_outputs", "grammar")  # a structural tag holds no content schema
     with _client(_config(upstream, engine)) as client:
         response = client.responses.create(
             model="test-model", input=USER, text={"format": {"type": "json_object"}}
@@ -302,3 +312,21 @@ def test_a_non_strict_schema_that_does_not_compile_still_gets_json(
     grammar = upstream.bodies[0]["grammar"]
     assert accepts(grammar, JSON_CONTENT) and not accepts(grammar, PROSE)
     assert any("constrained to a JSON object" in record.message for record in caplog.records)
+
+
+def test_added_tokens_are_token_references_in_the_lark_grammar(upstream: FakeUpstream) -> None:
+    # llguidance (vLLM's guidance backend) answers HTTP 500 to an added token written as a
+    # string literal; the chat template's folder lists them.
+    config = _config(upstream, "vllm")
+    assert config.chat_template is not None
+    tokens = ("<tool_call>", "</tool_call>", "<|im_end|>", "<think>", "</think>")
+    chat_template = dataclasses.replace(config.chat_template, added_tokens=tokens)
+    with _client(dataclasses.replace(config, chat_template=chat_template)) as client:
+        completion = client.chat.completions.create(
+            model="test-model", messages=USER, tools=CHAT_TOOLS, tool_choice="required"
+        )
+    assert completion.choices[0].message.tool_calls[0].function.name == "get_weather"
+    grammar = upstream.bodies[0]["structured_outputs"]["grammar"]
+    # (Checked by a real vLLM in tests/engines/; llguidance without the tokenizer cannot.)
+    for token in tokens:
+        assert f" {token}" in grammar and f'"{token}"' not in grammar

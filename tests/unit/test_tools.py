@@ -16,6 +16,7 @@ from replyparse.tools import (
     get_json_schema,
     normalize_tools,
     prompt_function,
+    resolve_tool_name,
     responses_shapes,
     tools_by_name,
 )
@@ -303,8 +304,8 @@ def test_error_message_lists_every_problem_one_line_each() -> None:
     ) == [
         "invalid tool definitions (5 problems):",
         "  tools[0]: missing 'name'.",
-        "  tools[1] 'get weather': 'name' must match ^[a-zA-Z0-9_-]{1,64}$ (ASCII letters, digits,"
-        " '_' and '-', at most 64 characters); got 'get weather'.",
+        "  tools[1] 'get weather': 'name' must be ASCII letters, digits, '_' and '-', '.' inside"
+        " a tool name, at most 64 characters; got 'get weather'.",
         "  tools[2] 'x': unknown tool type 'fuction'. Available: ['custom', 'function',"
         " 'namespace']. Did you mean 'function'?",
         "  tools[3] 'f': 'parameters' must be a JSON Schema with 'type': 'object'; got 'type':"
@@ -315,13 +316,73 @@ def test_error_message_lists_every_problem_one_line_each() -> None:
 
 
 def test_single_problem_header_is_singular() -> None:
-    assert error_lines([{"name": "a.b"}])[0] == "invalid tool definitions (1 problem):"
+    assert error_lines([{"name": "a b"}])[0] == "invalid tool definitions (1 problem):"
 
 
-def test_dots_are_not_allowed_in_names() -> None:
-    # OpenAI's documented name alphabet has no dot; "ns.name" is how namespaced tools are keyed.
-    (line,) = error_lines([{"name": "crm.lookup"}])[1:]
-    assert line.startswith("  tools[0] 'crm.lookup': 'name' must match")
+def test_dotted_tool_names_are_accepted() -> None:
+    # Models and peers (vLLM, SGLang, llama.cpp) use dotted names; OpenAI alone refuses them.
+    (tool,) = normalize_tools([{"name": "weather.get", "parameters": {"type": "object"}}])
+    assert tool.name == "weather.get" and tool.namespace is None
+    assert set(tools_by_name([tool])) == {"weather.get"}
+
+
+@pytest.mark.parametrize("name", [".get", "weather.", "a" * 65])
+def test_dots_only_inside_a_tool_name(name: str) -> None:
+    (line,) = error_lines([{"name": name}])[1:]
+    assert line.startswith(f"  tools[0] {name!r}: 'name' must be ASCII letters")
+
+
+def test_namespace_names_take_no_dots() -> None:
+    (line,) = error_lines(
+        [{"type": "namespace", "name": "crm.v2", "tools": [{"type": "function", "name": "f"}]}]
+    )[1:]
+    assert (
+        line.startswith("  tools[0] 'crm.v2': 'name' must be ASCII letters") and "'.'" not in line
+    )
+
+
+def test_a_dotted_name_that_spells_a_namespaced_tool_is_refused() -> None:
+    lines = error_lines(
+        [
+            {"type": "namespace", "name": "crm", "tools": [{"type": "function", "name": "find"}]},
+            {"type": "function", "name": "crm.find"},
+        ]
+    )
+    assert lines[1] == (
+        "  tools[1] 'crm.find': the tool's full name 'crm.find' is also the full name of "
+        "tools[0].tools[0]; a model could not tell them apart."
+    )
+
+
+@pytest.mark.parametrize(
+    ("written", "meant"),
+    [
+        ("functions.get_weather", "get_weather"),  # harmony / Kimi qualifier
+        ("default_api.get_weather", "get_weather"),  # Gemini qualifier
+        ("get_weather.get_weather", "get_weather"),  # doubled
+        ("functions.weather.get", "weather.get"),  # a qualified dotted tool
+        ("get_weather", None),  # offered as written
+        ("weather.get", None),
+        ("functions.forecast", None),  # nothing offered is meant
+        ("get_weather.", None),
+    ],
+)
+def test_resolve_tool_name(written: str, meant: str | None) -> None:
+    offered = tools_by_name(normalize_tools([{"name": "get_weather"}, {"name": "weather.get"}]))
+    assert resolve_tool_name(written, offered) == meant
+
+
+def test_resolve_tool_name_never_picks_between_namespaces() -> None:
+    offered = tools_by_name(
+        normalize_tools(
+            [
+                {"type": "namespace", "name": "crm", "tools": [{"type": "function", "name": "s"}]},
+                {"type": "namespace", "name": "docs", "tools": [{"type": "function", "name": "s"}]},
+            ]
+        )
+    )
+    assert resolve_tool_name("functions.s", offered) is None
+    assert resolve_tool_name("functions.crm.s", offered) == "crm.s"
 
 
 def test_name_longer_than_64_characters() -> None:

@@ -28,7 +28,7 @@ __all__ = ["add_serve_arguments", "run_serve"]
 _SERVER_MODULES = ("starlette", "uvicorn", "jinja2", "httpx2")
 #: ``replyparse.grammar.ENGINES``, spelled out so the CLI starts without the grammar package
 #: (a test keeps the two equal).
-UPSTREAM_ENGINES = ("llama.cpp", "vllm", "vllm-legacy", "sglang", "llguidance")
+UPSTREAM_ENGINES = ("llama.cpp", "vllm", "vllm-xgrammar", "vllm-legacy", "sglang", "llguidance")
 
 
 def add_serve_arguments(parser: argparse.ArgumentParser) -> None:

@@ -11,6 +11,7 @@ with the same template).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 
@@ -20,12 +21,14 @@ from replyparse.template import ResponseTemplate
 
 __all__ = ["ENGINES", "Engine", "upstream_fields"]
 
-Engine = Literal["llama.cpp", "vllm", "vllm-legacy", "sglang", "llguidance"]
+Engine = Literal["llama.cpp", "vllm", "vllm-xgrammar", "vllm-legacy", "sglang", "llguidance"]
 #: The engines :func:`upstream_fields` knows, and the field each one takes.
 ENGINES: dict[str, str] = {
     "llama.cpp": '{"grammar": <GBNF>} (llama-server /completion and /v1/chat/completions)',
     "vllm": '{"structured_outputs": {"grammar": <Lark>}} (vLLM >= 0.10.2 with the guidance '
     "backend)",
+    "vllm-xgrammar": '{"structured_outputs": {"structural_tag": <tag>}}, or {"grammar": <GBNF>} '
+    "where the template's calls fit no structural tag (vLLM with the xgrammar backend)",
     "vllm-legacy": '{"guided_grammar": <Lark>, "guided_decoding_backend": "guidance"} (older vLLM)',
     "sglang": '{"ebnf": <GBNF>} (SGLang sampling parameters)',
     "llguidance": '{"grammar": <Lark>} (any llguidance-based engine)',
@@ -41,6 +44,7 @@ def upstream_fields(
     parallel_tool_calls: bool = True,
     prefix: str = "",
     content_schema: Mapping[str, Any] | None = None,
+    tokens: Iterable[str] = (),
 ) -> dict[str, Any]:
     """The request fields that make ``engine`` decode under the request's grammar.
 
@@ -52,6 +56,8 @@ def upstream_fields(
         parallel_tool_calls: as for ``build_grammar``.
         prefix: as for ``build_grammar``.
         content_schema: as for ``build_grammar`` (structured outputs).
+        tokens: the tokenizer's added tokens' texts, written as token references in the
+            Lark engines' grammars (llguidance refuses an added token matched as text).
 
     Returns:
         A dict to merge into the upstream request body.
@@ -67,15 +73,29 @@ def upstream_fields(
     """
     if engine not in ENGINES:
         raise GrammarError(f"engine: unknown engine {engine!r}; known: {sorted(ENGINES)}.")
-    text_format: Literal["gbnf", "lark"] = "gbnf" if engine in ("llama.cpp", "sglang") else "lark"
+    arguments: dict[str, Any] = {
+        "tools": tools,
+        "tool_choice": tool_choice,
+        "parallel_tool_calls": parallel_tool_calls,
+        "prefix": prefix,
+    }
+    if engine == "vllm-xgrammar":
+        if content_schema is None:
+            try:
+                tag = build_grammar(template, format="structural_tag", **arguments)
+            except GrammarError:
+                pass
+            else:
+                return {"structured_outputs": {"structural_tag": json.dumps(tag)}}
+        gbnf = build_grammar(template, format="gbnf", content_schema=content_schema, **arguments)
+        return {"structured_outputs": {"grammar": gbnf}}
+    lark = engine not in ("llama.cpp", "sglang")
     grammar = build_grammar(
         template,
-        tools=tools,
-        tool_choice=tool_choice,
-        parallel_tool_calls=parallel_tool_calls,
-        format=text_format,
-        prefix=prefix,
+        format="lark" if lark else "gbnf",
         content_schema=content_schema,
+        tokens=tokens if lark else (),
+        **arguments,
     )
     if engine == "llama.cpp":
         return {"grammar": grammar}

@@ -36,8 +36,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from replyparse.errors import ResponseTemplateError, TokenizerError
-from replyparse.grammar import build_grammar
-from replyparse.grammar._errors import GrammarError
+from replyparse.grammar.upstream import Engine, upstream_fields
 from replyparse.model_folder import template_from_tokenizer
 from replyparse.openai import ChatCompletionStream, ToolCallRuleError
 from replyparse.template import ResponseTemplate
@@ -212,21 +211,17 @@ def grammar_fields(
     Raises:
         GrammarError: the template or a tool cannot be compiled.
     """
-    arguments: dict[str, Any] = {
-        "tools": tools,
-        "tool_choice": tool_choice,
-        "parallel_tool_calls": parallel_tool_calls,
-        "prefix": prefix,
-    }
-    if backend == "guidance":
-        return {
-            "grammar": build_grammar(template, format="lark", tokens=token_literals, **arguments)
-        }
-    try:
-        tag = build_grammar(template, format="structural_tag", **arguments)
-    except GrammarError:
-        return {"grammar": build_grammar(template, format="gbnf", **arguments)}
-    return {"structural_tag": json.dumps(tag)}
+    engine: Engine = "vllm" if backend == "guidance" else "vllm-xgrammar"
+    fields = upstream_fields(
+        engine,
+        template,
+        tools=tools,
+        tool_choice=tool_choice,
+        parallel_tool_calls=parallel_tool_calls,
+        prefix=prefix,
+        tokens=token_literals,
+    )
+    return dict(fields["structured_outputs"])
 
 
 # -- the stream -------------------------------------------------------------------------------

@@ -26,7 +26,14 @@ from typing import Any, Literal
 from replyparse.openai._arguments import CallTarget, arguments_json
 from replyparse.openai.errors import MessageShapeError
 from replyparse.template._call_shape import function_of
-from replyparse.tools import CustomTool, FunctionTool, Tool, normalize_tools, tools_by_name
+from replyparse.tools import (
+    CustomTool,
+    FunctionTool,
+    Tool,
+    normalize_tools,
+    resolve_tool_name,
+    tools_by_name,
+)
 
 __all__ = [
     "ResolvedCall",
@@ -89,8 +96,14 @@ class ToolIndex:
         return bool(self.tools)
 
     def find(self, name: str) -> Tool | None:
-        """The tool the model means by ``name``, or None."""
+        """The tool offered as ``name``, or None."""
         return self._by_name.get(name)
+
+    def meant(self, name: str) -> str:
+        """The offered name a call's ``name`` means: ``name`` itself, or the offered tool
+        a qualified or doubled name stands for (``functions.get_weather``,
+        ``get_weather.get_weather``: :func:`replyparse.tools.resolve_tool_name`)."""
+        return resolve_tool_name(name, self._by_name) or name
 
     def target(self, name: str) -> CallTarget:
         """What the argument streamer needs to know about ``name``."""
@@ -108,7 +121,8 @@ class ResolvedCall:
 
     Attributes:
         kind: ``"function"`` or ``"custom"``.
-        name: the name as the model wrote it (what Chat Completions shows).
+        name: the name as the model wrote it, or the offered name a qualified or doubled
+            one means (``ToolIndex.meant``): what Chat Completions shows.
         item_name: the tool's own name (what Responses shows next to ``namespace``).
         namespace: the ``namespace`` tool group it belongs to, if any.
         arguments: for functions, the arguments JSON string; ``""`` for custom calls.
@@ -161,6 +175,7 @@ def resolve_call(call: Any, tools: ToolIndex, position: int) -> ResolvedCall:
         name, payload, written_custom = function["name"], function["arguments"], False
     if not isinstance(name, str) or not name:
         raise _shape_error(position, call, "the call has no function name")
+    name = tools.meant(name)
     tool = tools.find(name)
     item_name = tool.name if tool is not None else name
     namespace = tool.namespace if tool is not None and tool.namespace else None

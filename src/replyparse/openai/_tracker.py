@@ -227,6 +227,7 @@ class MessageTracker:
         return call_id
 
     def _start(self, call: _OpenCall, name: str, updates: list[Update]) -> None:
+        name = self._tools.meant(name)
         tool = self._tools.find(name)
         target = call.streamer.target
         start = CallStart(

@@ -252,7 +252,8 @@ class _Handler:
             extra["top_k"] = turn.top_k
         engine = self.config.upstream_engine
         if engine is not None:
-            extra.update(grammar_fields(engine, self.config.template, turn, prompt))
+            tokens = chat_template.added_tokens if chat_template else ()
+            extra.update(grammar_fields(engine, self.config.template, turn, prompt, tokens))
         return GenerationRequest(
             prompt=prompt,
             max_tokens=turn.max_tokens,

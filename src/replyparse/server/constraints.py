@@ -61,7 +61,11 @@ def guarantees(turn: Turn) -> list[str]:
 
 
 def grammar_fields(
-    engine: Engine, template: ResponseTemplate, turn: Turn, prompt: str
+    engine: Engine,
+    template: ResponseTemplate,
+    turn: Turn,
+    prompt: str,
+    tokens: tuple[str, ...] = (),
 ) -> dict[str, Any]:
     """The fields to merge into the upstream body so ``engine`` decodes under the grammar.
 
@@ -70,6 +74,7 @@ def grammar_fields(
         template: the response template that parses the generation.
         turn: the request.
         prompt: the rendered prompt the generation continues.
+        tokens: the tokenizer's added tokens' texts (see ``upstream_fields``).
 
     Returns:
         The fields, or ``{}`` when the grammar cannot be built and the request asked for no
@@ -83,7 +88,7 @@ def grammar_fields(
     form = turn.response_format
     try:
         try:
-            return _fields(engine, template, turn, prompt, content_schema(form))
+            return _fields(engine, template, turn, prompt, content_schema(form), tokens)
         except GrammarError as error:
             if (
                 form is None
@@ -98,7 +103,7 @@ def grammar_fields(
                 form.param,
                 " ".join(str(error).split()),
             )
-            return _fields(engine, template, turn, prompt, _ANY_OBJECT)
+            return _fields(engine, template, turn, prompt, _ANY_OBJECT, tokens)
     except GrammarError as error:
         problem = " ".join(str(error).split())
         asked = guarantees(turn)
@@ -136,6 +141,7 @@ def _fields(
     turn: Turn,
     prompt: str,
     schema: dict[str, Any] | None,
+    tokens: tuple[str, ...],
 ) -> dict[str, Any]:
     return upstream_fields(
         engine,
@@ -145,4 +151,5 @@ def _fields(
         parallel_tool_calls=turn.parallel_tool_calls,
         prefix=prompt,
         content_schema=schema,
+        tokens=tokens,
     )
