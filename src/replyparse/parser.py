@@ -1397,7 +1397,36 @@ class ResponseParser:
                 self._close_in_progress(field, events)
             else:
                 body = self._body.getvalue()
-                if self.recover and match is None and field.close is not None and body.strip():
+                cut_header = (
+                    match is None
+                    and field.close is not None
+                    and field.call_shape is not None
+                    and not field.call_shape.name_in_body  # the opener wrote the name
+                    and not body.strip()
+                )
+                if cut_header and not self.recover:
+                    raise ContentParseError(
+                        f"the generation ended right after the header of a tool call, with no "
+                        f"close delimiter ({_close_name(field)}): an unfinished call, not one "
+                        f"with no arguments; parse with partial=True for a cut generation, or "
+                        f"recover=True to keep the call",
+                        field=field.name,
+                        raw=self._open_text + body,
+                        offset=self._body_offset - len(self._open_text),
+                        partial_message=self._build_message(),
+                    )
+                if cut_header:
+                    self._note(
+                        IssueKind.UNCLOSED_REGION,
+                        field.name,
+                        self._body_offset - len(self._open_text),
+                        self._open_text + body,
+                        f"the generation ended right after the header of a tool call, with no "
+                        f"close delimiter ({_close_name(field)}); kept as an unfinished call "
+                        f"with no arguments",
+                        events,
+                    )
+                elif self.recover and match is None and field.close is not None and body.strip():
                     self._note(
                         IssueKind.UNCLOSED_REGION,
                         field.name,

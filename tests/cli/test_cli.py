@@ -599,3 +599,21 @@ def test_serve_renders_a_bare_jinja_that_writes_eos_token(tmp_path: Path) -> Non
     assert rendered.startswith("<|im_start|>user\nHi<|im_end|>")
     assert rendered.endswith("<|im_start|>assistant\nHello<|im_end|>")
     assert "bos_token '' and eos_token '<|im_end|>'" in stderr.getvalue()
+
+
+@pytest.mark.skipif(not (SHARED / "qwen3.jinja").is_file(), reason="../shared is absent")
+def test_a_drafted_family_file_is_usable_with_its_prefixes(tmp_path: Path) -> None:
+    pytest.importorskip("jinja2")
+    family = tmp_path / "my-model.json"
+    status, _out, _err = run(
+        "templates", "draft", str(SHARED / "qwen3.jinja"), "--output", str(family)
+    )
+    assert status == 0
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text(json.dumps({"text": "<think>a</think>b<|im_end|>"}) + "\n", encoding="utf-8")
+    # No --prefix: the family file's default prefix, as for a registry family.
+    status, out, err = run("parse", str(rows), "-t", str(family))
+    assert (status, err) == (0, "")
+    assert json.loads(out) == {"role": "assistant", "reasoning_content": "a", "content": "b"}
+    status, _out, err = run("parse", str(rows), "-t", str(family), "--prefix-name", "nope")
+    assert status == 1 and "has no prefix 'nope'" in err

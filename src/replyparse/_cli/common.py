@@ -18,6 +18,7 @@ from typing import IO, Any
 from replyparse.errors import TemplateError, ToolDefinitionError, UnknownTemplateError
 from replyparse.template import ResponseTemplate, load_template
 from replyparse.templates import RegistryEntry, get_entry
+from replyparse.templates._family import load_family
 from replyparse.tools import normalize_tools
 
 __all__ = [
@@ -104,10 +105,34 @@ def template_from_file(path: Path) -> tuple[dict[str, Any], ResponseTemplate]:
         ) from None
 
 
+def _family_file(path: Path) -> RegistryEntry | None:
+    """The entry of a family data file (``templates draft`` writes one: ``name``,
+    ``prefixes``, ``response_template``...), so that its prefixes are the defaults as a
+    registry family's are; None for a bare response template.
+
+    Raises:
+        CliError: a family file with problems (every one listed).
+    """
+    data = read_json_file(path, "template file")
+    if not isinstance(data, dict) or "prefixes" not in data or "response_template" not in data:
+        return None
+    name = data.get("name")
+    loaded = load_family(f"{name if isinstance(name, str) else path.stem}.json", json.dumps(data))
+    if loaded.entry is None:
+        raise CliError(
+            f"{path}: invalid family file ({len(loaded.issues)} problems)",
+            lines=tuple(f"error[{issue.code}] {issue}" for issue in loaded.issues),
+        )
+    return loaded.entry
+
+
 def resolve_template(spec: str) -> TemplateChoice:
     """A registry family name (or alias, or model name), or a path to a JSON file."""
     path = Path(spec)
     if path.is_file():
+        family = _family_file(path)
+        if family is not None:
+            return TemplateChoice(path.name, family.template, family, family.response_template)
         data, template = template_from_file(path)
         return TemplateChoice(path.name, template, None, data)
     try:

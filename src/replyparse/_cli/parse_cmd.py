@@ -489,8 +489,8 @@ def run_parse(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int
             choice, prefix=args.prefix, prefix_file=args.prefix_file, prefix_name=args.prefix_name
         )
     except CliError:
-        if input_format == "text":
-            raise
+        if input_format == "text" or args.prefix_name is not None or args.prefix_file is not None:
+            raise  # a prefix asked for and not found: one error, not one per row
         default_prefix = None  # each row must then carry its own "prefix"
     options = _Options(
         source=choice.source,

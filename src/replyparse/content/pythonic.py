@@ -25,8 +25,12 @@ This module knows nothing of regions, events or streaming.
 from __future__ import annotations
 
 import ast
+import io
 import math
+import re
+import tokenize
 from dataclasses import dataclass
+from keyword import iskeyword
 from typing import Any, ClassVar
 
 from replyparse.content._base import ArgsReader, Capabilities, ContentError, nesting_error
@@ -78,6 +82,8 @@ class _CallReader:
         stripped = body.lstrip()
         self.lead = len(body) - len(stripped)
         self.text = stripped.rstrip()
+        #: Stand-in identifier -> the Python keyword the model wrote as an argument name.
+        self.keyword_names: dict[str, str] = {}
         self.line_starts = [0]
         for index, char in enumerate(self.text):
             if char == "\n":
@@ -108,7 +114,7 @@ class _CallReader:
         if too_deep is not None:
             raise too_deep
         try:
-            tree = ast.parse(self.text, mode="exec")
+            tree = self.parse_tree()
         except SyntaxError as error:
             # SyntaxError offsets are 1-based character columns (not UTF-8 bytes as in nodes).
             where: int | None = None
@@ -136,6 +142,23 @@ class _CallReader:
                 calls.append(self.read_element(value))
         return calls
 
+    def parse_tree(self) -> ast.Module:
+        """``ast.parse`` of the text; where that fails, again with each Python keyword used
+        as an argument name (``f(from="Paris", class="economy")``, names models take from
+        JSON schemas) spelled as an identifier of the same length (``_rom``), restored in
+        ``read_call``. The first failure is raised when that does not help."""
+        try:
+            return ast.parse(self.text, mode="exec")
+        except SyntaxError as error:
+            spelled = _spell_keyword_arguments(self.text)
+            if spelled is None:
+                raise
+            text, self.keyword_names = spelled
+            try:
+                return ast.parse(text, mode="exec")
+            except SyntaxError:
+                raise error from None
+
     def read_element(self, node: ast.expr) -> dict[str, Any]:
         if isinstance(node, ast.Call):
             return self.read_call(node)
@@ -157,9 +180,10 @@ class _CallReader:
                 raise self.fail(
                     f"'**' arguments are not supported in a tool call ({name})", keyword
                 )
-            if keyword.arg in arguments:
-                raise self.fail(f"argument {keyword.arg!r} given twice in {name}", keyword)
-            arguments[keyword.arg] = self.literal(keyword.value)
+            key = self.keyword_names.get(keyword.arg, keyword.arg)
+            if key in arguments:
+                raise self.fail(f"argument {key!r} given twice in {name}", keyword)
+            arguments[key] = self.literal(keyword.value)
         return {"name": name, "arguments": arguments}
 
     def call_name(self, node: ast.expr) -> str:
@@ -244,3 +268,46 @@ def _first_non_literal(node: ast.expr) -> ast.AST:
         if not isinstance(child, allowed):
             return child
     return node
+
+
+def _spell_keyword_arguments(text: str) -> tuple[str, dict[str, str]] | None:
+    """``text`` with each Python keyword written as an argument name (a keyword token after
+    ``(`` or ``,`` and before ``=``) replaced by ``_`` and its other letters, and the
+    replacements; None when there is none, the text does not tokenize, or a stand-in is
+    written elsewhere in the text (it would be read back as the keyword). Same length, same
+    bytes per character: positions in the text stay valid. One tokenizer pass."""
+    starts = [0]
+    for found in re.finditer("\n", text):
+        starts.append(found.end())
+    spots: list[tuple[int, str]] = []
+    previous: tokenize.TokenInfo | None = None
+    pending: tokenize.TokenInfo | None = None
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(text).readline):
+            if pending is not None and token.type == tokenize.OP and token.string == "=":
+                spots.append((starts[pending.start[0] - 1] + pending.start[1], pending.string))
+            pending = None
+            if (
+                token.type == tokenize.NAME
+                and iskeyword(token.string)
+                and previous is not None
+                and previous.type == tokenize.OP
+                and previous.string in "(,"
+            ):
+                pending = token
+            if token.type not in (tokenize.NL, tokenize.COMMENT):
+                previous = token
+    except (tokenize.TokenError, SyntaxError):
+        return None
+    if not spots:
+        return None
+    names = {"_" + word[1:]: word for _, word in spots}
+    if any(re.search(rf"\b{stand_in}\b", text) for stand_in in names):
+        return None
+    pieces: list[str] = []
+    last = 0
+    for offset, word in spots:
+        pieces += [text[last:offset], "_", word[1:]]
+        last = offset + len(word)
+    pieces.append(text[last:])
+    return "".join(pieces), names
