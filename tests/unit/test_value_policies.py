@@ -3,6 +3,8 @@ pythonic argument names, and a call cut right after its function header."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from tests.streaming import chunked, parse_every_way
 
@@ -133,3 +135,30 @@ def test_a_zero_argument_call_that_closes_is_complete() -> None:
     assert message["tool_calls"] == [
         {"type": "function", "function": {"name": "get_time", "arguments": {}}}
     ]
+
+
+# -- an argument key followed by another key before any value ----------------------------
+
+ORPHAN_KEY = (
+    "<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_key>days</arg_key>\n"
+    "<arg_value>3</arg_value>\n</tool_call>"
+)
+
+
+@pytest.mark.parametrize("family", ["glm4.5", "glm4.7", "k2-horizon", "laguna"])
+@pytest.mark.parametrize("step", [1, 3, 7, 1000])
+def test_an_orphan_key_reads_no_junk_key(family: str, step: int) -> None:
+    text, orphan = ORPHAN_KEY, "<arg_key>city</arg_key>"
+    if family == "k2-horizon":  # the same tags behind its "ifm|" marker
+        text, orphan = (
+            value.replace("<", "<ifm|").replace("<ifm|/", "</ifm|") for value in (text, orphan)
+        )
+    parser = _feed(family, text, step, recover=True)
+    message, _ = parser.finalize()
+    assert list(message["tool_calls"][0]["function"]["arguments"]) == ["days"]
+    assert message["content"] == orphan
+    assert [(issue.kind, issue.offset, issue.raw) for issue in parser.issues] == [
+        (IssueKind.STRAY_TEXT, text.index(orphan), orphan)
+    ]
+    with pytest.raises(ContentParseError, match="text outside the tags.*" + re.escape(orphan)):
+        _feed(family, text, step, recover=False).finalize()
