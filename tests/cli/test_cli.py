@@ -345,6 +345,31 @@ def test_demo_plain_when_piped() -> None:
     assert items[2]["call_id"] == "functions.search_flights:0"
 
 
+def test_demo_shows_the_raw_generation_above_its_parse() -> None:
+    from replyparse.demo import load_generations
+
+    (generation,) = [g for g in load_generations() if g.family == "gpt-oss"]
+    status, out, _err = run("demo", "--family", "gpt-oss")
+    assert status == 0
+    raw, parsed = out.split("parsed, as it streams\n", 1)
+    # Special tokens and all, as the model wrote them, before the parse begins.
+    assert generation.text in raw.replace("  | ", "")
+    assert "<|channel|>analysis<|message|>" in raw
+    assert "<|channel|>" not in parsed.split("final message", 1)[0]
+    assert "[tool call 0] get_weather(" in parsed
+
+
+def test_demo_summary_in_place_of_json_dumps() -> None:
+    # What a terminal gets by default: one summary line, no dump to scroll the live view away.
+    status, out, _err = run("demo", "--family", "kimi-k2", "--no-json")
+    assert status == 0
+    assert "Responses output items\n" not in out and "{\n" not in out.split("[reasoning]", 1)[1]
+    assert (
+        "final message: reasoning_content, content, tool_calls (2); Responses output items: "
+        "reasoning, message, function_call, function_call" in out
+    )
+
+
 def test_demo_colors_and_listing() -> None:
     status, out, _err = run("demo", "--family", "glm4.5", "--color", "always")
     assert status == 0 and "\x1b[" in out

@@ -3,8 +3,10 @@
 No network and no model: each bundled generation (``replyparse.demo``) is fed a few
 characters at a time to a :class:`~replyparse.openai.ChatCompletionStream` built from its
 family's registry template, and the chunks are drawn as they arrive: reasoning, content, and
-each tool call's name then its arguments. Then the final message and its Responses output
-items are printed as JSON.
+each tool call's name then its arguments. The raw generation is shown first, above its
+parse, so the two can be compared. Then the final message and its Responses output items are
+printed as JSON, once, after the live view (``--json``, the default when piped); on a terminal
+a one-line summary takes their place, so that no dump scrolls the live view away.
 
 On a terminal the sections are coloured and the text arrives at reading speed; piped (or
 with ``--color never``), the output is plain text with ``[label]`` markers and no delay.
@@ -35,6 +37,7 @@ _STYLES = {
     "tool": "1;33",
     "arguments": "33",
     "heading": "1;32",
+    "raw": "2",
 }
 _LABEL_WIDTH = 11
 
@@ -63,6 +66,13 @@ def add_demo_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--chunk-size", type=int, default=3, metavar="N", help="characters per chunk"
+    )
+    parser.add_argument(
+        "--json",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="print the final message and Responses output items as JSON after each live view "
+        "(default: when piped; on a terminal a one-line summary)",
     )
 
 
@@ -149,9 +159,38 @@ def _describe(generation: DemoGeneration, painter: _Painter, prefix: str) -> Non
     names = ", ".join(tool["function"]["name"] for tool in generation.tools)
     painter.write(f"tools: {names}\n", "muted")
     painter.write(f"prompt ends with: {json.dumps(prefix, ensure_ascii=False)}\n\n", "muted")
+    _raw(generation.text, painter)
 
 
-def _play(generation: DemoGeneration, painter: _Painter, *, delay: float, chunk_size: int) -> None:
+def _raw(text: str, painter: _Painter) -> None:
+    """The generation as the model wrote it, special tokens and all, above its parse."""
+    painter.write(f"raw generation ({len(text)} characters)\n", "heading")
+    for line in text.splitlines() or [""]:
+        painter.write("  | ", "muted")
+        painter.write(line, "raw")
+        painter.write("\n")
+    painter.write("\nparsed, as it streams\n", "heading")
+
+
+def _summary(message: dict[str, Any], items: list[dict[str, Any]]) -> str:
+    """One line in place of the JSON dumps: which fields the message has, which items."""
+    fields = ", ".join(
+        f"{key} ({len(value)})" if isinstance(value, list) else key
+        for key, value in message.items()
+        if key != "role" and value
+    )
+    kinds = ", ".join(item["type"] for item in items)
+    return f"final message: {fields}; Responses output items: {kinds} (--json to print both)\n"
+
+
+def _play(
+    generation: DemoGeneration,
+    painter: _Painter,
+    *,
+    delay: float,
+    chunk_size: int,
+    as_json: bool,
+) -> None:
     entry = get_entry(generation.family)
     prefix = entry.prefixes[generation.prefix]
     tools = list(generation.tools)
@@ -171,10 +210,14 @@ def _play(generation: DemoGeneration, painter: _Painter, *, delay: float, chunk_
         view.chunk(chunk)
     view.finish()
     message = stream.message or {}
+    items = to_response_output(message, tools=tools, ids=ids)
+    if not as_json:
+        painter.write("\n" + _summary(message, items) + "\n", "muted")
+        return
     painter.write("\nfinal message\n", "heading")
     dump_json(message, painter.stream, indent=2)
     painter.write("\nResponses output items\n", "heading")
-    dump_json(to_response_output(message, tools=tools, ids=ids), painter.stream, indent=2)
+    dump_json(items, painter.stream, indent=2)
     painter.write("\n")
 
 
@@ -198,7 +241,14 @@ def run_demo(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
         args.color == "auto" and terminal and not os.environ.get("NO_COLOR")
     )
     delay = args.delay if args.delay is not None else (0.015 if terminal else 0.0)
+    as_json = args.json if args.json is not None else not terminal
     painter = _Painter(stdout, color)
     for generation in generations:
-        _play(generation, painter, delay=max(delay, 0.0), chunk_size=args.chunk_size)
+        _play(
+            generation,
+            painter,
+            delay=max(delay, 0.0),
+            chunk_size=args.chunk_size,
+            as_json=as_json,
+        )
     return 0
