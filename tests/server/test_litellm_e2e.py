@@ -6,14 +6,18 @@ chat templates."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+# The tests stay network-free: LiteLLM reads its bundled model cost map, not the remote one.
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 litellm = pytest.importorskip("litellm")
 pytest.importorskip("starlette")
 
+from tests.openai.openai_helpers import WEATHER_TOOL  # noqa: E402
 from tests.server.helpers import FINAL, family_config, running  # noqa: E402
 
 # LiteLLM's own pydantic models warn at import time (its TypedDicts' ReadOnly items).
@@ -21,20 +25,7 @@ pytestmark = pytest.mark.filterwarnings(
     "ignore:Items? .* using the `ReadOnly` qualifier:UserWarning"
 )
 
-TOOLS = [
-    {
-        "type": "function",
-        "function": {
-            "name": "get_weather",
-            "description": "Current weather for a city.",
-            "parameters": {
-                "type": "object",
-                "properties": {"city": {"type": "string"}},
-                "required": ["city"],
-            },
-        },
-    }
-]
+TOOLS = [WEATHER_TOOL]
 
 
 def _complete(url: str, messages: list[dict[str, Any]], streamed: bool) -> Any:
