@@ -518,10 +518,15 @@ def test_json_mode_is_any_object() -> None:
     assert not accepts(grammar, "plain text<|im_end|>")
 
 
+def test_a_content_schema_with_tools_is_the_json_content_or_calls() -> None:
+    grammar = build_grammar(HERMES, tools=TOOLS, content_schema=CONTENT_SCHEMA)
+    assert accepts(grammar, '<think>\nok\n</think>\n\n{"city": "Lisbon", "celsius": 21}<|im_end|>')
+    assert accepts(grammar, CALL)
+    assert not accepts(grammar, CALL + '\n{"city": "Lisbon", "celsius": 21}<|im_end|>')
+    assert not accepts(grammar, "It is 21 degrees.<|im_end|>")
+
+
 def test_what_a_content_schema_cannot_be_compiled_with() -> None:
-    with pytest.raises(GrammarError, match="together with callable tools"):
-        build_grammar(HERMES, tools=TOOLS, content_schema=CONTENT_SCHEMA)
-    assert build_grammar(HERMES, tools=TOOLS, tool_choice="none", content_schema=CONTENT_SCHEMA)
     with pytest.raises(GrammarError, match="content its own delimiters"):
         build_grammar("functionary-v3.2", content_schema=CONTENT_SCHEMA)
     with pytest.raises(GrammarError, match=r"content_schema\.properties\.n: the keyword 'minimum'"):

@@ -83,6 +83,9 @@ def test_content_that_breaks_the_schema_is_kept_and_logged(
     logged = [record.getMessage() for record in caplog.records]
     assert any("response_format (json_schema): the content is not JSON" in line for line in logged)
     assert any("$.celsius: expected integer" in line for line in logged), logged
+    # No upstream grammar: the format is checked, not enforced, which is said once.
+    unenforced = [line for line in logged if "response_format is not enforced" in line]
+    assert len(unenforced) == 1 and "--upstream-engine" in unenforced[0]
 
 
 @pytest.mark.parametrize(

@@ -281,21 +281,24 @@ def test_a_strict_schema_without_a_grammar_is_a_400(upstream: FakeUpstream) -> N
     assert upstream.bodies == []
 
 
-def test_a_format_with_callable_tools_is_a_400(upstream: FakeUpstream) -> None:
-    with (
-        _client(_config(upstream, "llguidance")) as client,
-        pytest.raises(openai.BadRequestError) as caught,
-    ):
-        client.responses.create(
+def test_a_format_with_callable_tools_is_one_grammar_answer_or_calls(
+    upstream: FakeUpstream,
+) -> None:
+    upstream.text = JSON_CONTENT
+    with _client(_config(upstream, "llguidance")) as client:
+        response = client.responses.create(
             model="test-model",
             input=USER,
             tools=RESPONSES_TOOLS,
             text={"format": {"type": "json_object"}},
         )
-    error = caught.value.body
-    assert error["code"] == "grammar_unsupported" and error["param"] == "text.format"
-    assert "together with callable tools" in error["message"]
-    assert upstream.bodies == []
+    assert response.output_text == '{"city": "Lisbon", "celsius": 21}'
+    grammar = upstream.bodies[0]["grammar"]
+    assert accepts(grammar, JSON_CONTENT)  # reasoning, then the JSON answer
+    assert accepts(grammar, "<think>\nA call.\n</think>\n\n" + ONE_CALL)  # or the calls
+    assert not accepts(grammar, PROSE)
+    both = ONE_CALL.removesuffix("<|im_end|>") + '\n{"city": "Lisbon", "celsius": 21}<|im_end|>'
+    assert not accepts(grammar, both)  # never both
 
 
 def test_a_non_strict_schema_that_does_not_compile_still_gets_json(

@@ -64,8 +64,9 @@ def build_grammar(
             matters); when it opens a region (``<think>``), the grammar starts inside it.
         content_schema: structured outputs: the content must be one JSON value of this JSON
             Schema (``{"type": "object"}`` for JSON mode), compiled as strict tool
-            arguments are, written after any reasoning. Needs the content to be the
-            template's implicit field and no callable tools (``tool_choice`` ``"none"``).
+            arguments are, written after any reasoning. With callable tools the answer
+            is either that content or calls (as ``tool_choice`` allows), never both.
+            Needs the content to be the template's implicit field.
         tokens: ``lark`` only: the texts of the tokenizer's added tokens (``<tool_call>``,
             ``<|im_end|>``), written as token references, which an engine's llguidance
             needs (it rejects an added token matched as text); the other lexemes then

@@ -212,11 +212,6 @@ class _Builder:
                 "field (text outside every region); this template gives content its own "
                 "delimiters, which cannot be compiled with a content schema yet."
             )
-        if self.rules.tools and self.rules.max_calls != 0:
-            raise GrammarError(
-                "content_schema: a content schema together with callable tools cannot be "
-                "compiled yet (a message holds either calls or the JSON content)."
-            )
 
     def content_json(self) -> G.Expr:
         """The content as one JSON value of ``content_schema``; its strings cannot hold a
@@ -229,8 +224,14 @@ class _Builder:
             self.content_value = compiler.value(self.content_schema, "json")
         return self.content_value
 
-    def finish(self, lead: Lead) -> list[G.Expr]:
-        """The ways a message may end from outside: the end of the turn, or just stop."""
+    def finish(self, lead: Lead, called: bool = False) -> list[G.Expr]:
+        """The ways a message may end from outside: the end of the turn, or just stop.
+
+        With a content schema the answer is either the JSON content or calls: a message
+        that made a call (``called``) ends without content.
+        """
+        if self.content_schema is not None and called:
+            return [self.closing_after_end(lead)]
         if self.content_schema is not None:
             value = self.content_json()
             start = G.Term((*lead, G.Piece(WS)))
@@ -253,20 +254,22 @@ class _Builder:
     # the next open delimiter; in one lexeme, llguidance's greedy lexer cannot take the
     # wrong branch there.
 
-    def state(self, low: int, high: int | None, lead: Lead = ()) -> G.Ref:
+    def state(self, low: int, high: int | None, lead: Lead = (), called: bool = False) -> G.Ref:
         """The rule for "outside, ``low`` calls still required, at most ``high`` more".
 
-        Its first lexeme starts with ``lead``.
+        Its first lexeme starts with ``lead``; ``called``: a call was made (the message
+        then holds no JSON content, see :meth:`finish`).
         """
-        key = (low, high, lead)
+        called = called and self.content_schema is not None
+        key = (low, high, lead, called)
         if key not in self.states:
             name = self.grammar.fresh(f"out_{low}_{'n' if high is None else high}")
             self.states[key] = G.Ref(name)
             options: list[G.Expr] = []
             if low == 0:
-                options += self.finish(lead)
+                options += self.finish(lead, called)
             for spec in self.plain_fields:
-                options += self.plain_region(spec, (low, high), lead)
+                options += self.plain_region(spec, (low, high), lead, called=called)
             if high != 0 and self.call_field is not None:
                 options += self.call_regions((low, high), lead)
             if not options:
@@ -275,7 +278,13 @@ class _Builder:
         return self.states[key]
 
     def plain_region(
-        self, spec: FieldSpec, state: State, lead: Lead, *, opened: bool = False
+        self,
+        spec: FieldSpec,
+        state: State,
+        lead: Lead,
+        *,
+        opened: bool = False,
+        called: bool = False,
     ) -> list[G.Expr]:
         """A text-like region, from outside, or (``opened``) from inside its body."""
         open_ = self.opens[spec.name]
@@ -298,7 +307,10 @@ class _Builder:
                     if look is None:
                         for core, tail in split_tail(node):
                             results.append(
-                                G.seq(G.Term((*head, G.Piece(core))), self.state(low, high, tail))
+                                G.seq(
+                                    G.Term((*head, G.Piece(core))),
+                                    self.state(low, high, tail, called),
+                                )
                             )
                 continue
             if close is not None:
@@ -316,11 +328,12 @@ class _Builder:
                             body = (self.body_then(close, core),)
                         results.append(
                             G.seq(
-                                G.Term((*head, *body, G.Piece(core))), self.state(low, high, tail)
+                                G.Term((*head, *body, G.Piece(core))),
+                                self.state(low, high, tail, called),
                             )
                         )
             # A message may end inside a text region, unless its content must still follow.
-            if low == 0 and scalar is None and self.content_schema is None:
+            if low == 0 and scalar is None and (self.content_schema is None or called):
                 results.append(G.Term((*head, self.body_then(close, None))))
                 if self.end is not None:
                     for node, _ in self.end.options:
@@ -433,7 +446,10 @@ class _Builder:
                     if core in self.refused_closes:
                         continue
                     options.append(
-                        G.seq(G.Term((G.Piece(WS), G.Piece(core))), self.state(*after, tail))
+                        G.seq(
+                            G.Term((G.Piece(WS), G.Piece(core))),
+                            self.state(*after, tail, called=True),
+                        )
                     )
             elif after[0] == 0:
                 options.append(self.final(close, node, (G.Piece(WS), G.Piece(node))))

@@ -208,6 +208,9 @@ class _Handler:
         self.ids = call_id_factory(config.call_id_form)
         # Messages API tool_use ids are toolu_..., unless the chat template needs its form.
         self.message_ids = tool_use_ids(self.ids) if config.call_id_form == "openai" else self.ids
+        # Without an upstream grammar nothing makes the model follow a structured-output
+        # format; said once, at the first request that asks for one.
+        self.unenforced_format_warned = False
 
     # -- steps --------------------------------------------------------------------------------
 
@@ -251,6 +254,8 @@ class _Handler:
         if turn.top_k is not None:
             extra["top_k"] = turn.top_k
         engine = self.config.upstream_engine
+        if engine is None and turn.response_format is not None:
+            self.warn_unenforced_format(turn)
         if engine is not None:
             tokens = chat_template.added_tokens if chat_template else ()
             extra.update(grammar_fields(engine, self.config.template, turn, prompt, tokens))
@@ -262,6 +267,18 @@ class _Handler:
             seed=turn.seed,
             stop=turn.stop,
             extra=extra,
+        )
+
+    def warn_unenforced_format(self, turn: Turn) -> None:
+        """Log, once, that ``response_format`` / ``text.format`` is checked, not enforced."""
+        if self.unenforced_format_warned or turn.response_format is None:
+            return
+        self.unenforced_format_warned = True
+        logger.warning(
+            "%s is not enforced: the server sends no decoding grammar upstream (start it "
+            "with --upstream-engine to constrain the content to the format); an answer that "
+            "breaks the format is returned as the model wrote it, with the problems logged",
+            turn.response_format.param,
         )
 
     def stream(

@@ -7,7 +7,8 @@ where the prompt leaves off, inside ``<think>`` when the prompt opened it).
 
 A structured-output format (``response_format`` / ``text.format``) makes the content one JSON
 value in the same grammar: of the schema (``json_schema``) or any object (``json_object``),
-compiled by the grammar module as strict tool arguments are. A non-strict schema that does not
+compiled by the grammar module as strict tool arguments are; with tools, the answer is that
+content or calls, never both. A non-strict schema that does not
 compile falls back to any object (JSON is still guaranteed; a warning is logged).
 
 When the grammar cannot be built (:class:`~replyparse.grammar.GrammarError`), a request that
