@@ -1,7 +1,7 @@
-"""pydantic-ai end to end: an ``Agent`` over ``OpenAIChatModel`` (an ``OpenAIProvider`` with the
-server's base URL) runs a tool loop - the call, the tool's result sent back, the answer -
-with ``run_sync`` and streamed with ``run_stream_events``, for qwen3 and gpt-oss with their real chat
-templates."""
+"""pydantic-ai end to end: an ``Agent`` over ``OpenAIChatModel`` and ``OpenAIResponsesModel``
+(an ``OpenAIProvider`` with the server's base URL) runs a tool loop - the call, the tool's
+result sent back, the answer - with ``run_sync`` and streamed with ``run_stream_events``, for
+qwen3 and gpt-oss with their real chat templates."""
 
 from __future__ import annotations
 
@@ -14,15 +14,16 @@ pytest.importorskip("pydantic_ai")
 pytest.importorskip("starlette")
 
 from pydantic_ai import Agent, AgentRunResultEvent
-from pydantic_ai.models.openai import OpenAIChatModel
+from pydantic_ai.models.openai import OpenAIChatModel, OpenAIResponsesModel
 from pydantic_ai.providers.openai import OpenAIProvider
 
 from tests.server.helpers import FINAL, family_config, running
 
 
-def _agent(url: str, calls: list[str]) -> Agent[None, str]:
+def _agent(url: str, api: str, calls: list[str]) -> Agent[None, str]:
     provider = OpenAIProvider(base_url=url, api_key="unused")
-    agent: Agent[None, str] = Agent(OpenAIChatModel("test-model", provider=provider))
+    model_class = OpenAIChatModel if api == "chat" else OpenAIResponsesModel
+    agent: Agent[None, str] = Agent(model_class("test-model", provider=provider))
 
     @agent.tool_plain
     def get_weather(city: str) -> str:
@@ -46,11 +47,12 @@ async def _streamed(agent: Agent[None, str]) -> str:
 
 
 @pytest.mark.parametrize("streamed", [False, True], ids=["run_sync", "run_stream_events"])
+@pytest.mark.parametrize("api", ["chat", "responses"])
 @pytest.mark.parametrize("family", ["qwen3", "gpt-oss"])
-def test_tool_loop_completes(tmp_path: Path, family: str, streamed: bool) -> None:
+def test_tool_loop_completes(tmp_path: Path, family: str, api: str, streamed: bool) -> None:
     calls: list[str] = []
     with running(family_config(family, tmp_path)) as url:
-        agent = _agent(url, calls)
+        agent = _agent(url, api, calls)
         if streamed:
             output = asyncio.run(_streamed(agent))
         else:
