@@ -41,8 +41,14 @@ __all__ = ["ANNOTATIONS", "Dialect", "ValueCompiler", "exact_formats", "punct"]
 
 Dialect = Literal["json", "python", "raw"]
 
+#: The most whitespace the grammar allows at one place (between JSON tokens, around
+#: delimiters). The parser reads any amount; a grammar bounds it so that a sampler cannot spend
+#: the whole token budget on whitespace (a weak or random model under a forced call writes
+#: blanks until max_tokens cuts it). 32 holds a line break and the indentation of nesting
+#: eight levels deep at four spaces.
+MAX_WHITESPACE = 33
 #: Optional whitespace as JSON reads it; also what the grammar allows around delimiters.
-WS = R.Repeat(R.Chars(CharSet.of(" \t\n\r")), 0, None)
+WS = R.Repeat(R.Chars(CharSet.of(" \t\n\r")), 0, MAX_WHITESPACE)
 _HEX = R.Chars(CharSet.span("0", "9") | CharSet.span("a", "f") | CharSet.span("A", "F"))
 _DIGIT = R.Chars(CharSet.span("0", "9"))
 _DIGIT19 = R.Chars(CharSet.span("1", "9"))
