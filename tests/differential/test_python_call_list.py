@@ -140,6 +140,8 @@ def test_generated_call_lists_match_the_reference(body: str, text_before: str) -
 @settings(max_examples=200, deadline=None)
 @given(body=broken())
 @example(body="[f(a=1,)]")
+@example(body="[f.1(a.1b=0, a-1=2), g-2()]")  # a later name segment may start with a digit
+@example(body="[f(a..b=0)]")
 @example(body="[f(1)]")
 @example(body="[f(a=1)] x")
 @example(body='[f(s="\\ud83d")]')

@@ -8,8 +8,8 @@ body the same way:
 
 - the body is ``[`` calls separated by ``,`` ``]`` with nothing but whitespace
   (space, tab, ``\\n``, ``\\r``) around it, and nothing after the ``]``;
-- names (of calls and of arguments) are ``[A-Za-z_][A-Za-z0-9_]*`` segments joined by ``-``
-  or ``.``; arguments are keyword arguments only, with no trailing comma and no repeated name;
+- names (of calls and of arguments) are ``[A-Za-z_][A-Za-z0-9_]*`` followed by segments
+  ``[A-Za-z0-9_]+`` each after a ``-`` or ``.`` (``f.1``, ``a-1``); arguments are keyword arguments only, with no trailing comma and no repeated name;
 - values are strings in ``'...'`` or ``"..."`` (JSON's escapes, ``\\'`` too, and ``\\uXXXX``;
   a lone surrogate, a raw line break or another escape is an error), JSON numbers (integers
   within +-(2^53 - 1), floats finite), ``True``/``true``, ``False``/``false``,
@@ -41,7 +41,7 @@ MAX_SAFE_INTEGER = 2**53 - 1
 MAX_CALL_LIST_NESTING = 100
 
 _SPACE = re.compile(r"[ \t\n\r]*")
-_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:[-.][A-Za-z_][A-Za-z0-9_]*)*")
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:[-.][A-Za-z0-9_]+)*")
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?")
 #: A quoted string up to its closing quote; a line break or the end of the body first is an
