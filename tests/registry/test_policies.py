@@ -21,9 +21,13 @@ from scripts.corpus_check import (
     prefix_for,
 )
 
-from replyparse import ContentParseError, ResponseParser
-from replyparse.errors import TemplateError
-from replyparse.parser import InProgressRegion, ParseIssue
+from replyparse import (
+    ContentParseError,
+    InProgressRegion,
+    ParseIssue,
+    ResponseParser,
+    TemplateError,
+)
 from replyparse.templates import RegistryEntry, get_entry, list_templates
 from replyparse.templates._family import load_family
 from replyparse.templates._policies import POLICIES, applies
