@@ -128,6 +128,7 @@ class ReferenceScanner(Scanner):
         self.start_needles = {}
         self.lead_chars = None
         self.lead_only_chars = None
+        self.next_final = self._next_final
 
     def safe_length(self, text: str) -> int:
         return -1
@@ -166,7 +167,7 @@ class ReferenceScanner(Scanner):
         # An empty match at the end of a complete text delimits nothing.
         return None if match is None or match.start == len(buffer) else match
 
-    def next_final(
+    def _next_final(
         self, buffer: str, position: int, memo: dict[Any, Any], no_empty_at: int = -1
     ) -> FinalMatch | None:
         return self.scan_final(buffer, position, memo, no_empty_at)

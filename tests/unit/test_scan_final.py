@@ -110,7 +110,7 @@ def test_scan_final_equals_scan(data: st.DataObject) -> None:
 
 def _led_scanner(short: int = SHORT) -> Scanner:
     # Anchors all begin with "<", no lead run: ``next_final`` searches every literal and
-    # pattern anchor at once (``_led_search``). A literal that begins a pattern's anchor
+    # pattern anchor at once (the ``led`` plan). A literal that begins a pattern's anchor
     # (<tool), one that is a pattern's anchor (<tool_call>), a pattern that may fail at its
     # anchor (<think> then a letter), and ties of equal starts.
     delimiter = _scanner.Delimiter
@@ -141,7 +141,7 @@ def _led_scanner(short: int = SHORT) -> Scanner:
 @pytest.mark.parametrize("short", [0, SHORT])  # 0: short texts searched so too
 def test_one_search_for_literals_and_anchors_finds_what_scan_does(text: str, short: int) -> None:
     scanner = _led_scanner(short)
-    assert scanner._led_search is not None
+    assert "led" in scanner.plans
     position = 0
     memo: dict[Any, Any] = {}
     found = 0
@@ -158,14 +158,14 @@ def test_one_search_for_literals_and_anchors_finds_what_scan_does(text: str, sho
 @pytest.mark.parametrize("short", [0, SHORT])
 def test_a_pattern_of_a_few_literals_is_searched_with_the_literals(short: int) -> None:
     # gpt-oss's region states: a literal close and the end of turn, a pattern that matches
-    # only a few literals (``finite_texts``): one search for them all (``_literal_search``).
+    # only a few literals (``finite_texts``): one search for them all (the ``literals`` plan).
     delimiter = _scanner.Delimiter
     end_of_turn = delimiter.from_pattern(r"<\|return\|>|<\|start\|>(?:user|tool|functions\.)")
     assert end_of_turn.finite is not None
     scanner = Scanner(
         [(delimiter.from_literals("<|end|>"), 1, 1), (end_of_turn, 0, 0)], short=short
     )
-    assert scanner._literal_search is not None
+    assert scanner.plans[0] == "literals"
     text = "a <|start|>assistant b <|start|>tool c <|end|> <|start|>functions.f <|retur <|return|>"
     position = 0
     memo: dict[Any, Any] = {}
