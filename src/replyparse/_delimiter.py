@@ -42,12 +42,12 @@ from replyparse._regex_analysis import (
     LiteralRun,
     RunLeads,
     TokenLoop,
+    all_required_literals,
     analyse,
     end_literal,
     find_anchors,
     find_token_loop,
     finite_texts,
-    required_literals,
 )
 from replyparse._regex_syntax import REGEX_FLAGS, tokens
 
@@ -131,7 +131,7 @@ class Delimiter:
     #: (``TokenLoop``); None when the pattern does not begin so.
     token_loop: TokenLoop | None = None
     #: Literals every match contains (or looks ahead at), after its start
-    #: (``required_literals``): no match starts after the last occurrence of any of them.
+    #: (``all_required_literals``): no match starts after the last occurrence of any of them.
     required: tuple[str, ...] = ()
     #: A literal every match ends with, past whose first occurrence after a start no way
     #: through the pattern reads (``end_literal``), as ``Anchors`` to search it with a
@@ -210,7 +210,7 @@ class Delimiter:
             None,
             anchors=anchors,
             anchor_trie=anchor_trie,
-            required=required_literals(source),
+            required=all_required_literals(source),
             end=end,
             finite=finite_texts(source),
         )
