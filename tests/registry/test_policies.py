@@ -15,6 +15,7 @@ from scripts.corpus_check import (
     check_case,
     default_docs_path,
     format_policy_table,
+    in_rendered_format,
     is_partial,
     load_exceptions,
     only_requires_no_exception,
@@ -485,3 +486,32 @@ def test_the_tokens_still_parse_under_read() -> None:
     message, _ = parse_every_way(template, text, prefix=entry.prefixes["default"])
     assert message == parse_every_way(entry.template, text, prefix=entry.prefixes["default"])[0]
     assert message["tool_calls"] == [CALL]
+
+
+# -- the drafter's target: rendered-format cases and the others ----------------------------
+
+
+def _case(family: str, text: str, notes: str = "") -> dict[str, Any]:
+    return {
+        "id": f"{family}-synthetic",
+        "family": family,
+        "text": text,
+        "prefix": None,
+        "notes": notes,
+        "expected": {"content": None, "reasoning_content": None, "tool_calls": None},
+    }
+
+
+def test_a_case_is_in_the_rendered_format_when_the_literal_template_reads_it_cleanly() -> None:
+    entry = get_entry("qwen3.5")
+    clean = (
+        "Paris weather.\n</think>\n\n<tool_call>\n<function=get_weather>\n"
+        "<parameter=city>\nParis\n</parameter>\n</function>\n</tool_call><|im_end|>"
+    )
+    assert in_rendered_format(_case("qwen3.5", clean), entry)
+    # a call opened inside reasoning: only the policy reads it so
+    assert not in_rendered_format(_case("qwen3.5", UNCLOSED["qwen3.5"][1]), entry)
+    # a cut snapshot, and a malformed call
+    assert not in_rendered_format(_case("qwen3.5", clean[:60], "is_partial=true"), entry)
+    broken = clean.replace("</parameter>\n", "")
+    assert not in_rendered_format(_case("qwen3.5", broken), entry)
