@@ -11,11 +11,13 @@ deltas are checked against the items of its final event.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+import sys
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 import jsonschema
+import pytest
 
 PARAMETERS: dict[str, Any] = {
     "type": "object",
@@ -161,8 +163,8 @@ def check_forced_calls(
     client: Any, api: str, choice: str, *, stream: bool, seeds: Iterable[int]
 ) -> tuple[int, int]:
     """Ask once per seed under `choice` ("required" or "named"); every answer that max_tokens
-    did not cut must be calls only, each valid (to the named tool when named). Returns the
-    number of valid calls and of cut answers."""
+    did not cut must be calls only, each valid (to the named tool when named), and at least
+    one answer must not be cut. Returns the number of valid calls and of cut answers."""
     calls = cut = 0
     for seed in seeds:
         reply = answer(client, api, choice, seed=seed, stream=stream)
@@ -176,4 +178,15 @@ def check_forced_calls(
             if choice == "named":
                 assert name == NAMED, name
         calls += len(reply.calls)
+    print(f"\n{api} {choice}: {calls} valid calls, {cut} answers cut", file=sys.stderr)
+    assert calls, f"every answer under {choice} was cut by max_tokens"
     return calls, cut
+
+
+def forced_cases(test: Callable[..., None]) -> Callable[..., None]:
+    """Parametrize `test` over api ("chat", "responses"), choice ("required", "named") and
+    stream (whole, streamed)."""
+    test = pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])(test)
+    test = pytest.mark.parametrize("choice", ["required", "named"])(test)
+    parametrized: Callable[..., None] = pytest.mark.parametrize("api", APIS)(test)
+    return parametrized

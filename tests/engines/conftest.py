@@ -62,17 +62,24 @@ def build_tiny_model(python: Path, family: str = "qwen3") -> Path:
     folder = cache_root() / "models" / f"{family}-tiny-{digest.hexdigest()[:10]}"
     if (folder / "model.safetensors").exists():
         return folder
-    partial = folder.with_name(folder.name + ".partial")
+    command = [str(python), str(TINY_MODEL_BUILDER), "{out}", "--templates", str(CHAT_TEMPLATES)]
+    return _build(folder, command, "building the tiny model")
+
+
+def _build(target: Path, command: list[str], what: str) -> Path:
+    """Run `command` with its "{out}" argument a partial path beside `target`, then move the
+    result to `target` (a build that dies half way leaves no `target`)."""
+    partial = target.with_name(target.name + ".partial")
     result = subprocess.run(
-        [str(python), str(TINY_MODEL_BUILDER), str(partial), "--templates", str(CHAT_TEMPLATES)],
+        [str(partial) if part == "{out}" else part for part in command],
         capture_output=True,
         text=True,
         check=False,
     )
     if result.returncode != 0:
-        raise EngineUnavailable(f"building the tiny model failed:\n{result.stderr[-3000:]}")
-    partial.rename(folder)
-    return folder
+        raise EngineUnavailable(f"{what} failed:\n{result.stderr[-3000:]}")
+    partial.rename(target)
+    return target
 
 
 @pytest.fixture(scope="session")
@@ -177,17 +184,8 @@ def build_tiny_gguf(python: Path, model: Path) -> Path:
     path = model.with_name(f"{model.name}-{digest}.gguf")
     if path.exists():
         return path
-    partial = path.with_name(path.name + ".partial")
-    result = subprocess.run(
-        [str(python), str(TINY_GGUF_WRITER), str(model), str(partial)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if result.returncode != 0:
-        raise EngineUnavailable(f"writing the tiny model's GGUF failed:\n{result.stderr[-3000:]}")
-    partial.rename(path)
-    return path
+    command = [str(python), str(TINY_GGUF_WRITER), str(model), "{out}"]
+    return _build(path, command, "writing the tiny model's GGUF")
 
 
 @pytest.fixture(scope="session")
