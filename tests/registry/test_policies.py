@@ -5,6 +5,7 @@ whole and in every chunking, in raise, recover and partial modes; the other valu
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -515,3 +516,26 @@ def test_a_case_is_in_the_rendered_format_when_the_literal_template_reads_it_cle
     assert not in_rendered_format(_case("qwen3.5", clean[:60], "is_partial=true"), entry)
     broken = clean.replace("</parameter>\n", "")
     assert not in_rendered_format(_case("qwen3.5", broken), entry)
+
+
+# -- the corpus exceptions -----------------------------------------------------------------
+
+
+def _documented_outcomes() -> set[str]:
+    """The names docs/recover.md gives its policies and decisions (Policies section)."""
+    text = (default_docs_path().parent / "recover.md").read_text(encoding="utf-8")
+    section = text[text.index("## Policies: what the model meant") :]
+    names = set(re.findall(r"^- \*\*([^*]+?)\.\*\*", section, flags=re.MULTILINE))
+    names |= set(re.findall(r"^### .*?\(`([a-z_]+)`\)$", section, flags=re.MULTILINE))
+    if "### Truncation" in section:
+        names.add("Truncation")
+    return names
+
+
+def test_every_known_wrong_case_is_a_documented_policy_outcome() -> None:
+    documented = _documented_outcomes()
+    assert {"calls_in_reasoning", "Truncation", "Malformed calls"} <= documented
+    for case_id, reason in load_exceptions().items():
+        found = re.match(r"Policy: (.+?)\. ", reason)
+        assert found is not None, f"{case_id}: the reason does not start 'Policy: NAME. '"
+        assert found.group(1) in documented, f"{case_id}: {found.group(1)!r} is not in recover.md"
