@@ -5,6 +5,7 @@ whole and in every chunking, in raise, recover and partial modes; the other valu
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,6 +16,7 @@ from scripts.corpus_check import (
     check_case,
     default_docs_path,
     format_policy_table,
+    in_rendered_format,
     is_partial,
     load_exceptions,
     only_requires_no_exception,
@@ -485,3 +487,55 @@ def test_the_tokens_still_parse_under_read() -> None:
     message, _ = parse_every_way(template, text, prefix=entry.prefixes["default"])
     assert message == parse_every_way(entry.template, text, prefix=entry.prefixes["default"])[0]
     assert message["tool_calls"] == [CALL]
+
+
+# -- the drafter's target: rendered-format cases and the others ----------------------------
+
+
+def _case(family: str, text: str, notes: str = "") -> dict[str, Any]:
+    return {
+        "id": f"{family}-synthetic",
+        "family": family,
+        "text": text,
+        "prefix": None,
+        "notes": notes,
+        "expected": {"content": None, "reasoning_content": None, "tool_calls": None},
+    }
+
+
+def test_a_case_is_in_the_rendered_format_when_the_literal_template_reads_it_cleanly() -> None:
+    entry = get_entry("qwen3.5")
+    clean = (
+        "Paris weather.\n</think>\n\n<tool_call>\n<function=get_weather>\n"
+        "<parameter=city>\nParis\n</parameter>\n</function>\n</tool_call><|im_end|>"
+    )
+    assert in_rendered_format(_case("qwen3.5", clean), entry)
+    # a call opened inside reasoning: only the policy reads it so
+    assert not in_rendered_format(_case("qwen3.5", UNCLOSED["qwen3.5"][1]), entry)
+    # a cut snapshot, and a malformed call
+    assert not in_rendered_format(_case("qwen3.5", clean[:60], "is_partial=true"), entry)
+    broken = clean.replace("</parameter>\n", "")
+    assert not in_rendered_format(_case("qwen3.5", broken), entry)
+
+
+# -- the corpus exceptions -----------------------------------------------------------------
+
+
+def _documented_outcomes() -> set[str]:
+    """The names docs/recover.md gives its policies and decisions (Policies section)."""
+    text = (default_docs_path().parent / "recover.md").read_text(encoding="utf-8")
+    section = text[text.index("## Policies: what the model meant") :]
+    names = set(re.findall(r"^- \*\*([^*]+?)\.\*\*", section, flags=re.MULTILINE))
+    names |= set(re.findall(r"^### .*?\(`([a-z_]+)`\)$", section, flags=re.MULTILINE))
+    if "### Truncation" in section:
+        names.add("Truncation")
+    return names
+
+
+def test_every_known_wrong_case_is_a_documented_policy_outcome() -> None:
+    documented = _documented_outcomes()
+    assert {"calls_in_reasoning", "Truncation", "Malformed calls"} <= documented
+    for case_id, reason in load_exceptions().items():
+        found = re.match(r"Policy: (.+?)\. ", reason)
+        assert found is not None, f"{case_id}: the reason does not start 'Policy: NAME. '"
+        assert found.group(1) in documented, f"{case_id}: {found.group(1)!r} is not in recover.md"

@@ -417,3 +417,68 @@ def test_hunyuan_hy4_prompts() -> None:
     assert entry.prefixes["default"].endswith("<think:opensource>")
     outcome = every_way("hunyuan-hy4", "Plain answer.", prefix_key="no_thinking")
     assert outcome.message == {**A, "content": "Plain answer."}
+
+
+# -- Inkling: TMLv0 content blocks -----------------------------------------------------------------
+
+INKLING_TURN = (
+    "<|content_thinking|>The user wants weather and a booking.<|end_message|>"
+    "<|message_model|><|content_text|>Let me look both up.<|end_message|>"
+    '<|message_model|>get_weather<|content_invoke_tool_json|>{"name": "get_weather", '
+    '"args": {"city": "Paris", "days": 3}}<|end_message|>'
+    '<|message_model|>book_trip<|content_invoke_tool_json|>{"name": "book_trip", "args": '
+    '{"city": "Lisbon", "travellers": [{"name": "Ana", "age": 34}, {"name": "Bo", "age": null}], '
+    '"options": {"seat": {"window": true, "row": 12}, "meals": ["veg", null], "price": 199.5}, '
+    '"nights": 4}}<|end_message|>'
+    "<|message_model|><|content_thinking|>\nBoth are needed.<|end_message|>"
+    "<|content_model_end_sampling|>"
+)
+
+
+def test_inkling_thinking_text_and_calls_with_author_headers() -> None:
+    assert_clean(
+        all_modes("inkling", INKLING_TURN),
+        {
+            **A,
+            "reasoning_content": "The user wants weather and a booking.Both are needed.",
+            "content": "Let me look both up.",
+            "tool_calls": [call("get_weather", {"city": "Paris", "days": 3}), BOOKING],
+        },
+    )
+
+
+def test_inkling_visible_text_kinds_and_a_kind_token_inside_text() -> None:
+    text = (
+        "<|content_text|>Use <|content_text|> carefully.<|end_message|>"
+        "<|message_model|><|content_tool_error|>The tool failed.<|end_message|>"
+        "<|message_model|><|content_invoke_tool_text|>run it again<|end_message|>"
+    )
+    outcomes = all_modes("inkling", text)
+    assert_clean(
+        outcomes,
+        {**A, "content": "Use\n\ncarefully.\n\nThe tool failed.\n\nrun it again"},
+    )
+
+
+def test_inkling_bare_text_after_the_prompt_is_content() -> None:
+    assert_clean(
+        all_modes("inkling", "Just an answer.<|end_message|>"), {**A, "content": "Just an answer."}
+    )
+
+
+def test_inkling_a_call_cut_inside_its_json() -> None:
+    text = (
+        "<|content_text|>Booking.<|end_message|><|message_model|><|content_invoke_tool_json|>"
+        '{"name": "book_trip", "args": {"city": "Lis'
+    )
+    outcomes = all_modes("inkling", text)
+    assert outcomes["raise"].error == (
+        "ContentParseError",
+        "tool_calls",
+        {**A, "content": "Booking."},
+    )
+    cut = {**A, "content": "Booking.", "tool_calls": [call("book_trip", '{"city": "Lis')]}
+    assert outcomes["recover"].message == cut
+    assert outcomes["recover"].issues == ("unclosed_region", "malformed_call")
+    assert outcomes["partial"].message == cut
+    assert outcomes["partial"].in_progress == "tool_calls"
