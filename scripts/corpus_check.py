@@ -55,8 +55,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from replyparse import ResponseParser, parse_response
 from replyparse.errors import ResponseParseError, TemplateError
-from replyparse.parser import ResponseParser, parse_response
 from replyparse.templates import (
     RegistryEntry,
     chat_template_digest,

@@ -25,23 +25,34 @@ from __future__ import annotations
 
 import copy
 import enum
-import functools
-import json
-import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from types import MappingProxyType
-from typing import Any, Literal, TypeAlias, cast, overload
+from typing import Any, Literal, cast
 
+from replyparse._accumulator import TextAccumulator
+from replyparse._recovery import (
+    DEMOTED,
+    Note,
+    meant_name_notes,
+    recover_body,
+    salvage_call,
+    stray_close_notes,
+)
 from replyparse._scanner import DelimiterMatch
-from replyparse.coercion import type_tool_call
-from replyparse.content import ArgumentTyping, ContentError, RecoveringParser, argument_typing
+from replyparse._values import (
+    CAPTURE_SEPARATOR,
+    PreparedTools,
+    ValueReader,
+    close_name,
+    region_groups,
+)
+from replyparse._walk import Fitting, WalkStart, fitting_walker
+from replyparse.content import ContentError
 from replyparse.errors import (
     ContentParseError,
     MissingFieldError,
     ParserStateError,
     ResponseParseError,
-    TransformError,
 )
 from replyparse.events import (
     Event,
@@ -53,13 +64,6 @@ from replyparse.events import (
 from replyparse.issues import InProgressRegion, IssueKind, ParseIssue
 from replyparse.model_folder import template_from_tokenizer
 from replyparse.template import FieldSpec, ResponseTemplate, load_template
-from replyparse.template._call_shape import (
-    ARGUMENT_KEYS,
-    CallShape,
-    find_call_parts,
-    function_of,
-    with_arguments,
-)
 from replyparse.template._loader import END_OF_TURN, REGION_CLOSE
 from replyparse.tokens import (
     ControlTokenDecoder,
@@ -67,26 +71,20 @@ from replyparse.tokens import (
     decode_ids,
     unshadow,
 )
-from replyparse.tools import CustomTool, normalize_tools, resolve_tool_name, tools_by_name
 from replyparse.transform import TransformPathError, apply_transform
 
 __all__ = [
+    "CAPTURE_SEPARATOR",
+    "PREFIX_REQUIRED",
     "ParseResult",
     "ParserPhase",
     "PreparedTools",
+    "PrimedParser",
     "ResponseParser",
-    "get_response_parser",
-    "parse_output",
-    "parse_response",
 ]
 
-#: Separator between two captures of a non-repeating string field (see README, "Divergences").
-CAPTURE_SEPARATOR = "\n\n"
-
-#: The first character ``str.lstrip`` keeps (``\s`` is ``str.isspace`` in ``re``).
-_NON_SPACE = re.compile(r"\S").search
-
-_PREFIX_REQUIRED = (
+#: Why a parser needs the prompt (``prefix``), for the error raised without one.
+PREFIX_REQUIRED = (
     "`prefix` is required: pass the chat prompt that was sent to the model before generation, "
     "because chat templates often pre-write part of the assistant message (an opening <think> "
     "tag, a prefilled answer) that the parser must see to parse the output correctly. If the "
@@ -107,140 +105,12 @@ class ParserPhase(enum.Enum):
     FAILED = "failed"
 
 
-#: Marks a region that recover mode turns into content instead of a value of its field.
-_DEMOTED: Any = object()
-#: No value could be read.
-_NOTHING: Any = object()
-#: ``ResponseParser._walk_fitting``: (message, unclaimed text, trailing text, captures).
-_Fitting: TypeAlias = tuple[
-    dict[str, Any], list[tuple[int, str]], "str | None", dict[str, list[Any]]
-]
-#: The groups of a region opened without a delimiter (shared: never changed).
-_NO_GROUPS: dict[str, str | None] = {}
-
-
-@functools.lru_cache(maxsize=256)
-def _required_names(shape: CallShape | None) -> frozenset[str]:
-    names = {"content"}
-    if shape is not None:
-        names.update(source[0] for source in (shape.name_source, shape.arguments_source) if source)
-    return frozenset(names)
-
-
-@functools.lru_cache(maxsize=1024)
-def _required(field: FieldSpec) -> frozenset[str]:
-    """The placeholder names a field's transform cannot leave out (see ``transform``):
-    the body and a tool call's name and arguments; other values the model did not write
-    (an optional group, an id key) leave their entries out. Cached by field (hashed by
-    identity; a call shape hashes all its attributes at every lookup)."""
-    return _required_names(field.call_shape)
-
-
-def _transform(field: FieldSpec, scope: Mapping[str, Any]) -> Any:
-    """The field's transform (compiled at load) applied to ``scope``."""
-    apply = field.apply_transform
-    assert apply is not None
-    return apply(scope, _required(field))
-
-
-def _region_groups(
-    open_groups: Mapping[str, str | None], close_groups: Mapping[str, str | None]
-) -> Mapping[str, str | None]:
-    """The named groups in a closing region's transform scope: the open delimiter's, and
-    the close delimiter's over them (a close capture wins over an open capture of the same
-    name, as in the reference since 5.24), except where the close's group did not take
-    part in its match: the open's capture stands."""
-    if not close_groups:
-        return open_groups
-    merged = dict(open_groups)
-    for name, value in close_groups.items():
-        if value is not None or name not in merged:
-            merged[name] = value
-    return merged
-
-
-def _close_name(field: FieldSpec) -> str:
-    close = field.close
-    if close is None:
-        return "none"
-    return repr(close.source if isinstance(close.source, str) else close.source[0])
-
-
 _STREAMING = ParserPhase.STREAMING
 # Held text longer than this is scanned again only once it has doubled (``_defer``).
 _RESCAN_AFTER = 128
 # Whitespace held at the end of a stripping field's body is kept in one string up to this
 # length (a bounded copy per feed), then in an accumulator (``_hold_whitespace``).
 _HELD_WHITESPACE = 256
-
-
-#: Pieces a ``_TextAccumulator`` joins into one block.
-_BLOCK = 256
-
-
-class _TextAccumulator:
-    """Collects a region body from many small pieces at O(1) amortized cost per piece.
-
-    Small pieces are joined into blocks every so often, so that a body held as thousands of
-    four-character feeds costs about its own size in memory, not a list entry per feed.
-    """
-
-    __slots__ = ("_blocks", "_pieces")
-
-    def __init__(self) -> None:
-        self._blocks: list[str] = []
-        self._pieces: list[str] = []
-
-    def append(self, text: str) -> None:
-        pieces = self._pieces
-        pieces.append(text)
-        if len(pieces) >= _BLOCK:
-            self.pack()
-
-    def pack(self) -> None:
-        """Join the pieces into a block (``append`` does, every ``_BLOCK`` pieces)."""
-        blocks = self._blocks
-        blocks.append("".join(self._pieces))
-        self._pieces.clear()
-        # Merge while the block before is not longer than the last one: O(log n) blocks,
-        # so the overhead beyond the text stays small whatever the body's length.
-        while len(blocks) > 1 and len(blocks[-2]) <= len(blocks[-1]):
-            last = blocks.pop()
-            blocks[-1] += last
-
-    def __bool__(self) -> bool:
-        return bool(self._pieces or self._blocks)
-
-    def getvalue(self) -> str:
-        """The text so far. The blocks are merged, the pieces left as they are: the feed's
-        fast path counts the pieces appended since it began (``_sync_base``), so reading
-        the body mid-stream must not move them."""
-        blocks, pieces = self._blocks, self._pieces
-        if len(blocks) > 1:
-            blocks[:] = ["".join(blocks)]
-        if not pieces:
-            return blocks[0] if blocks else ""
-        if not blocks and len(pieces) == 1:
-            return pieces[0]
-        return "".join(blocks + pieces)
-
-    def copy(self) -> _TextAccumulator:
-        """An accumulator holding the same text (this one left as it was)."""
-        copied = _TextAccumulator()
-        if self:
-            copied.append(self.getvalue())
-        return copied
-
-    def take(self) -> str:
-        """``getvalue()``, leaving the accumulator empty (reused, not rebuilt, per region)."""
-        pieces, blocks = self._pieces, self._blocks
-        if not blocks:
-            text = pieces[0] if len(pieces) == 1 else "".join(pieces)
-        else:
-            text = "".join(blocks) + "".join(pieces)
-        pieces.clear()
-        blocks.clear()
-        return text
 
 
 def _find_anchor_end(template: ResponseTemplate, prefix: str) -> int:
@@ -346,17 +216,11 @@ class ResponseParser:
         # The template first: a template with a problem reports it, prefix or not.
         self.template: ResponseTemplate = load_template(template)
         if prefix is None:
-            raise ValueError(_PREFIX_REQUIRED)
-        self._tool_typer: Callable[[Any, ArgumentTyping], Any] | None = None
-        # Custom tools (free-form input, OpenAI "custom" tools) take a string, not an object.
-        self._custom_tool_names: frozenset[str] = frozenset()
-        # The offered name a qualified or doubled call name means (reported, not rewritten).
-        self._meant_tool: Callable[[str], str | None] | None = None
-        if isinstance(tools, PreparedTools):
-            self._tool_typer, self._custom_tool_names = tools.typer, tools.custom_names
-            self._meant_tool = tools.meant
-        elif tools is not None:
-            self._tool_typer, self._custom_tool_names, self._meant_tool = _make_tool_typer(tools)
+            raise ValueError(PREFIX_REQUIRED)
+        if tools is not None and not isinstance(tools, PreparedTools):
+            tools = PreparedTools(tools)
+        # How region values are read: fixed for the parser's life, shared with its copies.
+        self._values = ValueReader(self.template, tools)
         self._include_groups = include_groups
         self.recover = recover
         # Extended events: everything fed (``input_text``), where the generation begins in
@@ -378,8 +242,7 @@ class ResponseParser:
         self.unclaimed_text: list[tuple[int, str]] = []
         self._buffer = ""
         # Held text is scanned again only once it has doubled (see ``_defer``).
-        self._deferred = _TextAccumulator()
-        self._deferred_size = 0
+        self._deferred = TextAccumulator()
         self._rescan_at = 0
         self._context = ""
         # Per delimiter, where in the generation its next match can start at the earliest
@@ -399,14 +262,14 @@ class ResponseParser:
         # needs the template to have one.
         self._implicit_field = cast(FieldSpec, self.template.implicit_field)
         self._open_groups: dict[str, str | None] = {}
-        self._body = _TextAccumulator()
+        self._body = TextAccumulator()
         self._body_offset = 0
         self._started = False  # a stripping clean field has seen non-whitespace
         # Whitespace held at the end of a stripping clean field's body until more text
         # follows: a string while it is short; a long run (many small pieces, which one
         # string would copy at each) goes on in ``_whitespace_run`` (``_hold_whitespace``).
         self._pending_whitespace = ""
-        self._whitespace_run: _TextAccumulator | None = None
+        self._whitespace_run: TextAccumulator | None = None
         self._captures: dict[str, list[Any]] = {}
         # The fast path of ``feed`` (see ``_update_fast``), on while not None: the (first)
         # character that can begin a delimiter in the current state, which a piece of the
@@ -417,8 +280,8 @@ class ResponseParser:
         self._fast_second: str | None = None
         self._fast_second_ends: tuple[str, ...] = ()
         self._fast_leads: frozenset[str] | None = None  # ``Scanner.lead_chars``
-        # How many pieces the body had when the fast path was turned on; -1 when off and
-        # counted (``_sync_base``).
+        # The body's size when the fast path was turned on or last counted; -1 when off
+        # and counted (``_sync_base``).
         self._fast_mark = -1
         self._fast_spec: FieldSpec | None = None
         # The chunk event of the fast path's field, but for its "text".
@@ -448,38 +311,19 @@ class ResponseParser:
             if self._tokens.shadowed:
                 self.initial_events = unshadow(self.initial_events)
 
-    @classmethod
-    def _holding_prefix(
-        cls,
-        template: Mapping[str, Any] | ResponseTemplate | str | None,
-        prefix: str | Sequence[int] | None,
-        *,
-        tools: Iterable[Any] | PreparedTools | None,
-        tokenizer: TokenizerLike | None,
-        recover: bool,
-    ) -> ResponseParser:
-        """A parser for one whole generation (``parse_output``) that holds the prompt's
-        text after the start anchor instead of scanning it alone: the walk of the
-        generation then reads the two as one complete text. The same message, issues and
-        offsets as ``ResponseParser(template, prefix)``: a scan of text that may continue
-        acts only on matches more text cannot change, which the walk finds at the same
-        places; the prefix is not searched twice, once as text that may continue
-        (qwen3's ``<think>\n``, held by its open pattern, cost ~3 times the rest of the
-        parser's construction)."""
-        parser = cls(
-            template,
-            None if prefix is None else "",
-            tools=tools,
-            tokenizer=tokenizer,
-            recover=recover,
-        )
-        assert prefix is not None
-        prefix_text = parser._decode_prefix(prefix)
-        prefix_text = prefix_text[_find_anchor_end(parser.template, prefix_text) :]
-        parser._buffer = prefix_text
-        parser._base = -len(prefix_text)
-        parser._fast = None
-        return parser
+    def _hold_prefix(self, prefix: str | Sequence[int]) -> None:
+        """Hold the prompt's text after the start anchor instead of scanning it alone (this
+        parser was built with an empty prefix): the walk of one whole generation then reads
+        the two as one complete text. The same message, issues and offsets as a parser
+        built with the prefix: a scan of text that may continue acts only on matches more
+        text cannot change, which the walk finds at the same places; the prefix is not
+        searched twice, once as text that may continue (qwen3's ``<think>\n``, held by its
+        open pattern, would cost more than the rest of the parser's construction)."""
+        prefix_text = self._decode_prefix(prefix)
+        prefix_text = prefix_text[_find_anchor_end(self.template, prefix_text) :]
+        self._buffer = prefix_text
+        self._base = -len(prefix_text)
+        self._fast = None
 
     # -- public API -------------------------------------------------------------------------
 
@@ -508,7 +352,7 @@ class ResponseParser:
             try:
                 # The fast path (``_update_fast``): a region is open and ``text`` is text of it
                 # up to where a delimiter could begin. Its length is counted into ``_base``
-                # later, from the body's pieces (``_sync_base``).
+                # later, from the body's size (``_sync_base``).
                 if (
                     char
                     and char not in text
@@ -552,13 +396,7 @@ class ResponseParser:
                 if whole:
                     # Nothing is held and all of ``text`` is safe: it is the region's next
                     # chunk, streamed as ``_append_body`` would.
-                    body = self._body
-                    pieces = body._pieces
-                    pieces.append(text)
-                    if len(pieces) >= _BLOCK:
-                        self._sync_base()
-                        body.pack()
-                        self._fast_mark = 0
+                    self._body.append(text)
                     if self._fast_strips:  # no whitespace run is held (``_update_fast``)
                         kept = text.rstrip()
                         if kept is not text:  # trailing whitespace (rstrip returns the same object)
@@ -641,7 +479,7 @@ class ResponseParser:
         self._sync_base()  # what the characters' test took, before the pieces change
         events: list[Event] = []
         self._take_safe(pending, safe, events)
-        self._fast_mark = len(self._body._pieces)  # ``_take_safe`` counted the text
+        self._fast_mark = self._body.size  # ``_take_safe`` counted the text
         if self._rescan_at:  # deferred from now on
             self._fast = None
         elif self._fast is not None:  # (not a long whitespace run)
@@ -757,33 +595,15 @@ class ResponseParser:
             return unshadow(message), unshadow(events)
         return message, events
 
-    def _finish(
-        self, text: str | Sequence[int], partial: bool = False, fitting: bool = True
-    ) -> dict[str, Any]:
+    def _finish(self, text: str | Sequence[int], partial: bool) -> dict[str, Any]:
         """``finalize(text, partial=partial)[0]`` for a caller that wants only the message
-        (``parse_output``, batches): the same message, issues and state, without building
-        the events of ``text`` (the whole-text path: region text is collected and parsed at
-        its close, never cut into chunks). ``fitting=False``: the text is known not to fit
-        (``_walk_fitting`` said so), so only the general path is tried."""
+        (``PrimedParser``): the same message, issues and state, without building the events
+        of ``text`` (region text is collected and parsed at its close, never cut into
+        chunks)."""
         self._fast = None
         self._sync_base()
         self._check_usable("finalize")
         try:
-            if fitting and isinstance(text, str):
-                walked = self._walk_fitting(text, partial)
-                if walked is not None:
-                    message, unclaimed, trailing, captures = walked
-                    self._captures = captures
-                    self.unclaimed_text.extend(unclaimed)
-                    if trailing is not None:
-                        self.trailing_text = trailing
-                    self._field = None
-                    self._scanner = self.template.outside_scanner
-                    self._implicit_open = False
-                    self._buffer = ""
-                    self._body = _TextAccumulator()
-                    self.phase = ParserPhase.FINISHED
-                    return message
             message = self._finalize(partial, text, whole=True)[0]
         except BaseException as error:
             if self.phase is not ParserPhase.FINISHED:
@@ -798,155 +618,26 @@ class ResponseParser:
             return cast(dict[str, Any], unshadow(message))
         return message
 
-    def _walk_fitting(self, text: str, partial: bool = False) -> _Fitting | None:
-        """What ``_finish(text, partial)`` would give, for a text that fits the template as
-        it is (every region's body parses, no field is missing, nothing to recover), read
-        without changing the parser: ``(message, unclaimed text, trailing text or None,
-        captures)``. None otherwise, and then only the general path says what the text
-        gives (its issues or its error). A batch walks each row from one parser primed by
-        the prefix (issue 17), with one ``_fitting_walker``.
-
-        The same walk as ``_run`` and ``_scan`` with ``final`` and ``whole`` (a complete text,
-        region text collected, never cut into chunks), its state in local names, without what
-        only the general path needs: events, recover-mode bookkeeping, demoted regions.
-        """
-        walk = self._fitting_walker()
-        return None if walk is None else walk(text, partial)
-
-    def _fitting_walker(self) -> Callable[[str, bool], _Fitting | None] | None:
-        """``_walk_fitting`` as a function of ``(text, partial)``, this parser's state read
-        once (issue 17: a short row's walk read it again per row); valid while the parser
-        is not fed. None when no text can be walked from this state."""
+    def _walk_start(self) -> WalkStart | None:
+        """The state a walk of a whole text begins from (``replyparse._walk``), read now;
+        valid while this parser is not fed. None when no text can be walked from it (the
+        turn ended, text is deferred, or token ids are decoded as they come)."""
         if self.phase is not _STREAMING or self._rescan_at or self._tokens is not None:
             return None
         self._sync_base()
-        template = self.template
         context = self._context
-        held = self._buffer
-        before = context + held
-        base = self._base - len(context)
-        start_position = len(context)
-        implicit = template.implicit_field
-        # A stripping clean implicit field opens at its first non-whitespace character.
-        implicit_strips = (
-            implicit is not None and implicit.parser.strips and not implicit.parser.dirty
+        return WalkStart(
+            before=context + self._buffer,
+            base=self._base - len(context),
+            position=len(context),
+            field=self._field,
+            scanner=self._scanner,
+            implicit_open=self._implicit_open,
+            groups=self._open_groups,
+            carried=self._body.getvalue() if self._body else "",  # a body begun in the prefix
+            empty_at=self._empty_match_at,
+            captures=self._captures,
         )
-        outside = template.outside_scanner
-        region_scanners = template.region_scanners
-        field_list = template.field_list
-        required_names = [field.name for field in field_list if not field.optional]
-        start_field = self._field
-        start_scanner = self._scanner
-        start_implicit_open = self._implicit_open
-        start_groups = self._open_groups
-        start_carried = self._body.getvalue() if self._body else ""  # a body begun in the prefix
-        start_empty_at = self._empty_match_at
-        start_captures = self._captures
-        recover = self.recover
-        # Recover mode reports a stray close (``_note_stray_closes``): the general path's.
-        stray_closes = template.stray_closes if recover else ()
-        parse_body = self._read_fitting_body
-        build_message = self._build_message
-
-        def walk(text: str, partial: bool = False) -> _Fitting | None:
-            buffer = before + text if before else text
-            length = len(buffer)
-            position = start_position
-            field = start_field
-            scanner = start_scanner
-            implicit_open = start_implicit_open
-            groups = start_groups
-            carried = start_carried
-            body_start = position
-            empty_at = start_empty_at
-            # Fresh values: a batch gives every row's message its own.
-            captures: dict[str, list[Any]] = copy.deepcopy(start_captures) if start_captures else {}
-            unclaimed: list[tuple[int, str]] = []
-            trailing: str | None = None
-            memo: dict[Any, Any] = {}
-            try:
-                while True:
-                    # A plain (start, end, target, groups) where that is cheaper.
-                    match = scanner.next_final(buffer, position, memo, empty_at - base)
-                    if match is not None:
-                        match_start, match_end, target, match_groups = match
-                    end = length if match is None else match_start
-                    if field is None and end > position:  # as ``_take_text``
-                        if implicit is None:
-                            piece = buffer[position:end]
-                            if not piece.isspace():
-                                unclaimed.append((base + position, piece))
-                        elif not implicit_open:
-                            start = position
-                            if implicit_strips:
-                                # Its first non-whitespace character, without copying the
-                                # text (a long answer in a wide string costs a pass to copy).
-                                found = _NON_SPACE(buffer, position, end)
-                                start = end if found is None else found.start()
-                            if start < end:
-                                implicit_open = True
-                                groups = _NO_GROUPS
-                                carried = ""
-                                body_start = start
-                    if match is None:
-                        break
-                    position = match_end
-                    if position == match_start and target >= 0:  # as ``_scan``
-                        empty_at = base + position
-                    if field is not None or implicit_open:  # the region this match ends
-                        closing = field if field is not None else implicit
-                        assert closing is not None
-                        # Close groups: a close delimiter's, and the end of the turn's for
-                        # the implicit region (``_close_open_regions``); an open's are its own.
-                        close_groups = (
-                            match_groups
-                            if target == REGION_CLOSE or (target == END_OF_TURN and field is None)
-                            else _NO_GROUPS
-                        )
-                        body = carried + buffer[body_start:end]
-                        if stray_closes and field is None and _holds_any(body, stray_closes):
-                            return None  # a stray close to report
-                        value = parse_body(
-                            closing,
-                            body,
-                            _region_groups(groups, close_groups),
-                        )
-                        captures.setdefault(closing.name, []).append(value)
-                        field = None
-                        implicit_open = False
-                    if target == END_OF_TURN:
-                        trailing = buffer[position:]
-                        break
-                    if target == REGION_CLOSE:
-                        scanner = outside
-                        continue
-                    field = field_list[target]
-                    scanner = region_scanners[field.index]
-                    groups = match_groups
-                    carried = ""
-                    body_start = position
-                if trailing is None:  # the end of the text: as ``_close_open_regions(events)``
-                    if field is not None:
-                        body = carried + buffer[body_start:]
-                        if partial or (recover and field.close is not None and body.strip()):
-                            return None  # in progress, or an unclosed region to report
-                        captures.setdefault(field.name, []).append(parse_body(field, body, groups))
-                    elif implicit_open:
-                        assert implicit is not None
-                        body = carried + buffer[body_start:]
-                        if stray_closes and _holds_any(body, stray_closes):
-                            return None  # a stray close to report
-                        value = parse_body(implicit, body, groups)
-                        captures.setdefault(implicit.name, []).append(value)
-            except (ResponseParseError, ContentError):
-                return None  # a body that does not fit: the general path recovers or raises
-            message = build_message(captures)
-            for name in required_names:
-                if name not in message:
-                    return None
-            return message, unclaimed, trailing, captures
-
-        return walk
 
     def _finalize(
         self, partial: bool, text: str | Sequence[int], whole: bool = False
@@ -1019,16 +710,6 @@ class ResponseParser:
         self.issues = unshadow(self.issues)
         self.in_progress = unshadow(self.in_progress)
 
-    def _read_fitting_body(
-        self, field: FieldSpec, body: str, groups: Mapping[str, str | None]
-    ) -> Any:
-        """``_parse_body`` for ``_walk_fitting``: a content error is raised as it is (the
-        walk gives up on it), and a string with nothing to transform or type is the value."""
-        value = field.parser.parse(body)
-        if isinstance(value, str) and field.transform is None and self._tool_typer is None:
-            return value
-        return self._finish_value(field, value, body, groups)
-
     def _copy(self) -> ResponseParser:
         """A parser in this one's state, to parse another text from the same point: a batch
         primes one parser per prefix and copies it for each row, instead of building one
@@ -1094,13 +775,11 @@ class ResponseParser:
         """
         if text:
             self._deferred.append(text)
-            self._deferred_size += len(text)
-        if self._rescan_at and len(self._buffer) + self._deferred_size < self._rescan_at:
+        if self._rescan_at and len(self._buffer) + self._deferred.size < self._rescan_at:
             return None
         self._rescan_at = 0
-        self._deferred_size = 0
         deferred = self._deferred.getvalue()
-        self._deferred = _TextAccumulator()
+        self._deferred = TextAccumulator()
         return deferred
 
     def _set_rescan(self) -> None:
@@ -1250,7 +929,7 @@ class ResponseParser:
             }
             self._fast_strips = strips
         self._choose_test()
-        self._fast_mark = len(self._body._pieces)
+        self._fast_mark = self._body.size
 
     def _choose_test(self) -> None:
         """The fast path's test of a piece: ``in`` when one or two characters can begin a
@@ -1273,30 +952,24 @@ class ResponseParser:
 
     def _sync_base(self) -> None:
         """Count into ``_base`` the text the fast path took since it was turned on (or
-        since the last count): the pieces it appended to the body. Called before anything
+        since the last count): what it appended to the body. Called before anything
         reads ``_base`` (a general feed, the end of the generation, a batch's walk)."""
         mark = self._fast_mark
         if mark >= 0:
-            pieces = self._body._pieces
-            if len(pieces) > mark:
-                self._base += sum(map(len, pieces[mark:]))
-            self._fast_mark = len(pieces) if self._fast is not None else -1
+            size = self._body.size
+            self._base += size - mark
+            self._fast_mark = size if self._fast is not None else -1
 
     def _begin_body(self, offset: int) -> None:
         if self._body:
-            self._body = _TextAccumulator()
+            self._body = TextAccumulator()
         self._body_offset = offset
         self._started = False
         self._pending_whitespace = ""
         self._whitespace_run = None
 
     def _append_body(self, field: FieldSpec, text: str, events: list[Event]) -> None:
-        # The body's piece list is appended to in place (``_TextAccumulator.append``).
-        body = self._body
-        pieces = body._pieces
-        pieces.append(text)
-        if len(pieces) >= _BLOCK:
-            body.pack()
+        self._body.append(text)
         parser = field.parser
         if parser.dirty or not parser.strips:
             events.append(
@@ -1338,7 +1011,7 @@ class ResponseParser:
             return ""
         # A long run: an accumulator from here on (one string would be copied at each
         # piece); ``feed``'s fast path is off until it ends (``_update_fast``).
-        run = self._whitespace_run = _TextAccumulator()
+        run = self._whitespace_run = TextAccumulator()
         run.append(held)
         run.append(text)
         self._pending_whitespace = ""
@@ -1407,7 +1080,7 @@ class ResponseParser:
                 if cut_header and not self.recover:
                     raise ContentParseError(
                         f"the generation ended right after the header of a tool call, with no "
-                        f"close delimiter ({_close_name(field)}): an unfinished call, not one "
+                        f"close delimiter ({close_name(field)}): an unfinished call, not one "
                         f"with no arguments; parse with partial=True for a cut generation, or "
                         f"recover=True to keep the call",
                         field=field.name,
@@ -1422,7 +1095,7 @@ class ResponseParser:
                         self._body_offset - len(self._open_text),
                         self._open_text + body,
                         f"the generation ended right after the header of a tool call, with no "
-                        f"close delimiter ({_close_name(field)}); kept as an unfinished call "
+                        f"close delimiter ({close_name(field)}); kept as an unfinished call "
                         f"with no arguments",
                         events,
                     )
@@ -1432,7 +1105,7 @@ class ResponseParser:
                         field.name,
                         self._body_offset,
                         body,
-                        f"the region has no close delimiter ({_close_name(field)}); it was "
+                        f"the region has no close delimiter ({close_name(field)}); it was "
                         "closed where the generation ends",
                         events,
                     )
@@ -1452,11 +1125,11 @@ class ResponseParser:
         body = self._body.take()
         value: Any = None
         try:
-            value = self._parse_body(field, body, self._open_groups)
+            value = self._values.parse_body(field, body, self._open_groups, self._body_offset)
         except ResponseParseError:
             shape = field.call_shape
             if shape is not None and shape.rebuilds_calls:
-                value = self._salvage_call(field, shape, body, self._open_groups, None)
+                value = salvage_call(self._values, field, shape, body, self._open_groups, None)[0]
             else:
                 value = body.strip() if field.parser.strips else body
         self.in_progress = InProgressRegion(field.name, self._body_offset, body, value is not None)
@@ -1481,12 +1154,12 @@ class ResponseParser:
         delimiter is ``close_text`` (``close_size`` characters, when not given as text)."""
         body = self._body.take()
         self._implicit_open = False if field.is_implicit else self._implicit_open
-        groups = _region_groups(self._open_groups, close_groups)
+        groups = region_groups(self._open_groups, close_groups)
         size = len(close_text) if close_size is None else close_size
         close: RegionCloseEvent
         if not self.recover:
             try:
-                value = self._parse_body(field, body, groups)
+                value = self._values.parse_body(field, body, groups, self._body_offset)
             except ResponseParseError as error:
                 if not self._extended:
                     raise
@@ -1503,21 +1176,24 @@ class ResponseParser:
                 events.append(cast(Event, malformed))
                 self._malformed.add(field.name)
                 return
-            if self._meant_tool is not None:
-                self._note_meant_names(field, value, body, events)
+            meant = self._values.meant
+            if meant is not None:
+                self._note_all(field.name, meant_name_notes(meant, field, value, body), events)
             close = {"type": "region_close", "field": field.name, "value": value}
             if self._extended:
                 self._span(close, self._base + end, self._base + end + size)
             events.append(close)
             self._captures.setdefault(field.name, []).append(value)
             return
-        value, stray = self._recover_body(field, body, groups, events)
-        if self._meant_tool is not None and value is not _DEMOTED:
-            self._note_meant_names(field, value, body, events)
+        value, stray, notes = recover_body(self._values, field, body, groups, self._body_offset)
+        self._note_all(field.name, notes, events)
+        meant = self._values.meant
+        if meant is not None and value is not DEMOTED:
+            self._note_all(field.name, meant_name_notes(meant, field, value, body), events)
         close = {"type": "region_close", "field": field.name, "value": None}
         if self._extended:
             self._span(close, self._base + end, self._base + end + size)
-        if value is _DEMOTED:
+        if value is DEMOTED:
             # The region cannot be used as its field: its whole text, delimiters included,
             # is content at its position.
             events.append(close)
@@ -1528,107 +1204,12 @@ class ResponseParser:
             )
             return
         if field.is_implicit and self.template.stray_closes:
-            self._note_stray_closes(field, body, events)
+            self._note_all(field.name, stray_close_notes(self.template, field, body), events)
         close["value"] = value
         events.append(close)
         self._captures.setdefault(field.name, []).append(value)
         for position, text in stray:
             self._add_as_content(self._body_offset + position, text, events)
-
-    def _note_meant_names(
-        self, field: FieldSpec, value: Any, body: str, events: list[Event]
-    ) -> None:
-        """Report each call whose name is not offered but stands for one offered tool
-        (``functions.get_weather``, ``get_weather.get_weather``). The message keeps the name
-        as written, as the reference does; the OpenAI layer calls the tool meant."""
-        assert self._meant_tool is not None
-        for call in value if isinstance(value, list) else [value]:
-            function = function_of(call)
-            name = None if function is None else function["name"]
-            meant = self._meant_tool(name) if isinstance(name, str) else None
-            if meant is None:
-                continue
-            found = body.find(str(name))
-            self._note(
-                IssueKind.NEAR_MISS,
-                field.name,
-                self._body_offset + max(found, 0),
-                str(name),
-                f"tool call name {name!r} is not offered; read as the offered tool {meant!r} "
-                "it qualifies or doubles",
-                events,
-            )
-
-    def _note_stray_closes(self, field: FieldSpec, body: str, events: list[Event]) -> None:
-        """Report each explicit field's close found in implicit-field text (at most one issue
-        per field): the wrong-prefix signature, a reasoning ``Easy. </think> It is 12 °C.`` read
-        as content because the prefix lacked the ``<think>`` the chat template pre-wrote."""
-        reported: set[str] = set()
-        for closing, literal in self.template.stray_closes:
-            if closing.name in reported:
-                continue
-            position = body.find(literal)
-            if position < 0:
-                continue
-            reported.add(closing.name)
-            opener = closing.open
-            assert opener is not None
-            written = repr(opener.literals[0]) if opener.literals else "open of that field"
-            self._note(
-                IssueKind.STRAY_CLOSE,
-                field.name,
-                self._body_offset + position,
-                literal,
-                f"{field.name!r} holds {literal!r}, the close of {closing.name!r}, with no "
-                f"{written} before it: the prefix probably lacks what the chat template "
-                f"pre-wrote (pass the prompt as prefix=; CLI: --prefix or --prefix-name), or the "
-                f"response template is not this model's",
-                events,
-            )
-
-    def _parse_body(self, field: FieldSpec, body: str, groups: Mapping[str, str | None]) -> Any:
-        try:
-            value = field.parser.parse(body)
-        except ContentError as error:
-            raise self._content_error(field, body, error) from None
-        return self._finish_value(field, value, body, groups)
-
-    def _content_error(self, field: FieldSpec, body: str, error: ContentError) -> ContentParseError:
-        where = f" at char {error.position} of the body" if error.position is not None else ""
-        return ContentParseError(
-            f"the {field.content!r} content parser rejected the region body{where}: "
-            f"{error.message}",
-            field=field.name,
-            raw=body,
-            offset=self._body_offset,
-        )
-
-    def _finish_value(
-        self, field: FieldSpec, value: Any, body: str, groups: Mapping[str, str | None]
-    ) -> Any:
-        """Transform a parsed body, check a tool call's shape, type its arguments."""
-        if field.transform is not None:
-            try:
-                if field.transform_each:
-                    value = self._transform_each(field, value, groups, body)
-                else:
-                    value = _transform(field, {**groups, "content": value})
-            except TransformPathError as error:
-                raise TransformError(
-                    str(error), field=field.name, raw=body, offset=self._body_offset
-                ) from None
-        if field.join is not None and not isinstance(value, str):
-            raise ContentParseError(
-                f"a 'join' field needs a string from each match; got {type(value).__name__} "
-                f"{value!r}",
-                field=field.name,
-                raw=body,
-                offset=self._body_offset,
-            )
-        value = self._check_tool_calls(field, value, body)
-        if self._tool_typer is not None:
-            value = self._tool_typer(value, argument_typing(field.parser))
-        return value
 
     # -- recover mode -----------------------------------------------------------------------
 
@@ -1645,157 +1226,10 @@ class ResponseParser:
         self.issues.append(issue)
         events.append({"type": "parse_issue", "issue": issue})
 
-    def _recover_body(
-        self, field: FieldSpec, body: str, groups: Mapping[str, str | None], events: list[Event]
-    ) -> tuple[Any, tuple[tuple[int, str], ...]]:
-        """The value of a region in recover mode, and the stray text to make content.
-
-        Returns ``_DEMOTED`` as the value when the region cannot be its field's at all.
-        """
-        try:
-            return self._parse_body(field, body, groups), ()
-        except ResponseParseError as error:
-            failure = error
-        parser = field.parser
-        parsed: Any = _NOTHING
-        stray: tuple[tuple[int, str], ...] = ()
-        if isinstance(failure, ContentParseError) and isinstance(parser, RecoveringParser):
-            try:
-                parsed, stray = parser.recover(body)
-            except ContentError:
-                parsed = _NOTHING
-            if parsed is not _NOTHING:
-                try:
-                    value = self._finish_value(field, parsed, body, groups)
-                except ResponseParseError as error:
-                    failure = error
-                else:
-                    for position, text in stray:
-                        self._note(
-                            IssueKind.STRAY_TEXT,
-                            field.name,
-                            self._body_offset + position,
-                            text,
-                            f"{failure.detail}; the value was read and the text became content",
-                            events,
-                        )
-                    return value, stray
-        elif isinstance(failure, TransformError):
-            try:
-                parsed = parser.parse(body)
-            except ContentError:
-                parsed = _NOTHING
-        shape = field.call_shape
-        if shape is None or not shape.rebuilds_calls:
-            raw = body.strip() if parser.strips else body
-            self._note(
-                IssueKind.UNPARSED_VALUE,
-                field.name,
-                self._body_offset,
-                body,
-                f"{failure.detail}; the value is the text as written",
-                events,
-            )
-            return raw, ()
-        value = self._salvage_call(field, shape, body, groups, parsed, events, failure)
-        if value is None:
-            self._note(
-                IssueKind.UNREADABLE_CALL,
-                field.name,
-                self._body_offset,
-                body,
-                f"{failure.detail}; no tool name could be read, so the region became content",
-                events,
-            )
-            return _DEMOTED, ()
-        return value, ()
-
-    def _salvage_call(
-        self,
-        field: FieldSpec,
-        shape: CallShape,
-        body: str,
-        groups: Mapping[str, str | None],
-        parsed: Any,
-        events: list[Event] | None = None,
-        failure: ResponseParseError | None = None,
-    ) -> Any:
-        """A tool call built from what can be read of a rejected body, or None.
-
-        ``parsed`` is the body's value when only the transform failed (a near miss such as
-        ``arguments`` for ``parameters``), else ``_NOTHING``.
-        """
-        name: Any = None
-        arguments: Any = None
-        near_miss = False
-        if shape.name_in_body:
-            if shape.each and isinstance(parsed, list) and len(parsed) == 1:
-                parsed = parsed[0]
-            if isinstance(parsed, Mapping):
-                name = parsed.get("name")
-                keys = (
-                    (shape.arguments_key, *ARGUMENT_KEYS) if shape.arguments_key else ARGUMENT_KEYS
-                )
-                used = None
-                for key in keys:
-                    if key is not None and key in parsed:
-                        arguments, used = parsed[key], key
-                        near_miss = key != shape.arguments_key
-                        break
-                else:
-                    arguments = {}
-                if set(parsed) - {"name", used}:
-                    return None  # other keys would be lost: the region becomes content
-            elif body.count('"name"') == 1 or not shape.each:
-                name, arguments = find_call_parts(body)
-        else:
-            name = groups.get(shape.name_group or "")
-            arguments = body.strip()
-        if not isinstance(name, str) or not name.strip():
-            return None
-        if isinstance(arguments, str) and not arguments.strip():
-            arguments = "{}"
-        if arguments is None:
-            arguments = "{}"
-        value: Any = None
-        if shape.each:
-            element = {"name": name, shape.arguments_key or "arguments": arguments}
-            try:
-                value = [_transform(field, {**groups, "content": element, **element})]
-            except TransformPathError:
-                value = None
-        else:
-            content: Any = arguments
-            if shape.name_in_body:
-                content = {"name": name, shape.arguments_key or "arguments": arguments}
-            try:
-                value = _transform(field, {**groups, "content": content})
-            except TransformPathError:
-                value = None
-        if value is None:
-            value = {"type": "function", "function": {"name": name, "arguments": arguments}}
-        if isinstance(arguments, Mapping) and self._tool_typer is not None:
-            value = self._tool_typer(value, argument_typing(field.parser))
-        if events is not None and failure is not None:
-            if near_miss and isinstance(arguments, Mapping):
-                self._note(
-                    IssueKind.NEAR_MISS,
-                    field.name,
-                    self._body_offset,
-                    body,
-                    f"{failure.detail}; read as the call to {name!r} the model meant",
-                    events,
-                )
-            else:
-                self._note(
-                    IssueKind.MALFORMED_CALL,
-                    field.name,
-                    self._body_offset,
-                    body,
-                    f"{failure.detail}; kept as a call to {name!r} with its arguments as written",
-                    events,
-                )
-        return value
+    def _note_all(self, field: str, notes: list[Note], events: list[Event]) -> None:
+        """Record recover mode's notes on the open region's body as issues."""
+        for kind, position, raw, message in notes:
+            self._note(kind, field, self._body_offset + position, raw, message, events)
 
     def _add_as_content(self, offset: int, text: str, events: list[Event]) -> None:
         """Model text that recover mode could not place: content at its position (or
@@ -1832,131 +1266,9 @@ class ResponseParser:
         events.append(close)
         self._captures.setdefault(field.name, []).append(parsed)
 
-    def _check_tool_calls(self, field: FieldSpec, value: Any, body: str) -> Any:
-        """A value shaped like a function call (``{"function": {"name", "arguments"}}``)
-        must have a string name and object arguments; arguments written as JSON text are
-        read. Anything else is a malformed call, reported rather than passed on."""
-        if not isinstance(value, (dict, list)):
-            return value  # text or a number: no call in it
-        if isinstance(value, dict):  # one value, most often a well-formed call
-            function = function_of(value)
-            if function is None:
-                return value
-            name = function["name"]
-            if isinstance(function["arguments"], dict) and isinstance(name, str) and name:
-                return value
-        calls = value if isinstance(value, list) else [value]
-        checked: list[Any] | None = None
-        for index, call in enumerate(calls):
-            function = function_of(call)
-            if function is None:
-                continue
-            name, arguments = function["name"], function["arguments"]
-            problem = None
-            if not isinstance(name, str) or not name:
-                problem = f"the tool call's name must be a non-empty string; got {name!r}"
-            elif isinstance(arguments, str) and name in self._custom_tool_names:
-                continue  # a custom tool's input is free text
-            elif isinstance(arguments, str):
-                try:
-                    parsed = json.loads(arguments) if arguments.strip() else {}
-                except (ValueError, RecursionError):
-                    parsed = None
-                if isinstance(parsed, dict):
-                    if checked is None:
-                        checked = list(calls)
-                    checked[index] = with_arguments(call, parsed)
-                else:
-                    problem = (
-                        f"the arguments of tool call {name!r} must be an object; got {arguments!r}"
-                    )
-            elif arguments is None:
-                if checked is None:
-                    checked = list(calls)
-                checked[index] = with_arguments(call, {})
-            elif not isinstance(arguments, dict):
-                problem = (
-                    f"the arguments of tool call {name!r} must be an object; got {arguments!r}"
-                )
-            if problem is not None:
-                raise TransformError(problem, field=field.name, raw=body, offset=self._body_offset)
-        if checked is None:
-            return value
-        return checked if isinstance(value, list) else checked[0]
-
-    def _transform_each(
-        self, field: FieldSpec, value: Any, groups: Mapping[str, str | None], body: str
-    ) -> list[Any]:
-        if not isinstance(value, list):
-            raise TransformError(
-                f"'transform_each' needs the content to parse to a list; got "
-                f"{type(value).__name__}",
-                field=field.name,
-                raw=body,
-                offset=self._body_offset,
-            )
-        result = []
-        for index, element in enumerate(value):
-            if not isinstance(element, Mapping):
-                raise TransformError(
-                    f"'transform_each' needs a list of objects; element {index} is "
-                    f"{type(element).__name__} {element!r}",
-                    field=field.name,
-                    raw=body,
-                    offset=self._body_offset,
-                )
-            result.append(_transform(field, {**groups, "content": element, **element}))
-        return result
-
-    # -- the message ------------------------------------------------------------------------
-
-    def _build_message(self, captures: dict[str, list[Any]] | None = None) -> dict[str, Any]:
-        """The message of ``captures`` (default: the parser's)."""
-        template = self.template
-        defaults = template.defaults
-        if not template.scalar_defaults:
-            message: dict[str, Any] = copy.deepcopy(dict(defaults))
-        elif isinstance(defaults, MappingProxyType):  # as loaded: the dict's own copy
-            message = defaults.copy()
-        else:
-            message = dict(defaults)
-        fields = template.fields
-        for name, values in (self._captures if captures is None else captures).items():
-            field = fields[name]
-            if field.repeats:
-                if field.join is not None:
-                    if any(value != "" for value in values):
-                        message[name] = field.join.join(values)
-                    continue
-                if not field.transform_each:
-                    message[name] = list(values)
-                    continue
-                items: list[Any] = []
-                for value in values:
-                    if isinstance(value, list):
-                        items.extend(value)
-                    else:
-                        items.append(value)
-                message[name] = items
-                continue
-            if len(values) == 1:  # the common field, captured once
-                value = values[0]
-                if value != "" and value is not None:
-                    message[name] = value
-                continue
-            present = [value for value in values if value != "" and value is not None]
-            if not present:
-                continue
-            if len(present) == 1:
-                message[name] = present[0]
-            elif all(isinstance(value, str) for value in present):
-                separator = "" if not field.parser.strips else CAPTURE_SEPARATOR
-                message[name] = separator.join(present)
-            elif all(isinstance(value, list) for value in present):
-                message[name] = [item for value in present for item in value]
-            else:
-                message[name] = present
-        return message
+    def _build_message(self) -> dict[str, Any]:
+        """The message of the regions closed so far."""
+        return self._values.build_message(self._captures)
 
     # -- token ids -----------------------------------------------------------------------------
 
@@ -1981,132 +1293,6 @@ def _unshadow_error(error: ResponseParseError) -> None:
     error.detail = unshadow(error.detail)
     error.partial_message = unshadow(error.partial_message)
     error.args = unshadow(error.args)
-
-
-class PreparedTools:
-    """Tools checked and indexed once, for many parsers (``ResponseParser(tools=...)``).
-
-    Normalizing tools and building their argument typer costs more than parsing a short
-    generation; a batch job that parses every row against the same tools does it once.
-    """
-
-    __slots__ = ("custom_names", "meant", "typer")
-
-    def __init__(self, tools: Iterable[Any]) -> None:
-        """Normalize ``tools``; raises ToolDefinitionError for a malformed one."""
-        self.typer, self.custom_names, self.meant = _make_tool_typer(tools)
-
-
-def _make_tool_typer(
-    tools: Iterable[Any],
-) -> tuple[Callable[[Any, ArgumentTyping], Any], frozenset[str], Callable[[str], str | None]]:
-    """The argument typer for these tools, the names of the custom (free-form) tools and
-    the offered name a qualified or doubled call name means (``resolve_tool_name``)."""
-    by_name = tools_by_name(normalize_tools(tools))
-    custom = frozenset(name for name, tool in by_name.items() if isinstance(tool, CustomTool))
-
-    def type_value(value: Any, typing: ArgumentTyping) -> Any:
-        return type_tool_call(value, by_name, typing=typing)
-
-    def meant(name: str) -> str | None:
-        return resolve_tool_name(name, by_name)
-
-    return type_value, custom, meant
-
-
-def get_response_parser(
-    tokenizer: Any,
-    prefix: str | Sequence[int] | None = None,
-    *,
-    tools: Iterable[Any] | None = None,
-    template: Mapping[str, Any] | ResponseTemplate | None = None,
-) -> ResponseParser:
-    """A ResponseParser for this tokenizer's response template (the reference's method).
-
-    ``prefix`` is required, as for ``ResponseParser``; the template is the one the tokenizer
-    carries (``replyparse.model_folder.template_from_tokenizer``) unless given.
-    """
-    return ResponseParser(template, prefix, tools=tools, tokenizer=tokenizer)
-
-
-@overload
-def parse_response(
-    text: str | Sequence[int],
-    template: Mapping[str, Any] | ResponseTemplate | str | None = None,
-    *,
-    prefix: str | Sequence[int] | None,
-    tools: Iterable[Any] | None = None,
-    tokenizer: TokenizerLike | None = None,
-    recover: bool = False,
-    partial: bool = False,
-) -> dict[str, Any]: ...
-
-
-@overload
-def parse_response(
-    text: list[str] | list[list[int]],
-    template: Mapping[str, Any] | ResponseTemplate | str | None = None,
-    *,
-    prefix: Sequence[str] | Sequence[Sequence[int]] | None,
-    tools: Iterable[Any] | None = None,
-    tokenizer: TokenizerLike | None = None,
-    recover: bool = False,
-    partial: bool = False,
-) -> list[dict[str, Any]]: ...
-
-
-def parse_response(
-    text: Any,
-    template: Mapping[str, Any] | ResponseTemplate | str | None = None,
-    *,
-    prefix: Any,
-    tools: Iterable[Any] | None = None,
-    tokenizer: TokenizerLike | None = None,
-    recover: bool = False,
-    partial: bool = False,
-) -> dict[str, Any] | list[dict[str, Any]]:
-    """Parse a whole generation (or a batch of them) into message dicts.
-
-    Args:
-        text: the generated text; token ids with ``tokenizer``; or a list of either (a batch).
-        template: the response template; None to use the tokenizer's own.
-        prefix: the prompt (text or ids); for a batch, a list of the same length. Required;
-            ``""`` opts out.
-        tools: the request's tools, to type tool-call arguments from their schemas.
-        tokenizer: decodes token ids; anything with ``decode``.
-        recover: never raise for what the model wrote (see ``ResponseParser``); use
-            ``parse_output`` to also get the issues.
-        partial: the generation is known to be cut (see ``ResponseParser.finalize``).
-
-    Returns:
-        The message, or a list of messages for a batch.
-
-    Raises:
-        ResponseParseError: the output does not fit the template (``partial_message`` holds
-            what was parsed; in a batch, ``index`` is the generation's position). Never
-            with ``recover=True``.
-        TemplateError: the template is malformed.
-        ValueError: ``prefix`` is missing or does not match the batch.
-
-    Example:
-        >>> template = {"start_anchor": "A:", "fields": {
-        ...     "reasoning_content": {"open": "<think>", "close": "</think>"},
-        ...     "content": {"close": "<end>"}}}
-        >>> parse_response("<think>hmm</think>Hi<end>", template, prefix="")
-        {'reasoning_content': 'hmm', 'content': 'Hi'}
-    """
-    result: ParseResult | list[ParseResult] = parse_output(
-        text,
-        template,
-        prefix=prefix,
-        tools=tools,
-        tokenizer=tokenizer,
-        recover=recover,
-        partial=partial,
-    )
-    if isinstance(result, list):
-        return [item.message for item in result]
-    return result.message
 
 
 @dataclass(frozen=True)
@@ -2134,118 +1320,77 @@ class ParseResult:
         return not self.issues
 
 
-@overload
-def parse_output(
-    text: str | Sequence[int],
-    template: Mapping[str, Any] | ResponseTemplate | str | None = None,
-    *,
-    prefix: str | Sequence[int] | None,
-    tools: Iterable[Any] | None = None,
-    tokenizer: TokenizerLike | None = None,
-    recover: bool = True,
-    partial: bool = False,
-) -> ParseResult: ...
+class PrimedParser:
+    """Parses whole generations from one primed state: the prompt read once, each text
+    parsed from it (package-internal: ``parse_output`` and ``BatchParser`` use it).
 
+    A text that fits the template as it is is walked from the primed state without
+    changing it (``replyparse._walk``); any other text is parsed on the general path, by a
+    copy of the primed parser (``reuse=True``) or by the primed parser itself (the one text
+    of a one-shot parse, which then holds the prompt unscanned: the walk reads it with the
+    text).
 
-@overload
-def parse_output(
-    text: list[str] | list[list[int]],
-    template: Mapping[str, Any] | ResponseTemplate | str | None = None,
-    *,
-    prefix: Sequence[str] | Sequence[Sequence[int]] | None,
-    tools: Iterable[Any] | None = None,
-    tokenizer: TokenizerLike | None = None,
-    recover: bool = True,
-    partial: bool = False,
-) -> list[ParseResult]: ...
-
-
-def parse_output(
-    text: Any,
-    template: Mapping[str, Any] | ResponseTemplate | str | None = None,
-    *,
-    prefix: Any,
-    tools: Iterable[Any] | None = None,
-    tokenizer: TokenizerLike | None = None,
-    recover: bool = True,
-    partial: bool = False,
-) -> ParseResult | list[ParseResult]:
-    """Parse a whole generation (or a batch) into a ``ParseResult``: the message and the
-    issues, trailing and unclaimed text, and where a cut generation ended.
-
-    Recover mode is the default here: the message is always built, and ``issues`` says what
-    did not fit. In a batch, a malformed item never affects the others; with
-    ``recover=False`` the first failure raises with its ``index``.
-
-    Args: as for ``parse_response``.
-
-    Example:
-        >>> template = {"start_anchor": "A:", "fields": {
-        ...     "answer": {"open": "<n>", "close": "</n>", "content": "int"},
-        ...     "content": {"close": "<end>"}}}
-        >>> result = parse_output("<n>forty</n><end>", template, prefix="")
-        >>> result.message, [issue.kind.value for issue in result.issues]
-        ({'answer': 'forty'}, ['unparsed_value'])
+    Args: as for ``ResponseParser``; ``reuse``: many texts are parsed from this state.
     """
-    if template is not None:
-        # The template first: a template with a problem reports it, prefix or not.
-        template = load_template(template)
-    if prefix is None:
-        raise ValueError(_PREFIX_REQUIRED)
-    if _is_batch(text):
-        if (
-            isinstance(prefix, (str, bytes))
-            or not isinstance(prefix, Sequence)
-            or (prefix and isinstance(prefix[0], int))
-        ):
-            raise ValueError(
-                "a batch of generations needs a list of prefixes, one per generation; "
-                f"got {type(prefix).__name__}"
+
+    __slots__ = ("_parser", "_reuse", "_walk")
+
+    def __init__(
+        self,
+        template: Mapping[str, Any] | ResponseTemplate | str | None,
+        prefix: str | Sequence[int] | None,
+        *,
+        tools: Iterable[Any] | PreparedTools | None = None,
+        tokenizer: TokenizerLike | None = None,
+        recover: bool = True,
+        reuse: bool = False,
+    ) -> None:
+        if reuse or prefix is None:
+            parser = ResponseParser(
+                template, prefix, tools=tools, tokenizer=tokenizer, recover=recover
             )
-        if len(prefix) != len(text):
-            raise ValueError(
-                f"a batch of {len(text)} generations needs {len(text)} prefixes; got {len(prefix)}"
-            )
-        results = []
-        for index, (item, item_prefix) in enumerate(zip(text, prefix, strict=False)):
-            try:
-                results.append(
-                    _parse_one(item, template, item_prefix, tools, tokenizer, recover, partial)
+        else:
+            parser = ResponseParser(template, "", tools=tools, tokenizer=tokenizer, recover=recover)
+            parser._hold_prefix(prefix)
+        self._parser = parser
+        self._reuse = reuse
+        start = parser._walk_start()
+        self._walk = None if start is None else fitting_walker(parser._values, recover, start)
+
+    def walk(self, text: str, partial: bool = False) -> Fitting | None:
+        """The parse of a text that fits the template as it is (every body parses, no
+        required field is missing, nothing to recover): ``(message, unclaimed text, trailing
+        text or None, captures)``; None for any other text (then ``parse`` says what it
+        gives). The primed state is left as it was."""
+        walk = self._walk
+        return None if walk is None else walk(text, partial)
+
+    def parse(
+        self, text: str | Sequence[int], partial: bool = False, *, walk: bool = True
+    ) -> ParseResult:
+        """Parse one whole generation (``walk=False``: ``walk`` already said it does not
+        fit).
+
+        Raises:
+            ResponseParseError: as ``ResponseParser.finalize`` (never in recover mode).
+        """
+        primed = self._parser
+        if walk and self._walk is not None and isinstance(text, str):
+            walked = self._walk(text, partial)
+            if walked is not None:
+                message, unclaimed, trailing, _ = walked
+                return ParseResult(
+                    message,
+                    tuple(primed.issues),
+                    primed.trailing_text if trailing is None else trailing,
+                    (*primed.unclaimed_text, *unclaimed),
                 )
-            except ResponseParseError as error:
-                error.at_index(index)
-                raise
-        return results
-    return _parse_one(text, template, prefix, tools, tokenizer, recover, partial)
-
-
-def _parse_one(
-    text: Any,
-    template: Mapping[str, Any] | ResponseTemplate | str | None,
-    prefix: Any,
-    tools: Iterable[Any] | None,
-    tokenizer: TokenizerLike | None,
-    recover: bool,
-    partial: bool,
-) -> ParseResult:
-    parser = ResponseParser._holding_prefix(
-        template, prefix, tools=tools, tokenizer=tokenizer, recover=recover
-    )
-    message = parser._finish(text, partial)
-    return ParseResult(
-        message,
-        tuple(parser.issues),
-        parser.trailing_text,
-        tuple(parser.unclaimed_text),
-        parser.in_progress,
-    )
-
-
-def _holds_any(body: str, stray_closes: tuple[tuple[FieldSpec, str], ...]) -> bool:
-    return any(literal in body for _, literal in stray_closes)
-
-
-def _is_batch(text: Any) -> bool:
-    if isinstance(text, str) or not isinstance(text, Sequence):
-        return False
-    return bool(text) and not isinstance(text[0], int)
+        parser = primed._copy() if self._reuse else primed
+        message = parser._finish(text, partial)
+        return ParseResult(
+            message,
+            tuple(parser.issues),
+            parser.trailing_text,
+            tuple(parser.unclaimed_text),
+            parser.in_progress,
+        )

@@ -15,11 +15,12 @@ import warnings
 from collections.abc import Sequence
 from typing import Any
 
+from replyparse._oneshot import parse_response
 from replyparse.errors import ResponseParseError
 from replyparse.grammar import _ir as G
 from replyparse.grammar import _regex as R
 from replyparse.grammar._errors import GrammarError
-from replyparse.parser import ResponseParser, parse_response
+from replyparse.parser import ResponseParser
 from replyparse.template import FieldSpec, ResponseTemplate
 
 __all__ = ["check_call", "open_after_prefix", "reads_one_call"]

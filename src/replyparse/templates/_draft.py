@@ -32,9 +32,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from replyparse._oneshot import parse_response
 from replyparse.errors import ModelFolderError, ResponseParseError, TemplateError, TemplateIssue
 from replyparse.model_folder import read_model_folder
-from replyparse.parser import parse_response
 from replyparse.template import load_template
 
 __all__ = ["Draft", "DraftProblem", "draft", "draft_from_path"]
