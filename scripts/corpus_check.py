@@ -67,6 +67,7 @@ from replyparse.templates import (
 )
 from replyparse.templates._lint import ENGINE_NAMES
 from replyparse.templates._lookup import DIGESTS_FILE
+from replyparse.templates._policies import POLICIES, applies
 
 __all__ = [
     "EXCEPTIONS_FILE",
@@ -82,6 +83,7 @@ __all__ = [
     "exceptions_path",
     "format_draft_table",
     "format_lint_table",
+    "format_policy_table",
     "format_table",
     "load_cases",
     "load_exceptions",
@@ -104,6 +106,8 @@ DRAFT_TABLE_START = "<!-- draft-agreement-table:start -->"
 DRAFT_TABLE_END = "<!-- draft-agreement-table:end -->"
 LINT_TABLE_START = "<!-- portability-table:start -->"
 LINT_TABLE_END = "<!-- portability-table:end -->"
+POLICY_TABLE_START = "<!-- policy-table:start -->"
+POLICY_TABLE_END = "<!-- policy-table:end -->"
 
 
 #: The repository this script belongs to.
@@ -618,6 +622,30 @@ def format_lint_table() -> str:
     return "\n".join(lines)
 
 
+def format_policy_table() -> str:
+    """The families x policies section of ``docs/registry.md``: each family's value of each
+    policy (``n/a`` where the template has nothing the policy acts on; a value the family
+    file chooses, with its evidence, in bold), then the evidence."""
+    names = list(POLICIES)
+    lines = ["| family | " + " | ".join(f"`{name}`" for name in names) + " |"]
+    lines.append("| --- | " + " | ".join("---" for _ in names) + " |")
+    evidence: list[str] = []
+    for family in list_templates():
+        entry = get_entry(family)
+        cells = []
+        for name in names:
+            value = entry.policies[name]
+            if name in entry.policy_evidence:
+                cells.append(f"**{value}**")
+                evidence.append(f"- {family}, `{name}` = {value}: {entry.policy_evidence[name]}")
+            elif applies(entry.response_template_with(), name):
+                cells.append(value)
+            else:
+                cells.append("n/a")
+        lines.append(f"| {family} | " + " | ".join(cells) + " |")
+    return "\n".join([*lines, "", "Evidence for the values in bold:", "", *evidence])
+
+
 def write_docs(table: str, path: Path, markers: tuple[str, str] = (TABLE_START, TABLE_END)) -> None:
     """Replace the table between its markers in ``docs/registry.md`` (or another page)."""
     text = path.read_text(encoding="utf-8")
@@ -684,6 +712,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if options.write_docs:
         write_docs(format_lint_table(), default_docs_path(), (LINT_TABLE_START, LINT_TABLE_END))
         print(f"wrote the portability table to {default_docs_path()}")
+        write_docs(
+            format_policy_table(), default_docs_path(), (POLICY_TABLE_START, POLICY_TABLE_END)
+        )
+        print(f"wrote the policy table to {default_docs_path()}")
     if options.drafts:
         draft_table = format_draft_table(draft_agreement(cases, shared / "chat_templates"))
         print("\n" + draft_table)

@@ -1069,10 +1069,7 @@ def _empty_heads(node: Node) -> list[_Head] | Literal[False] | None:
             return [_Head([], "", True)]
         return None
     if isinstance(node, Look):
-        found = _match_starts(node.item)
-        if found.nullable:
-            return None
-        return [_Head(found.chars, _leading_literal(node.item), found.end)]
+        return _look_heads(node.item)
     if isinstance(node, Group):
         return _empty_heads(node.item)
     if isinstance(node, Repeat):
@@ -1096,6 +1093,29 @@ def _empty_heads(node: Node) -> list[_Head] | Literal[False] | None:
         if item_heads is not None and constraint is None:
             constraint = item_heads
     return constraint
+
+
+def _look_heads(item: Node) -> list[_Head] | None:
+    """What a lookahead's text begins with. A leading optional part (``(?:<|section|>)?<|call|>``,
+    a call opener looked ahead for) gives two heads, one with it and one without, so each
+    keeps its leading literal."""
+    while isinstance(item, Group):
+        item = item.item
+    if isinstance(item, Seq) and item.items:
+        first = item.items[0]
+        while isinstance(first, Group):
+            first = first.item
+        if isinstance(first, Seq):  # ``(?:A B) C`` reads as ``A B C``
+            return _look_heads(Seq((*first.items, *item.items[1:])))
+        if isinstance(first, Repeat) and first.low == 0 and first.high == 1:
+            rest = item.items[1:]
+            inner = first.item.items if isinstance(first.item, Seq) else (first.item,)
+            with_it, without = _look_heads(Seq((*inner, *rest))), _look_heads(Seq(rest))
+            return None if with_it is None or without is None else with_it + without
+    found = _match_starts(item)
+    if found.nullable:
+        return None
+    return [_Head(found.chars, _leading_literal(item), found.end)]
 
 
 def optional_groups(source: str) -> frozenset[str] | None:
