@@ -23,8 +23,6 @@ Invariants:
 
 from __future__ import annotations
 
-import copy
-import enum
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, cast
@@ -39,6 +37,7 @@ from replyparse._recovery import (
     stray_close_notes,
 )
 from replyparse._scanner import DelimiterMatch
+from replyparse._state import ParserPhase, ParseState
 from replyparse._values import (
     CAPTURE_SEPARATOR,
     PreparedTools,
@@ -90,19 +89,6 @@ PREFIX_REQUIRED = (
     "tag, a prefilled answer) that the parser must see to parse the output correctly. If the "
     'generation already contains the whole message, pass prefix="" (or []) to opt out.'
 )
-
-
-class ParserPhase(enum.Enum):
-    """Where a ResponseParser is in its life."""
-
-    #: Accepting text.
-    STREAMING = "streaming"
-    #: The end of the turn was seen; further text is trailing and not parsed.
-    ENDED = "ended"
-    #: ``finalize()`` returned; the parser is spent.
-    FINISHED = "finished"
-    #: A ResponseParseError was raised; the parser is spent (see ``partial_message``).
-    FAILED = "failed"
 
 
 _STREAMING = ParserPhase.STREAMING
@@ -223,57 +209,41 @@ class ResponseParser:
         self._values = ValueReader(self.template, tools)
         self._include_groups = include_groups
         self.recover = recover
-        # Extended events: everything fed (``input_text``), where the generation begins in
-        # it, and the fields whose region was malformed (not missing at the end).
         self._extended = events == "extended"
-        self._input_pieces: list[str] | None = None
-        self._input_offset = 0
-        self._malformed: set[str] = set()
-        self.issues: list[ParseIssue] = []
-        self.in_progress: InProgressRegion | None = None
-        self._partial = False
-        self._open_text = ""  # the open delimiter's text, for a region demoted to content
         self._tokenizer = tokenizer
-        # Token-id mode (``tokenizer``): the decoder of the ids.
-        self._tokens = None if tokenizer is None else ControlTokenDecoder(tokenizer)
-
-        self.phase = ParserPhase.STREAMING
-        self.trailing_text = ""
-        self.unclaimed_text: list[tuple[int, str]] = []
-        self._buffer = ""
-        # Held text is scanned again only once it has doubled (see ``_defer``).
-        self._deferred = TextAccumulator()
-        self._rescan_at = 0
-        self._context = ""
-        # Per delimiter, where in the generation its next match can start at the earliest
-        # (``Scanner.scan``'s floors): held text is not searched again before it.
-        self._floors: dict[int, int] = {}
-        self._partials: dict[int, tuple[int, int]] = {}  # ``Scanner.scan``'s ``partials``
-        # Offset of the last region opened by a zero-width match: it closes by no zero-width
-        # match there (``_scan``).
-        self._empty_match_at = -(10**18)
         self._context_size = self.template.context_size
-        self._base = 0  # offset of _buffer[0] in the generation (negative inside the prefix)
-        # The open explicit region, if any; the implicit region is tracked separately.
-        self._field: FieldSpec | None = None
-        self._scanner = self.template.outside_scanner  # the scanner of the current state
-        self._implicit_open = False
-        # The implicit field, read on every feed in it: only while ``_implicit_open``, which
+        # The implicit field, read on every feed in it: only while ``implicit_open``, which
         # needs the template to have one.
         self._implicit_field = cast(FieldSpec, self.template.implicit_field)
-        self._open_groups: dict[str, str | None] = {}
-        self._body = TextAccumulator()
-        self._body_offset = 0
-        self._started = False  # a stripping clean field has seen non-whitespace
-        # Whitespace held at the end of a stripping clean field's body until more text
-        # follows: a string while it is short; a long run (many small pieces, which one
-        # string would copy at each) goes on in ``_whitespace_run`` (``_hold_whitespace``).
-        self._pending_whitespace = ""
-        self._whitespace_run: TextAccumulator | None = None
-        self._captures: dict[str, list[Any]] = {}
-        # The fast path of ``feed`` (see ``_update_fast``), on while not None: the (first)
-        # character that can begin a delimiter in the current state, which a piece of the
-        # open region's text does not hold; "" when ``Scanner.safe_length`` tells instead.
+        # Token-id mode (``tokenizer``): the decoder of the ids.
+        tokens = None if tokenizer is None else ControlTokenDecoder(tokenizer)
+        self._state = ParseState(self.template.outside_scanner, tokens)
+        self._reset_fast()
+
+        prefix_text = self._decode_prefix(prefix)
+        prefix_text = prefix_text[_find_anchor_end(self.template, prefix_text) :]
+        self._state.base = -len(prefix_text)
+        if self._extended:
+            self._state.input_pieces = [prefix_text]
+            self._state.input_offset = len(prefix_text)
+        self._state.initial_events = []
+        if prefix_text:
+            self._state.initial_events = self._run(prefix_text, final=False)
+        self._update_fast()
+        if self._state.tokens is not None:
+            # In token-id mode this instance's ``feed`` is ``_feed_ids``, which decodes and
+            # runs the class's ``feed`` on the text: the text path, fast path included, pays
+            # nothing for the mode, and the ids path no second dispatch.
+            self.feed = self._feed_ids  # type: ignore[method-assign,assignment]
+            if self._state.tokens.shadowed:
+                self._state.initial_events = unshadow(self._state.initial_events)
+
+    def _reset_fast(self) -> None:
+        """The fast path of ``feed`` off, its memo of the current state's tests cleared
+        (``_update_fast`` sets them from the state)."""
+        # On while not None: the (first) character that can begin a delimiter in the
+        # current state, which a piece of the open region's text does not hold; "" when
+        # ``Scanner.safe_length`` tells instead.
         self._fast: str | None = None
         # A second such character, if any, or the one anchor it begins with the beginnings
         # of that anchor a piece must not end in (``Scanner.start_needles``).
@@ -293,23 +263,36 @@ class ResponseParser:
         }
         self._fast_strips = False  # the field strips and is clean (``_append_body``)
 
-        prefix_text = self._decode_prefix(prefix)
-        prefix_text = prefix_text[_find_anchor_end(self.template, prefix_text) :]
-        self._base = -len(prefix_text)
-        if self._extended:
-            self._input_pieces = [prefix_text]
-            self._input_offset = len(prefix_text)
-        self.initial_events: list[Event] = []
-        if prefix_text:
-            self.initial_events = self._run(prefix_text, final=False)
-        self._update_fast()
-        if self._tokens is not None:
-            # In token-id mode this instance's ``feed`` is ``_feed_ids``, which decodes and
-            # runs the class's ``feed`` on the text: the text path, fast path included, pays
-            # nothing for the mode, and the ids path no second dispatch.
-            self.feed = self._feed_ids  # type: ignore[method-assign,assignment]
-            if self._tokens.shadowed:
-                self.initial_events = unshadow(self.initial_events)
+    @property
+    def phase(self) -> ParserPhase:
+        """Where the parser is in its life."""
+        return self._state.phase
+
+    @property
+    def initial_events(self) -> list[Event]:
+        """The events produced by the prefix (replay them before any feed)."""
+        return self._state.initial_events
+
+    @property
+    def trailing_text(self) -> str:
+        """Text after the end of the turn, never parsed."""
+        return self._state.trailing_text
+
+    @property
+    def unclaimed_text(self) -> list[tuple[int, str]]:
+        """``(offset, text)`` of non-whitespace text outside every region, for templates
+        without an implicit field."""
+        return self._state.unclaimed_text
+
+    @property
+    def issues(self) -> list[ParseIssue]:
+        """In recover mode, every place the output did not fit."""
+        return self._state.issues
+
+    @property
+    def in_progress(self) -> InProgressRegion | None:
+        """After ``finalize(partial=True)``, the region the generation was cut in."""
+        return self._state.in_progress
 
     def _hold_prefix(self, prefix: str | Sequence[int]) -> None:
         """Hold the prompt's text after the start anchor instead of scanning it alone (this
@@ -321,8 +304,8 @@ class ResponseParser:
         open pattern, would cost more than the rest of the parser's construction)."""
         prefix_text = self._decode_prefix(prefix)
         prefix_text = prefix_text[_find_anchor_end(self.template, prefix_text) :]
-        self._buffer = prefix_text
-        self._base = -len(prefix_text)
+        self._state.buffer = prefix_text
+        self._state.base = -len(prefix_text)
         self._fast = None
 
     # -- public API -------------------------------------------------------------------------
@@ -371,14 +354,14 @@ class ResponseParser:
                     # No character of ``text`` can begin a delimiter, and it does not end in
                     # what may lead one (``Scanner.lead_chars``).
                     whole = True
-                    if leads is not None and self._buffer:
+                    if leads is not None and self._state.buffer:
                         # A held lead run, which then leads nothing (``_hold_lead``).
-                        text = self._buffer + text
-                        self._buffer = ""
+                        text = self._state.buffer + text
+                        self._state.buffer = ""
                 else:  # the scanner tells how much is safe
-                    held = self._buffer
+                    held = self._state.buffer
                     pending = held + text if held else text
-                    safe = self._scanner.safe_length(pending)
+                    safe = self._state.scanner.safe_length(pending)
                     whole = not held and safe == len(text)
                     if not whole and safe > 0 and len(pending) - safe <= _RESCAN_AFTER:
                         # Text before a run that may lead a delimiter (gpt-oss's ``\s*to=``
@@ -387,7 +370,7 @@ class ResponseParser:
                         whole = True
                         text = pending[:safe]
                         if safe == len(pending):
-                            self._buffer = ""
+                            self._state.buffer = ""
                             self._choose_test()
                         else:
                             self._hold_lead(pending[safe:])
@@ -396,30 +379,31 @@ class ResponseParser:
                 if whole:
                     # Nothing is held and all of ``text`` is safe: it is the region's next
                     # chunk, streamed as ``_append_body`` would.
-                    self._body.append(text)
+                    state = self._state
+                    state.body.append(text)
                     if self._fast_strips:  # no whitespace run is held (``_update_fast``)
                         kept = text.rstrip()
                         if kept is not text:  # trailing whitespace (rstrip returns the same object)
                             if not kept:
                                 self._hold_whitespace(text, kept)
                                 return []
-                            held = self._pending_whitespace
-                            self._pending_whitespace = text[len(kept) :]
+                            held = state.pending_whitespace
+                            state.pending_whitespace = text[len(kept) :]
                             text = held + kept if held else kept
-                        elif self._pending_whitespace:
-                            text = self._pending_whitespace + text
-                            self._pending_whitespace = ""
+                        elif state.pending_whitespace:
+                            text = state.pending_whitespace + text
+                            state.pending_whitespace = ""
                     event = self._fast_event.copy()  # a copy of a small dict is cheaper to build
                     event["text"] = text
                     return [event]
             except BaseException:
                 # As in ``_feed``: whatever went wrong, the parser is spent.
-                self.phase = ParserPhase.FAILED
+                self._state.phase = ParserPhase.FAILED
                 self._fast = None
                 raise
             scan = True  # the scanner said a scan is needed
-        if self._input_pieces is not None and text.__class__ is str:
-            self._input_pieces.append(text)
+        if self._state.input_pieces is not None and text.__class__ is str:
+            self._state.input_pieces.append(text)
         self._fast = None
         self._sync_base()
         events = self._feed(text, scan)
@@ -430,15 +414,16 @@ class ResponseParser:
         """``feed`` in token-id mode: the ids' text (``ControlTokenDecoder``) is fed as text,
         on ``feed``'s fast path where it applies; what a shadowed spelling reached is
         unshadowed."""
-        tokens = self._tokens
+        state = self._state
+        tokens = state.tokens
         assert tokens is not None
         text = None
-        if tokens.clean and ids.__class__ is list and len(ids) == 1 and self.phase is _STREAMING:
+        if tokens.clean and ids.__class__ is list and len(ids) == 1 and state.phase is _STREAMING:
             # ``ControlTokenDecoder.feed``'s first step in line (most ids of a stream): a
             # token whose text is whole characters none of which begins a control token.
             text = tokens.safe_texts.get(ids[0])
         if text is None:
-            if self.phase is not _STREAMING:
+            if state.phase is not _STREAMING:
                 self._check_usable("feed")
             if ids.__class__ is not list and isinstance(ids, str):
                 raise TypeError(
@@ -448,7 +433,7 @@ class ResponseParser:
             try:
                 text = tokens.feed(ids)
             except BaseException:
-                self.phase = ParserPhase.FAILED  # as in ``_feed``: the parser is spent
+                state.phase = ParserPhase.FAILED  # as in ``_feed``: the parser is spent
                 raise
             if not text:
                 return []
@@ -466,8 +451,8 @@ class ResponseParser:
         the characters' test stays on: a next piece that passes it begins no anchor, so the
         run leads nothing and the piece streams after it. Anything else held (a beginning
         of an anchor) turns the test off: it cannot see held text."""
-        self._buffer = run
-        chars = self._scanner.lead_only_chars
+        self._state.buffer = run
+        chars = self._state.scanner.lead_only_chars
         if chars is None or not chars.issuperset(run):
             self._fast = ""
 
@@ -476,14 +461,15 @@ class ResponseParser:
         and the piece are ``pending``, whose first ``safe`` characters can begin no
         delimiter (``Scanner.safe_length``); the general path's chunk and hold step,
         without the rest of the general path."""
+        state = self._state
         self._sync_base()  # what the characters' test took, before the pieces change
         events: list[Event] = []
         self._take_safe(pending, safe, events)
-        self._fast_mark = self._body.size  # ``_take_safe`` counted the text
-        if self._rescan_at:  # deferred from now on
+        self._fast_mark = state.body.size  # ``_take_safe`` counted the text
+        if state.rescan_at:  # deferred from now on
             self._fast = None
         elif self._fast is not None:  # (not a long whitespace run)
-            if self._buffer:
+            if state.buffer:
                 self._fast = ""  # the characters' test cannot see held text
             elif held:
                 self._choose_test()  # nothing held any more: the characters' test may do
@@ -496,27 +482,28 @@ class ResponseParser:
         size = len(pending)
         if safe:
             chunk = pending if safe == size else pending[:safe]
-            field = self._field
+            field = self._state.field
             if field is not None:
                 self._append_body(field, chunk, events)
-            elif self._implicit_open:
+            elif self._state.implicit_open:
                 self._append_body(self._implicit_field, chunk, events)
             else:
                 self._take_text(chunk, 0, safe, events)
-            self._base += safe
+            self._state.base += safe
             if self._context_size:
-                self._context = (self._context + chunk)[-self._context_size :]
+                self._state.context = (self._state.context + chunk)[-self._context_size :]
         if safe == size:
-            self._buffer = ""
+            self._state.buffer = ""
         else:
-            rest = self._buffer = pending[safe:]
+            rest = self._state.buffer = pending[safe:]
             if len(rest) > _RESCAN_AFTER:  # as ``_set_rescan``: _rescan_at is 0 here
-                self._rescan_at = 2 * len(rest)
+                self._state.rescan_at = 2 * len(rest)
 
     def _feed(self, text: str | Sequence[int], scan: bool = False) -> list[Event]:
         """``feed`` off its fast path; ``scan``: ``_feed_safe`` found that the held text
         and ``text`` need a scan."""
-        ended = self.phase is not _STREAMING
+        state = self._state
+        ended = state.phase is not _STREAMING
         if ended:
             self._check_usable("feed")  # raises unless the turn has ended
         try:
@@ -525,18 +512,18 @@ class ResponseParser:
             if not text:
                 return []
             if ended:
-                self.trailing_text += text
+                state.trailing_text += text
                 return []
-            if self._rescan_at:
+            if state.rescan_at:
                 deferred = self._defer(text)
                 if deferred is None:
                     return []
                 text = deferred
             if scan:
                 return self._run(text, final=False)
-            held = self._buffer
+            held = state.buffer
             pending = held + text if held else text
-            safe = self._scanner.safe_length(pending)
+            safe = state.scanner.safe_length(pending)
             if safe < 0:
                 return self._run(text, final=False)
             events: list[Event] = []
@@ -547,7 +534,7 @@ class ResponseParser:
         except BaseException:
             # As in h11: whatever went wrong, the parser is spent, never half-updated and
             # still accepting text.
-            self.phase = ParserPhase.FAILED
+            state.phase = ParserPhase.FAILED
             raise
 
     def finalize(
@@ -573,10 +560,11 @@ class ResponseParser:
                 ``optional: false`` never appeared (never in recover mode).
             ParserStateError: the parser already finished or failed.
         """
+        state = self._state
         self._fast = None
         self._sync_base()
         self._check_usable("finalize")
-        tokens = self._tokens
+        tokens = state.tokens
         if tokens is not None and isinstance(text, str) and text:
             raise TypeError(
                 "this parser was created with a tokenizer, so finalize() takes token ids, not "
@@ -585,8 +573,8 @@ class ResponseParser:
         try:
             message, events = self._finalize(partial, text)
         except BaseException as error:
-            if self.phase is not ParserPhase.FINISHED:
-                self.phase = ParserPhase.FAILED
+            if state.phase is not ParserPhase.FINISHED:
+                state.phase = ParserPhase.FAILED
             if isinstance(error, ResponseParseError) and tokens is not None and tokens.shadowed:
                 _unshadow_error(error)
             raise
@@ -606,13 +594,13 @@ class ResponseParser:
         try:
             message = self._finalize(partial, text, whole=True)[0]
         except BaseException as error:
-            if self.phase is not ParserPhase.FINISHED:
-                self.phase = ParserPhase.FAILED
-            tokens = self._tokens
+            if self._state.phase is not ParserPhase.FINISHED:
+                self._state.phase = ParserPhase.FAILED
+            tokens = self._state.tokens
             if isinstance(error, ResponseParseError) and tokens is not None and tokens.shadowed:
                 _unshadow_error(error)
             raise
-        tokens = self._tokens
+        tokens = self._state.tokens
         if tokens is not None and tokens.shadowed:
             self._unshadow_state()
             return cast(dict[str, Any], unshadow(message))
@@ -622,70 +610,77 @@ class ResponseParser:
         """The state a walk of a whole text begins from (``replyparse._walk``), read now;
         valid while this parser is not fed. None when no text can be walked from it (the
         turn ended, text is deferred, or token ids are decoded as they come)."""
-        if self.phase is not _STREAMING or self._rescan_at or self._tokens is not None:
+        if (
+            self._state.phase is not _STREAMING
+            or self._state.rescan_at
+            or self._state.tokens is not None
+        ):
             return None
         self._sync_base()
-        context = self._context
+        context = self._state.context
         return WalkStart(
-            before=context + self._buffer,
-            base=self._base - len(context),
+            before=context + self._state.buffer,
+            base=self._state.base - len(context),
             position=len(context),
-            field=self._field,
-            scanner=self._scanner,
-            implicit_open=self._implicit_open,
-            groups=self._open_groups,
-            carried=self._body.getvalue() if self._body else "",  # a body begun in the prefix
-            empty_at=self._empty_match_at,
-            captures=self._captures,
+            field=self._state.field,
+            scanner=self._state.scanner,
+            implicit_open=self._state.implicit_open,
+            groups=self._state.open_groups,
+            carried=self._state.body.getvalue()
+            if self._state.body
+            else "",  # a body begun in the prefix
+            empty_at=self._state.empty_match_at,
+            captures=self._state.captures,
         )
 
     def _finalize(
         self, partial: bool, text: str | Sequence[int], whole: bool = False
     ) -> tuple[dict[str, Any], list[Event]]:
+        state = self._state
         events: list[Event] = []
         last = text if isinstance(text, str) else self._decode_ids(text) if len(text) else ""
-        if self._rescan_at:
-            self._rescan_at = 0
+        if state.rescan_at:
+            state.rescan_at = 0
             deferred = self._defer("")
             if deferred and whole:
                 last = deferred + last  # deferring is feeding a bigger chunk
             elif deferred:
                 events.extend(self._run(deferred, final=False))
-        if self._tokens is not None:
-            last += self._tokens.flush()
-        if self._input_pieces is not None:
-            self._input_pieces.append(last)
-        if last and self.phase is ParserPhase.ENDED:
-            self.trailing_text += last
-        if self.phase is ParserPhase.STREAMING:
+        if state.tokens is not None:
+            last += state.tokens.flush()
+        if state.input_pieces is not None:
+            state.input_pieces.append(last)
+        if last and state.phase is ParserPhase.ENDED:
+            state.trailing_text += last
+        if state.phase is ParserPhase.STREAMING:
             events.extend(self._run(last, final=True, whole=whole))
-            self._partial = partial
+            state.partial = partial
             self._guard(self._close_open_regions, events)
-            self._partial = False
+            state.partial = False
         message = self.message
         for field in self.template.field_list:
             if (
                 not field.optional
                 and field.name not in message
-                and field.name not in self._malformed
+                and field.name not in state.malformed
             ):
                 error = MissingFieldError(
                     f"the required field {field.name!r} (optional: false) never appeared",
                     field=field.name,
-                    offset=self._base + len(self._buffer),
+                    offset=state.base + len(state.buffer),
                 )
                 if not self.recover:
                     self._fail(error)
                 self._note(
                     IssueKind.MISSING_FIELD, field.name, error.offset or 0, "", error.detail, events
                 )
-        self.phase = ParserPhase.FINISHED
+        state.phase = ParserPhase.FINISHED
         return message, events
 
     @property
     def message(self) -> dict[str, Any]:
         """The message built from every region closed so far (a fresh dict each time)."""
-        tokens = self._tokens
+        tokens = self._state.tokens
         if tokens is not None and tokens.shadowed:
             return cast(dict[str, Any], unshadow(self._build_message()))
         return self._build_message()
@@ -694,66 +689,58 @@ class ResponseParser:
     def input_text(self) -> str:
         """Extended events only: the prefix after the start anchor, then everything fed
         (decoded, in token-id mode); ``start``/``end`` of the events index it."""
-        pieces = self._input_pieces
+        pieces = self._state.input_pieces
         if pieces is None:
             raise AttributeError("input_text is kept only with events='extended'")
         if len(pieces) > 1:
             pieces[:] = ["".join(pieces)]
-        tokens = self._tokens
+        tokens = self._state.tokens
         return unshadow(pieces[0]) if tokens is not None and tokens.shadowed else pieces[0]
 
     def _unshadow_state(self) -> None:
         """Token-id mode, at the end: the text attributes in characters of the decoded
         text, as events and messages already are (``replyparse.tokens.unshadow``)."""
-        self.trailing_text = unshadow(self.trailing_text)
-        self.unclaimed_text = unshadow(self.unclaimed_text)
-        self.issues = unshadow(self.issues)
-        self.in_progress = unshadow(self.in_progress)
+        state = self._state
+        state.trailing_text = unshadow(state.trailing_text)
+        state.unclaimed_text = unshadow(state.unclaimed_text)
+        state.issues = unshadow(state.issues)
+        state.in_progress = unshadow(state.in_progress)
 
     def _copy(self) -> ResponseParser:
-        """A parser in this one's state, to parse another text from the same point: a batch
-        primes one parser per prefix and copies it for each row, instead of building one
-        and parsing the prefix again. Only for a parser that has not been fed (nor decoded
-        token ids)."""
-        assert self.phase is _STREAMING
+        """A parser in this one's state, to parse another text from the same point (only
+        for a parser that has not been fed): the template, tools and options shared, the
+        state copied (``ParseState.copy``)."""
+        assert self._state.phase is _STREAMING
         self._sync_base()
         copied = object.__new__(ResponseParser)
-        state = self.__dict__.copy()
-        state["issues"] = list(self.issues)
-        state["unclaimed_text"] = list(self.unclaimed_text)
-        # The prefix's events hold its values (a closed region's dict): the copy's own.
-        state["initial_events"] = copy.deepcopy(self.initial_events) if self.initial_events else []
-        state["_open_groups"] = dict(self._open_groups)
-        state["_captures"] = copy.deepcopy(self._captures) if self._captures else {}
-        state["_body"] = self._body.copy()
-        state["_deferred"] = self._deferred.copy()
-        run = self._whitespace_run
-        state["_whitespace_run"] = None if run is None else run.copy()
-        state["_floors"] = dict(self._floors)
-        state["_partials"] = dict(self._partials)
-        state["_malformed"] = set(self._malformed)
-        state["_fast_mark"] = -1
-        state["_fast_event"] = self._fast_event.copy()  # only ever copied, but its own
-        if self._tokens is not None:
-            state["_tokens"] = self._tokens.fresh()
-            state["feed"] = copied._feed_ids  # bound to the copy, not to this parser
-        copied.__dict__.update(state)
-        copied._update_fast()  # its body has other pieces
+        copied.template = self.template
+        copied.recover = self.recover
+        copied._values = self._values
+        copied._include_groups = self._include_groups
+        copied._extended = self._extended
+        copied._tokenizer = self._tokenizer
+        copied._context_size = self._context_size
+        copied._implicit_field = self._implicit_field
+        copied._state = self._state.copy()
+        copied._reset_fast()
+        if copied._state.tokens is not None:
+            copied.feed = copied._feed_ids  # type: ignore[method-assign,assignment]
+        copied._update_fast()
         return copied
 
     # -- the machine --------------------------------------------------------------------------
 
     def _check_usable(self, action: str) -> None:
-        if self.phase is ParserPhase.FINISHED:
+        if self._state.phase is ParserPhase.FINISHED:
             raise ParserStateError(f"cannot {action}(): this parser was already finalized")
-        if self.phase is ParserPhase.FAILED:
+        if self._state.phase is ParserPhase.FAILED:
             raise ParserStateError(
                 f"cannot {action}(): this parser failed earlier (a ResponseParseError's "
                 "partial_message holds what was parsed)"
             )
 
     def _fail(self, error: ResponseParseError) -> None:
-        self.phase = ParserPhase.FAILED
+        self._state.phase = ParserPhase.FAILED
         error.partial_message = self._build_message()
         raise error
 
@@ -773,38 +760,40 @@ class ResponseParser:
         which changes no result; events of the held text come at most its length later.
         Returns the text to scan now, or None to wait.
         """
+        state = self._state
         if text:
-            self._deferred.append(text)
-        if self._rescan_at and len(self._buffer) + self._deferred.size < self._rescan_at:
+            state.deferred.append(text)
+        if state.rescan_at and len(state.buffer) + state.deferred.size < state.rescan_at:
             return None
-        self._rescan_at = 0
-        deferred = self._deferred.getvalue()
-        self._deferred = TextAccumulator()
+        state.rescan_at = 0
+        deferred = state.deferred.getvalue()
+        state.deferred = TextAccumulator()
         return deferred
 
     def _set_rescan(self) -> None:
-        held = len(self._buffer)
-        self._rescan_at = 2 * held if held > _RESCAN_AFTER else 0
+        held = len(self._state.buffer)
+        self._state.rescan_at = 2 * held if held > _RESCAN_AFTER else 0
 
     def _run(self, text: str, final: bool, whole: bool = False) -> list[Event]:
         """Scan the held buffer and ``text``; return the events. ``whole`` (only with
         ``final``): the caller wants the message, not the events, so region text is only
         collected, never streamed as chunks (``finish``)."""
+        state = self._state
         events: list[Event] = []
         # Consumed text is kept before the buffer as context for lookbehinds and "^", so
         # that a pattern sees the same surroundings whatever the chunking.
-        context = self._context
-        buffer = context + self._buffer + text if (context or self._buffer) else text
-        self._base -= len(context)
+        context = state.context
+        buffer = context + state.buffer + text if (context or state.buffer) else text
+        state.base -= len(context)
         try:
             consumed = self._scan(buffer, len(context), final, events, whole)
         except ResponseParseError as error:
-            self._buffer = ""
+            state.buffer = ""
             self._fail(error)
-        self._buffer = buffer[consumed:]
+        state.buffer = buffer[consumed:]
         if self._context_size:
-            self._context = buffer[max(0, consumed - self._context_size) : consumed]
-        self._base += consumed
+            state.context = buffer[max(0, consumed - self._context_size) : consumed]
+        state.base += consumed
         self._set_rescan()
         return events
 
@@ -812,12 +801,13 @@ class ResponseParser:
         self, buffer: str, position: int, final: bool, events: list[Event], whole: bool = False
     ) -> int:
         """Act on every delimiter in ``buffer[position:]``; return where consumption ended."""
+        state = self._state
         template = self.template
         memo: dict[Any, Any] = {}
         while True:
-            field = self._field
-            scanner = self._scanner
-            no_empty_at = self._empty_match_at - self._base
+            field = state.field
+            scanner = state.scanner
+            no_empty_at = state.empty_match_at - state.base
             if final:  # a complete text: nothing is held back
                 match = scanner.scan_final(buffer, position, memo, no_empty_at)
                 safe_end = len(buffer) if match is None else match.start
@@ -828,9 +818,9 @@ class ResponseParser:
                     final,
                     memo,
                     no_empty_at,
-                    self._floors,
-                    self._base,
-                    self._partials,
+                    state.floors,
+                    state.base,
+                    state.partials,
                 )
             if safe_end > position:
                 self._take_text(buffer, position, safe_end, events, whole)
@@ -840,38 +830,39 @@ class ResponseParser:
             if match.end == match.start and match.target >= 0:
                 # A region opened by an empty match does not close by one at the same
                 # place: every open-close pair reads a character or moves on (no loop).
-                self._empty_match_at = self._base + match.start
+                state.empty_match_at = state.base + match.start
             if match.target == END_OF_TURN:
                 self._close_open_regions(events, match)
-                self.phase = ParserPhase.ENDED
-                self.trailing_text = buffer[match.end :]
+                state.phase = ParserPhase.ENDED
+                state.trailing_text = buffer[match.end :]
                 return len(buffer)
             if match.target == REGION_CLOSE:
                 assert field is not None
                 self._close_region(
                     field, match.groups, match.start, events, buffer[match.start : match.end]
                 )
-                self._field = None
-                self._scanner = template.outside_scanner
+                state.field = None
+                state.scanner = template.outside_scanner
             else:
-                if self._implicit_open:
+                if state.implicit_open:
                     assert template.implicit_field is not None
                     self._close_region(template.implicit_field, {}, match.start, events)
-                self._open_text = buffer[match.start : match.end]
+                state.open_text = buffer[match.start : match.end]
                 self._open_region(template.field_list[match.target], match, events)
 
     def _take_text(
         self, buffer: str, start: int, end: int, events: list[Event], whole: bool = False
     ) -> None:
-        field = self._field
+        state = self._state
+        field = state.field
         if field is None:
             field = self.template.implicit_field
             if field is None:
                 text = buffer[start:end]
                 if not text.isspace():
-                    self.unclaimed_text.append((self._base + start, text))
+                    state.unclaimed_text.append((state.base + start, text))
                 return
-            if not self._implicit_open:
+            if not state.implicit_open:
                 parser = field.parser
                 if parser.strips and not parser.dirty:
                     # A stripping clean field opens at its first non-whitespace character:
@@ -880,17 +871,17 @@ class ResponseParser:
                         start += 1
                     if start == end:
                         return
-                self._implicit_open = True
-                self._open_groups = {}
-                self._begin_body(self._base + start)
+                state.implicit_open = True
+                state.open_groups = {}
+                self._begin_body(state.base + start)
                 open_event: RegionOpenEvent = {"type": "region_open", "field": field.name}
                 if self._include_groups:
                     open_event["groups"] = {}
                 if self._extended:
-                    self._span(open_event, self._base + start, self._base + start)
+                    self._span(open_event, state.base + start, state.base + start)
                 events.append(open_event)
         if whole:  # no chunk events: the body is only parsed at its close
-            self._body.append(buffer[start:end])
+            state.body.append(buffer[start:end])
         else:
             self._append_body(field, buffer[start:end], events)
 
@@ -903,21 +894,22 @@ class ResponseParser:
         ``in`` when one or two characters can begin a delimiter (``Scanner.start_chars``),
         else with ``Scanner.safe_length``."""
         self._fast = None
+        state = self._state
         # Context sensitive delimiters (the only ones ``safe_length`` cannot judge) need
         # the consumed text kept as context: never on the fast path; nor extended events
         # (everything fed is kept as ``input_text``).
-        if self._rescan_at or self._context_size or self.phase is not _STREAMING:
+        if state.rescan_at or self._context_size or state.phase is not _STREAMING:
             return
         if self._extended:
             return
-        field = self._field
+        field = state.field
         if field is None:
-            if not self._implicit_open:
+            if not state.implicit_open:
                 return
             field = self._implicit_field
         parser = field.parser
         strips = parser.strips and not parser.dirty
-        if strips and (not self._started or self._whitespace_run is not None):
+        if strips and (not state.started or state.whitespace_run is not None):
             return
         if self._fast_spec is not field:
             self._fast_spec = field
@@ -929,15 +921,15 @@ class ResponseParser:
             }
             self._fast_strips = strips
         self._choose_test()
-        self._fast_mark = self._body.size
+        self._fast_mark = state.body.size
 
     def _choose_test(self) -> None:
         """The fast path's test of a piece: ``in`` when one or two characters can begin a
         delimiter and nothing is held (and a look at the last one where a lead run may
         begin one), else ``Scanner.safe_length`` (``_fast`` "")."""
-        scanner = self._scanner
+        scanner = self._state.scanner
         chars = scanner.start_chars
-        if chars and len(chars) <= 2 and not self._buffer:
+        if chars and len(chars) <= 2 and not self._state.buffer:
             if len(chars) == 2:
                 second = chars[1]
                 self._fast_second, self._fast_second_ends = scanner.start_needles.get(
@@ -956,37 +948,39 @@ class ResponseParser:
         reads ``_base`` (a general feed, the end of the generation, a batch's walk)."""
         mark = self._fast_mark
         if mark >= 0:
-            size = self._body.size
-            self._base += size - mark
+            size = self._state.body.size
+            self._state.base += size - mark
             self._fast_mark = size if self._fast is not None else -1
 
     def _begin_body(self, offset: int) -> None:
-        if self._body:
-            self._body = TextAccumulator()
-        self._body_offset = offset
-        self._started = False
-        self._pending_whitespace = ""
-        self._whitespace_run = None
+        state = self._state
+        if state.body:
+            state.body = TextAccumulator()
+        state.body_offset = offset
+        state.started = False
+        state.pending_whitespace = ""
+        state.whitespace_run = None
 
     def _append_body(self, field: FieldSpec, text: str, events: list[Event]) -> None:
-        self._body.append(text)
+        state = self._state
+        state.body.append(text)
         parser = field.parser
         if parser.dirty or not parser.strips:
             events.append(
                 {"type": "region_chunk", "field": field.name, "text": text, "dirty": parser.dirty}
             )
             return
-        if not self._started:
+        if not state.started:
             text = text.lstrip()
             if not text:
                 return
-            self._started = True
+            state.started = True
         kept = text.rstrip()
         if kept is not text:  # trailing whitespace (rstrip returns the same object)
             text = self._hold_whitespace(text, kept)
             if not text:
                 return
-        elif self._pending_whitespace or self._whitespace_run is not None:
+        elif state.pending_whitespace or state.whitespace_run is not None:
             text = self._take_whitespace() + text
         events.append({"type": "region_chunk", "field": field.name, "text": text, "dirty": False})
 
@@ -995,44 +989,47 @@ class ResponseParser:
         return what to stream now, the held whitespace and ``kept`` ("" when ``text`` is
         all whitespace), and hold ``text``'s trailing whitespace: it is part of the value
         only if more text follows before the region closes."""
+        state = self._state
         if kept:
             trailing = text[len(kept) :]
-            if self._pending_whitespace or self._whitespace_run is not None:
+            if state.pending_whitespace or state.whitespace_run is not None:
                 kept = self._take_whitespace() + kept
-            self._pending_whitespace = trailing
+            state.pending_whitespace = trailing
             return kept
-        run = self._whitespace_run
+        run = state.whitespace_run
         if run is not None:
             run.append(text)
             return ""
-        held = self._pending_whitespace
+        held = state.pending_whitespace
         if len(held) + len(text) <= _HELD_WHITESPACE:
-            self._pending_whitespace = held + text
+            state.pending_whitespace = held + text
             return ""
         # A long run: an accumulator from here on (one string would be copied at each
         # piece); ``feed``'s fast path is off until it ends (``_update_fast``).
-        run = self._whitespace_run = TextAccumulator()
+        run = state.whitespace_run = TextAccumulator()
         run.append(held)
         run.append(text)
-        self._pending_whitespace = ""
+        state.pending_whitespace = ""
         self._fast = None
         return ""
 
     def _take_whitespace(self) -> str:
         """The held whitespace, no longer held."""
-        held = self._pending_whitespace
-        self._pending_whitespace = ""
-        run = self._whitespace_run
+        state = self._state
+        held = state.pending_whitespace
+        state.pending_whitespace = ""
+        run = state.whitespace_run
         if run is None:
             return held
-        self._whitespace_run = None
+        state.whitespace_run = None
         return run.getvalue() + held
 
     def _open_region(self, field: FieldSpec, match: DelimiterMatch, events: list[Event]) -> None:
-        self._field = field
-        self._scanner = self.template.region_scanners[field.index]
-        self._open_groups = match.groups
-        self._begin_body(self._base + match.end)
+        state = self._state
+        state.field = field
+        state.scanner = self.template.region_scanners[field.index]
+        state.open_groups = match.groups
+        self._begin_body(state.base + match.end)
         event: RegionOpenEvent = {"type": "region_open", "field": field.name}
         if self._include_groups:
             event["groups"] = {
@@ -1045,11 +1042,11 @@ class ResponseParser:
     def _span(self, event: Any, start: int, end: int) -> None:
         """Extended events: ``start``/``end`` from offsets in the generation to offsets in
         ``input_text`` (which begins with the prefix after the start anchor)."""
-        event["start"] = start + self._input_offset
-        event["end"] = end + self._input_offset
+        event["start"] = start + self._state.input_offset
+        event["end"] = end + self._state.input_offset
 
     def _extend_open(self, event: RegionOpenEvent, field: FieldSpec, match: DelimiterMatch) -> None:
-        self._span(event, self._base + match.start, self._base + match.end)
+        self._span(event, self._state.base + match.start, self._state.base + match.end)
         captures = {name: value for name, value in match.groups.items() if value is not None}
         event["captures"] = captures
         if field.transform is not None and not field.transform_each and captures:
@@ -1063,13 +1060,14 @@ class ResponseParser:
                 event["provisional"] = provisional
 
     def _close_open_regions(self, events: list[Event], match: DelimiterMatch | None = None) -> None:
-        end = self._base + (match.start if match is not None else len(self._buffer))
-        if self._field is not None:
-            field = self._field
-            if self._partial and match is None:
+        state = self._state
+        end = state.base + (match.start if match is not None else len(state.buffer))
+        if state.field is not None:
+            field = state.field
+            if state.partial and match is None:
                 self._close_in_progress(field, events)
             else:
-                body = self._body.getvalue()
+                body = state.body.getvalue()
                 cut_header = (
                     match is None
                     and field.close is not None
@@ -1084,16 +1082,16 @@ class ResponseParser:
                         f"with no arguments; parse with partial=True for a cut generation, or "
                         f"recover=True to keep the call",
                         field=field.name,
-                        raw=self._open_text + body,
-                        offset=self._body_offset - len(self._open_text),
+                        raw=state.open_text + body,
+                        offset=state.body_offset - len(state.open_text),
                         partial_message=self._build_message(),
                     )
                 if cut_header:
                     self._note(
                         IssueKind.UNCLOSED_REGION,
                         field.name,
-                        self._body_offset - len(self._open_text),
-                        self._open_text + body,
+                        state.body_offset - len(state.open_text),
+                        state.open_text + body,
                         f"the generation ended right after the header of a tool call, with no "
                         f"close delimiter ({close_name(field)}); kept as an unfinished call "
                         f"with no arguments",
@@ -1103,43 +1101,44 @@ class ResponseParser:
                     self._note(
                         IssueKind.UNCLOSED_REGION,
                         field.name,
-                        self._body_offset,
+                        state.body_offset,
                         body,
                         f"the region has no close delimiter ({close_name(field)}); it was "
                         "closed where the generation ends",
                         events,
                     )
-                self._close_region(field, {}, end - self._base, events)
-            self._field = None
-            self._scanner = self.template.outside_scanner
-        elif self._implicit_open:
+                self._close_region(field, {}, end - state.base, events)
+            state.field = None
+            state.scanner = self.template.outside_scanner
+        elif state.implicit_open:
             assert self.template.implicit_field is not None
             groups = match.groups if match is not None else {}
             size = 0 if match is None else match.end - match.start
             self._close_region(
-                self.template.implicit_field, groups, end - self._base, events, close_size=size
+                self.template.implicit_field, groups, end - state.base, events, close_size=size
             )
 
     def _close_in_progress(self, field: FieldSpec, events: list[Event]) -> None:
         """Close the region a cut generation ended in (``finalize(partial=True)``)."""
-        body = self._body.take()
+        state = self._state
+        body = state.body.take()
         value: Any = None
         try:
-            value = self._values.parse_body(field, body, self._open_groups, self._body_offset)
+            value = self._values.parse_body(field, body, state.open_groups, state.body_offset)
         except ResponseParseError:
             shape = field.call_shape
             if shape is not None and shape.rebuilds_calls:
-                value = salvage_call(self._values, field, shape, body, self._open_groups, None)[0]
+                value = salvage_call(self._values, field, shape, body, state.open_groups, None)[0]
             else:
                 value = body.strip() if field.parser.strips else body
-        self.in_progress = InProgressRegion(field.name, self._body_offset, body, value is not None)
+        state.in_progress = InProgressRegion(field.name, state.body_offset, body, value is not None)
         close: RegionCloseEvent = {"type": "region_close", "field": field.name, "value": value}
         if self._extended:
-            end = self._base + len(self._buffer)
+            end = state.base + len(state.buffer)
             self._span(close, end, end)
         events.append(close)
         if value is not None:
-            self._captures.setdefault(field.name, []).append(value)
+            state.captures.setdefault(field.name, []).append(value)
 
     def _close_region(
         self,
@@ -1152,14 +1151,15 @@ class ResponseParser:
     ) -> None:
         """Close the region of ``field`` at ``end`` (an index into the buffer); its close
         delimiter is ``close_text`` (``close_size`` characters, when not given as text)."""
-        body = self._body.take()
-        self._implicit_open = False if field.is_implicit else self._implicit_open
-        groups = region_groups(self._open_groups, close_groups)
+        state = self._state
+        body = state.body.take()
+        state.implicit_open = False if field.is_implicit else state.implicit_open
+        groups = region_groups(state.open_groups, close_groups)
         size = len(close_text) if close_size is None else close_size
         close: RegionCloseEvent
         if not self.recover:
             try:
-                value = self._values.parse_body(field, body, groups, self._body_offset)
+                value = self._values.parse_body(field, body, groups, state.body_offset)
             except ResponseParseError as error:
                 if not self._extended:
                     raise
@@ -1172,34 +1172,34 @@ class ResponseParser:
                     "end": 0,
                     "error": error,
                 }
-                self._span(malformed, self._base + end, self._base + end + size)
+                self._span(malformed, state.base + end, state.base + end + size)
                 events.append(cast(Event, malformed))
-                self._malformed.add(field.name)
+                state.malformed.add(field.name)
                 return
             meant = self._values.meant
             if meant is not None:
                 self._note_all(field.name, meant_name_notes(meant, field, value, body), events)
             close = {"type": "region_close", "field": field.name, "value": value}
             if self._extended:
-                self._span(close, self._base + end, self._base + end + size)
+                self._span(close, state.base + end, state.base + end + size)
             events.append(close)
-            self._captures.setdefault(field.name, []).append(value)
+            state.captures.setdefault(field.name, []).append(value)
             return
-        value, stray, notes = recover_body(self._values, field, body, groups, self._body_offset)
+        value, stray, notes = recover_body(self._values, field, body, groups, state.body_offset)
         self._note_all(field.name, notes, events)
         meant = self._values.meant
         if meant is not None and value is not DEMOTED:
             self._note_all(field.name, meant_name_notes(meant, field, value, body), events)
         close = {"type": "region_close", "field": field.name, "value": None}
         if self._extended:
-            self._span(close, self._base + end, self._base + end + size)
+            self._span(close, state.base + end, state.base + end + size)
         if value is DEMOTED:
             # The region cannot be used as its field: its whole text, delimiters included,
             # is content at its position.
             events.append(close)
             self._add_as_content(
-                self._body_offset - len(self._open_text),
-                self._open_text + body + close_text,
+                state.body_offset - len(state.open_text),
+                state.open_text + body + close_text,
                 events,
             )
             return
@@ -1207,9 +1207,9 @@ class ResponseParser:
             self._note_all(field.name, stray_close_notes(self.template, field, body), events)
         close["value"] = value
         events.append(close)
-        self._captures.setdefault(field.name, []).append(value)
+        state.captures.setdefault(field.name, []).append(value)
         for position, text in stray:
-            self._add_as_content(self._body_offset + position, text, events)
+            self._add_as_content(state.body_offset + position, text, events)
 
     # -- recover mode -----------------------------------------------------------------------
 
@@ -1223,13 +1223,13 @@ class ResponseParser:
         events: list[Event],
     ) -> None:
         issue = ParseIssue(kind, field, offset, raw, message)
-        self.issues.append(issue)
+        self._state.issues.append(issue)
         events.append({"type": "parse_issue", "issue": issue})
 
     def _note_all(self, field: str, notes: list[Note], events: list[Event]) -> None:
         """Record recover mode's notes on the open region's body as issues."""
         for kind, position, raw, message in notes:
-            self._note(kind, field, self._body_offset + position, raw, message, events)
+            self._note(kind, field, self._state.body_offset + position, raw, message, events)
 
     def _add_as_content(self, offset: int, text: str, events: list[Event]) -> None:
         """Model text that recover mode could not place: content at its position (or
@@ -1238,7 +1238,7 @@ class ResponseParser:
             return
         field = self.template.implicit_field
         if field is None:
-            self.unclaimed_text.append((offset, text))
+            self._state.unclaimed_text.append((offset, text))
             return
         # Only called once the region it came from closed: the implicit region is not open.
         open_event: RegionOpenEvent = {"type": "region_open", "field": field.name}
@@ -1264,26 +1264,26 @@ class ResponseParser:
         if self._extended:
             self._span(close, offset + len(text), offset + len(text))
         events.append(close)
-        self._captures.setdefault(field.name, []).append(parsed)
+        self._state.captures.setdefault(field.name, []).append(parsed)
 
     def _build_message(self) -> dict[str, Any]:
         """The message of the regions closed so far."""
-        return self._values.build_message(self._captures)
+        return self._values.build_message(self._state.captures)
 
     # -- token ids -----------------------------------------------------------------------------
 
     def _decode_prefix(self, prefix: str | Sequence[int]) -> str:
         if isinstance(prefix, str):
             return prefix
-        tokens = self._tokens
+        tokens = self._state.tokens
         if tokens is None or len(prefix) == 0:
             return decode_ids(self._tokenizer, prefix, what="prefix")
         # As the reference: the prompt's ids decoded as a text of their own.
         return tokens.feed(prefix) + tokens.flush()
 
     def _decode_ids(self, ids: Sequence[int]) -> str:
-        if self._tokens is not None:
-            return self._tokens.feed(ids)
+        if self._state.tokens is not None:
+            return self._state.tokens.feed(ids)
         return decode_ids(self._tokenizer, ids, what="fed ids")
 
 

@@ -1,4 +1,4 @@
-"""A batch's copy of a primed parser (``ResponseParser._copy``) shares no mutable state with it.
+"""A batch's copy of a primed parser (``ParseState.copy``) shares no mutable state with it.
 
 A batch reads each prefix once into a primed parser (``PrimedParser``) and gives every row
 that does not fit the template as it is a copy of it. Any mutable value the two
@@ -11,6 +11,7 @@ added to the parser fails here until ``_copy`` copies it.
 from __future__ import annotations
 
 import contextlib
+import copy
 import enum
 import re
 import types
@@ -193,14 +194,13 @@ def test_parsing_rows_from_copies_leaves_the_primed_parser_as_it_was(name: str) 
 
 
 def test_the_check_finds_a_shared_mutable_value() -> None:
-    # The check itself: a shallow copy shares the bodies, captures and lists.
+    # The check itself: a shallow copy of the state shares the bodies, captures and lists.
     primed = _parser("inside a body")
-    shallow = object.__new__(ResponseParser)
-    shallow.__dict__.update(primed.__dict__)
+    shallow = copy.copy(primed._state)
     found: list[str] = []
-    _shared_mutable(primed, shallow, "parser", found)
-    assert "parser._body: TextAccumulator" in " ".join(found)
-    assert any(path.startswith("parser._captures") for path in found)
+    _shared_mutable(primed._state, shallow, "state", found)
+    assert "state.body: TextAccumulator" in " ".join(found)
+    assert any(path.startswith("state.captures") for path in found)
 
 
 @pytest.mark.parametrize("name", sorted(_PRIMINGS))
