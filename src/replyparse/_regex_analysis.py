@@ -942,6 +942,26 @@ def finite_texts(source: str) -> tuple[str, ...] | None:
     return tuple(sorted(texts))
 
 
+def consuming_texts(source: str) -> tuple[str, ...]:
+    """The texts of a pattern's top-level options that consume text, when each is a few
+    literals, leaving out options that are positive lookaheads (``</think>|(?=<tool_call>)``:
+    ``('</think>',)``, the close a reasoning region gains from the ``calls_in_reasoning``
+    policy). Empty when an option is neither, or the reader cannot read the pattern."""
+    tree = _tree(source)
+    if tree is None:
+        return ()
+    options = tree.options if isinstance(tree, Alt) else (tree,)
+    texts: set[str] = set()
+    for option in options:
+        if isinstance(option, Look) and option.ahead and not option.negative:
+            continue
+        try:
+            texts |= _texts(option)
+        except _NotFinite:
+            return ()
+    return () if "" in texts else tuple(sorted(texts))
+
+
 def _texts(node: Node) -> set[str]:
     if isinstance(node, Chars):
         if node.finite is None or len(node.finite) > _FINITE_CLASS:

@@ -12,16 +12,26 @@ import pytest
 from scripts.corpus_check import (
     POLICY_TABLE_END,
     POLICY_TABLE_START,
+    check_case,
     default_docs_path,
     format_policy_table,
+    is_partial,
+    load_exceptions,
+    only_requires_no_exception,
+    prefix_for,
 )
 
-from replyparse import ResponseParser
-from replyparse.errors import TemplateError
-from replyparse.parser import InProgressRegion, ParseIssue
+from replyparse import (
+    ContentParseError,
+    InProgressRegion,
+    ParseIssue,
+    ResponseParser,
+    TemplateError,
+)
 from replyparse.templates import RegistryEntry, get_entry, list_templates
 from replyparse.templates._family import load_family
 from replyparse.templates._policies import POLICIES, applies
+from tests.registry.helpers import corpus, requires_shared
 from tests.streaming import STEPS, chunked, parse_every_way
 
 CALL = {"type": "function", "function": {"name": "get_weather", "arguments": {"city": "Paris"}}}
@@ -307,3 +317,76 @@ def test_the_policy_table_in_the_docs_matches_the_family_files() -> None:
     assert text[start:end].strip() == format_policy_table().strip(), (
         "docs/registry.md is stale: run python scripts/corpus_check.py --write-docs"
     )
+
+
+# -- truncation ----------------------------------------------------------------------------
+
+#: family -> (prefix name, a call cut inside its argument value, the reasoning before it,
+#: the arguments text so far).
+CUT: dict[str, tuple[str, str, str, str]] = {
+    "qwen3": (
+        "no_thinking",
+        'Checking.\n<tool_call>\n{"name": "get_weather", "arguments": {"city": "NY',
+        "",
+        '{"city": "NY',
+    ),
+    "qwen3.5": (
+        "default",
+        "Weather in New York.\n</think>\n\n<tool_call>\n<function=get_weather>\n"
+        "<parameter=city>\nNY",
+        "Weather in New York.",
+        "<parameter=city>\nNY",
+    ),
+    "kimi-k2.5": (
+        "default",
+        "<think>New York weather.</think><|tool_calls_section_begin|><|tool_call_begin|>"
+        'functions.get_weather:0<|tool_call_argument_begin|>{"city": "NY',
+        "New York weather.",
+        '{"city": "NY',
+    ),
+}
+
+
+@pytest.mark.parametrize("family", sorted(CUT))
+def test_a_value_cut_by_the_token_limit_is_kept_as_written_in_every_mode(family: str) -> None:
+    entry = get_entry(family)
+    prefix_name, text, reasoning, arguments = CUT[family]
+    prefix = entry.prefixes[prefix_name]
+
+    def check_call(message: dict[str, Any]) -> None:
+        assert _call_names(message) == ["get_weather"]
+        assert message["tool_calls"][0]["function"]["arguments"] == arguments
+        assert message.get("reasoning_content", "") == reasoning
+
+    for recover in (False, True):  # partial: in progress, never an issue or an error
+        cut = every_chunking(entry.template, prefix, text, recover=recover, partial=True)
+        check_call(cut.message)
+        assert cut.issues == []
+        assert cut.in_progress is not None and cut.in_progress.field == "tool_calls"
+        assert text.endswith(cut.in_progress.text)
+    recovered = every_chunking(entry.template, prefix, text)  # kept, and reported
+    check_call(recovered.message)
+    kinds = {issue.kind.value for issue in recovered.issues}
+    assert "unclosed_region" in kinds
+    assert kinds <= {"unclosed_region", "malformed_call"}
+    with pytest.raises(ContentParseError) as caught:  # raise: the field, offset and body
+        parse_every_way(entry.template, text, prefix=prefix)
+    assert caught.value.field == "tool_calls"
+    assert text[caught.value.offset :].endswith(caught.value.raw)
+    assert caught.value.raw.endswith("NY")
+
+
+@requires_shared
+def test_the_corpus_cut_and_malformed_input_cases_are_read_in_their_modes() -> None:
+    partial = [case for case in corpus() if is_partial(case)]
+    malformed = [case for case in corpus() if only_requires_no_exception(case)]
+    assert len(partial) >= 4 and len(malformed) >= 16
+    exceptions = load_exceptions()
+    for case in malformed:
+        entry = get_entry(case["family"])
+        every_chunking(entry.template, prefix_for(case, entry), case["text"])  # agree, no raise
+        assert check_case(case, entry, exceptions).status == "pass", case["id"]
+    for case in partial:
+        entry = get_entry(case["family"])
+        result = check_case(case, entry, exceptions)
+        assert result.status == ("known_wrong" if case["id"] in exceptions else "pass")
