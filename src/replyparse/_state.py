@@ -67,6 +67,7 @@ class ParseState:
         "phase",
         "rescan_at",
         "scanner",
+        "scanner_calls",
         "started",
         "tokens",
         "trailing_text",
@@ -107,6 +108,9 @@ class ParseState:
         #: The open explicit region, if any, and the scanner of the current state.
         self.field: FieldSpec | None = None
         self.scanner = scanner
+        #: How many times the parser asked the scanner about this text (see
+        #: ``ResponseParser.scanner_calls``).
+        self.scanner_calls = 0
         #: The implicit region is open.
         self.implicit_open = False
         #: The open region's named groups and its open delimiter's text.
@@ -153,6 +157,7 @@ class ParseState:
         copied.empty_match_at = self.empty_match_at
         copied.field = self.field
         copied.scanner = self.scanner
+        copied.scanner_calls = self.scanner_calls
         copied.implicit_open = self.implicit_open
         copied.open_groups = dict(self.open_groups)
         copied.open_text = self.open_text

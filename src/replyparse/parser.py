@@ -285,6 +285,14 @@ class ResponseParser:
         return self._state.unclaimed_text
 
     @property
+    def scanner_calls(self) -> int:
+        """How many times this parser has asked the scanner about its text (how much of it
+        is safe to stream, or where the next delimiter is): a measure of its work, for
+        tests and profiling. A piece the fast path streams by its character test alone
+        asks nothing."""
+        return self._state.scanner_calls
+
+    @property
     def issues(self) -> list[ParseIssue]:
         """In recover mode, every place the output did not fit."""
         return self._state.issues
@@ -361,6 +369,7 @@ class ResponseParser:
                 else:  # the scanner tells how much is safe
                     held = self._state.buffer
                     pending = held + text if held else text
+                    self._state.scanner_calls += 1
                     safe = self._state.scanner.safe_length(pending)
                     whole = not held and safe == len(text)
                     if not whole and safe > 0 and len(pending) - safe <= _RESCAN_AFTER:
@@ -523,6 +532,7 @@ class ResponseParser:
                 return self._run(text, final=False)
             held = state.buffer
             pending = held + text if held else text
+            state.scanner_calls += 1
             safe = state.scanner.safe_length(pending)
             if safe < 0:
                 return self._run(text, final=False)
@@ -808,6 +818,7 @@ class ResponseParser:
             field = state.field
             scanner = state.scanner
             no_empty_at = state.empty_match_at - state.base
+            state.scanner_calls += 1
             if final:  # a complete text: nothing is held back
                 match = scanner.scan_final(buffer, position, memo, no_empty_at)
                 safe_end = len(buffer) if match is None else match.start
