@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
+from replyparse import parse_response
 from replyparse.cli import main
 from replyparse.model_folder import load_response_template
-from replyparse.parser import parse_response
 from replyparse.templates import get_entry
 
 #: Every engine loads this one with no finding (the serving adapters' field names).

@@ -482,3 +482,277 @@ def test_inkling_a_call_cut_inside_its_json() -> None:
     assert outcomes["recover"].issues == ("unclosed_region", "malformed_call")
     assert outcomes["partial"].message == cut
     assert outcomes["partial"].in_progress == "tool_calls"
+
+
+# -- From the parsers' descriptions: Zaya, Ripple, Step-5, Beam, Muse Spark -------------------------
+
+QWEN_XML_BOOKING = (
+    "<function=book_trip>\n<parameter=city>\nLisbon\n</parameter>\n"
+    '<parameter=travellers>\n[{"name": "Ana", "age": 34}, {"name": "Bo", "age": null}]\n</parameter>\n'
+    '<parameter=options>\n{"seat": {"window": true, "row": 12}, "meals": ["veg", null], '
+    '"price": 199.5}\n</parameter>\n<parameter=nights>\n4\n</parameter>\n</function>'
+)
+QWEN_XML_WEATHER = (
+    "<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n"
+    "<parameter=days>\n3\n</parameter>\n</function>"
+)
+
+
+def test_zaya_reasoning_content_and_wrapped_xml_calls() -> None:
+    text = (
+        "<think>\nTwo tools are needed.\n</think>\n\nOn it.\n"
+        f"<zyphra_tool_call>\n{QWEN_XML_WEATHER}\n</zyphra_tool_call>\n"
+        f"<zyphra_tool_call>\n{QWEN_XML_BOOKING}\n</zyphra_tool_call><|im_end|>"
+    )
+    assert_clean(
+        all_modes("zaya", text, tools=TOOLS),
+        {
+            **A,
+            "reasoning_content": "Two tools are needed.",
+            "content": "On it.",
+            "tool_calls": [call("get_weather", {"city": "Paris", "days": 3}), BOOKING],
+        },
+    )
+
+
+def test_zaya_a_call_inside_unclosed_reasoning_ends_it() -> None:
+    text = f"<think>\nI will call it.\n<zyphra_tool_call>\n{QWEN_XML_WEATHER}\n</zyphra_tool_call>"
+    assert_clean(
+        all_modes("zaya", text, tools=TOOLS),
+        {
+            **A,
+            "reasoning_content": "I will call it.",
+            "tool_calls": [call("get_weather", {"city": "Paris", "days": 3})],
+        },
+    )
+
+
+def test_zaya_a_json_body_is_not_a_call() -> None:
+    text = '<zyphra_tool_call>{"name": "now", "arguments": {}}</zyphra_tool_call>'
+    for outcome in all_modes("zaya", text).values():
+        assert outcome.message == {**A, "content": text}
+
+
+RIPPLE_CALLS = (
+    '\n<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris", "days": 3}}\n</tool_call>'
+    '\n<tool_call>\n{"name": "book_trip", "arguments": {"city": "Lisbon", "travellers": '
+    '[{"name": "Ana", "age": 34}, {"name": "Bo", "age": null}], "options": {"seat": '
+    '{"window": true, "row": 12}, "meals": ["veg", null], "price": 199.5}, "nights": 4}}\n'
+    "</tool_call>"
+)
+
+
+def test_ripple_reasoning_content_and_hermes_calls() -> None:
+    text = "<think>\nBoth tools.\n</think>\nSure, checking." + RIPPLE_CALLS + "<|im_end|>"
+    assert_clean(
+        all_modes("ripple", text),
+        {
+            **A,
+            "reasoning_content": "Both tools.",
+            "content": "Sure, checking.",
+            "tool_calls": [call("get_weather", {"city": "Paris", "days": 3}), BOOKING],
+        },
+    )
+
+
+def test_ripple_a_call_ends_reasoning_and_a_stray_think_close_is_dropped() -> None:
+    text = "<think>\nCalling now." + RIPPLE_CALLS + "\nDone.</think>"
+    assert_clean(
+        all_modes("ripple", text),
+        {
+            **A,
+            "reasoning_content": "Calling now.",
+            "content": "Done.",
+            "tool_calls": [call("get_weather", {"city": "Paris", "days": 3}), BOOKING],
+        },
+    )
+
+
+def test_ripple_a_call_cut_inside_its_json() -> None:
+    text = 'Checking.\n<tool_call>\n{"name": "get_weather", "arguments": {"city": "Par'
+    outcomes = all_modes("ripple", text)
+    assert outcomes["raise"].error == (
+        "ContentParseError",
+        "tool_calls",
+        {**A, "content": "Checking."},
+    )
+    recovered = outcomes["recover"].message
+    assert recovered is not None
+    assert recovered["tool_calls"][0]["function"]["name"] == "get_weather"
+    assert outcomes["partial"].in_progress == "tool_calls"
+
+
+def test_step5_content_around_xml_calls() -> None:
+    text = (
+        f"Let me check.\n<tool_call>\n{QWEN_XML_WEATHER}\n</tool_call>\n"
+        f"<tool_call>\n{QWEN_XML_BOOKING}\n</tool_call>\nBoth requested.<|im_end|>"
+    )
+    assert_clean(
+        all_modes("step5", text, tools=TOOLS),
+        {
+            **A,
+            "content": "Let me check.\n\nBoth requested.",
+            "tool_calls": [call("get_weather", {"city": "Paris", "days": 3}), BOOKING],
+        },
+    )
+
+
+BEAM_OUTPUT = (
+    "<|channel|>analysis<|message|>Weather first, then the booking.<|end|><|start|>assistant"
+    " to=get_weather<|channel|>analysis <|constrain|>xml<|message|>"
+    '<rfl:parameter name="city">\nParis\n</rfl:parameter>'
+    '<rfl:parameter name="days">\n3\n</rfl:parameter><|end|><|start|>assistant'
+    " to=book_trip<|channel|>analysis <|constrain|>xml<|message|>"
+    '<rfl:parameter name="city">\n  Lisbon, Portugal \n</rfl:parameter>'
+    '<rfl:parameter name="nights">\n4\n<rfl:parameter name="travellers">\n'
+    '[{"name": "Ana", "age": 34}, {"name": "Bo", "age": null}]\n</rfl:parameter><|call|>'
+)
+BEAM_CALLS = [
+    call("get_weather", {"city": "Paris", "days": 3}),
+    call(
+        "book_trip",
+        {"city": "  Lisbon, Portugal ", "nights": 4, "travellers": TRAVELLERS},
+    ),
+]
+
+
+def _beam_as_shipped() -> dict[str, Any]:
+    """SGLang's fallback copy of Beam's response template, read verbatim from FORMATS.md."""
+    import ast
+
+    from tests.registry.helpers import SHARED
+
+    text = (SHARED / "corpus" / "FORMATS.md").read_text(encoding="utf-8")
+    start = text.index("BEAM_RESPONSE_TEMPLATE: dict[str, Any] = ")
+    block = text[start : text.index("```", start)]
+    assignment = ast.parse(block).body[0]
+    assert isinstance(assignment, ast.AnnAssign) and assignment.value is not None
+    template: dict[str, Any] = ast.literal_eval(assignment.value)
+    return template
+
+
+def test_beam_reasoning_and_calls_with_raw_values() -> None:
+    assert_clean(
+        all_modes("beam", BEAM_OUTPUT, tools=TOOLS),
+        {**A, "reasoning_content": "Weather first, then the booking.", "tool_calls": BEAM_CALLS},
+    )
+
+
+def test_beam_answer_after_reasoning() -> None:
+    text = (
+        "<|channel|>analysis<|message|>Simple.<|end|><|start|>assistant"
+        "<|channel|>final<|message|>It is 21 C in Paris.<|return|>"
+    )
+    assert_clean(
+        all_modes("beam", text),
+        {**A, "reasoning_content": "Simple.", "content": "It is 21 C in Paris."},
+    )
+
+
+@requires_shared
+def test_beam_loads_as_shipped_and_reads_outputs_as_the_family_does() -> None:
+    from replyparse import load_template, parse_response
+
+    shipped = _beam_as_shipped()
+    assert shipped["fields"]["tool_calls"]["content"] == "xml-inline"
+    template = load_template(shipped)
+    entry = get_entry("beam")
+    message = parse_response(BEAM_OUTPUT, template, prefix=entry.prefixes["default"], tools=TOOLS)
+    family = parse_response(
+        BEAM_OUTPUT, entry.template, prefix=entry.prefixes["default"], tools=TOOLS
+    )
+    family["thinking"] = family.pop("reasoning_content")
+    assert message == family
+
+
+MUSE_CALL = (
+    "<|start|>assistant to=functions.get_weather<|message|><atem:function_calls>"
+    '<atem:invoke name="get_weather"><atem:parameter name="city">Paris</atem:parameter>'
+    '<atem:parameter name="days">3</atem:parameter></atem:invoke></atem:function_calls><|eom|>'
+)
+
+
+def test_muse_spark_commentary_is_content() -> None:
+    text = (
+        " to=self<|message|>Check the weather.<|eom|>"
+        "<|start|>assistant to=commentary<|message|>Looking it up.<|eom|>" + MUSE_CALL
+    )
+    assert_clean(
+        all_modes("muse-spark", text, tools=TOOLS),
+        {
+            **A,
+            "reasoning_content": "Check the weather.",
+            "content": "Looking it up.",
+            "tool_calls": [call("get_weather", {"city": "Paris", "days": 3})],
+        },
+    )
+
+
+# -- HY v4: the template for one checkpoint's vocabulary --------------------------------------------
+
+HY4_VOCABULARY = {
+    ":opensource": ["<think:opensource>", "<tool_calls:opensource>", "<tool_call:opensource>"],
+    ":a+b(c": ["<tool_calls:a+b(c>", "<tool_call:a+b(c>", "</tool_call:a+b(c>"],
+    "": ["<tool_calls>", "<tool_call>", "</tool_call>", "<arg_key>"],
+}
+
+
+@pytest.mark.parametrize("suffix", sorted(HY4_VOCABULARY))
+def test_hunyuan_hy4_template_for_a_vocabulary_reads_its_suffix_only(suffix: str) -> None:
+    from replyparse import parse_response
+
+    template = get_entry("hunyuan-hy4").template_for_vocabulary(HY4_VOCABULARY[suffix])
+    text = "The user wants two things.</think" + suffix + ">" + _hy4(suffix)
+    message = parse_response(text, template, prefix="<think" + suffix + ">", tools=TOOLS)
+    assert message["reasoning_content"] == "The user wants two things."
+    assert [item["function"]["name"] for item in message["tool_calls"]] == [
+        "get_weather",
+        "book_trip",
+        "now",
+    ]
+    # Another checkpoint's suffix is not this one's structure: it stays content.
+    other = _hy4(":other")
+    assert parse_response(other, template, prefix="") == {**A, "content": other}
+
+
+def test_hunyuan_hy4_detected_from_a_tokenizer_config_gets_its_suffix() -> None:
+    from replyparse import parse_response
+    from replyparse.templates import detect_template
+
+    config = {
+        "added_tokens_decoder": {
+            str(index): {"content": token, "special": True}
+            for index, token in enumerate(HY4_VOCABULARY[":a+b(c"], start=120000)
+        }
+    }
+    template = detect_template(tokenizer_config=config, model_type="hy_v4")
+    text = _hy4(":a+b(c")
+    message = parse_response(text, template, prefix="", tools=TOOLS)
+    assert message["content"] == "Checking both."
+    assert len(message["tool_calls"]) == 3
+    opensource = _hy4(":opensource")
+    assert parse_response(opensource, template, prefix="") == {**A, "content": opensource}
+
+
+def test_a_token_suffix_pattern_must_appear_in_the_template(tmp_path: Any) -> None:
+    import json
+
+    from replyparse.templates import validate_family_file
+
+    raw = json.loads(json.dumps(get_entry("hunyuan-hy4").response_template))
+    family = {
+        "name": "suffixed",
+        "description": "a family whose token_suffix names a pattern the template lacks",
+        "prefixes": {"default": ""},
+        "token_suffix": {"stem": "<tool_call", "pattern": "(?::[^>]*)?"},
+        "response_template": raw,
+    }
+    path = tmp_path / "suffixed.json"
+    path.write_text(json.dumps(family), encoding="utf-8")
+    issues = validate_family_file(path)
+    assert [(issue.code, issue.path) for issue in issues] == [
+        ("invalid_value", ("suffixed.json", "token_suffix", "pattern"))
+    ]
+    family["token_suffix"] = {"stem": "<tool_call"}
+    path.write_text(json.dumps(family), encoding="utf-8")
+    assert [issue.code for issue in validate_family_file(path)] == ["invalid_type"]
