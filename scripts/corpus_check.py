@@ -21,6 +21,11 @@ with the case's ``expected`` fields:
   (``1``, ``1.0`` and ``true`` differ). Cases whose expected arguments have types a tool
   schema decides (values written as raw text, e.g. XML parameters) are parsed with ``tools=``
   built from the expected arguments' JSON types, as the source tests pass their tools.
+* A case from a malformed-input test that asserts only that no exception escapes (its notes
+  say ``malformed_input``, every expected field is ``null``) is parsed in recover mode,
+  replyparse's promise never to raise for what the model wrote (docs/recover.md).
+* A case whose notes say ``is_partial=true`` (a llama.cpp snapshot of a generation still
+  in progress) is parsed with ``partial=True``: its cut region is in progress, not an error.
 * The one-shot and the streamed message must be equal, and a ``ResponseParseError`` is a
   failure (its ``partial_message`` is what gets compared, for the report).
 
@@ -67,6 +72,7 @@ from replyparse.templates import (
 )
 from replyparse.templates._lint import ENGINE_NAMES
 from replyparse.templates._lookup import DIGESTS_FILE
+from replyparse.templates._policies import POLICIES, applies
 
 __all__ = [
     "EXCEPTIONS_FILE",
@@ -82,12 +88,15 @@ __all__ = [
     "exceptions_path",
     "format_draft_table",
     "format_lint_table",
+    "format_policy_table",
     "format_table",
+    "is_partial",
     "load_cases",
     "load_exceptions",
     "load_prefix_overrides",
     "main",
     "normalize_text",
+    "only_requires_no_exception",
     "parse_both_ways",
     "prefix_for",
     "run_corpus",
@@ -104,6 +113,8 @@ DRAFT_TABLE_START = "<!-- draft-agreement-table:start -->"
 DRAFT_TABLE_END = "<!-- draft-agreement-table:end -->"
 LINT_TABLE_START = "<!-- portability-table:start -->"
 LINT_TABLE_END = "<!-- portability-table:end -->"
+POLICY_TABLE_START = "<!-- policy-table:start -->"
+POLICY_TABLE_END = "<!-- policy-table:end -->"
 
 
 #: The repository this script belongs to.
@@ -279,19 +290,45 @@ class Outcome:
     error: ResponseParseError | None
 
 
+def is_partial(case: Mapping[str, Any]) -> bool:
+    """Whether a case is a snapshot of a generation still in progress (llama.cpp's
+    ``is_partial=true``, recorded in its notes): it is parsed with ``partial=True``, the
+    truncation policy (docs/recover.md, Policies)."""
+    return "is_partial=true" in str(case.get("notes", ""))
+
+
+def only_requires_no_exception(case: Mapping[str, Any]) -> bool:
+    """Whether a case comes from a malformed-input test that asserts only that parsing does
+    not raise (vLLM's ``malformed_input`` configs, every expected field ``null``): it is
+    parsed in recover mode, replyparse's promise never to raise for model output."""
+    return "malformed_input" in str(case.get("notes", "")) and all(
+        value is None for value in case["expected"].values()
+    )
+
+
 def parse_both_ways(
-    text: str, entry: RegistryEntry, prefix: str, tools: Sequence[Any] | None
+    text: str,
+    entry: RegistryEntry,
+    prefix: str,
+    tools: Sequence[Any] | None,
+    partial: bool = False,
+    recover: bool = False,
 ) -> tuple[Outcome, Outcome]:
-    """Parse ``text`` whole and one character at a time."""
+    """Parse ``text`` whole and one character at a time (as cut when ``partial``)."""
     try:
-        whole = Outcome(parse_response(text, entry.template, prefix=prefix, tools=tools), None)
+        whole = Outcome(
+            parse_response(
+                text, entry.template, prefix=prefix, tools=tools, partial=partial, recover=recover
+            ),
+            None,
+        )
     except ResponseParseError as error:
         whole = Outcome(error.partial_message, error)
     try:
-        parser = ResponseParser(entry.template, prefix, tools=tools)
+        parser = ResponseParser(entry.template, prefix, tools=tools, recover=recover)
         for char in text:
             parser.feed(char)
-        streamed = Outcome(parser.finalize()[0], None)
+        streamed = Outcome(parser.finalize(partial=partial)[0], None)
     except ResponseParseError as error:
         streamed = Outcome(error.partial_message, error)
     return whole, streamed
@@ -381,7 +418,14 @@ def check_case(
 ) -> CaseResult:
     """Parse one case both ways and judge it against its expected fields."""
     prefix = prefix_for(case, entry)
-    whole, streamed = parse_both_ways(case["text"], entry, prefix, tools_for(case))
+    whole, streamed = parse_both_ways(
+        case["text"],
+        entry,
+        prefix,
+        tools_for(case),
+        partial=is_partial(case),
+        recover=only_requires_no_exception(case),
+    )
     problems: list[str] = []
     for label, outcome in (("one-shot", whole), ("streamed", streamed)):
         if outcome.error is not None:
@@ -618,6 +662,30 @@ def format_lint_table() -> str:
     return "\n".join(lines)
 
 
+def format_policy_table() -> str:
+    """The families x policies section of ``docs/registry.md``: each family's value of each
+    policy (``n/a`` where the template has nothing the policy acts on; a value the family
+    file chooses, with its evidence, in bold), then the evidence."""
+    names = list(POLICIES)
+    lines = ["| family | " + " | ".join(f"`{name}`" for name in names) + " |"]
+    lines.append("| --- | " + " | ".join("---" for _ in names) + " |")
+    evidence: list[str] = []
+    for family in list_templates():
+        entry = get_entry(family)
+        cells = []
+        for name in names:
+            value = entry.policies[name]
+            if name in entry.policy_evidence:
+                cells.append(f"**{value}**")
+                evidence.append(f"- {family}, `{name}` = {value}: {entry.policy_evidence[name]}")
+            elif applies(entry.response_template_with(), name):
+                cells.append(value)
+            else:
+                cells.append("n/a")
+        lines.append(f"| {family} | " + " | ".join(cells) + " |")
+    return "\n".join([*lines, "", "Evidence for the values in bold:", "", *evidence])
+
+
 def write_docs(table: str, path: Path, markers: tuple[str, str] = (TABLE_START, TABLE_END)) -> None:
     """Replace the table between its markers in ``docs/registry.md`` (or another page)."""
     text = path.read_text(encoding="utf-8")
@@ -684,6 +752,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if options.write_docs:
         write_docs(format_lint_table(), default_docs_path(), (LINT_TABLE_START, LINT_TABLE_END))
         print(f"wrote the portability table to {default_docs_path()}")
+        write_docs(
+            format_policy_table(), default_docs_path(), (POLICY_TABLE_START, POLICY_TABLE_END)
+        )
+        print(f"wrote the policy table to {default_docs_path()}")
     if options.drafts:
         draft_table = format_draft_table(draft_agreement(cases, shared / "chat_templates"))
         print("\n" + draft_table)

@@ -17,6 +17,7 @@ from typing import Any
 
 import regex
 
+from replyparse._regex_analysis import consuming_texts
 from replyparse._scanner import Delimiter, Scanner, is_context_sensitive
 from replyparse.content import ContentParser, build_content_parser, capabilities_of
 from replyparse.errors import TemplateError, TemplateIssue
@@ -151,10 +152,13 @@ class ResponseTemplate:
 
 def _delimiter_markup(delimiter: Delimiter) -> tuple[str, ...]:
     """Literals every match of the delimiter contains: its literals, a pattern's few texts,
-    or the literals every match of a pattern holds (``required``)."""
+    the few texts of its options that consume (a close that also ends, zero-width, before
+    a call opener), or the literals every match of a pattern holds (``required``)."""
     if delimiter.pattern is None:
         return delimiter.literals
-    return delimiter.finite if delimiter.finite is not None else delimiter.required
+    if delimiter.finite is not None:
+        return delimiter.finite
+    return consuming_texts(delimiter.pattern.pattern) or delimiter.required
 
 
 def _is_markup(text: str) -> bool:
