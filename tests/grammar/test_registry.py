@@ -184,6 +184,20 @@ KNOWN_GAPS: dict[str, str] = {
     "command-r7b-no-call-1": "call objects carry a tool_call_id key besides the name and arguments, and <|START_RESPONSE|> opens reasoning with a zero-width delimiter; neither is written",
     "command-r7b-call-3": "call objects carry a tool_call_id key besides the name and arguments, and <|START_RESPONSE|> opens reasoning with a zero-width delimiter; neither is written",
     "command-r7b-call-5": "call objects carry a tool_call_id key besides the name and arguments, and <|START_RESPONSE|> opens reasoning with a zero-width delimiter; neither is written",
+    "deepseek-v4.1-call-1": 'DSML string="true" parameters are the string alternative of a json value '
+    "parser with string delimiters; the grammar writes JSON values",
+    "deepseek-v4.1-call-2": 'DSML string="true" parameters are the string alternative of a json value '
+    "parser with string delimiters; the grammar writes JSON values",
+    "deepseek-v4.1-call-3": 'DSML string="true" parameters are the string alternative of a json value '
+    "parser with string delimiters; the grammar writes JSON values",
+    "deepseek-v4.1-call-4": 'DSML string="true" parameters are the string alternative of a json value '
+    "parser with string delimiters; the grammar writes JSON values",
+    "ling3-call-4": "a call opener ending the reasoning the prompt opened (a zero-width reasoning "
+    "close); the grammar writes no zero-width closes",
+    "ling3-call-5": "a call opener ending the reasoning the prompt opened (a zero-width reasoning "
+    "close); the grammar writes no zero-width closes",
+    "spark2.5-no-call-3": "content holding the call delimiter's fixed text",
+    "hunyuan-hy4-no-call-12": "content holding the call delimiter's fixed text",
     "cohere2-moe-call-3": "call objects carry a tool_call_id key besides the name and arguments",
     "cohere2-moe-call-4": "call objects carry a tool_call_id key besides the name and arguments",
     "cohere2-moe-call-5": "call objects carry a tool_call_id key besides the name and arguments",

@@ -15,6 +15,7 @@ from scripts.corpus_check import (
     check_case,
     default_docs_path,
     format_policy_table,
+    in_rendered_format,
     is_partial,
     load_exceptions,
     only_requires_no_exception,
@@ -246,7 +247,10 @@ def test_a_family_file_names_its_policy_values_and_their_evidence() -> None:
     assert loaded.issues == []
     entry = loaded.entry
     assert isinstance(entry, RegistryEntry)
-    assert dict(entry.policies) == {"calls_in_reasoning": "end_reasoning"}
+    assert dict(entry.policies) == {
+        "calls_in_reasoning": "end_reasoning",
+        "stripped_special_tokens": "text",  # not named: the literal reading
+    }
     assert dict(entry.policy_evidence) == {"calls_in_reasoning": "its vendor"}
     close = entry.response_template["fields"]["reasoning_content"]["close_pattern"]
     assert close == r"(?:</think>)|(?=(?:<tool_call>)\s*[\[{])"
@@ -390,3 +394,124 @@ def test_the_corpus_cut_and_malformed_input_cases_are_read_in_their_modes() -> N
         entry = get_entry(case["family"])
         result = check_case(case, entry, exceptions)
         assert result.status == ("known_wrong" if case["id"] in exceptions else "pass")
+
+
+# -- stripped_special_tokens -----------------------------------------------------------------
+
+#: gpt-oss outputs as a stack that decodes with skip_special_tokens hands them over, and
+#: what they mean.
+STRIPPED: list[tuple[str, dict[str, Any], list[str]]] = [
+    (
+        "analysisUser says hello. Probably a greeting; respond politely."
+        "assistantfinalHello! How can I help you today?",
+        {
+            "reasoning_content": "User says hello. Probably a greeting; respond politely.",
+            "content": "Hello! How can I help you today?",
+        },
+        [],
+    ),
+    (
+        "analysisThe user wants the weather in Paris. Use get_weather."
+        'assistantcommentary to=functions.get_weather json{"city": "Paris"}',
+        {
+            "reasoning_content": "The user wants the weather in Paris. Use get_weather.",
+            "tool_calls": [CALL],
+        },
+        ["unclosed_region"],  # the <|call|> that ended it was stripped too
+    ),
+    (
+        "analysisNeed current data; search.assistantcommentaryLet me look that up."
+        'assistantanalysis to=browser.search code{"query": "Paris weather today"}',
+        {
+            "reasoning_content": "Need current data; search.",
+            "content": "Let me look that up.",
+            "builtin_tool_calls": [
+                {"recipient": "browser.search", "input": '{"query": "Paris weather today"}'}
+            ],
+        },
+        ["unclosed_region"],
+    ),
+    (
+        "analysisThe final analysis: the assistant should answer.assistantfinal"
+        "The analysis is final: 42.",
+        {
+            "reasoning_content": "The final analysis: the assistant should answer.",
+            "content": "The analysis is final: 42.",
+        },
+        [],
+    ),
+]
+
+
+@pytest.mark.parametrize(("text", "expected", "issues"), STRIPPED)
+def test_gpt_oss_text_without_its_special_tokens_is_read_on_request(
+    text: str, expected: dict[str, Any], issues: list[str]
+) -> None:
+    entry = get_entry("gpt-oss")
+    assert entry.policies["stripped_special_tokens"] == "text"
+    template = entry.template_with(stripped_special_tokens="read")
+    prefix = entry.prefixes["default"]
+    message, _ = parse_every_way(template, text, prefix=prefix)
+    assert message == {"role": "assistant", **expected}
+    recovered = every_chunking(template, prefix, text)
+    assert recovered.message == message
+    assert [issue.kind.value for issue in recovered.issues] == issues
+    cut = every_chunking(template, prefix, text, partial=True)
+    assert cut.issues == []
+    # under the default, the same text is content as written
+    literal, _ = parse_every_way(entry.template, text, prefix=prefix)
+    assert literal == {"role": "assistant", "content": text}
+
+
+def test_a_stripped_call_cut_by_the_token_limit_is_in_progress() -> None:
+    entry = get_entry("gpt-oss")
+    template = entry.template_with(stripped_special_tokens="read")
+    text = 'analysisUse get_weather.assistantcommentary to=functions.get_weather json{"city": "Par'
+    outcome = every_chunking(template, entry.prefixes["default"], text, partial=True)
+    assert outcome.message["tool_calls"][0]["function"] == {
+        "name": "get_weather",
+        "arguments": '{"city": "Par',
+    }
+    assert outcome.in_progress is not None and outcome.in_progress.field == "tool_calls"
+
+
+def test_the_tokens_still_parse_under_read() -> None:
+    entry = get_entry("gpt-oss")
+    template = entry.template_with(stripped_special_tokens="read")
+    text = (
+        "<|channel|>analysis<|message|>Weather in Paris: call the tool.<|end|>"
+        "<|start|>assistant<|channel|>commentary to=functions.get_weather <|constrain|>json"
+        '<|message|>{"city": "Paris"}<|call|>'
+    )
+    message, _ = parse_every_way(template, text, prefix=entry.prefixes["default"])
+    assert message == parse_every_way(entry.template, text, prefix=entry.prefixes["default"])[0]
+    assert message["tool_calls"] == [CALL]
+
+
+# -- the drafter's target: rendered-format cases and the others ----------------------------
+
+
+def _case(family: str, text: str, notes: str = "") -> dict[str, Any]:
+    return {
+        "id": f"{family}-synthetic",
+        "family": family,
+        "text": text,
+        "prefix": None,
+        "notes": notes,
+        "expected": {"content": None, "reasoning_content": None, "tool_calls": None},
+    }
+
+
+def test_a_case_is_in_the_rendered_format_when_the_literal_template_reads_it_cleanly() -> None:
+    entry = get_entry("qwen3.5")
+    clean = (
+        "Paris weather.\n</think>\n\n<tool_call>\n<function=get_weather>\n"
+        "<parameter=city>\nParis\n</parameter>\n</function>\n</tool_call><|im_end|>"
+    )
+    assert in_rendered_format(_case("qwen3.5", clean), entry)
+    # a call opened inside reasoning: only the policy reads it so
+    assert not in_rendered_format(_case("qwen3.5", UNCLOSED["qwen3.5"][1]), entry)
+    # a cut snapshot, and a malformed call
+    assert not in_rendered_format(_case("qwen3.5", clean[:60], "is_partial=true"), entry)
+    broken = clean.replace("</parameter>\n", "")
+    assert not in_rendered_format(_case("qwen3.5", broken), entry)

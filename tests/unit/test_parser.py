@@ -391,6 +391,7 @@ def test_pieces_with_an_anchors_first_character_stream_as_the_whole_text(step: i
     )
 
 
+@pytest.mark.fast_plan
 def test_a_t_that_begins_no_anchor_and_a_held_space_stay_on_the_fast_path(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

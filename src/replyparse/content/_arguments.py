@@ -28,7 +28,6 @@ __all__ = [
     "Coerce",
     "Path",
     "ReaderBase",
-    "arguments_json",
     "child_schema",
     "encode_string",
     "escape_json_text",
@@ -47,30 +46,9 @@ _COMBINATORS = ("anyOf", "oneOf", "allOf", "not", "enum", "const", "if")
 UNPLAIN = frozenset((*_COMBINATORS, "$ref"))
 
 
-#: What ``json.dumps(value, ensure_ascii=False, separators=(",", ":"))`` uses, made once
-#: (``dumps`` builds an encoder per call: most of its cost on a streamed key or scalar).
-_COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
-#: The string escaper of that encoder (C when available): ``"`` + escaped text + ``"``.
+#: The string escaper of the compact encoder (``replyparse._json_types.arguments_json``; C
+#: when available): ``"`` + escaped text + ``"``.
 encode_string = json.encoder.encode_basestring
-
-
-def arguments_json(arguments: Any) -> str:
-    """Serialize arguments the one way every output of this package does: compact JSON.
-
-    Args:
-        arguments: the parsed arguments (normally a dict).
-
-    Returns:
-        ``json.dumps(arguments, ensure_ascii=False, separators=(",", ":"))``.
-    """
-    kind = arguments.__class__
-    if kind is int:  # what the encoder writes, without its per-call set-up (a scalar each)
-        return int.__repr__(arguments)
-    if kind is bool:
-        return "true" if arguments else "false"
-    if arguments is None:
-        return "null"
-    return _COMPACT.encode(arguments)
 
 
 def escape_json_text(text: str) -> str:

@@ -22,14 +22,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from replyparse._json_types import json_type
+from replyparse._json_types import arguments_json, json_type
 from replyparse.content._arguments import (
     UNPLAIN,
     CallTarget,
     Coerce,
     Path,
     ReaderBase,
-    arguments_json,
     child_schema,
     encode_string,
     escape_json_text,

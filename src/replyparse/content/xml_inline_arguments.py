@@ -27,13 +27,13 @@ from typing import Any
 import regex
 
 from replyparse._charset import CharSet
+from replyparse._json_types import arguments_json
 from replyparse._regex_syntax import Alt, Chars, Group, Node, Repeat, Seq, UnreadablePattern, read
 from replyparse.content._arguments import (
     CallTarget,
     Coerce,
     Path,
     ReaderBase,
-    arguments_json,
     child_schema,
     escape_json_text,
     is_written_as_is,

@@ -10,7 +10,8 @@ Strings never contain the delimiters that would end the region they sit in (``fo
 parser searches for the close delimiter in the raw text and knows nothing of JSON quoting.
 
 Compiled exactly (strict-mode subset of OpenAI's guide): ``type`` (one or a list, ``null``
-included), ``enum``, ``const``, ``anyOf``, ``$ref`` to local definitions (recursion too),
+included; OpenAPI's ``nullable: true`` adds ``null``, to ``enum`` and ``const`` too, as
+every reader of a schema does: :mod:`replyparse._schema_walk`), ``enum``, ``const``, ``anyOf``, ``$ref`` to local definitions (recursion too),
 ``properties`` with ``required`` and ``additionalProperties: false`` (keys in schema order),
 ``items``, ``minItems`` / ``maxItems``, ``minLength`` / ``maxLength``, ``pattern``
 (strings made of characters that need no escape) and the ``format`` s ``date``,
@@ -33,6 +34,7 @@ from typing import Any, Literal
 from replyparse._charset import CharSet
 from replyparse._json_types import json_type
 from replyparse._schema_ref import SchemaReferenceError, resolve_reference
+from replyparse._schema_walk import allowed_values, declared_types
 from replyparse.grammar import _ir as G
 from replyparse.grammar import _regex as R
 from replyparse.grammar._errors import GrammarError
@@ -321,18 +323,18 @@ class ValueCompiler:
                     for index, branch in enumerate(branches)
                 )
             )
-        if "const" in schema:
-            return self.literal_value(schema["const"], dialect, path)
-        if "enum" in schema:
+        if "enum" in schema and "const" not in schema:
             values = schema["enum"]
             if not isinstance(values, list) or not values:
                 raise self.fail(path, "'enum' must be a non-empty list.")
-            declared = schema.get("type")
-            types = [declared] if isinstance(declared, str) else declared
+        fixed = allowed_values(schema)
+        if fixed is not None:
+            types = declared_types(schema)
             kept = [
                 item
-                for item in values
-                if not isinstance(types, list)
+                for item in fixed
+                if "const" in schema
+                or types is None
                 or _json_type(item) in types
                 or (_json_type(item) == "integer" and "number" in types)
             ]
@@ -345,9 +347,13 @@ class ValueCompiler:
                 declared = "array"
             else:
                 return self.any_value(dialect)
-        types = [declared] if isinstance(declared, str) else declared
-        if not isinstance(types, list) or not types:
+        if not isinstance(declared, (str, list)) or not declared:
             raise self.fail(path, f"'type' must be a string or a list; got {declared!r}.")
+        for name in declared if isinstance(declared, list) else ():
+            if not isinstance(name, str):
+                raise self.fail(path, f"unknown type {name!r}.")
+        # An implicit type (from properties or items) is nullable like a declared one.
+        types = declared_types({**schema, "type": declared}) or ()
         return G.alt(*(self.typed(str(name), schema, dialect, path) for name in types))
 
     def arguments_value(self, schema: Any, dialect: Dialect) -> G.Expr:

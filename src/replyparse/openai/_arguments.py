@@ -30,14 +30,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from replyparse._json_types import arguments_json
 from replyparse.content import ArgumentReader, ArgumentReaderClass, ArgumentTyping, argument_typing
-from replyparse.content._arguments import (
-    CallTarget,
-    Coerce,
-    Path,
-    arguments_json,
-    escape_json_text,
-)
+from replyparse.content._arguments import CallTarget, Coerce, Path, escape_json_text
 from replyparse.template import FieldSpec
 from replyparse.template._call_shape import CallShape
 

@@ -18,6 +18,7 @@ from typing import Any
 import regex
 
 from replyparse._regex_analysis import consuming_texts
+from replyparse._scan_plans import scanner_plan
 from replyparse._scanner import Delimiter, Scanner, is_context_sensitive
 from replyparse.content import ContentParser, build_content_parser, capabilities_of
 from replyparse.errors import TemplateError, TemplateIssue
@@ -545,6 +546,7 @@ def _compile(spec: Mapping[str, Any] | str) -> ResponseTemplate:
     ]
     if end_of_turn is not None:
         outside_entries.append((end_of_turn, END_OF_TURN, _END_PRIORITY))
+    scanner = scanner_plan()  # the plan named by REPLYPARSE_SCANNER_PLAN, read once here
     region_scanners = []
     for item in fields:
         entries: list[tuple[Delimiter, int, int]] = []
@@ -552,7 +554,7 @@ def _compile(spec: Mapping[str, Any] | str) -> ResponseTemplate:
             entries.append((item.close, REGION_CLOSE, _CLOSE_PRIORITY))
         if end_of_turn is not None:
             entries.append((end_of_turn, END_OF_TURN, _END_PRIORITY))
-        region_scanners.append(Scanner(entries))
+        region_scanners.append(scanner(entries))
     return ResponseTemplate(
         fields=MappingProxyType({item.name: item for item in fields}),
         defaults=MappingProxyType(copy.deepcopy(dict(defaults))),
@@ -560,7 +562,7 @@ def _compile(spec: Mapping[str, Any] | str) -> ResponseTemplate:
         version=int(version),
         implicit_field=implicit_field,
         field_list=tuple(fields),
-        outside_scanner=Scanner(outside_entries),
+        outside_scanner=scanner(outside_entries),
         region_scanners=tuple(region_scanners),
         context_size=_CONTEXT_SIZE
         if any(
