@@ -38,11 +38,14 @@ __all__ = [
     "SchemaPath",
     "allowed_values",
     "declared_types",
+    "dotted",
     "is_nullable",
     "item_schemas",
+    "map_schema",
     "property_schema",
     "subschemas",
     "walk",
+    "without_nullable",
 ]
 
 #: A node's place in its schema: the keywords, names and indexes from the root
@@ -233,3 +236,59 @@ def walk(
             if isinstance(subschema, Mapping) and (descend is None or descend(step, nests)):
                 below.append((subschema, (*where, *step), depth + 1 if nests else depth))
         stack.extend(reversed(below))
+
+
+def map_schema(
+    schema: object,
+    rewrite: Callable[[dict[str, Any], SchemaPath], dict[str, Any]],
+    where: SchemaPath = (),
+) -> object:
+    """A copy of ``schema`` with ``rewrite`` applied to every schema node, subschemas first.
+
+    Each node reaches ``rewrite`` as a fresh dict (its subschemas already rewritten), which
+    it may change in place and return. Values that are not schema objects are kept as they
+    are. Linear in the schema; recursive, one level per level of the schema.
+    """
+    if not isinstance(schema, Mapping):
+        return schema
+    copied = dict(schema)
+    for keyword, form, _ in _SUBSCHEMA_KEYWORDS:
+        if keyword not in copied:
+            continue
+        value = copied[keyword]
+        if form == "map":
+            if isinstance(value, Mapping):
+                copied[keyword] = {
+                    name: map_schema(member, rewrite, (*where, keyword, name))
+                    for name, member in value.items()
+                }
+        elif isinstance(value, list) and form in ("list", "items"):
+            copied[keyword] = [
+                map_schema(member, rewrite, (*where, keyword, index))
+                for index, member in enumerate(value)
+            ]
+        elif form in ("one", "items"):
+            copied[keyword] = map_schema(value, rewrite, (*where, keyword))
+    return rewrite(copied, where)
+
+
+def without_nullable(node: dict[str, Any], where: SchemaPath = ()) -> dict[str, Any]:
+    """``node`` with OpenAPI's ``nullable: true`` written in standard JSON Schema, for a
+    reader that does not know the keyword (a decoding engine): ``null`` added to ``type`` and
+    to ``enum`` (a ``const`` becomes a two-value ``enum``). A :func:`map_schema` rewrite."""
+    if "nullable" not in node:
+        return node
+    types = declared_types(node)
+    fixed = allowed_values(node)
+    del node["nullable"]
+    if types is not None:
+        node["type"] = list(types)
+    if fixed is not None:
+        node.pop("const", None)
+        node["enum"] = fixed
+    return node
+
+
+def dotted(where: SchemaPath) -> str:
+    """A path as it is written after a root's name: ``.properties.days.items``, ``[0]``."""
+    return "".join(f"[{step}]" if isinstance(step, int) else f".{step}" for step in where)

@@ -270,3 +270,14 @@ def test_validation_reads_formats_as_rfc_3339_and_4122_write_them(
         assert [str(violation) for violation in validate_arguments({"value": text}, schema)] == [
             f"$.value: is not a valid {form!r}; got {json.dumps(text)}"
         ]
+
+
+def test_a_schema_handed_whole_to_the_engine_keeps_nullable() -> None:
+    """A numeric bound is left to the engine (llguidance's ``%json``), which ignores OpenAPI's
+    ``nullable``: the embedded schema spells it as a type list, so ``null`` is still written."""
+    schema = _object({"count": {"type": "integer", "minimum": 0, "nullable": True}})
+    grammar = build_grammar("qwen3", tools=[_tool(schema)], tool_choice="required")
+    assert isinstance(grammar, str) and "%json" in grammar
+    for arguments, valid in (({"count": 3}, True), ({"count": None}, True), ({"count": -1}, False)):
+        assert (validate_arguments(arguments, schema) == []) is valid
+        assert accepts(grammar, _call(arguments)) is valid

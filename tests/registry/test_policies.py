@@ -5,6 +5,7 @@ whole and in every chunking, in raise, recover and partial modes; the other valu
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -249,7 +250,9 @@ def test_a_family_file_names_its_policy_values_and_their_evidence() -> None:
     assert isinstance(entry, RegistryEntry)
     assert dict(entry.policies) == {
         "calls_in_reasoning": "end_reasoning",
-        "stripped_special_tokens": "text",  # not named: the literal reading
+        # not named: the literal reading
+        "stripped_special_tokens": "text",
+        "builtin_tool_recipients": "builtin_tool_calls",
     }
     assert dict(entry.policy_evidence) == {"calls_in_reasoning": "its vendor"}
     close = entry.response_template["fields"]["reasoning_content"]["close_pattern"]
@@ -515,3 +518,131 @@ def test_a_case_is_in_the_rendered_format_when_the_literal_template_reads_it_cle
     assert not in_rendered_format(_case("qwen3.5", clean[:60], "is_partial=true"), entry)
     broken = clean.replace("</parameter>\n", "")
     assert not in_rendered_format(_case("qwen3.5", broken), entry)
+
+
+# -- the corpus exceptions -----------------------------------------------------------------
+
+
+def _documented_outcomes() -> set[str]:
+    """The names docs/recover.md gives its policies and decisions (Policies section)."""
+    text = (default_docs_path().parent / "recover.md").read_text(encoding="utf-8")
+    section = text[text.index("## Policies: what the model meant") :]
+    names = set(re.findall(r"^- \*\*([^*]+?)\.\*\*", section, flags=re.MULTILINE))
+    names |= set(re.findall(r"^### .*?\(`([a-z_]+)`\)$", section, flags=re.MULTILINE))
+    if "### Truncation" in section:
+        names.add("Truncation")
+    return names
+
+
+def test_every_known_wrong_case_is_a_documented_policy_outcome() -> None:
+    documented = _documented_outcomes()
+    assert {"calls_in_reasoning", "Truncation", "Malformed calls"} <= documented
+    for case_id, reason in load_exceptions().items():
+        found = re.match(r"Policy: (.+?)\. ", reason)
+        assert found is not None, f"{case_id}: the reason does not start 'Policy: NAME. '"
+        assert found.group(1) in documented, f"{case_id}: {found.group(1)!r} is not in recover.md"
+
+
+# -- builtin_tool_recipients -----------------------------------------------------------------
+
+BUILTIN_TEXTS = [
+    (
+        "<|channel|>analysis<|message|>Need fresh data.<|end|><|start|>assistant"
+        "<|channel|>analysis to=browser.search <|constrain|>json<|message|>"
+        '{"query": "Paris weather"}<|call|>',
+        "Need fresh data.",
+        "browser.search",
+        '{"query": "Paris weather"}',
+    ),
+    (
+        "<|channel|>analysis<|message|>Compute it.<|end|><|start|>assistant"
+        "<|channel|>analysis to=python <|constrain|>code<|message|>print(6 * 7)<|call|>",
+        "Compute it.",
+        "python",
+        "print(6 * 7)",
+    ),
+]
+
+
+@pytest.mark.parametrize(("text", "reasoning", "recipient", "tool_input"), BUILTIN_TEXTS)
+def test_a_built_in_tool_call_is_its_own_entry_or_reasoning(
+    text: str, reasoning: str, recipient: str, tool_input: str
+) -> None:
+    entry = get_entry("gpt-oss")
+    assert entry.policies["builtin_tool_recipients"] == "builtin_tool_calls"
+    prefix = entry.prefixes["default"]
+    message, _ = parse_every_way(entry.template, text, prefix=prefix)
+    assert message == {
+        "role": "assistant",
+        "reasoning_content": reasoning,
+        "builtin_tool_calls": [{"recipient": recipient, "input": tool_input}],
+    }
+    as_reasoning = entry.template_with(builtin_tool_recipients="reasoning")
+    message, _ = parse_every_way(as_reasoning, text, prefix=prefix)
+    assert message == {"role": "assistant", "reasoning_content": f"{reasoning}\n\n{tool_input}"}
+    assert every_chunking(as_reasoning, prefix, text).issues == []
+    cut = every_chunking(as_reasoning, prefix, text[:-12], partial=True)
+    assert cut.in_progress is not None and cut.in_progress.field == "reasoning_content"
+    assert cut.issues == []
+
+
+@pytest.mark.parametrize(
+    ("filler", "content"),
+    [("\n", "It is 18 °C."), ("\n\n", "It is 18 °C."), ("ok", "ok\n\nIt is 18 °C.")],
+)
+def test_filler_between_harmony_messages_is_layout_or_kept_content(
+    filler: str, content: str
+) -> None:
+    entry = get_entry("gpt-oss")
+    text = (
+        f"<|channel|>analysis<|message|>Answer from memory.<|end|>{filler}<|start|>assistant"
+        "<|channel|>final<|message|>It is 18 °C.<|return|>"
+    )
+    message, _ = parse_every_way(entry.template, text, prefix=entry.prefixes["default"])
+    assert message == {
+        "role": "assistant",
+        "reasoning_content": "Answer from memory.",
+        "content": content,
+    }
+
+
+# -- choosing a value on the command line ----------------------------------------------------
+
+
+def _cli(*argv: str, stdin: str) -> tuple[int, str, str]:
+    import io
+    import sys
+
+    from replyparse.cli import main
+
+    stdout, stderr = io.StringIO(), io.StringIO()
+    old, sys.stdin = sys.stdin, io.StringIO(stdin)
+    try:
+        status = main(list(argv), stdout=stdout, stderr=stderr)
+    finally:
+        sys.stdin = old
+    return status, stdout.getvalue(), stderr.getvalue()
+
+
+def test_parse_and_stream_take_a_policy_value() -> None:
+    import json
+
+    _, text, _ = UNCLOSED["qwen3"]
+    status, out, _ = _cli("parse", "-", "-t", "qwen3", "--prefix-name", "hybrid", stdin=text)
+    assert status == 0 and _call_names(json.loads(out)) == ["get_weather"]
+    status, out, _ = _cli(
+        "parse", "-", "-t", "qwen3", "--prefix-name", "hybrid",
+        "--policy", "calls_in_reasoning=reasoning", stdin=text,
+    )  # fmt: skip
+    assert status == 0 and "tool_calls" not in json.loads(out)
+    status, out, _ = _cli(
+        "stream", "-", "-t", "qwen3", "--prefix-name", "hybrid",
+        "--policy", "calls_in_reasoning=reasoning", stdin=text,
+    )  # fmt: skip
+    assert status == 0 and '"tool_calls"' not in out
+    status, _, err = _cli(
+        "parse", "-", "-t", "qwen3", "--policy", "calls_in_reasoning=maybe", stdin=text
+    )
+    assert status != 0 and "error[invalid_value] $.policies.calls_in_reasoning" in err
+    status, _, err = _cli("parse", "-", "-t", "qwen3", "--policy", "calls_in_reasoning", stdin=text)
+    assert status == 2 and "--policy takes NAME=VALUE" in err

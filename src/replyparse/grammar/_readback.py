@@ -14,11 +14,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from replyparse._oneshot import parse_response
 from replyparse.errors import ResponseParseError
 from replyparse.grammar import _ir as G
 from replyparse.grammar import _regex as R
 from replyparse.grammar._errors import GrammarError
-from replyparse.parser import ResponseParser, parse_response
+from replyparse.parser import ResponseParser
 from replyparse.request import ToolChoice, ToolIndex, check_calls, is_enforced, resolve_calls
 from replyparse.template import FieldSpec, ResponseTemplate
 

@@ -167,6 +167,33 @@ def _stripped_special_tokens(template: dict[str, Any], value: str) -> str | None
     return None
 
 
+#: The field of harmony's built-in tool calls (``to=browser.search``, ``to=python``...).
+BUILTIN_FIELD = "builtin_tool_calls"
+
+
+def _builtin_tool_recipients(template: dict[str, Any], value: str) -> str | None:
+    if value == "builtin_tool_calls":
+        return None
+    fields = template["fields"]
+    builtin = fields.get(BUILTIN_FIELD)
+    reasoning = fields.get(REASONING_FIELD)
+    if not isinstance(builtin, dict) or not isinstance(reasoning, dict):
+        return f"the template has no {BUILTIN_FIELD!r} and {REASONING_FIELD!r} fields"
+    opener = _delimiter_pattern(builtin, "open")
+    written = _delimiter_pattern(reasoning, "open")
+    if opener is None or written is None:
+        return f"{BUILTIN_FIELD!r} or {REASONING_FIELD!r} has no opener"
+    # The built-in call's header opens reasoning (its recipient is not kept: it names no
+    # function), and the call's own close ends it.
+    reasoning.pop("open", None)
+    reasoning["open_pattern"] = f"(?:{written})|(?:{_NAMED_GROUP.sub('(?:', opener)})"
+    closes = [_delimiter_pattern(item, "close") for item in (reasoning, builtin)]
+    reasoning.pop("close", None)
+    reasoning["close_pattern"] = "|".join(f"(?:{close})" for close in closes if close)
+    del fields[BUILTIN_FIELD]
+    return None
+
+
 #: Every policy, by name. Values are listed literal reading first.
 POLICIES: dict[str, Policy] = {
     policy.name: policy
@@ -192,6 +219,18 @@ POLICIES: dict[str, Policy] = {
             },
             summary="gpt-oss output decoded without its special tokens",
             compile=_stripped_special_tokens,
+        ),
+        Policy(
+            name="builtin_tool_recipients",
+            values={
+                "builtin_tool_calls": "a message to a built-in tool (to=browser.search, "
+                "to=python, to=container.exec) is a {recipient, input} entry of "
+                "builtin_tool_calls, apart from function calls and reasoning",
+                "reasoning": "its input joins reasoning_content, as vLLM's chat completions "
+                "return it",
+            },
+            summary="harmony messages to built-in tools",
+            compile=_builtin_tool_recipients,
         ),
     )
 }

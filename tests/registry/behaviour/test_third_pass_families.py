@@ -417,3 +417,272 @@ def test_hunyuan_hy4_prompts() -> None:
     assert entry.prefixes["default"].endswith("<think:opensource>")
     outcome = every_way("hunyuan-hy4", "Plain answer.", prefix_key="no_thinking")
     assert outcome.message == {**A, "content": "Plain answer."}
+
+
+# -- Inkling: TMLv0 content blocks -----------------------------------------------------------------
+
+INKLING_TURN = (
+    "<|content_thinking|>The user wants weather and a booking.<|end_message|>"
+    "<|message_model|><|content_text|>Let me look both up.<|end_message|>"
+    '<|message_model|>get_weather<|content_invoke_tool_json|>{"name": "get_weather", '
+    '"args": {"city": "Paris", "days": 3}}<|end_message|>'
+    '<|message_model|>book_trip<|content_invoke_tool_json|>{"name": "book_trip", "args": '
+    '{"city": "Lisbon", "travellers": [{"name": "Ana", "age": 34}, {"name": "Bo", "age": null}], '
+    '"options": {"seat": {"window": true, "row": 12}, "meals": ["veg", null], "price": 199.5}, '
+    '"nights": 4}}<|end_message|>'
+    "<|message_model|><|content_thinking|>\nBoth are needed.<|end_message|>"
+    "<|content_model_end_sampling|>"
+)
+
+
+def test_inkling_thinking_text_and_calls_with_author_headers() -> None:
+    assert_clean(
+        all_modes("inkling", INKLING_TURN),
+        {
+            **A,
+            "reasoning_content": "The user wants weather and a booking.Both are needed.",
+            "content": "Let me look both up.",
+            "tool_calls": [call("get_weather", {"city": "Paris", "days": 3}), BOOKING],
+        },
+    )
+
+
+def test_inkling_visible_text_kinds_and_a_kind_token_inside_text() -> None:
+    text = (
+        "<|content_text|>Use <|content_text|> carefully.<|end_message|>"
+        "<|message_model|><|content_tool_error|>The tool failed.<|end_message|>"
+        "<|message_model|><|content_invoke_tool_text|>run it again<|end_message|>"
+    )
+    outcomes = all_modes("inkling", text)
+    assert_clean(
+        outcomes,
+        {**A, "content": "Use\n\ncarefully.\n\nThe tool failed.\n\nrun it again"},
+    )
+
+
+def test_inkling_bare_text_after_the_prompt_is_content() -> None:
+    assert_clean(
+        all_modes("inkling", "Just an answer.<|end_message|>"), {**A, "content": "Just an answer."}
+    )
+
+
+def test_inkling_a_call_cut_inside_its_json() -> None:
+    text = (
+        "<|content_text|>Booking.<|end_message|><|message_model|><|content_invoke_tool_json|>"
+        '{"name": "book_trip", "args": {"city": "Lis'
+    )
+    outcomes = all_modes("inkling", text)
+    assert outcomes["raise"].error == (
+        "ContentParseError",
+        "tool_calls",
+        {**A, "content": "Booking."},
+    )
+    cut = {**A, "content": "Booking.", "tool_calls": [call("book_trip", '{"city": "Lis')]}
+    assert outcomes["recover"].message == cut
+    assert outcomes["recover"].issues == ("unclosed_region", "malformed_call")
+    assert outcomes["partial"].message == cut
+    assert outcomes["partial"].in_progress == "tool_calls"
+
+
+# -- From the parsers' descriptions: Zaya, Ripple, Step-5, Beam, Muse Spark -------------------------
+
+QWEN_XML_BOOKING = (
+    "<function=book_trip>\n<parameter=city>\nLisbon\n</parameter>\n"
+    '<parameter=travellers>\n[{"name": "Ana", "age": 34}, {"name": "Bo", "age": null}]\n</parameter>\n'
+    '<parameter=options>\n{"seat": {"window": true, "row": 12}, "meals": ["veg", null], '
+    '"price": 199.5}\n</parameter>\n<parameter=nights>\n4\n</parameter>\n</function>'
+)
+QWEN_XML_WEATHER = (
+    "<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n"
+    "<parameter=days>\n3\n</parameter>\n</function>"
+)
+
+
+def test_zaya_reasoning_content_and_wrapped_xml_calls() -> None:
+    text = (
+        "<think>\nTwo tools are needed.\n</think>\n\nOn it.\n"
+        f"<zyphra_tool_call>\n{QWEN_XML_WEATHER}\n</zyphra_tool_call>\n"
+        f"<zyphra_tool_call>\n{QWEN_XML_BOOKING}\n</zyphra_tool_call><|im_end|>"
+    )
+    assert_clean(
+        all_modes("zaya", text, tools=TOOLS),
+        {
+            **A,
+            "reasoning_content": "Two tools are needed.",
+            "content": "On it.",
+            "tool_calls": [call("get_weather", {"city": "Paris", "days": 3}), BOOKING],
+        },
+    )
+
+
+def test_zaya_a_call_inside_unclosed_reasoning_ends_it() -> None:
+    text = f"<think>\nI will call it.\n<zyphra_tool_call>\n{QWEN_XML_WEATHER}\n</zyphra_tool_call>"
+    assert_clean(
+        all_modes("zaya", text, tools=TOOLS),
+        {
+            **A,
+            "reasoning_content": "I will call it.",
+            "tool_calls": [call("get_weather", {"city": "Paris", "days": 3})],
+        },
+    )
+
+
+def test_zaya_a_json_body_is_not_a_call() -> None:
+    text = '<zyphra_tool_call>{"name": "now", "arguments": {}}</zyphra_tool_call>'
+    for outcome in all_modes("zaya", text).values():
+        assert outcome.message == {**A, "content": text}
+
+
+RIPPLE_CALLS = (
+    '\n<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris", "days": 3}}\n</tool_call>'
+    '\n<tool_call>\n{"name": "book_trip", "arguments": {"city": "Lisbon", "travellers": '
+    '[{"name": "Ana", "age": 34}, {"name": "Bo", "age": null}], "options": {"seat": '
+    '{"window": true, "row": 12}, "meals": ["veg", null], "price": 199.5}, "nights": 4}}\n'
+    "</tool_call>"
+)
+
+
+def test_ripple_reasoning_content_and_hermes_calls() -> None:
+    text = "<think>\nBoth tools.\n</think>\nSure, checking." + RIPPLE_CALLS + "<|im_end|>"
+    assert_clean(
+        all_modes("ripple", text),
+        {
+            **A,
+            "reasoning_content": "Both tools.",
+            "content": "Sure, checking.",
+            "tool_calls": [call("get_weather", {"city": "Paris", "days": 3}), BOOKING],
+        },
+    )
+
+
+def test_ripple_a_call_ends_reasoning_and_a_stray_think_close_is_dropped() -> None:
+    text = "<think>\nCalling now." + RIPPLE_CALLS + "\nDone.</think>"
+    assert_clean(
+        all_modes("ripple", text),
+        {
+            **A,
+            "reasoning_content": "Calling now.",
+            "content": "Done.",
+            "tool_calls": [call("get_weather", {"city": "Paris", "days": 3}), BOOKING],
+        },
+    )
+
+
+def test_ripple_a_call_cut_inside_its_json() -> None:
+    text = 'Checking.\n<tool_call>\n{"name": "get_weather", "arguments": {"city": "Par'
+    outcomes = all_modes("ripple", text)
+    assert outcomes["raise"].error == (
+        "ContentParseError",
+        "tool_calls",
+        {**A, "content": "Checking."},
+    )
+    recovered = outcomes["recover"].message
+    assert recovered is not None
+    assert recovered["tool_calls"][0]["function"]["name"] == "get_weather"
+    assert outcomes["partial"].in_progress == "tool_calls"
+
+
+def test_step5_content_around_xml_calls() -> None:
+    text = (
+        f"Let me check.\n<tool_call>\n{QWEN_XML_WEATHER}\n</tool_call>\n"
+        f"<tool_call>\n{QWEN_XML_BOOKING}\n</tool_call>\nBoth requested.<|im_end|>"
+    )
+    assert_clean(
+        all_modes("step5", text, tools=TOOLS),
+        {
+            **A,
+            "content": "Let me check.\n\nBoth requested.",
+            "tool_calls": [call("get_weather", {"city": "Paris", "days": 3}), BOOKING],
+        },
+    )
+
+
+BEAM_OUTPUT = (
+    "<|channel|>analysis<|message|>Weather first, then the booking.<|end|><|start|>assistant"
+    " to=get_weather<|channel|>analysis <|constrain|>xml<|message|>"
+    '<rfl:parameter name="city">\nParis\n</rfl:parameter>'
+    '<rfl:parameter name="days">\n3\n</rfl:parameter><|end|><|start|>assistant'
+    " to=book_trip<|channel|>analysis <|constrain|>xml<|message|>"
+    '<rfl:parameter name="city">\n  Lisbon, Portugal \n</rfl:parameter>'
+    '<rfl:parameter name="nights">\n4\n<rfl:parameter name="travellers">\n'
+    '[{"name": "Ana", "age": 34}, {"name": "Bo", "age": null}]\n</rfl:parameter><|call|>'
+)
+BEAM_CALLS = [
+    call("get_weather", {"city": "Paris", "days": 3}),
+    call(
+        "book_trip",
+        {"city": "  Lisbon, Portugal ", "nights": 4, "travellers": TRAVELLERS},
+    ),
+]
+
+
+def _beam_as_shipped() -> dict[str, Any]:
+    """SGLang's fallback copy of Beam's response template, read verbatim from FORMATS.md."""
+    import ast
+
+    from tests.registry.helpers import SHARED
+
+    text = (SHARED / "corpus" / "FORMATS.md").read_text(encoding="utf-8")
+    start = text.index("BEAM_RESPONSE_TEMPLATE: dict[str, Any] = ")
+    block = text[start : text.index("```", start)]
+    assignment = ast.parse(block).body[0]
+    assert isinstance(assignment, ast.AnnAssign) and assignment.value is not None
+    template: dict[str, Any] = ast.literal_eval(assignment.value)
+    return template
+
+
+def test_beam_reasoning_and_calls_with_raw_values() -> None:
+    assert_clean(
+        all_modes("beam", BEAM_OUTPUT, tools=TOOLS),
+        {**A, "reasoning_content": "Weather first, then the booking.", "tool_calls": BEAM_CALLS},
+    )
+
+
+def test_beam_answer_after_reasoning() -> None:
+    text = (
+        "<|channel|>analysis<|message|>Simple.<|end|><|start|>assistant"
+        "<|channel|>final<|message|>It is 21 C in Paris.<|return|>"
+    )
+    assert_clean(
+        all_modes("beam", text),
+        {**A, "reasoning_content": "Simple.", "content": "It is 21 C in Paris."},
+    )
+
+
+@requires_shared
+def test_beam_loads_as_shipped_and_reads_outputs_as_the_family_does() -> None:
+    from replyparse import load_template, parse_response
+
+    shipped = _beam_as_shipped()
+    assert shipped["fields"]["tool_calls"]["content"] == "xml-inline"
+    template = load_template(shipped)
+    entry = get_entry("beam")
+    message = parse_response(BEAM_OUTPUT, template, prefix=entry.prefixes["default"], tools=TOOLS)
+    family = parse_response(
+        BEAM_OUTPUT, entry.template, prefix=entry.prefixes["default"], tools=TOOLS
+    )
+    family["thinking"] = family.pop("reasoning_content")
+    assert message == family
+
+
+MUSE_CALL = (
+    "<|start|>assistant to=functions.get_weather<|message|><atem:function_calls>"
+    '<atem:invoke name="get_weather"><atem:parameter name="city">Paris</atem:parameter>'
+    '<atem:parameter name="days">3</atem:parameter></atem:invoke></atem:function_calls><|eom|>'
+)
+
+
+def test_muse_spark_commentary_is_content() -> None:
+    text = (
+        " to=self<|message|>Check the weather.<|eom|>"
+        "<|start|>assistant to=commentary<|message|>Looking it up.<|eom|>" + MUSE_CALL
+    )
+    assert_clean(
+        all_modes("muse-spark", text, tools=TOOLS),
+        {
+            **A,
+            "reasoning_content": "Check the weather.",
+            "content": "Looking it up.",
+            "tool_calls": [call("get_weather", {"city": "Paris", "days": 3})],
+        },
+    )
