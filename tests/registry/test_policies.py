@@ -5,6 +5,7 @@ whole and in every chunking, in raise, recover and partial modes; the other valu
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,6 +16,7 @@ from scripts.corpus_check import (
     check_case,
     default_docs_path,
     format_policy_table,
+    in_rendered_format,
     is_partial,
     load_exceptions,
     only_requires_no_exception,
@@ -246,7 +248,12 @@ def test_a_family_file_names_its_policy_values_and_their_evidence() -> None:
     assert loaded.issues == []
     entry = loaded.entry
     assert isinstance(entry, RegistryEntry)
-    assert dict(entry.policies) == {"calls_in_reasoning": "end_reasoning"}
+    assert dict(entry.policies) == {
+        "calls_in_reasoning": "end_reasoning",
+        # not named: the literal reading
+        "stripped_special_tokens": "text",
+        "builtin_tool_recipients": "builtin_tool_calls",
+    }
     assert dict(entry.policy_evidence) == {"calls_in_reasoning": "its vendor"}
     close = entry.response_template["fields"]["reasoning_content"]["close_pattern"]
     assert close == r"(?:</think>)|(?=(?:<tool_call>)\s*[\[{])"
@@ -390,3 +397,252 @@ def test_the_corpus_cut_and_malformed_input_cases_are_read_in_their_modes() -> N
         entry = get_entry(case["family"])
         result = check_case(case, entry, exceptions)
         assert result.status == ("known_wrong" if case["id"] in exceptions else "pass")
+
+
+# -- stripped_special_tokens -----------------------------------------------------------------
+
+#: gpt-oss outputs as a stack that decodes with skip_special_tokens hands them over, and
+#: what they mean.
+STRIPPED: list[tuple[str, dict[str, Any], list[str]]] = [
+    (
+        "analysisUser says hello. Probably a greeting; respond politely."
+        "assistantfinalHello! How can I help you today?",
+        {
+            "reasoning_content": "User says hello. Probably a greeting; respond politely.",
+            "content": "Hello! How can I help you today?",
+        },
+        [],
+    ),
+    (
+        "analysisThe user wants the weather in Paris. Use get_weather."
+        'assistantcommentary to=functions.get_weather json{"city": "Paris"}',
+        {
+            "reasoning_content": "The user wants the weather in Paris. Use get_weather.",
+            "tool_calls": [CALL],
+        },
+        ["unclosed_region"],  # the <|call|> that ended it was stripped too
+    ),
+    (
+        "analysisNeed current data; search.assistantcommentaryLet me look that up."
+        'assistantanalysis to=browser.search code{"query": "Paris weather today"}',
+        {
+            "reasoning_content": "Need current data; search.",
+            "content": "Let me look that up.",
+            "builtin_tool_calls": [
+                {"recipient": "browser.search", "input": '{"query": "Paris weather today"}'}
+            ],
+        },
+        ["unclosed_region"],
+    ),
+    (
+        "analysisThe final analysis: the assistant should answer.assistantfinal"
+        "The analysis is final: 42.",
+        {
+            "reasoning_content": "The final analysis: the assistant should answer.",
+            "content": "The analysis is final: 42.",
+        },
+        [],
+    ),
+]
+
+
+@pytest.mark.parametrize(("text", "expected", "issues"), STRIPPED)
+def test_gpt_oss_text_without_its_special_tokens_is_read_on_request(
+    text: str, expected: dict[str, Any], issues: list[str]
+) -> None:
+    entry = get_entry("gpt-oss")
+    assert entry.policies["stripped_special_tokens"] == "text"
+    template = entry.template_with(stripped_special_tokens="read")
+    prefix = entry.prefixes["default"]
+    message, _ = parse_every_way(template, text, prefix=prefix)
+    assert message == {"role": "assistant", **expected}
+    recovered = every_chunking(template, prefix, text)
+    assert recovered.message == message
+    assert [issue.kind.value for issue in recovered.issues] == issues
+    cut = every_chunking(template, prefix, text, partial=True)
+    assert cut.issues == []
+    # under the default, the same text is content as written
+    literal, _ = parse_every_way(entry.template, text, prefix=prefix)
+    assert literal == {"role": "assistant", "content": text}
+
+
+def test_a_stripped_call_cut_by_the_token_limit_is_in_progress() -> None:
+    entry = get_entry("gpt-oss")
+    template = entry.template_with(stripped_special_tokens="read")
+    text = 'analysisUse get_weather.assistantcommentary to=functions.get_weather json{"city": "Par'
+    outcome = every_chunking(template, entry.prefixes["default"], text, partial=True)
+    assert outcome.message["tool_calls"][0]["function"] == {
+        "name": "get_weather",
+        "arguments": '{"city": "Par',
+    }
+    assert outcome.in_progress is not None and outcome.in_progress.field == "tool_calls"
+
+
+def test_the_tokens_still_parse_under_read() -> None:
+    entry = get_entry("gpt-oss")
+    template = entry.template_with(stripped_special_tokens="read")
+    text = (
+        "<|channel|>analysis<|message|>Weather in Paris: call the tool.<|end|>"
+        "<|start|>assistant<|channel|>commentary to=functions.get_weather <|constrain|>json"
+        '<|message|>{"city": "Paris"}<|call|>'
+    )
+    message, _ = parse_every_way(template, text, prefix=entry.prefixes["default"])
+    assert message == parse_every_way(entry.template, text, prefix=entry.prefixes["default"])[0]
+    assert message["tool_calls"] == [CALL]
+
+
+# -- the drafter's target: rendered-format cases and the others ----------------------------
+
+
+def _case(family: str, text: str, notes: str = "") -> dict[str, Any]:
+    return {
+        "id": f"{family}-synthetic",
+        "family": family,
+        "text": text,
+        "prefix": None,
+        "notes": notes,
+        "expected": {"content": None, "reasoning_content": None, "tool_calls": None},
+    }
+
+
+def test_a_case_is_in_the_rendered_format_when_the_literal_template_reads_it_cleanly() -> None:
+    entry = get_entry("qwen3.5")
+    clean = (
+        "Paris weather.\n</think>\n\n<tool_call>\n<function=get_weather>\n"
+        "<parameter=city>\nParis\n</parameter>\n</function>\n</tool_call><|im_end|>"
+    )
+    assert in_rendered_format(_case("qwen3.5", clean), entry)
+    # a call opened inside reasoning: only the policy reads it so
+    assert not in_rendered_format(_case("qwen3.5", UNCLOSED["qwen3.5"][1]), entry)
+    # a cut snapshot, and a malformed call
+    assert not in_rendered_format(_case("qwen3.5", clean[:60], "is_partial=true"), entry)
+    broken = clean.replace("</parameter>\n", "")
+    assert not in_rendered_format(_case("qwen3.5", broken), entry)
+
+
+# -- the corpus exceptions -----------------------------------------------------------------
+
+
+def _documented_outcomes() -> set[str]:
+    """The names docs/recover.md gives its policies and decisions (Policies section)."""
+    text = (default_docs_path().parent / "recover.md").read_text(encoding="utf-8")
+    section = text[text.index("## Policies: what the model meant") :]
+    names = set(re.findall(r"^- \*\*([^*]+?)\.\*\*", section, flags=re.MULTILINE))
+    names |= set(re.findall(r"^### .*?\(`([a-z_]+)`\)$", section, flags=re.MULTILINE))
+    if "### Truncation" in section:
+        names.add("Truncation")
+    return names
+
+
+def test_every_known_wrong_case_is_a_documented_policy_outcome() -> None:
+    documented = _documented_outcomes()
+    assert {"calls_in_reasoning", "Truncation", "Malformed calls"} <= documented
+    for case_id, reason in load_exceptions().items():
+        found = re.match(r"Policy: (.+?)\. ", reason)
+        assert found is not None, f"{case_id}: the reason does not start 'Policy: NAME. '"
+        assert found.group(1) in documented, f"{case_id}: {found.group(1)!r} is not in recover.md"
+
+
+# -- builtin_tool_recipients -----------------------------------------------------------------
+
+BUILTIN_TEXTS = [
+    (
+        "<|channel|>analysis<|message|>Need fresh data.<|end|><|start|>assistant"
+        "<|channel|>analysis to=browser.search <|constrain|>json<|message|>"
+        '{"query": "Paris weather"}<|call|>',
+        "Need fresh data.",
+        "browser.search",
+        '{"query": "Paris weather"}',
+    ),
+    (
+        "<|channel|>analysis<|message|>Compute it.<|end|><|start|>assistant"
+        "<|channel|>analysis to=python <|constrain|>code<|message|>print(6 * 7)<|call|>",
+        "Compute it.",
+        "python",
+        "print(6 * 7)",
+    ),
+]
+
+
+@pytest.mark.parametrize(("text", "reasoning", "recipient", "tool_input"), BUILTIN_TEXTS)
+def test_a_built_in_tool_call_is_its_own_entry_or_reasoning(
+    text: str, reasoning: str, recipient: str, tool_input: str
+) -> None:
+    entry = get_entry("gpt-oss")
+    assert entry.policies["builtin_tool_recipients"] == "builtin_tool_calls"
+    prefix = entry.prefixes["default"]
+    message, _ = parse_every_way(entry.template, text, prefix=prefix)
+    assert message == {
+        "role": "assistant",
+        "reasoning_content": reasoning,
+        "builtin_tool_calls": [{"recipient": recipient, "input": tool_input}],
+    }
+    as_reasoning = entry.template_with(builtin_tool_recipients="reasoning")
+    message, _ = parse_every_way(as_reasoning, text, prefix=prefix)
+    assert message == {"role": "assistant", "reasoning_content": f"{reasoning}\n\n{tool_input}"}
+    assert every_chunking(as_reasoning, prefix, text).issues == []
+    cut = every_chunking(as_reasoning, prefix, text[:-12], partial=True)
+    assert cut.in_progress is not None and cut.in_progress.field == "reasoning_content"
+    assert cut.issues == []
+
+
+@pytest.mark.parametrize(
+    ("filler", "content"),
+    [("\n", "It is 18 °C."), ("\n\n", "It is 18 °C."), ("ok", "ok\n\nIt is 18 °C.")],
+)
+def test_filler_between_harmony_messages_is_layout_or_kept_content(
+    filler: str, content: str
+) -> None:
+    entry = get_entry("gpt-oss")
+    text = (
+        f"<|channel|>analysis<|message|>Answer from memory.<|end|>{filler}<|start|>assistant"
+        "<|channel|>final<|message|>It is 18 °C.<|return|>"
+    )
+    message, _ = parse_every_way(entry.template, text, prefix=entry.prefixes["default"])
+    assert message == {
+        "role": "assistant",
+        "reasoning_content": "Answer from memory.",
+        "content": content,
+    }
+
+
+# -- choosing a value on the command line ----------------------------------------------------
+
+
+def _cli(*argv: str, stdin: str) -> tuple[int, str, str]:
+    import io
+    import sys
+
+    from replyparse.cli import main
+
+    stdout, stderr = io.StringIO(), io.StringIO()
+    old, sys.stdin = sys.stdin, io.StringIO(stdin)
+    try:
+        status = main(list(argv), stdout=stdout, stderr=stderr)
+    finally:
+        sys.stdin = old
+    return status, stdout.getvalue(), stderr.getvalue()
+
+
+def test_parse_and_stream_take_a_policy_value() -> None:
+    import json
+
+    _, text, _ = UNCLOSED["qwen3"]
+    status, out, _ = _cli("parse", "-", "-t", "qwen3", "--prefix-name", "hybrid", stdin=text)
+    assert status == 0 and _call_names(json.loads(out)) == ["get_weather"]
+    status, out, _ = _cli(
+        "parse", "-", "-t", "qwen3", "--prefix-name", "hybrid",
+        "--policy", "calls_in_reasoning=reasoning", stdin=text,
+    )  # fmt: skip
+    assert status == 0 and "tool_calls" not in json.loads(out)
+    status, out, _ = _cli(
+        "stream", "-", "-t", "qwen3", "--prefix-name", "hybrid",
+        "--policy", "calls_in_reasoning=reasoning", stdin=text,
+    )  # fmt: skip
+    assert status == 0 and '"tool_calls"' not in out
+    status, _, err = _cli(
+        "parse", "-", "-t", "qwen3", "--policy", "calls_in_reasoning=maybe", stdin=text
+    )
+    assert status != 0 and "error[invalid_value] $.policies.calls_in_reasoning" in err
+    status, _, err = _cli("parse", "-", "-t", "qwen3", "--policy", "calls_in_reasoning", stdin=text)
+    assert status == 2 and "--policy takes NAME=VALUE" in err

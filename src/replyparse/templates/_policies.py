@@ -114,6 +114,86 @@ def _calls_in_reasoning(template: dict[str, Any], value: str) -> str | None:
     return None
 
 
+#: Harmony's header words as they read once the serving stack stripped the special tokens
+#: around them (``<|start|>assistant<|channel|>final<|message|>`` -> ``assistantfinal``):
+#: a message starts at the start of the output or right after the word ``assistant``.
+_HARMONY_START = r"(?:^|assistant)"
+_HARMONY_SPACE = r"[^\S\n]"
+_HARMONY_NAME = r"[\w\-]++(?:\.[\w\-]++)*+"
+_HARMONY_STRIPPED = {
+    "reasoning_content": (
+        "open_pattern",
+        _HARMONY_START + rf"analysis(?!{_HARMONY_SPACE}*to=)",
+    ),
+    "tool_calls": (
+        "open_pattern",
+        _HARMONY_START
+        + rf"(?:commentary|analysis){_HARMONY_SPACE}+to=functions\.(?P<name>{_HARMONY_NAME})"
+        + rf"{_HARMONY_SPACE}*(?:json)?(?=\s*[\[{{])",
+    ),
+    "builtin_tool_calls": (
+        "open_pattern",
+        _HARMONY_START
+        + rf"(?:commentary|analysis){_HARMONY_SPACE}+to="
+        + r"(?P<recipient>browser\.\w+|python|container\.\w+)"
+        + rf"{_HARMONY_SPACE}*(?:code|json)?",
+    ),
+}
+#: Where a stripped message ends: where the next one starts.
+_HARMONY_NEXT = r"(?=assistant(?:analysis|final|commentary))"
+
+
+def _stripped_special_tokens(template: dict[str, Any], value: str) -> str | None:
+    if value == "text":
+        return None
+    fields = template["fields"]
+    if "final_channel" not in fields or not all(name in fields for name in _HARMONY_STRIPPED):
+        return "it is not a harmony template (gpt-oss: a final_channel field and the channels)"
+    for name, (key, stripped) in _HARMONY_STRIPPED.items():
+        field = fields[name]
+        written = _delimiter_pattern(field, "open")
+        field.pop("open", None)
+        field[key] = stripped if written is None else f"(?:{written})|{stripped}"
+    reasoning = fields["reasoning_content"]
+    close = _delimiter_pattern(reasoning, "close")
+    reasoning.pop("close", None)
+    reasoning["close_pattern"] = _HARMONY_NEXT if close is None else f"(?:{close})|{_HARMONY_NEXT}"
+    # The header of a content message (``assistantfinal``, a preamble's ``commentary``):
+    # matched, and closed right after, so it captures nothing and never reaches the message.
+    fields["stripped_header"] = {
+        "open_pattern": _HARMONY_START + rf"(?:final|commentary(?!{_HARMONY_SPACE}*to=))",
+        "close_pattern": r"(?=[\s\S])",
+    }
+    return None
+
+
+#: The field of harmony's built-in tool calls (``to=browser.search``, ``to=python``...).
+BUILTIN_FIELD = "builtin_tool_calls"
+
+
+def _builtin_tool_recipients(template: dict[str, Any], value: str) -> str | None:
+    if value == "builtin_tool_calls":
+        return None
+    fields = template["fields"]
+    builtin = fields.get(BUILTIN_FIELD)
+    reasoning = fields.get(REASONING_FIELD)
+    if not isinstance(builtin, dict) or not isinstance(reasoning, dict):
+        return f"the template has no {BUILTIN_FIELD!r} and {REASONING_FIELD!r} fields"
+    opener = _delimiter_pattern(builtin, "open")
+    written = _delimiter_pattern(reasoning, "open")
+    if opener is None or written is None:
+        return f"{BUILTIN_FIELD!r} or {REASONING_FIELD!r} has no opener"
+    # The built-in call's header opens reasoning (its recipient is not kept: it names no
+    # function), and the call's own close ends it.
+    reasoning.pop("open", None)
+    reasoning["open_pattern"] = f"(?:{written})|(?:{_NAMED_GROUP.sub('(?:', opener)})"
+    closes = [_delimiter_pattern(item, "close") for item in (reasoning, builtin)]
+    reasoning.pop("close", None)
+    reasoning["close_pattern"] = "|".join(f"(?:{close})" for close in closes if close)
+    del fields[BUILTIN_FIELD]
+    return None
+
+
 #: Every policy, by name. Values are listed literal reading first.
 POLICIES: dict[str, Policy] = {
     policy.name: policy
@@ -128,6 +208,29 @@ POLICIES: dict[str, Policy] = {
             },
             summary="a tool call written before the reasoning closes",
             compile=_calls_in_reasoning,
+        ),
+        Policy(
+            name="stripped_special_tokens",
+            values={
+                "text": "harmony text whose special tokens were stripped is content as written",
+                "read": "the header words left (analysis..., assistantfinal..., "
+                "assistantcommentary to=functions.NAME json{...}) start messages as the "
+                "tokens would",
+            },
+            summary="gpt-oss output decoded without its special tokens",
+            compile=_stripped_special_tokens,
+        ),
+        Policy(
+            name="builtin_tool_recipients",
+            values={
+                "builtin_tool_calls": "a message to a built-in tool (to=browser.search, "
+                "to=python, to=container.exec) is a {recipient, input} entry of "
+                "builtin_tool_calls, apart from function calls and reasoning",
+                "reasoning": "its input joins reasoning_content, as vLLM's chat completions "
+                "return it",
+            },
+            summary="harmony messages to built-in tools",
+            compile=_builtin_tool_recipients,
         ),
     )
 }

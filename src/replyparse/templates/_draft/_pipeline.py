@@ -10,9 +10,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from replyparse._oneshot import parse_response
 from replyparse.errors import ModelFolderError, ResponseParseError, TemplateError
 from replyparse.model_folder import read_model_folder
-from replyparse.parser import parse_response
 from replyparse.template import load_template
 from replyparse.templates._draft._calls import (
     CALL_ID,

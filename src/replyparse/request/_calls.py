@@ -23,8 +23,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from replyparse.openai._arguments import CallTarget, arguments_json
-from replyparse.openai.errors import MessageShapeError
+from replyparse._json_types import arguments_json
+from replyparse.content._arguments import CallTarget
+from replyparse.request.errors import MessageShapeError
 from replyparse.template._call_shape import function_of
 from replyparse.tools import (
     CustomTool,
@@ -36,6 +37,7 @@ from replyparse.tools import (
 )
 
 __all__ = [
+    "CallTarget",
     "ResolvedCall",
     "ToolIndex",
     "arguments_text",
