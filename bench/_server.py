@@ -15,12 +15,14 @@ an error event).
 from __future__ import annotations
 
 import asyncio
+import collections
 import json
 import os
 import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -43,13 +45,18 @@ def _cpu_seconds(pid: int) -> float:
 class _Server:
     """``replyparse serve`` in a child process, on 127.0.0.1 and a free port."""
 
-    def __init__(self, replay: Path, family: str) -> None:
+    def __init__(self, replay: Path, family: str, prefix: str) -> None:
+        self.log: collections.deque[str] = collections.deque(maxlen=50)
+        self._drain: threading.Thread | None = None
         env = dict(os.environ)
         source = str(Path(__file__).resolve().parents[1] / "src")
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [source, env.get("PYTHONPATH")]))
         self.process = subprocess.Popen(
             [sys.executable, "-m", "replyparse", "serve", "--replay", str(replay),
-             "--template", family, "--host", "127.0.0.1", "--port", "0"],
+             "--template", family, "--host", "127.0.0.1", "--port", "0",
+             # What the family's chat template pre-writes (qwen3's <think>), as in the
+             # in-process rows: the replayed output is read from where the model starts.
+             *(["--prefix", prefix] if prefix else [])],
             stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, env=env, text=True,
         )  # fmt: skip
         assert self.process.stderr is not None
@@ -61,6 +68,16 @@ class _Server:
         host_port = url.split("/", 1)[0]
         self.host, port = host_port.rsplit(":", 1)
         self.port = int(port)
+        # The server logs a warning per stream whose output needed recovery: a pipe nobody
+        # reads fills up and blocks the server's event loop in the middle of a level. The
+        # log is drained on a thread, and its last lines kept for an error message.
+        self._drain = threading.Thread(target=self._read_log, daemon=True)
+        self._drain.start()
+
+    def _read_log(self) -> None:
+        assert self.process.stderr is not None
+        for line in self.process.stderr:
+            self.log.append(line)
 
     def cpu(self) -> float:
         return _cpu_seconds(self.process.pid)
@@ -72,6 +89,8 @@ class _Server:
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait()
+        if self._drain is not None:
+            self._drain.join(timeout=10)
         if self.process.stderr is not None:
             self.process.stderr.close()
 
@@ -192,7 +211,7 @@ def measure_server(
     with tempfile.TemporaryDirectory() as folder:
         for name, generation in (("long", text), ("short", short)):
             (Path(folder) / f"{name}.jsonl").write_text(json.dumps({"text": generation}) + "\n")
-        server = _Server(Path(folder) / "long.jsonl", family)
+        server = _Server(Path(folder) / "long.jsonl", family, spec.prefix)
         try:
             for key, (request, api) in requests.items():
                 results[key] = {}
@@ -205,7 +224,7 @@ def measure_server(
             server.stop()
         results["many"] = None
         if many:
-            server = _Server(Path(folder) / "short.jsonl", family)
+            server = _Server(Path(folder) / "short.jsonl", family, spec.prefix)
             try:
                 log(f"[server] {many} concurrent streams of {len(short):,} chars")
                 before = server.cpu()

@@ -21,6 +21,11 @@ with the case's ``expected`` fields:
   (``1``, ``1.0`` and ``true`` differ). Cases whose expected arguments have types a tool
   schema decides (values written as raw text, e.g. XML parameters) are parsed with ``tools=``
   built from the expected arguments' JSON types, as the source tests pass their tools.
+* A case from a malformed-input test that asserts only that no exception escapes (its notes
+  say ``malformed_input``, every expected field is ``null``) is parsed in recover mode,
+  replyparse's promise never to raise for what the model wrote (docs/recover.md).
+* A case whose notes say ``is_partial=true`` (a llama.cpp snapshot of a generation still
+  in progress) is parsed with ``partial=True``: its cut region is in progress, not an error.
 * The one-shot and the streamed message must be equal, and a ``ResponseParseError`` is a
   failure (its ``partial_message`` is what gets compared, for the report).
 
@@ -55,8 +60,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from replyparse import ResponseParser, parse_output, parse_response
 from replyparse.errors import ResponseParseError, TemplateError
-from replyparse.parser import ResponseParser, parse_response
 from replyparse.templates import (
     RegistryEntry,
     chat_template_digest,
@@ -67,6 +72,7 @@ from replyparse.templates import (
 )
 from replyparse.templates._lint import ENGINE_NAMES
 from replyparse.templates._lookup import DIGESTS_FILE
+from replyparse.templates._policies import POLICIES, applies, apply_policies
 
 __all__ = [
     "EXCEPTIONS_FILE",
@@ -82,12 +88,16 @@ __all__ = [
     "exceptions_path",
     "format_draft_table",
     "format_lint_table",
+    "format_policy_table",
     "format_table",
+    "in_rendered_format",
+    "is_partial",
     "load_cases",
     "load_exceptions",
     "load_prefix_overrides",
     "main",
     "normalize_text",
+    "only_requires_no_exception",
     "parse_both_ways",
     "prefix_for",
     "run_corpus",
@@ -104,6 +114,8 @@ DRAFT_TABLE_START = "<!-- draft-agreement-table:start -->"
 DRAFT_TABLE_END = "<!-- draft-agreement-table:end -->"
 LINT_TABLE_START = "<!-- portability-table:start -->"
 LINT_TABLE_END = "<!-- portability-table:end -->"
+POLICY_TABLE_START = "<!-- policy-table:start -->"
+POLICY_TABLE_END = "<!-- policy-table:end -->"
 
 
 #: The repository this script belongs to.
@@ -279,19 +291,45 @@ class Outcome:
     error: ResponseParseError | None
 
 
+def is_partial(case: Mapping[str, Any]) -> bool:
+    """Whether a case is a snapshot of a generation still in progress (llama.cpp's
+    ``is_partial=true``, recorded in its notes): it is parsed with ``partial=True``, the
+    truncation policy (docs/recover.md, Policies)."""
+    return "is_partial=true" in str(case.get("notes", ""))
+
+
+def only_requires_no_exception(case: Mapping[str, Any]) -> bool:
+    """Whether a case comes from a malformed-input test that asserts only that parsing does
+    not raise (vLLM's ``malformed_input`` configs, every expected field ``null``): it is
+    parsed in recover mode, replyparse's promise never to raise for model output."""
+    return "malformed_input" in str(case.get("notes", "")) and all(
+        value is None for value in case["expected"].values()
+    )
+
+
 def parse_both_ways(
-    text: str, entry: RegistryEntry, prefix: str, tools: Sequence[Any] | None
+    text: str,
+    entry: RegistryEntry,
+    prefix: str,
+    tools: Sequence[Any] | None,
+    partial: bool = False,
+    recover: bool = False,
 ) -> tuple[Outcome, Outcome]:
-    """Parse ``text`` whole and one character at a time."""
+    """Parse ``text`` whole and one character at a time (as cut when ``partial``)."""
     try:
-        whole = Outcome(parse_response(text, entry.template, prefix=prefix, tools=tools), None)
+        whole = Outcome(
+            parse_response(
+                text, entry.template, prefix=prefix, tools=tools, partial=partial, recover=recover
+            ),
+            None,
+        )
     except ResponseParseError as error:
         whole = Outcome(error.partial_message, error)
     try:
-        parser = ResponseParser(entry.template, prefix, tools=tools)
+        parser = ResponseParser(entry.template, prefix, tools=tools, recover=recover)
         for char in text:
             parser.feed(char)
-        streamed = Outcome(parser.finalize()[0], None)
+        streamed = Outcome(parser.finalize(partial=partial)[0], None)
     except ResponseParseError as error:
         streamed = Outcome(error.partial_message, error)
     return whole, streamed
@@ -381,7 +419,14 @@ def check_case(
 ) -> CaseResult:
     """Parse one case both ways and judge it against its expected fields."""
     prefix = prefix_for(case, entry)
-    whole, streamed = parse_both_ways(case["text"], entry, prefix, tools_for(case))
+    whole, streamed = parse_both_ways(
+        case["text"],
+        entry,
+        prefix,
+        tools_for(case),
+        partial=is_partial(case),
+        recover=only_requires_no_exception(case),
+    )
     problems: list[str] = []
     for label, outcome in (("one-shot", whole), ("streamed", streamed)):
         if outcome.error is not None:
@@ -466,9 +511,14 @@ class DraftAgreement:
         chat_template: the chat template file name.
         status: ``ok`` (round trip passed), ``round trip fails`` or ``unreadable``.
         agreeing: corpus cases of the family where the draft gives the family's messages
-            (whole and one character at a time; an error counts as its field).
+            (whole and one character at a time; an error counts as its field): on the
+            cases in the rendered format as drafted, on the others with the family's
+            policies compiled into the draft.
         cases: the family's corpus cases.
         first_problem: the first round-trip problem or the drafting error.
+        rendered_agreeing: of ``agreeing``, the cases in the format the chat template
+            renders (:func:`in_rendered_format`).
+        rendered_cases: the family's cases in that format.
     """
 
     family: str
@@ -477,6 +527,8 @@ class DraftAgreement:
     agreeing: int
     cases: int
     first_problem: str = ""
+    rendered_agreeing: int = 0
+    rendered_cases: int = 0
 
 
 def _both_ways_or_error(
@@ -495,6 +547,33 @@ def _both_ways_or_error(
         except ResponseParseError as error:
             results.append(("error", error.field))
     return results[0], results[1]
+
+
+def in_rendered_format(case: Mapping[str, Any], entry: RegistryEntry) -> bool:
+    """Whether a case's output has the shape the family's chat template renders: its
+    template as written (every policy at its literal reading) reads it with nothing to
+    recover (no issue, no text outside every region), as the family reads it, and it is no
+    cut snapshot. The other cases are what the model also writes, which the family's
+    policies decide (docs/draft.md, docs/recover.md)."""
+    if is_partial(case):
+        return False
+    literal = entry.template_with(**{name: policy.literal for name, policy in POLICIES.items()})
+    prefix = prefix_for(case, entry)
+    tools = tools_for(case)
+    result = parse_output(case["text"], literal, prefix=prefix, tools=tools)
+    if result.issues or result.unclaimed_text:
+        return False
+    try:
+        family = parse_response(case["text"], entry.template, prefix=prefix, tools=tools)
+    except ResponseParseError:
+        return False
+    return bool(family == result.message)
+
+
+def _with_policies(draft: Mapping[str, Any], entry: RegistryEntry) -> Mapping[str, Any]:
+    """A drafted template with the family's policies compiled in, where they apply."""
+    compiled, issues = apply_policies(draft, entry.policies)
+    return draft if issues else compiled
 
 
 def _draft_prefix(case: Mapping[str, Any], draft: Mapping[str, Any], family_prefix: str) -> str:
@@ -524,6 +603,7 @@ def draft_agreement(
     for family in list_templates():
         entry = get_entry(family)
         family_cases = [case for case in cases if case["family"] == family]
+        rendered_ids = {case["id"]: in_rendered_format(case, entry) for case in family_cases}
         for file_name in entry.chat_templates:
             path = chat_templates_dir / file_name
             if not path.is_file():
@@ -537,22 +617,33 @@ def draft_agreement(
                 )
                 continue
             status = "ok" if result.ok else "round trip fails"
-            agreeing = 0
+            agreeing = rendered_agreeing = 0
             checked = family_cases
             if any(problem.probe == "load" for problem in result.problems):
                 status, checked = "invalid draft", []
+            with_policies = _with_policies(result.response_template, entry)
             for case in checked:
                 prefix = prefix_for(case, entry)
                 tools = tools_for(case)
+                rendered = rendered_ids[case["id"]]
                 want = _both_ways_or_error(case["text"], entry.template, prefix, tools)
                 draft_prefix = _draft_prefix(case, result.entry, prefix)
-                got = _both_ways_or_error(
-                    case["text"], result.response_template, draft_prefix, tools
-                )
+                draft = result.response_template if rendered else with_policies
+                got = _both_ways_or_error(case["text"], draft, draft_prefix, tools)
                 agreeing += want == got
+                rendered_agreeing += rendered and want == got
             first = str(result.problems[0]) if result.problems else ""
             rows.append(
-                DraftAgreement(family, file_name, status, agreeing, len(family_cases), first)
+                DraftAgreement(
+                    family,
+                    file_name,
+                    status,
+                    agreeing,
+                    len(family_cases),
+                    first,
+                    rendered_agreeing,
+                    sum(rendered_ids[case["id"]] for case in family_cases),
+                )
             )
     return rows
 
@@ -560,22 +651,37 @@ def draft_agreement(
 def format_draft_table(rows: Sequence[DraftAgreement]) -> str:
     """The per-chat-template agreement table, in Markdown, with the summary line."""
     lines = [
-        "| family | chat template | draft round trip | agreeing cases | agreement |",
-        "| --- | --- | --- | ---: | ---: |",
+        "| family | chat template | draft round trip | rendered format: agreeing | "
+        "other cases, with the family's policies: agreeing | all cases |",
+        "| --- | --- | --- | ---: | ---: | ---: |",
     ]
+
+    def share(agreeing: int, cases: int) -> str:
+        return f"{agreeing}/{cases} ({100 * agreeing / cases:.0f}%)" if cases else "-"
+
     for row in rows:
-        share = f"{100 * row.agreeing / row.cases:.0f}%" if row.cases else "-"
+        other_agreeing = row.agreeing - row.rendered_agreeing
+        other_cases = row.cases - row.rendered_cases
         lines.append(
             f"| {row.family} | {row.chat_template} | {row.status} | "
-            f"{row.agreeing}/{row.cases} | {share} |"
+            f"{share(row.rendered_agreeing, row.rendered_cases)} | "
+            f"{share(other_agreeing, other_cases)} | {share(row.agreeing, row.cases)} |"
         )
-    good = [row for row in rows if row.cases and row.agreeing / row.cases >= 0.95]
+    judged = [row for row in rows if row.rendered_cases]
+    good = [row for row in judged if row.rendered_agreeing / row.rendered_cases >= 0.95]
     round_trips = [row for row in rows if row.status == "ok"]
+    rendered = sum(row.rendered_agreeing for row in rows), sum(row.rendered_cases for row in rows)
+    other = (
+        sum(row.agreeing - row.rendered_agreeing for row in rows),
+        sum(row.cases - row.rendered_cases for row in rows),
+    )
     lines.append("")
     lines.append(
         f"{len(round_trips)} of {len(rows)} claimed chat templates draft a template that "
-        f"round-trips; {len(good)} of {len(rows)} ({100 * len(good) / max(len(rows), 1):.0f}%) "
-        "agree with their family on at least 95% of its corpus cases."
+        f"round-trips; {len(good)} of {len(judged)} "
+        f"({100 * len(good) / max(len(judged), 1):.0f}%) agree with their family on at least "
+        "95% of its cases in the rendered format. Over every row: rendered format "
+        f"{share(*rendered)}, other cases {share(*other)}."
     )
     return "\n".join(lines)
 
@@ -616,6 +722,30 @@ def format_lint_table() -> str:
         codes = sorted({f"{finding.code} ({finding.location})" for finding in report.findings})
         lines.append(f"| {name} | {verdicts} | {'; '.join(codes) or '-'} |")
     return "\n".join(lines)
+
+
+def format_policy_table() -> str:
+    """The families x policies section of ``docs/registry.md``: each family's value of each
+    policy (``n/a`` where the template has nothing the policy acts on; a value the family
+    file chooses, with its evidence, in bold), then the evidence."""
+    names = list(POLICIES)
+    lines = ["| family | " + " | ".join(f"`{name}`" for name in names) + " |"]
+    lines.append("| --- | " + " | ".join("---" for _ in names) + " |")
+    evidence: list[str] = []
+    for family in list_templates():
+        entry = get_entry(family)
+        cells = []
+        for name in names:
+            value = entry.policies[name]
+            if name in entry.policy_evidence:
+                cells.append(f"**{value}**")
+                evidence.append(f"- {family}, `{name}` = {value}: {entry.policy_evidence[name]}")
+            elif applies(entry.response_template_with(), name):
+                cells.append(value)
+            else:
+                cells.append("n/a")
+        lines.append(f"| {family} | " + " | ".join(cells) + " |")
+    return "\n".join([*lines, "", "Evidence for the values in bold:", "", *evidence])
 
 
 def write_docs(table: str, path: Path, markers: tuple[str, str] = (TABLE_START, TABLE_END)) -> None:
@@ -684,6 +814,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if options.write_docs:
         write_docs(format_lint_table(), default_docs_path(), (LINT_TABLE_START, LINT_TABLE_END))
         print(f"wrote the portability table to {default_docs_path()}")
+        write_docs(
+            format_policy_table(), default_docs_path(), (POLICY_TABLE_START, POLICY_TABLE_END)
+        )
+        print(f"wrote the policy table to {default_docs_path()}")
     if options.drafts:
         draft_table = format_draft_table(draft_agreement(cases, shared / "chat_templates"))
         print("\n" + draft_table)

@@ -20,10 +20,11 @@ SOURCE = ROOT / "src" / "replyparse"
 
 #: The core: what parses. It must never import the layers built on it.
 CORE = [
-    "errors.py", "events.py", "_scanner.py", "parser.py", "transform.py", "tools.py",
+    "errors.py", "events.py", "_scanner.py", "_scan_plans.py", "parser.py", "transform.py", "tools.py",
     "coercion.py", "tokens.py", "model_folder.py", "_json_types.py", "_charset.py",
     "_regex_syntax.py", "_regex_analysis.py", "_schema_ref.py", "_tool_names.py",
-    "function_schema.py", "issues.py", "template", "content",
+    "function_schema.py", "issues.py", "template", "content", "request", "_schema_walk.py",
+    "_accumulator.py", "_values.py", "_recovery.py", "_walk.py", "_oneshot.py", "_state.py",
 ]  # fmt: skip
 OUTER = ("replyparse.templates", "replyparse.openai", "replyparse.anthropic", "replyparse.grammar",
          "replyparse.server",
@@ -168,6 +169,20 @@ def test_the_core_never_imports_outer_layers(part: str) -> None:
     for file in files:
         outer = sorted(name for name in _imports(file) if name.startswith(OUTER))
         assert not outer, f"{file.relative_to(ROOT)} imports {outer}"
+
+
+def test_grammar_imports_nothing_from_openai() -> None:
+    """The grammar builder and the OpenAI layer are siblings over the request layer
+    (``replyparse.request``): what both need about a request lives there, so neither reaches
+    sideways into the other, not even inside a function."""
+    files = sorted((SOURCE / "grammar").rglob("*.py"))
+    sideways = {
+        str(file.relative_to(ROOT)): sorted(
+            name for name in _imports(file) if name.startswith("replyparse.openai")
+        )
+        for file in files
+    }
+    assert {file: names for file, names in sideways.items() if names} == {}
 
 
 def test_no_import_cycles() -> None:

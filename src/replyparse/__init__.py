@@ -6,6 +6,7 @@ API is small and flat; everything else lives in subpackages.
 
 from __future__ import annotations
 
+from replyparse._oneshot import get_response_parser, parse_output, parse_response
 from replyparse.errors import (
     ContentParseError,
     MissingFieldError,
@@ -31,14 +32,7 @@ from replyparse.events import (
 )
 from replyparse.issues import InProgressRegion, IssueKind, ParseIssue
 from replyparse.model_folder import load_response_template, save_response_template
-from replyparse.parser import (
-    ParseResult,
-    ParserPhase,
-    ResponseParser,
-    get_response_parser,
-    parse_output,
-    parse_response,
-)
+from replyparse.parser import ParseResult, ParserPhase, ResponseParser
 from replyparse.template import FieldSpec, ResponseTemplate, load_template
 
 __version__ = "0.1.0"

@@ -2,15 +2,26 @@
 
 Shared by argument typing, argument validation, tool schemas and grammars: the type name of a
 value, JSON Schema's equality (``enum``, ``const``) and a key that is equal exactly when values
-are (``uniqueItems`` in linear time); and what JSON's one-letter string escapes stand for.
+are (``uniqueItems`` in linear time); what JSON's one-letter string escapes stand for; and the
+one way arguments are written out (:func:`arguments_json`).
 """
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Hashable
+from typing import Any
 
-__all__ = ["JSON_ESCAPES", "WrittenFloat", "json_equal", "json_key", "json_type", "with_text"]
+__all__ = [
+    "JSON_ESCAPES",
+    "WrittenFloat",
+    "arguments_json",
+    "json_equal",
+    "json_key",
+    "json_type",
+    "with_text",
+]
 
 #: JSON's escapes other than ``\uXXXX``: the character after the backslash, and what the pair
 #: stands for.
@@ -54,23 +65,28 @@ def with_text(value: object, raw: str) -> object:
     return value
 
 
+#: JSON's type names by Python class, most specific first (``bool`` is an ``int``).
+_JSON_TYPE_NAMES: tuple[tuple[type, str], ...] = (
+    (type(None), "null"),
+    (bool, "boolean"),
+    (int, "integer"),
+    (float, "number"),
+    (str, "string"),
+    (dict, "object"),
+    (list, "array"),
+)
+_BY_CLASS: dict[type, str] = dict(_JSON_TYPE_NAMES)
+
+
 def json_type(value: object) -> str | None:
     """The JSON type name of a value (``"integer"`` for ints, never for bools), or None
     for values JSON has no type for."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, dict):
-        return "object"
-    if isinstance(value, list):
-        return "array"
+    name = _BY_CLASS.get(value.__class__)
+    if name is not None:
+        return name
+    for kind, name in _JSON_TYPE_NAMES:  # subclasses (WrittenFloat, an IntEnum...)
+        if isinstance(value, kind):
+            return name
     return None
 
 
@@ -116,3 +132,27 @@ def json_key(value: object) -> Hashable:
         except TypeError:  # unhashable and not JSON: reported as distinct
             return ("?", object())
     return (kind, value)
+
+
+#: What ``json.dumps(value, ensure_ascii=False, separators=(",", ":"))`` uses, made once
+#: (``dumps`` builds an encoder per call: most of its cost on a streamed key or scalar).
+_COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+
+
+def arguments_json(arguments: Any) -> str:
+    """Serialize arguments the one way every output of this package does: compact JSON.
+
+    Args:
+        arguments: the parsed arguments (normally a dict).
+
+    Returns:
+        ``json.dumps(arguments, ensure_ascii=False, separators=(",", ":"))``.
+    """
+    kind = arguments.__class__
+    if kind is int:  # what the encoder writes, without its per-call set-up (a scalar each)
+        return int.__repr__(arguments)
+    if kind is bool:
+        return "true" if arguments else "false"
+    if arguments is None:
+        return "null"
+    return _COMPACT.encode(arguments)

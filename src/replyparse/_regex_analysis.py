@@ -942,6 +942,26 @@ def finite_texts(source: str) -> tuple[str, ...] | None:
     return tuple(sorted(texts))
 
 
+def consuming_texts(source: str) -> tuple[str, ...]:
+    """The texts of a pattern's top-level options that consume text, when each is a few
+    literals, leaving out options that are positive lookaheads (``</think>|(?=<tool_call>)``:
+    ``('</think>',)``, the close a reasoning region gains from the ``calls_in_reasoning``
+    policy). Empty when an option is neither, or the reader cannot read the pattern."""
+    tree = _tree(source)
+    if tree is None:
+        return ()
+    options = tree.options if isinstance(tree, Alt) else (tree,)
+    texts: set[str] = set()
+    for option in options:
+        if isinstance(option, Look) and option.ahead and not option.negative:
+            continue
+        try:
+            texts |= _texts(option)
+        except _NotFinite:
+            return ()
+    return () if "" in texts else tuple(sorted(texts))
+
+
 def _texts(node: Node) -> set[str]:
     if isinstance(node, Chars):
         if node.finite is None or len(node.finite) > _FINITE_CLASS:
@@ -1069,10 +1089,7 @@ def _empty_heads(node: Node) -> list[_Head] | Literal[False] | None:
             return [_Head([], "", True)]
         return None
     if isinstance(node, Look):
-        found = _match_starts(node.item)
-        if found.nullable:
-            return None
-        return [_Head(found.chars, _leading_literal(node.item), found.end)]
+        return _look_heads(node.item)
     if isinstance(node, Group):
         return _empty_heads(node.item)
     if isinstance(node, Repeat):
@@ -1096,6 +1113,29 @@ def _empty_heads(node: Node) -> list[_Head] | Literal[False] | None:
         if item_heads is not None and constraint is None:
             constraint = item_heads
     return constraint
+
+
+def _look_heads(item: Node) -> list[_Head] | None:
+    """What a lookahead's text begins with. A leading optional part (``(?:<|section|>)?<|call|>``,
+    a call opener looked ahead for) gives two heads, one with it and one without, so each
+    keeps its leading literal."""
+    while isinstance(item, Group):
+        item = item.item
+    if isinstance(item, Seq) and item.items:
+        first = item.items[0]
+        while isinstance(first, Group):
+            first = first.item
+        if isinstance(first, Seq):  # ``(?:A B) C`` reads as ``A B C``
+            return _look_heads(Seq((*first.items, *item.items[1:])))
+        if isinstance(first, Repeat) and first.low == 0 and first.high == 1:
+            rest = item.items[1:]
+            inner = first.item.items if isinstance(first.item, Seq) else (first.item,)
+            with_it, without = _look_heads(Seq((*inner, *rest))), _look_heads(Seq(rest))
+            return None if with_it is None or without is None else with_it + without
+    found = _match_starts(item)
+    if found.nullable:
+        return None
+    return [_Head(found.chars, _leading_literal(item), found.end)]
 
 
 def optional_groups(source: str) -> frozenset[str] | None:

@@ -134,7 +134,7 @@ class Delimiter:
     #: The pattern as used on text that may continue: assertions that look at the next
     #: character (``\\b``, ``\\B``, ``$``, ``\\Z``, ``(?!...)``) are undecided (a partial
     #: match) at the end of the buffer, as lookaheads already are; the same object as
-    #: ``pattern`` when it has none (see ``_streaming_source``).
+    #: ``pattern`` when it has none (see ``streaming_source``).
     streaming: regex.Pattern[str] | None = None
     #: The pattern as searched: ``pattern`` with runs made possessive where that finds the
     #: same matches (``possessive_source``), so that long runs do not backtrack.
@@ -215,11 +215,9 @@ class Delimiter:
         compiled = regex.compile(source, REGEX_FLAGS)
         fast_source, run_leads, literal_run = analyse(source)
         exact = compiled if fast_source == source else regex.compile(fast_source, REGEX_FLAGS)
-        streaming_source = _streaming_source(fast_source)
+        streaming_text = streaming_source(fast_source)
         streaming = (
-            exact
-            if streaming_source == fast_source
-            else regex.compile(streaming_source, REGEX_FLAGS)
+            exact if streaming_text == fast_source else regex.compile(streaming_text, REGEX_FLAGS)
         )
         anchors = find_anchors(source)
         anchor_trie = None if anchors is None else re.compile(_trie_source(set(anchors.literals)))
@@ -1096,6 +1094,40 @@ class Scanner:
                 return -1
         return start
 
+    def next_delimiter(
+        self,
+        buffer: str,
+        position: int = 0,
+        final: bool = False,
+        *,
+        memo: dict[Any, Any] | None = None,
+        no_empty_at: int = -1,
+        floors: dict[int, int] | None = None,
+        base: int = 0,
+        partials: dict[int, tuple[int, int]] | None = None,
+    ) -> tuple[int, DelimiterMatch | None]:
+        """The one question the parser asks: the next delimiter match in
+        ``buffer[position:]`` and how much text before it is safe to emit.
+
+        Returns ``(safe_end, match)``: ``buffer[position:safe_end]`` can be the start of no
+        delimiter match, whatever text follows (with ``final``, none follows: nothing is
+        held). When ``match`` is not None, ``safe_end == match.start``; else the text from
+        ``safe_end`` on is held until more text (or the end) decides it.
+
+        The keyword arguments are ``scan``'s (``memo`` per buffer; ``floors``, ``partials``
+        and ``base`` per stream) and only make it cheaper: the match is the same without
+        them, though ``partials`` may hold a header's text until it has doubled. Text that
+        ``safe_length`` can judge is answered without a search: all of it safe, or safe up
+        to a possible beginning of a delimiter (or a lead run of any delimiter's kind
+        before it, which the exact scan may emit). The parser needs no other hint."""
+        if final:
+            match = self.scan_final(buffer, position, {} if memo is None else memo, no_empty_at)
+            return (len(buffer) if match is None else match.start), match
+        safe = self.safe_length(buffer[position:] if position else buffer)
+        if safe >= 0:
+            return position + safe, None
+        return self.scan(buffer, position, False, memo, no_empty_at, floors, base, partials)
+
     def scan_final(
         self, buffer: str, position: int, memo: dict[Any, Any], no_empty_at: int = -1
     ) -> DelimiterMatch | None:
@@ -1320,7 +1352,7 @@ class Scanner:
                 memo[key] = (since, match, 0 if match is not None else length + 1)
                 if match is None:
                     continue
-            if best is None or _outranks(match.start, match.end, rank, best, best_rank):
+            if best is None or outranks(match.start, match.end, rank, best, best_rank):
                 best = (
                     match
                     if match.target == target
@@ -1393,7 +1425,7 @@ class Scanner:
             if found_match is None:
                 continue
             match = found_match
-            if best is None or _outranks(match.start, match.end, rank, best, best_rank):
+            if best is None or outranks(match.start, match.end, rank, best, best_rank):
                 best = DelimiterMatch(match.start, match.end, target, match.groups)
                 best_rank = rank
                 limit = match.start
@@ -1495,7 +1527,7 @@ class Scanner:
                 held = partial_start
             if match is None:
                 continue
-            if best is None or _outranks(match.start, match.end, priority, best, best_priority):
+            if best is None or outranks(match.start, match.end, priority, best, best_priority):
                 best = DelimiterMatch(match.start, match.end, target, match.groups)
                 best_priority = priority
         if best is not None and best.start < held:
@@ -1506,7 +1538,7 @@ class Scanner:
 _Rank = TypeVar("_Rank", int, tuple[int, int])
 
 
-def _outranks(start: int, end: int, rank: _Rank, best: DelimiterMatch, best_rank: _Rank) -> bool:
+def outranks(start: int, end: int, rank: _Rank, best: DelimiterMatch, best_rank: _Rank) -> bool:
     """Whether a match ``[start, end)`` of ``rank`` wins over ``best`` (the tie-breaking
     rules: earliest start, then longest, then lower rank), in ``scan`` (a priority) and
     ``scan_final`` (a state's rank pair)."""
@@ -1566,7 +1598,7 @@ _START_LITERALS = 64
 _NEXT = "(?=[\\s\\S])"
 
 
-def _streaming_source(source: str) -> str:
+def streaming_source(source: str) -> str:
     r"""``source`` with every assertion that reads the next character made undecided at the
     end of the text: ``\b`` -> ``(?=[\s\S])\b`` (also ``\B``, ``\Z``, ``(?!``), and ``$``
     (end, or before a final newline) -> ``(?=\n[\s\S])$``, which never matches whole. Away

@@ -14,11 +14,10 @@ kind of batch with every input column kept and the output columns added.
 What is hoisted out of the per-row loop: the compiled template (compiled once per process;
 a pickled ``BatchParser`` carries the template's JSON and recompiles it through the
 template memo), the tools (normalized and indexed once per distinct tools value, see
-``PreparedTools``) and the prefix (read once by a parser kept per prefix and tools). Each
-row is walked from that primed parser without changing it (``ResponseParser._fitting_walker``,
-the parser's state read once per primed parser); only a row that does not
-fit the template as it is (something to recover, an error, a cut region) gets a copy of it
-and the general path.
+``PreparedTools``) and the prefix (read once by a ``PrimedParser`` kept per prefix and
+tools). Each row is walked from that primed state without changing it; only a row that does
+not fit the template as it is (something to recover, an error, a cut region) is parsed by a
+copy of it on the general path.
 Nothing here does I/O; ``datasets``, ``pyarrow``, ``pandas`` and ``ray`` are imported only
 by the functions that need them (the ``datasets`` and ``ray`` extras).
 
@@ -43,13 +42,13 @@ from __future__ import annotations
 import json
 import warnings
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, Literal
 
 from replyparse.errors import ResponseParseError, ToolDefinitionError
 from replyparse.openai import ToolCallRuleError, to_chat_completion, to_response
-from replyparse.parser import PreparedTools, ResponseParser
+from replyparse.parser import PreparedTools, PrimedParser
 from replyparse.template import ResponseTemplate, load_template
 
 if TYPE_CHECKING:
@@ -79,10 +78,6 @@ _OPENAI_COLUMN = {"chat": "chat_completion", "responses": "response"}
 _FINISH_REASONS = frozenset(("stop", "length", "content_filter", "tool_calls"))
 _TOOLS_CACHE_SIZE = 64
 _PRIMED_CACHE_SIZE = 64
-#: A primed parser and its walker (``ResponseParser._fitting_walker``), or ``(None, None)``.
-_Primed: TypeAlias = tuple[
-    ResponseParser | None, Callable[[str, bool], tuple[Any, ...] | None] | None
-]
 
 
 def output_columns(openai: OpenAIShape | None = None) -> tuple[str, ...]:
@@ -190,10 +185,8 @@ class BatchParser:
             PreparedTools(self.tools) if self.tools is not None else None
         )
         self._tools_cache: OrderedDict[str, tuple[list[Any], PreparedTools]] = OrderedDict()
-        # Parsers that have read a prefix (and hold its tools), copied for each row, each
-        # with its walker (``_fitting_walker``: the primed parser is never fed, so one walker
-        # serves every row with that prefix and tools).
-        self._primed: OrderedDict[tuple[str, int], tuple[PreparedTools | None, _Primed]] = (
+        # Parsers that have read a prefix (and hold its tools), each row parsed from one.
+        self._primed: OrderedDict[tuple[str, int], tuple[PreparedTools | None, PrimedParser]] = (
             OrderedDict()
         )
 
@@ -269,43 +262,50 @@ class BatchParser:
     def _parse_text(
         self, text: Any, prefix: Any, tools: PreparedTools | None, partial: bool
     ) -> RowResult:
-        """The one per-row parse: a parser on the shared template and prepared tools."""
-        primed, walk = self._primed_parser(prefix, tools)
-        if walk is not None and isinstance(text, str):
-            walked = walk(text, partial)
-            if walked is not None:  # the common row: read from the primed parser, no copy
-                return RowResult(walked[0])
-        parser = primed._copy() if primed is not None else self._new_parser(prefix, tools)
+        """The one per-row parse: from the parser primed by the row's prefix and tools."""
+        primed = self._primed_parser(prefix, tools)
+        walked = self._walked(primed, text, partial)
+        if walked is not None:  # the common row: read from the primed state, no copy
+            return walked
         try:
-            message = parser._finish(text, partial, fitting=False)
+            result = primed.parse(text, partial, walk=False)
         except ResponseParseError as error:  # raise mode: the row fails, its partial message kept
             return RowResult(error.partial_message, error=_one_line(str(error)))
         except (ValueError, TypeError) as error:  # token ids that do not decode
             raise _RowError(f"the text could not be read: {_one_line(str(error))}") from None
-        in_progress = parser.in_progress.field if parser.in_progress is not None else None
-        issues = [issue.to_dict() for issue in parser.issues]
-        return RowResult(message, issues=issues, in_progress=in_progress)
+        in_progress = result.in_progress.field if result.in_progress is not None else None
+        issues = [issue.to_dict() for issue in result.issues]
+        return RowResult(result.message, issues=issues, in_progress=in_progress)
 
-    def _primed_parser(self, prefix: Any, tools: PreparedTools | None) -> _Primed:
-        """The parser that has read ``prefix`` with these tools and its walker (None when
-        no text can be walked from its state), built once per prefix and kept (at most
-        ``_PRIMED_CACHE_SIZE``); ``(None, None)`` for token ids, decoded per row."""
+    @staticmethod
+    def _walked(primed: PrimedParser, text: Any, partial: bool) -> RowResult | None:
+        """The row's result when its text fits the template as it is, else None."""
+        walked = primed.walk(text, partial) if isinstance(text, str) else None
+        return None if walked is None else RowResult(walked[0])
+
+    def _primed_parser(self, prefix: Any, tools: PreparedTools | None) -> PrimedParser:
+        """The parser primed by ``prefix`` with these tools: built once per text prefix and
+        kept (at most ``_PRIMED_CACHE_SIZE``); for token ids, decoded per row, one per row."""
         if not isinstance(prefix, str):
-            return None, None
+            return self._new_primed(prefix, tools, reuse=False)
         key = (prefix, id(tools))
         primed = self._primed.get(key)
         if primed is None or primed[0] is not tools:
-            parser = self._new_parser(prefix, tools)
-            primed = (tools, (parser, parser._fitting_walker()))
+            primed = (tools, self._new_primed(prefix, tools, reuse=True))
             self._primed[key] = primed
             if len(self._primed) > _PRIMED_CACHE_SIZE:
                 self._primed.popitem(last=False)
         return primed[1]
 
-    def _new_parser(self, prefix: Any, tools: PreparedTools | None) -> ResponseParser:
+    def _new_primed(self, prefix: Any, tools: PreparedTools | None, reuse: bool) -> PrimedParser:
         try:
-            return ResponseParser(
-                self.template, prefix, tools=tools, tokenizer=self.tokenizer, recover=self.recover
+            return PrimedParser(
+                self.template,
+                prefix,
+                tools=tools,
+                tokenizer=self.tokenizer,
+                recover=self.recover,
+                reuse=reuse,
             )
         except (ValueError, TypeError) as error:
             raise _RowError(f"the prefix could not be read: {_one_line(str(error))}") from None
@@ -405,20 +405,14 @@ class BatchParser:
             if column is not None and len(column) != count:
                 raise ValueError(f"column {name!r} has {len(column)} rows; expected {count}")
         # Rows without their own prefix, tools or cut: walked from one primed parser here,
-        # without the per-row steps below (``parse_row``), when they fit the template.
+        # without the per-row steps of ``parse_row``, when they fit the template.
         walk = None
-        if self.openai is None:
+        if self.openai is None and isinstance(self.prefix, str):
             try:
-                walk = self._primed_parser(self.prefix, self._prepared)[1]
+                walk = self._primed_parser(self.prefix, self._prepared).walk
             except _RowError:  # every such row reports it (``parse_row``)
                 walk = None
         results: list[RowResult] = []
-        if walk is not None and prefixes is None and tools is None and finish_reasons is None:
-            # Every row has the defaults: the loop below without its per-row reads.
-            for text in texts:
-                walked = walk(text, False) if isinstance(text, str) else None
-                results.append(RowResult(walked[0]) if walked is not None else self.parse_row(text))
-            return results
         for index in range(count):
             text = texts[index]
             prefix = prefixes[index] if prefixes is not None else None

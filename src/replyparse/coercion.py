@@ -42,6 +42,12 @@ from typing import Any, Final
 
 from replyparse._json_types import WrittenFloat, json_equal, json_type
 from replyparse._schema_ref import SchemaReferenceError, resolve_reference
+from replyparse._schema_walk import (
+    allowed_values,
+    declared_types,
+    item_schemas,
+    property_schema,
+)
 from replyparse.content import ArgumentTyping
 from replyparse.template._call_shape import function_of, with_arguments
 from replyparse.tools import FunctionTool, Tool, resolve_tool_name
@@ -253,7 +259,7 @@ class _Coercer:
     def coerce_type(
         self, value: Any, schema: Mapping[str, Any], active_refs: frozenset[str]
     ) -> Any:
-        declared = _declared_types(schema)
+        declared = declared_types(schema)
         if declared is None:
             return value
         if self.text:
@@ -293,7 +299,7 @@ class _Coercer:
             return value
         typed: dict[str, Any] | None = None
         for key, item in value.items():
-            subschema = _property_schema(key, properties, patterns, additional)
+            subschema = property_schema(schema, key, _pattern_matches)
             if subschema is None or (
                 arguments and self.typed and self.allows_string(subschema, frozenset())
             ):
@@ -306,7 +312,7 @@ class _Coercer:
         return value if typed is None else typed
 
     def coerce_array(self, value: list[Any], schema: Mapping[str, Any]) -> list[Any]:
-        prefix, rest = _array_schemas(schema)
+        prefix, rest = item_schemas(schema)
         if not prefix and not isinstance(rest, Mapping):
             return value
         typed: list[Any] | None = None
@@ -322,8 +328,8 @@ class _Coercer:
         return value if typed is None else typed
 
     def coerce_enum(self, value: Any, schema: Mapping[str, Any]) -> Any:
-        allowed = _allowed_values(schema)
-        if allowed is None or _is_allowed(value, allowed, schema):
+        allowed = allowed_values(schema)
+        if allowed is None or _is_allowed(value, allowed):
             return value
         if not isinstance(value, str):
             return value
@@ -334,8 +340,6 @@ class _Coercer:
             converted = _convert(value, member_type)
             if converted is not _FAILED and json_equal(converted, member):
                 return member
-        if schema.get("nullable") is True and _convert(value, "null") is None:
-            return None
         return value
 
     def choose_branch(
@@ -364,10 +368,10 @@ class _Coercer:
             return True
         if not self.parts_hold(schema, active_refs, self.allows_string):
             return False
-        declared = _declared_types(schema)
+        declared = declared_types(schema)
         if declared is not None and "string" not in declared:
             return False
-        allowed = _allowed_values(schema)
+        allowed = allowed_values(schema)
         return allowed is None or any(isinstance(member, str) for member in allowed)
 
     def parts_hold(
@@ -420,11 +424,11 @@ class _Coercer:
             schema, active_refs, lambda part, refs: self.is_valid(value, part, refs)
         ):
             return False
-        declared = _declared_types(schema)
+        declared = declared_types(schema)
         if declared is not None and not any(_has_type(value, name) for name in declared):
             return False
-        allowed = _allowed_values(schema)
-        if allowed is not None and not _is_allowed(value, allowed, schema):
+        allowed = allowed_values(schema)
+        if allowed is not None and not _is_allowed(value, allowed):
             return False
         if isinstance(value, dict):
             return self.is_valid_object(value, schema)
@@ -436,11 +440,8 @@ class _Coercer:
         required = schema.get("required")
         if isinstance(required, list) and any(key not in value for key in required):
             return False
-        properties = _mapping_or_none(schema.get("properties"))
-        patterns = _mapping_or_none(schema.get("patternProperties"))
-        additional = schema.get("additionalProperties")
         for key, item in value.items():
-            subschema = _property_schema(key, properties, patterns, additional)
+            subschema = property_schema(schema, key, _pattern_matches)
             if subschema is None:
                 continue
             if not self.is_valid(item, subschema, frozenset()):
@@ -448,7 +449,7 @@ class _Coercer:
         return True
 
     def is_valid_array(self, value: list[Any], schema: Mapping[str, Any]) -> bool:
-        prefix, rest = _array_schemas(schema)
+        prefix, rest = item_schemas(schema)
         for position, item in enumerate(value):
             subschema = prefix[position] if position < len(prefix) else rest
             if subschema is not None and not self.is_valid(item, subschema, frozenset()):
@@ -470,55 +471,12 @@ class _Coercer:
 # --- schema reading helpers ----------------------------------------------------------------
 
 
-def _declared_types(schema: Mapping[str, Any]) -> tuple[str, ...] | None:
-    """The ``type`` keyword as a tuple (plus ``null`` for OpenAPI ``nullable``), or None."""
-    declared = schema.get("type")
-    if isinstance(declared, str):
-        names: tuple[str, ...] = (declared,)
-    elif isinstance(declared, list) and declared:
-        names = tuple(name for name in declared if isinstance(name, str))
-    else:
-        return None
-    if schema.get("nullable") is True and "null" not in names:
-        names = (*names, "null")
-    return names
-
-
-def _allowed_values(schema: Mapping[str, Any]) -> list[Any] | None:
-    if "const" in schema:
-        return [schema["const"]]
-    allowed = schema.get("enum")
-    return allowed if isinstance(allowed, list) else None
-
-
-def _is_allowed(value: Any, allowed: Sequence[Any], schema: Mapping[str, Any]) -> bool:
-    if value is None and schema.get("nullable") is True:
-        return True  # OpenAPI-style nullable (what transformers' get_json_schema emits)
+def _is_allowed(value: Any, allowed: Sequence[Any]) -> bool:
     return any(json_equal(value, member) for member in allowed)
 
 
 def _mapping_or_none(candidate: object) -> Mapping[str, Any] | None:
     return candidate if isinstance(candidate, Mapping) else None
-
-
-def _property_schema(
-    key: str,
-    properties: Mapping[str, Any] | None,
-    patterns: Mapping[str, Any] | None,
-    additional: object,
-) -> object | None:
-    """The subschema that governs ``key``, or None when nothing constrains it."""
-    if properties is not None and key in properties:
-        governing: object = properties[key]
-        return governing
-    if patterns is not None:
-        for pattern, governing in patterns.items():
-            compiled = _compile_pattern(pattern)
-            if compiled is not None and compiled.search(key):
-                return governing
-    if isinstance(additional, Mapping) or additional is False:
-        return additional
-    return None
 
 
 @functools.lru_cache(maxsize=256)
@@ -529,13 +487,11 @@ def _compile_pattern(pattern: str) -> re.Pattern[str] | None:
         return None
 
 
-def _array_schemas(schema: Mapping[str, Any]) -> tuple[Sequence[object], object | None]:
-    """(schemas of the leading items, schema of every later item) of an array schema."""
-    items = schema.get("items")
-    if isinstance(items, list):  # draft 4-7 tuple form
-        return items, schema.get("additionalItems")
-    prefix = schema.get("prefixItems")
-    return (prefix if isinstance(prefix, list) else ()), items
+def _pattern_matches(pattern: str, key: str) -> bool:
+    """Whether a ``patternProperties`` pattern finds ``key`` (one that does not compile
+    matches nothing)."""
+    compiled = _compile_pattern(pattern)
+    return compiled is not None and compiled.search(key) is not None
 
 
 # --- values --------------------------------------------------------------------------------
@@ -589,16 +545,23 @@ def _convert(value: Any, name: str) -> Any:
     return _FAILED  # a string stays as written; unknown type names convert nothing
 
 
-def _parse_integer(text: str) -> Any:
+def _number_text(text: str) -> Any:
+    """What a number's text reads as before it is typed: an int for an integer, the stripped
+    text for any other number, ``_FAILED`` for no number (or one too long to read)."""
     stripped = text.strip()
     if len(stripped) > _MAX_INTEGER_DIGITS:
         return _FAILED
     if _INTEGER_TEXT.fullmatch(stripped):
         return int(stripped)
-    if not _NUMBER_TEXT.fullmatch(stripped):
-        return _FAILED
+    return stripped if _NUMBER_TEXT.fullmatch(stripped) else _FAILED
+
+
+def _parse_integer(text: str) -> Any:
+    read = _number_text(text)
+    if not isinstance(read, str):
+        return read
     # Decimal, not float: "12345678901234567890.0" must not lose digits on the way to int.
-    number = decimal.Decimal(stripped)
+    number = decimal.Decimal(read)
     if number.adjusted() > _MAX_INTEGER_DIGITS:
         return _FAILED
     integral = number.to_integral_value()
@@ -606,14 +569,10 @@ def _parse_integer(text: str) -> Any:
 
 
 def _parse_number(text: str) -> Any:
-    stripped = text.strip()
-    if len(stripped) > _MAX_INTEGER_DIGITS:
-        return _FAILED
-    if _INTEGER_TEXT.fullmatch(stripped):
-        return int(stripped)
-    if not _NUMBER_TEXT.fullmatch(stripped):
-        return _FAILED
-    number = float(stripped)
+    read = _number_text(text)
+    if not isinstance(read, str):
+        return read
+    number = float(read)
     return number if math.isfinite(number) else _FAILED
 
 

@@ -14,7 +14,7 @@ Every error the library raises on purpose is one of these::
     │   └── MissingFieldError              a field with ``optional: false`` never appeared
     ├── ParserStateError(RuntimeError)     misuse of a ResponseParser (feed after finalize...)
     ├── ToolDefinitionError(ValueError)    a tool given in ``tools=`` is malformed
-    │   └── StrictSchemaError              replyparse.openai: a strict schema breaks the rules
+    │   └── StrictSchemaError              replyparse.request: a strict schema breaks the rules
     ├── TokenizerError(ValueError)         token ids without a tokenizer, or a tokenizer with
     │                                      no response template
     ├── ModelFolderError(ValueError)       a model folder (tokenizer_config.json, .jinja,
@@ -25,17 +25,19 @@ Every error the library raises on purpose is one of these::
     ├── ContentError                       replyparse.content: a content parser's own signal
     │                                      (the parser turns it into ContentParseError)
     ├── TransformPathError                 replyparse.transform: likewise, into TransformError
-    ├── ToolChoiceError(ValueError)        replyparse.openai: a tool_choice the tools cannot
+    ├── ToolChoiceError(ValueError)        replyparse.request: a tool_choice the tools cannot
     │                                      satisfy
-    ├── MessageShapeError(ValueError)      replyparse.openai: a message or call in no known
+    ├── MessageShapeError(ValueError)      replyparse.request: a message or call in no known
     │                                      shape
-    ├── ToolCallRuleError(ValueError)      replyparse.openai: output broke a guaranteed rule
+    ├── ToolCallRuleError(ValueError)      replyparse.request: output broke a guaranteed rule
     ├── GrammarError(ValueError)           replyparse.grammar: no exact grammar for a request
     └── ChatTemplateError(ValueError)      replyparse.chat_template: a chat template that cannot
         │                                  be read or rendered
         └── ChatTemplateLimitError         rendering went past a time or size bound
 
-The ``ValueError`` / ``RuntimeError`` / ``LookupError`` bases keep code written against the
+The request's errors (:mod:`replyparse.request.errors`) are re-exported by
+:mod:`replyparse.openai` under the same names. The ``ValueError`` / ``RuntimeError`` /
+``LookupError`` bases keep code written against the
 reference implementation (which raises ``ValueError``) working unchanged.
 
 This module knows nothing of templates or parsers; it only formats what it is given.

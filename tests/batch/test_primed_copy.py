@@ -1,7 +1,7 @@
-"""A batch's copy of a primed parser (``ResponseParser._copy``) shares no mutable state with it.
+"""A batch's copy of a primed parser (``ParseState.copy``) shares no mutable state with it.
 
-A batch reads each prefix once into a primed parser and gives every row that does not fit
-the template as it is a copy of it (``BatchParser._parse_text``). Any mutable value the two
+A batch reads each prefix once into a primed parser (``PrimedParser``) and gives every row
+that does not fit the template as it is a copy of it. Any mutable value the two
 share would carry one row's state into the primed parser, and from it into every later row.
 These tests compare every attribute of the copy with the primed parser's, recursively: the
 same object is allowed only for a value that cannot change, so that the next mutable field
@@ -11,10 +11,10 @@ added to the parser fails here until ``_copy`` copies it.
 from __future__ import annotations
 
 import contextlib
+import copy
 import enum
 import re
 import types
-from collections.abc import Callable
 from dataclasses import is_dataclass
 from typing import Any
 
@@ -23,7 +23,8 @@ import regex
 
 from replyparse import ResponseParser
 from replyparse._scanner import Scanner
-from replyparse.parser import PreparedTools
+from replyparse._values import ValueReader
+from replyparse.parser import PreparedTools, PrimedParser
 
 _ATOMS = (str, bytes, int, float, complex, bool, type(None), range, type, re.Pattern, regex.Pattern)
 
@@ -33,6 +34,7 @@ _ATOMS = (str, bytes, int, float, complex, bool, type(None), range, type, re.Pat
 _SHARED_BY_DESIGN: dict[type, str] = {
     Scanner: "compiled with the template; its searches keep no state in it",
     types.FunctionType: "the tool typer of a PreparedTools, built once per tools value",
+    ValueReader: "built once per parser from the template and tools; never changed",
 }
 
 
@@ -140,65 +142,74 @@ _NO_IMPLICIT = {
         "content": {"open_pattern": r"<\|channel\|>final<\|message\|>", "close": "<|return|>"},
     },
 }
-PRIMED: dict[str, Callable[[], ResponseParser]] = {
-    "captured a region": lambda: ResponseParser(_LITERAL, 'A:<plan>{"steps": [1]}</plan>'),
-    "inside a body": lambda: ResponseParser(_LITERAL, "A:<plan>{}</plan><think>so far   "),
-    "tools and a call": lambda: ResponseParser(
+#: (template, prefix, keyword arguments) of each primed state.
+_PRIMINGS: dict[str, tuple[dict[str, Any], str, dict[str, Any]]] = {
+    "captured a region": (_LITERAL, 'A:<plan>{"steps": [1]}</plan>', {"recover": False}),
+    "inside a body": (_LITERAL, "A:<plan>{}</plan><think>so far   ", {"recover": False}),
+    "tools and a call": (
         _LITERAL,
         'A:<call>{"name": "get_weather", "arguments": {"days": "2"}}</call><think>a ',
-        tools=PreparedTools(_TOOLS),
+        {"tools": PreparedTools(_TOOLS), "recover": False},
     ),
-    "recover, an issue": lambda: ResponseParser(
-        _LITERAL, "A:<plan>{not json}</plan>text <thi", recover=True
-    ),
-    "no implicit field": lambda: ResponseParser(
-        _NO_IMPLICIT, "A:stray <|channel|>analysis<|message|>thinking ", recover=True
+    "recover, an issue": (_LITERAL, "A:<plan>{not json}</plan>text <thi", {"recover": True}),
+    "no implicit field": (
+        _NO_IMPLICIT,
+        "A:stray <|channel|>analysis<|message|>thinking ",
+        {"recover": True},
     ),
 }
+
+
+def _parser(name: str) -> ResponseParser:
+    template, prefix, options = _PRIMINGS[name]
+    return ResponseParser(template, prefix, **options)
+
+
+def _primed(name: str) -> PrimedParser:
+    template, prefix, options = _PRIMINGS[name]
+    return PrimedParser(template, prefix, reuse=True, **options)
+
+
 ROWS = ["</think>done<end>", "more</think><call>{bad</call><end>", "<|end|>x<|channel|>fin"]
 
 
-@pytest.mark.parametrize("name", sorted(PRIMED))
+@pytest.mark.parametrize("name", sorted(_PRIMINGS))
 def test_a_copy_shares_no_mutable_value_with_the_primed_parser(name: str) -> None:
-    primed = PRIMED[name]()
+    primed = _parser(name)
     assert _attributes(primed), "the parser's attributes could not be read"
     found: list[str] = []
     _shared_mutable(primed, primed._copy(), "parser", found)
     assert not found, "shared with the primed parser:\n" + "\n".join(found)
 
 
-@pytest.mark.parametrize("name", sorted(PRIMED))
+@pytest.mark.parametrize("name", sorted(_PRIMINGS))
 def test_parsing_rows_from_copies_leaves_the_primed_parser_as_it_was(name: str) -> None:
-    primed = PRIMED[name]()
+    primed = _primed(name)
     before = _snapshot(primed)
     for row in ROWS:
-        copied = primed._copy()
         with contextlib.suppress(ValueError):  # raise mode: the row's error is its own
-            copied._finish(row, fitting=False)
-        primed._walk_fitting(row)
+            primed.parse(row, walk=False)
+        primed.walk(row)
     assert _snapshot(primed) == before
 
 
 def test_the_check_finds_a_shared_mutable_value() -> None:
-    # The check itself: a shallow copy shares the bodies, captures and lists.
-    primed = PRIMED["inside a body"]()
-    shallow = object.__new__(ResponseParser)
-    shallow.__dict__.update(primed.__dict__)
+    # The check itself: a shallow copy of the state shares the bodies, captures and lists.
+    primed = _parser("inside a body")
+    shallow = copy.copy(primed._state)
     found: list[str] = []
-    _shared_mutable(primed, shallow, "parser", found)
-    assert "parser._body: _TextAccumulator" in " ".join(found)
-    assert any(path.startswith("parser._captures") for path in found)
+    _shared_mutable(primed._state, shallow, "state", found)
+    assert "state.body: TextAccumulator" in " ".join(found)
+    assert any(path.startswith("state.captures") for path in found)
 
 
-@pytest.mark.parametrize("name", sorted(PRIMED))
+@pytest.mark.parametrize("name", sorted(_PRIMINGS))
 def test_one_walker_walks_every_row_as_a_fresh_parser_does(name: str) -> None:
-    # A batch reads the primed parser's state once (``_fitting_walker``) for all its rows.
-    primed = PRIMED[name]()
+    # A batch reads the primed parser's state once for all its rows.
+    primed = _primed(name)
     before = _snapshot(primed)
-    walk = primed._fitting_walker()
-    assert walk is not None
-    walked = [walk(row, False) for row in ROWS + ROWS]
-    assert walked == [PRIMED[name]()._walk_fitting(row) for row in ROWS + ROWS]
+    walked = [primed.walk(row) for row in ROWS + ROWS]
+    assert walked == [_primed(name).walk(row) for row in ROWS + ROWS]
     for first, again in zip(walked[: len(ROWS)], walked[len(ROWS) :], strict=True):
         if first is not None and again is not None:
             assert first[0] is not again[0]  # every row's message is its own

@@ -67,6 +67,10 @@ def test_samples_are_valid_messages(name: str, request_index: int) -> None:
 
 #: Corpus outputs the parser reads validly but the grammar refuses, by case id (strict xfails:
 #: a case the grammar comes to accept must leave the list).
+_INKLING_TEXT_KIND = (
+    "a text message's kind token (<|content_text|>...) is taken by a helper field opened with "
+    "a zero-width delimiter (message_kind); the grammar writes no zero-width opens"
+)
 KNOWN_GAPS: dict[str, str] = {
     "mistral-call-4": "a call object with a key besides name and arguments",
     "olmo3-parallel-8": "Python-style calls on separate lines; the grammar separates them with commas",
@@ -185,6 +189,32 @@ KNOWN_GAPS: dict[str, str] = {
     "command-r7b-no-call-1": "call objects carry a tool_call_id key besides the name and arguments, and <|START_RESPONSE|> opens reasoning with a zero-width delimiter; neither is written",
     "command-r7b-call-3": "call objects carry a tool_call_id key besides the name and arguments, and <|START_RESPONSE|> opens reasoning with a zero-width delimiter; neither is written",
     "command-r7b-call-5": "call objects carry a tool_call_id key besides the name and arguments, and <|START_RESPONSE|> opens reasoning with a zero-width delimiter; neither is written",
+    "deepseek-v4.1-call-1": 'DSML string="true" parameters are the string alternative of a json value '
+    "parser with string delimiters; the grammar writes JSON values",
+    "deepseek-v4.1-call-2": 'DSML string="true" parameters are the string alternative of a json value '
+    "parser with string delimiters; the grammar writes JSON values",
+    "deepseek-v4.1-call-3": 'DSML string="true" parameters are the string alternative of a json value '
+    "parser with string delimiters; the grammar writes JSON values",
+    "deepseek-v4.1-call-4": 'DSML string="true" parameters are the string alternative of a json value '
+    "parser with string delimiters; the grammar writes JSON values",
+    "ling3-call-4": "a call opener ending the reasoning the prompt opened (a zero-width reasoning "
+    "close); the grammar writes no zero-width closes",
+    "ling3-call-5": "a call opener ending the reasoning the prompt opened (a zero-width reasoning "
+    "close); the grammar writes no zero-width closes",
+    "spark2.5-no-call-3": "content holding the call delimiter's fixed text",
+    "hunyuan-hy4-no-call-12": "content holding the call delimiter's fixed text",
+    "inkling-no-call-4": _INKLING_TEXT_KIND,
+    "inkling-call-5": _INKLING_TEXT_KIND,
+    "inkling-no-call-9": _INKLING_TEXT_KIND,
+    "inkling-no-call-10": _INKLING_TEXT_KIND,
+    "inkling-no-call-11": _INKLING_TEXT_KIND,
+    "inkling-no-call-12": _INKLING_TEXT_KIND,
+    "inkling-call-13": _INKLING_TEXT_KIND,
+    "inkling-no-call-15": _INKLING_TEXT_KIND,
+    "inkling-call-16": _INKLING_TEXT_KIND,
+    "inkling-no-call-17": _INKLING_TEXT_KIND,
+    "inkling-no-call-18": _INKLING_TEXT_KIND,
+    "inkling-call-19": _INKLING_TEXT_KIND,
     "cohere2-moe-call-3": "call objects carry a tool_call_id key besides the name and arguments",
     "cohere2-moe-call-4": "call objects carry a tool_call_id key besides the name and arguments",
     "cohere2-moe-call-5": "call objects carry a tool_call_id key besides the name and arguments",

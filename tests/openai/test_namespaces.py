@@ -15,6 +15,7 @@ pytest.importorskip("openai")
 from openai.types.chat import ChatCompletion
 from openai.types.responses import Response
 
+from replyparse import parse_response
 from replyparse.openai import (
     ResponsesStream,
     SequentialIds,
@@ -23,7 +24,6 @@ from replyparse.openai import (
     to_chat_completion,
     to_response,
 )
-from replyparse.parser import parse_response
 from replyparse.templates import get_template
 
 QWEN3 = get_template("qwen3")

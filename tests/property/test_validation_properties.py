@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from replyparse._json_types import json_equal, json_key
 from replyparse.openai import validate_arguments
-from replyparse.openai._validation import FORMATS, _format_ok, fallback_violations
+from replyparse.request._validation import FORMATS, _format_ok, fallback_violations
 
 jsonschema = pytest.importorskip("jsonschema")
 

@@ -70,8 +70,9 @@ def _well_formed(case: dict[str, Any]) -> dict[str, Any] | None:
 
 
 _WHITESPACE_AFTER_CALL = (
-    "whitespace after the last tool call: the reference reopens content on it and loses the "
-    "text before the call (README divergence table, 'whitespace after a tool call')"
+    "whitespace after a tool call (the last, or between two): the reference reopens content "
+    "on it and loses the text before the call (README divergence table, 'whitespace after a "
+    "tool call')"
 )
 _REPEATED_OPENER = (
     "the prefix ends with '<think>' and the model writes '<think>' again: replyparse's open "
@@ -84,6 +85,8 @@ KNOWN_DIVERGENCES: dict[str, str] = {
     "cwm-parallel-2": _WHITESPACE_AFTER_CALL,
     "kimi-k2-parallel-5": _WHITESPACE_AFTER_CALL,
     "solar-open2-parallel-4": _WHITESPACE_AFTER_CALL,
+    "deepseek-v4.1-call-1": _WHITESPACE_AFTER_CALL,
+    "deepseek-v4.1-call-2": _WHITESPACE_AFTER_CALL,
     "deepseek-r1-reasoning-6": _REPEATED_OPENER,
     "deepseek-r1-reasoning-15": _REPEATED_OPENER,
     "nemotron3-nano-reasoning-4": _REPEATED_OPENER,

@@ -54,10 +54,19 @@ def test_family_loads(family: str) -> None:
     assert "content" in fields
 
 
+#: Families known from their parsers' descriptions only (../shared/corpus/FORMATS.md, "Formats
+#: without test data"): no peer has test data for them; their documented wire format is tested
+#: in tests/registry/behaviour/test_third_pass_families.py.
+WITHOUT_CORPUS = frozenset({"beam", "muse-spark", "ripple", "step5", "zaya"})
+
+
 @requires_shared
 @pytest.mark.parametrize("family", FAMILY_FILES)
 def test_family_has_a_passing_corpus_case(family: str) -> None:
     cases = [case for case in corpus() if case["family"] == family]
+    if family in WITHOUT_CORPUS:
+        assert not cases, f"{family!r} has corpus cases now: remove it from WITHOUT_CORPUS"
+        return
     assert cases, f"no corpus case for family {family!r}"
     entry = get_entry(family)
     passing = [case["id"] for case in cases if check_case(case, entry, {}).status == "pass"]

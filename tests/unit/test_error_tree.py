@@ -24,7 +24,7 @@ INTERNAL = {
     "replyparse.server.backends.BackendError",
     "replyparse.server.errors.ApiError",
     "replyparse._cli.common.CliError",
-    "replyparse.openai._patterns.PatternTimeout",
+    "replyparse.request._patterns.PatternTimeout",
 }
 
 README = Path(__file__).resolve().parents[2] / "README.md"

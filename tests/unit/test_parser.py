@@ -391,33 +391,23 @@ def test_pieces_with_an_anchors_first_character_stream_as_the_whole_text(step: i
     )
 
 
-def test_a_t_that_begins_no_anchor_and_a_held_space_stay_on_the_fast_path(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    # ``to=`` is the only anchor beginning with "t" (``Scanner.start_needles``): a piece
-    # holding "t" but not "to=", nor ending in "t" or "to", needs no ``safe_length``; nor
-    # does a clean piece after a held space (``Scanner.lead_only_chars``).
-    from replyparse._scanner import Scanner
-
-    calls: list[str] = []
-    safe_length = Scanner.safe_length
-
-    def counted(self: Scanner, text: str) -> int:
-        calls.append(text)
-        return safe_length(self, text)
-
+@pytest.mark.fast_plan
+def test_a_t_that_begins_no_anchor_and_a_held_space_stay_on_the_fast_path() -> None:
+    # ``to=`` is the only anchor beginning with "t": a piece holding "t" but not "to=", nor
+    # ending in "t" or "to", streams without asking the scanner; so does a clean piece after
+    # a held space (whitespace that can only lead an anchor).
     parser = ResponseParser(LEAD_TEMPLATE, prefix="A:")
     parser.feed("first.")
-    monkeypatch.setattr(Scanner, "safe_length", counted)
+    asked = parser.scanner_calls
     chunks = [
         event["text"]
         for piece in ("than", "stops", "ex ", "tra", "ttx", "ee")
         for event in parser.feed(piece)
     ]
-    assert calls == ["ex "]  # the piece ending in a lead character
+    assert parser.scanner_calls == asked + 1  # the piece ending in a lead character
     assert chunks == ["than", "stops", "ex", " tra", "ttx", "ee"]
     parser.feed("to")  # a beginning of the anchor at the end: held
-    assert calls == ["ex ", "to"]
+    assert parser.scanner_calls == asked + 2
 
 
 def _gpt_oss_finds(monkeypatch: pytest.MonkeyPatch) -> list[str]:
@@ -517,3 +507,21 @@ def test_a_whole_generation_reads_its_prefix_as_a_parser_built_with_it(
         assert result.trailing_text == parser.trailing_text
         assert list(result.unclaimed_text) == parser.unclaimed_text
         assert result.in_progress == parser.in_progress
+
+
+def test_text_that_can_begin_no_delimiter_streams_without_asking_the_scanner() -> None:
+    # Work bound: a long answer with no "<" costs no scanner question after its first piece.
+    template = {
+        "start_anchor": "A:",
+        "fields": {
+            "reasoning_content": {"open": "<think>", "close": "</think>"},
+            "content": {"close": "<end>"},
+        },
+    }
+    parser = ResponseParser(template, prefix="A:")
+    parser.feed("Hello")
+    asked = parser.scanner_calls
+    for _ in range(1000):
+        parser.feed(" wor")
+    assert parser.scanner_calls == asked
+    assert parser.finalize("d<end>")[0] == {"content": "Hello" + " wor" * 1000 + "d"}

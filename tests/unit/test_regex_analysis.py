@@ -8,6 +8,7 @@ import regex
 
 from replyparse._regex_analysis import (
     analyse,
+    consuming_texts,
     end_literal,
     find_anchors,
     find_token_loop,
@@ -142,3 +143,17 @@ def test_finite_texts(source: str, texts: tuple[str, ...] | None) -> None:
         # The texts are exactly what the pattern matches.
         compiled = regex.compile(source, REGEX_FLAGS)
         assert all(compiled.fullmatch(text) for text in texts)
+
+
+@pytest.mark.parametrize(
+    ("source", "texts"),
+    [
+        (r"(?:</think>)|(?=(?:<tool_call>)\s*[\[{])", ("</think>",)),  # calls_in_reasoning
+        (r"<\|end\|>|<\|call\|>", ("<|call|>", "<|end|>")),
+        (r"(?=<tool_call>)", ()),  # nothing consumes
+        (r"</think>|\s*(?=x)", ()),  # an option that is neither
+        (r"</think>\s*", ()),  # unbounded
+    ],
+)
+def test_consuming_texts_leave_out_lookahead_options(source: str, texts: tuple[str, ...]) -> None:
+    assert consuming_texts(source) == texts

@@ -344,6 +344,9 @@ def test_placeholders_the_engines_read_as_text_or_cannot_resolve() -> None:
         (r"(?=\[TOOL\])", r"(?=\[TOOL\])", True),
         (r"(?=\[TOOL\])", r"(?=</s>)", False),  # never both empty at one position
         (r"<think>|(?=</think>)", r"</think>|(?=<\|tool_calls_begin\|>)", False),
+        # a lookahead whose text starts with an optional part: both of its beginnings count
+        (r"<think>|(?=</think>)", r"</think>|(?=(?:<\|section\|>\s*)?<\|call\|>)", False),
+        (r"<think>|(?=</think>)", r"</think>|(?=(?:</think>\s*)?<\|call\|>)", True),
         (r"(?=<tool)", r"(?=<tool_call>)", True),  # one lookahead begins the other
         (r"(?<=\n)", r"(?=</think>)", True),  # a lookbehind: not known, so possible
         (r"<tool_call>", r"(?=<tool_call>)", False),  # the opener consumes

@@ -44,6 +44,7 @@ from replyparse._cli.common import (
     resolve_template,
     template_from_file,
 )
+from replyparse._oneshot import parse_response
 from replyparse.content import ENGINES, Engine
 from replyparse.errors import (
     ModelFolderError,
@@ -52,7 +53,6 @@ from replyparse.errors import (
     UnknownTemplateError,
 )
 from replyparse.model_folder import read_model_folder, save_response_template
-from replyparse.parser import parse_response
 from replyparse.templates import (
     LintReport,
     detect_entry,

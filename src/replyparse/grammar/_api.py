@@ -12,8 +12,8 @@ from typing import Any, Literal
 
 from replyparse.grammar._build import build_ir
 from replyparse.grammar._errors import GrammarError
-from replyparse.grammar._request import read_request
 from replyparse.grammar._write import to_gbnf, to_lark
+from replyparse.request._call_rules import read_request
 from replyparse.template import ResponseTemplate, load_template
 
 __all__ = ["FORMATS", "GrammarFormat", "accepts", "build_grammar", "resolve_template"]

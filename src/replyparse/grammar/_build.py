@@ -56,8 +56,8 @@ from replyparse.grammar._delimiters import (
 )
 from replyparse.grammar._errors import GrammarError
 from replyparse.grammar._readback import check_call, open_after_prefix, reads_one_call
-from replyparse.grammar._request import CallRules, ToolEntry
 from replyparse.grammar._schema import ValueCompiler
+from replyparse.request._call_rules import CallRules, ToolEntry
 from replyparse.template import FieldSpec, ResponseTemplate
 from replyparse.tools import responses_shapes
 

@@ -23,8 +23,8 @@ from replyparse.grammar._call_syntax import CallSyntax, grammar_form
 from replyparse.grammar._delimiters import WS, Delimiter, field_path, terminator, unique
 from replyparse.grammar._errors import GrammarError
 from replyparse.grammar._readback import reads_one_call
-from replyparse.grammar._request import ToolEntry
 from replyparse.grammar._schema import Dialect, ValueCompiler, punct
+from replyparse.request._call_rules import ToolEntry
 from replyparse.template import FieldSpec, ResponseTemplate
 from replyparse.tools import CustomTool, FunctionTool
 

@@ -11,15 +11,16 @@ This module knows nothing of how the grammar is built; it samples :mod:`._ir` ex
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Sequence
 from typing import Any
 
+from replyparse._oneshot import parse_response
 from replyparse.errors import ResponseParseError
 from replyparse.grammar import _ir as G
 from replyparse.grammar import _regex as R
 from replyparse.grammar._errors import GrammarError
-from replyparse.parser import ResponseParser, parse_response
+from replyparse.parser import ResponseParser
+from replyparse.request import ToolChoice, ToolIndex, check_calls, is_enforced, resolve_calls
 from replyparse.template import FieldSpec, ResponseTemplate
 
 __all__ = ["check_call", "open_after_prefix", "reads_one_call"]
@@ -104,8 +105,7 @@ def check_call(
     Returns:
         The calls written, without their close delimiter.
     """
-    from replyparse.openai import ToolCallRuleError, to_chat_completion
-
+    index = ToolIndex(tools)
     unclosed = []
     for option in options:
         unclosed.append(_sample(option, grammar))
@@ -113,18 +113,21 @@ def check_call(
         problem = None
         try:
             message = parse_response(text, template, prefix="", tools=tools)
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                completion = to_chat_completion(message, model="probe", tools=tools)
-            calls = completion["choices"][0]["message"].get("tool_calls") or []
-            if len(calls) != 1:
-                problem = f"it parses to {len(calls)} calls"
-            else:
-                written = calls[0].get("function", calls[0].get("custom", {})).get("name")
-                if written != name:
-                    problem = f"it parses as a call to {written!r}"
-        except (ResponseParseError, ToolCallRuleError, ValueError) as error:
+            calls = resolve_calls(message, index)
+        except (ResponseParseError, ValueError) as error:
             problem = f"it does not parse ({str(error).splitlines()[0]})"
+        else:
+            broken = [
+                violation
+                for violation in check_calls(calls, index, ToolChoice("auto"), True)
+                if is_enforced(violation, index)
+            ]
+            if broken:
+                problem = f"it breaks a rule the API guarantees ({broken[0]})"
+            elif len(calls) != 1:
+                problem = f"it parses to {len(calls)} calls"
+            elif calls[0].name != name:
+                problem = f"it parses as a call to {calls[0].name!r}"
         if problem is not None:
             raise GrammarError(
                 f"$.fields.tool_calls: a call to {name!r} written in the template's syntax "

@@ -10,7 +10,8 @@ Strings never contain the delimiters that would end the region they sit in (``fo
 parser searches for the close delimiter in the raw text and knows nothing of JSON quoting.
 
 Compiled exactly (strict-mode subset of OpenAI's guide): ``type`` (one or a list, ``null``
-included), ``enum``, ``const``, ``anyOf``, ``$ref`` to local definitions (recursion too),
+included; OpenAPI's ``nullable: true`` adds ``null``, to ``enum`` and ``const`` too, as
+every reader of a schema does: :mod:`replyparse._schema_walk`), ``enum``, ``const``, ``anyOf``, ``$ref`` to local definitions (recursion too),
 ``properties`` with ``required`` and ``additionalProperties: false`` (keys in schema order),
 ``items``, ``minItems`` / ``maxItems``, ``minLength`` / ``maxLength``, ``pattern``
 (strings made of characters that need no escape) and the ``format`` s ``date``,
@@ -33,6 +34,14 @@ from typing import Any, Literal
 from replyparse._charset import CharSet
 from replyparse._json_types import json_type
 from replyparse._schema_ref import SchemaReferenceError, resolve_reference
+from replyparse._schema_walk import (
+    SchemaPath,
+    allowed_values,
+    declared_types,
+    dotted,
+    map_schema,
+    without_nullable,
+)
 from replyparse.grammar import _ir as G
 from replyparse.grammar import _regex as R
 from replyparse.grammar._errors import GrammarError
@@ -132,47 +141,33 @@ _FORMATS: dict[str, str] = {
     "duration": r"P(?:[0-9]{1,4}D)?T?(?:[0-9]{1,4}H)?(?:[0-9]{1,4}M)?(?:[0-9]{1,4}S)?",
 }
 
-#: Keywords whose value is a map of names to subschemas, a subschema, or a list of them.
-_SCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
-_SCHEMA_VALUES = ("items", "additionalProperties", "not", "contains", "propertyNames", "if")
-_SCHEMA_VALUES_ALSO = ("then", "else", "unevaluatedProperties", "unevaluatedItems")
-_SCHEMA_LISTS = ("anyOf", "oneOf", "allOf", "prefixItems")
-
 
 def exact_formats(schema: Any, path: str = "parameters") -> Any:
-    """``schema`` with each string ``format`` this module compiles written as the ``pattern``
-    of the same regex, anchored, for schemas handed whole to an engine (a structural tag's
-    ``json_schema``; the Lark output's ``%json`` embeds no string, see ``embeddable``).
+    """``schema`` as an engine must read it to hold exactly what this module compiles, for
+    schemas handed whole to an engine (a structural tag's ``json_schema``, the Lark output's
+    ``%json``): each string ``format`` this module compiles written as the ``pattern`` of the
+    same regex, anchored, and OpenAPI's ``nullable`` as standard JSON Schema (the engines
+    ignore it; :func:`replyparse._schema_walk.without_nullable`).
 
     The engines' own formats are looser than the regexes here (xgrammar's and llguidance's
     ``date`` take ``2024-02-31``); a pattern is enforced as written by both. A ``format``
     beside a ``pattern`` raises ``GrammarError`` (one string cannot carry two patterns);
     formats this module does not know are left to the engine.
     """
-    if isinstance(schema, list):
-        return [exact_formats(item, f"{path}[{index}]") for index, item in enumerate(schema)]
-    if not isinstance(schema, Mapping):
-        return schema
-    rewritten: dict[str, Any] = {}
-    for key, value in schema.items():
-        if key in _SCHEMA_MAPS and isinstance(value, Mapping):
-            rewritten[key] = {
-                name: exact_formats(sub, f"{path}.{key}.{name}") for name, sub in value.items()
-            }
-        elif key in (*_SCHEMA_VALUES, *_SCHEMA_VALUES_ALSO, *_SCHEMA_LISTS):
-            rewritten[key] = exact_formats(value, f"{path}.{key}")
-        else:
-            rewritten[key] = value
-    form = rewritten.get("format")
-    if isinstance(form, str) and form in _FORMATS:
-        if "pattern" in rewritten:
-            raise GrammarError(
-                f"{path}: a 'format' ({form!r}) beside a 'pattern' cannot be handed to the "
-                "engine exactly (one string, two patterns). Keep one."
-            )
-        del rewritten["format"]
-        rewritten["pattern"] = f"^{_FORMATS[form]}$"
-    return rewritten
+
+    def rewrite(node: dict[str, Any], where: SchemaPath) -> dict[str, Any]:
+        form = node.get("format")
+        if isinstance(form, str) and form in _FORMATS:
+            if "pattern" in node:
+                raise GrammarError(
+                    f"{path}{dotted(where)}: a 'format' ({form!r}) beside a 'pattern' cannot be "
+                    "handed to the engine exactly (one string, two patterns). Keep one."
+                )
+            del node["format"]
+            node["pattern"] = f"^{_FORMATS[form]}$"
+        return without_nullable(node)
+
+    return map_schema(schema, rewrite)
 
 
 #: Numeric keywords the hand-written compiler refuses and llguidance's ``%json`` enforces.
@@ -321,18 +316,18 @@ class ValueCompiler:
                     for index, branch in enumerate(branches)
                 )
             )
-        if "const" in schema:
-            return self.literal_value(schema["const"], dialect, path)
-        if "enum" in schema:
+        if "enum" in schema and "const" not in schema:
             values = schema["enum"]
             if not isinstance(values, list) or not values:
                 raise self.fail(path, "'enum' must be a non-empty list.")
-            declared = schema.get("type")
-            types = [declared] if isinstance(declared, str) else declared
+        fixed = allowed_values(schema)
+        if fixed is not None:
+            types = declared_types(schema)
             kept = [
                 item
-                for item in values
-                if not isinstance(types, list)
+                for item in fixed
+                if "const" in schema
+                or types is None
                 or _json_type(item) in types
                 or (_json_type(item) == "integer" and "number" in types)
             ]
@@ -345,9 +340,13 @@ class ValueCompiler:
                 declared = "array"
             else:
                 return self.any_value(dialect)
-        types = [declared] if isinstance(declared, str) else declared
-        if not isinstance(types, list) or not types:
+        if not isinstance(declared, (str, list)) or not declared:
             raise self.fail(path, f"'type' must be a string or a list; got {declared!r}.")
+        for name in declared if isinstance(declared, list) else ():
+            if not isinstance(name, str):
+                raise self.fail(path, f"unknown type {name!r}.")
+        # An implicit type (from properties or items) is nullable like a declared one.
+        types = declared_types({**schema, "type": declared}) or ()
         return G.alt(*(self.typed(str(name), schema, dialect, path) for name in types))
 
     def arguments_value(self, schema: Any, dialect: Dialect) -> G.Expr:
@@ -363,7 +362,8 @@ class ValueCompiler:
                 sample = json.dumps(_minimal(schema, self.root, frozenset()), ensure_ascii=False)
             except _NoSample:
                 raise refusal from None
-            return G.Json(json.dumps(schema, ensure_ascii=False), sample, str(refusal))
+            embedded = exact_formats(schema)
+            return G.Json(json.dumps(embedded, ensure_ascii=False), sample, str(refusal))
 
     def embeddable(self, schema: Any, seen: frozenset[str]) -> bool:
         """Whether the engine's own JSON Schema compiler writes exactly what this template

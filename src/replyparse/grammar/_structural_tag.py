@@ -43,9 +43,9 @@ from replyparse.grammar._call_syntax import grammar_form
 from replyparse.grammar._errors import GrammarError
 from replyparse.grammar._gbnf_lark import gbnf_to_char_lark
 from replyparse.grammar._readback import open_after_prefix
-from replyparse.grammar._request import CallRules, ToolEntry
 from replyparse.grammar._schema import ANNOTATIONS, exact_formats
 from replyparse.grammar._write import to_gbnf
+from replyparse.request._call_rules import CallRules, ToolEntry
 from replyparse.template import FieldSpec, ResponseTemplate
 from replyparse.tools import FunctionTool, responses_shapes
 

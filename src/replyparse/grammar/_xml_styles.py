@@ -32,12 +32,12 @@ from typing import Any
 import regex
 
 from replyparse._json_types import json_equal
+from replyparse._oneshot import parse_response
 from replyparse.coercion import coerce_to_schema
 from replyparse.errors import ResponseParseError
 from replyparse.grammar import _regex_writers as W
 from replyparse.grammar._errors import GrammarError
 from replyparse.grammar._schema import ANNOTATIONS
-from replyparse.parser import parse_response
 from replyparse.template import ResponseTemplate
 
 __all__ = [

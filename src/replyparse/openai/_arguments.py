@@ -37,12 +37,12 @@ import json
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 import regex
 
 from replyparse._charset import CharSet
-from replyparse._json_types import json_type
+from replyparse._json_types import arguments_json, json_type
 from replyparse._regex_syntax import Alt, Chars, Group, Node, Repeat, Seq, UnreadablePattern, read
 from replyparse._schema_ref import SchemaReferenceError, resolve_reference
 from replyparse.content import ArgumentStream, ArgumentTyping, argument_typing, capabilities_of
@@ -58,6 +58,7 @@ from replyparse.openai._json_scan import (
     StringStart,
     Token,
 )
+from replyparse.request._calls import CallTarget
 from replyparse.template import FieldSpec
 from replyparse.template._call_shape import CallShape
 
@@ -79,30 +80,8 @@ _COMBINATORS = ("anyOf", "oneOf", "allOf", "not", "enum", "const", "if")
 _UNPLAIN = frozenset((*_COMBINATORS, "$ref"))
 
 
-#: What ``json.dumps(value, ensure_ascii=False, separators=(",", ":"))`` uses, made once
-#: (``dumps`` builds an encoder per call: most of its cost on a streamed key or scalar).
-_COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
-#: The string escaper of that encoder (C when available): ``"`` + escaped text + ``"``.
+#: The string escaper of the compact encoder (C when available): ``"`` + escaped text + ``"``.
 _encode_string = json.encoder.encode_basestring
-
-
-def arguments_json(arguments: Any) -> str:
-    """Serialize arguments the one way every output of this package does: compact JSON.
-
-    Args:
-        arguments: the parsed arguments (normally a dict).
-
-    Returns:
-        ``json.dumps(arguments, ensure_ascii=False, separators=(",", ":"))``.
-    """
-    kind = arguments.__class__
-    if kind is int:  # what the encoder writes, without its per-call set-up (a scalar each)
-        return int.__repr__(arguments)
-    if kind is bool:
-        return "true" if arguments else "false"
-    if arguments is None:
-        return "null"
-    return _COMPACT.encode(arguments)
 
 
 def escape_json_text(text: str) -> str:
@@ -939,20 +918,6 @@ class _XmlArgumentsWriter:
 
 
 # -- one tool call ---------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class CallTarget:
-    """What a called name refers to.
-
-    Attributes:
-        kind: ``"function"`` (arguments are a JSON object) or ``"custom"`` (a raw input).
-        schema: the function's ``parameters`` when the parser types arguments by it; None
-            when no typing happens (no tools, or an unknown tool).
-    """
-
-    kind: Literal["function", "custom"]
-    schema: Mapping[str, Any] | None = None
 
 
 class ToolCallStreamer:

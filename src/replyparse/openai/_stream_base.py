@@ -18,13 +18,13 @@ from typing import Any
 
 from replyparse.errors import ParserStateError
 from replyparse.issues import ParseIssue
-from replyparse.openai._calls import ResolvedCall, ToolIndex, arguments_text, resolve_calls
 from replyparse.openai._ids import IdFactory
 from replyparse.openai._tracker import CallDone, MessageTracker, Update
 from replyparse.openai.errors import RuleViolation
 from replyparse.openai.messages import TOOL_CALLS_KEY, _Request
 from replyparse.openai.rules import check_calls, report
 from replyparse.parser import ResponseParser
+from replyparse.request._calls import ResolvedCall, ToolIndex, arguments_text, resolve_calls
 from replyparse.template import ResponseTemplate, load_template
 
 __all__ = ["StreamBase"]

@@ -23,7 +23,6 @@ from typing import Any, NamedTuple
 from replyparse.coercion import coerce_to_schema
 from replyparse.events import Event
 from replyparse.openai._arguments import ToolCallShape, ToolCallStreamer, analyze_tool_call_field
-from replyparse.openai._calls import ResolvedCall, ToolIndex, resolve_call
 from replyparse.openai._ids import CALL_PREFIX, IdFactory
 from replyparse.openai.errors import StreamConsistencyWarning
 from replyparse.openai.messages import (
@@ -33,6 +32,7 @@ from replyparse.openai.messages import (
     message_text,
 )
 from replyparse.parser import CAPTURE_SEPARATOR
+from replyparse.request._calls import ResolvedCall, ToolIndex, resolve_call
 from replyparse.template import ResponseTemplate
 from replyparse.template._call_shape import json_chars
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
-from replyparse.openai._calls import ResolvedCall, ToolIndex, resolve_calls, unique_call_ids
 from replyparse.openai._ids import (
     CALL_PREFIX,
     CHAT_COMPLETION_PREFIX,
@@ -37,6 +36,7 @@ from replyparse.openai.conversation import (
 )
 from replyparse.openai.errors import MessageShapeError
 from replyparse.openai.rules import ToolChoice, check_calls, check_request, report
+from replyparse.request._calls import ResolvedCall, ToolIndex, resolve_calls, unique_call_ids
 from replyparse.tools import responses_shapes
 
 __all__ = [

@@ -28,10 +28,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from replyparse._schema_walk import SchemaPath, walk
 from replyparse.errors import ToolDefinitionError
-from replyparse.openai._calls import ToolIndex
 from replyparse.openai.errors import MessageShapeError
 from replyparse.openai.rules import ToolChoice
+from replyparse.request._calls import ToolIndex
 from replyparse.tools import FunctionTool, Tool, normalize_tools, prompt_function, responses_shapes
 
 __all__ = [
@@ -210,21 +211,31 @@ def _words(text: str) -> list[str]:
     return [_stem(word) for word in words if word not in _STOPWORDS]
 
 
-def _schema_text(schema: Any, depth: int = 0) -> list[str]:
-    """Parameter names and descriptions of a schema, two levels deep."""
-    if not isinstance(schema, Mapping) or depth > 2:
-        return []
+#: The subschemas tool search reads for parameter names: properties, array items and the
+#: branches of combinators (``$ref`` targets are followed too).
+_INDEXED = frozenset({"properties", "items", "prefixItems", "anyOf", "oneOf", "allOf"})
+
+
+def _schema_text(schema: Any) -> list[str]:
+    """Parameter names and descriptions of a schema, two levels deep (a level is a property
+    or an array's items, as strict mode counts nesting), through ``$ref`` s and unions."""
     texts: list[str] = []
-    properties = schema.get("properties")
-    if isinstance(properties, Mapping):
-        for name, subschema in properties.items():
-            texts.append(str(name))
-            if isinstance(subschema, Mapping):
-                description = subschema.get("description")
+
+    def visit(node: Mapping[str, Any], path: SchemaPath, depth: int) -> bool:
+        if depth > 2:
+            return False
+        properties = node.get("properties")
+        if isinstance(properties, Mapping):
+            for name, subschema in properties.items():
+                texts.append(str(name))
+                description = (
+                    subschema.get("description") if isinstance(subschema, Mapping) else None
+                )
                 if isinstance(description, str):
                     texts.append(description)
-                texts += _schema_text(subschema, depth + 1)
-                texts += _schema_text(subschema.get("items"), depth + 1)
+        return True
+
+    walk(schema, visit, follow_references=True, descend=lambda step, nests: step[0] in _INDEXED)
     return texts
 
 

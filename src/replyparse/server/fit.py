@@ -15,9 +15,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from replyparse._oneshot import parse_output
 from replyparse.chat_template import ChatTemplate, ChatTemplateError
 from replyparse.errors import snippet
-from replyparse.parser import parse_output
 from replyparse.template import ResponseTemplate
 from replyparse.templates._draft import ANSWER, TOOLS, USER
 

@@ -40,7 +40,6 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from replyparse.errors import ResponseParseError, ToolDefinitionError
 from replyparse.openai import ResponsesStream, ToolCallRuleError
-from replyparse.openai._calls import ToolIndex
 from replyparse.openai._ids import RESPONSE_PREFIX, random_id
 from replyparse.openai.messages import from_responses_input
 from replyparse.openai.rules import parse_tool_choice
@@ -57,6 +56,7 @@ from replyparse.openai.tool_search import (
     search_output_item,
     split_tools,
 )
+from replyparse.request._calls import ToolIndex
 from replyparse.server.backends import BackendError, Generation, GenerationRequest
 from replyparse.server.errors import ApiError, to_api_error
 from replyparse.server.feeding import feed

@@ -17,6 +17,8 @@ from typing import Any
 
 import regex
 
+from replyparse._regex_analysis import consuming_texts
+from replyparse._scan_plans import scanner_plan
 from replyparse._scanner import Delimiter, Scanner, is_context_sensitive
 from replyparse.content import ContentParser, build_content_parser, capabilities_of
 from replyparse.errors import TemplateError, TemplateIssue
@@ -151,10 +153,13 @@ class ResponseTemplate:
 
 def _delimiter_markup(delimiter: Delimiter) -> tuple[str, ...]:
     """Literals every match of the delimiter contains: its literals, a pattern's few texts,
-    or the literals every match of a pattern holds (``required``)."""
+    the few texts of its options that consume (a close that also ends, zero-width, before
+    a call opener), or the literals every match of a pattern holds (``required``)."""
     if delimiter.pattern is None:
         return delimiter.literals
-    return delimiter.finite if delimiter.finite is not None else delimiter.required
+    if delimiter.finite is not None:
+        return delimiter.finite
+    return consuming_texts(delimiter.pattern.pattern) or delimiter.required
 
 
 def _is_markup(text: str) -> bool:
@@ -541,6 +546,7 @@ def _compile(spec: Mapping[str, Any] | str) -> ResponseTemplate:
     ]
     if end_of_turn is not None:
         outside_entries.append((end_of_turn, END_OF_TURN, _END_PRIORITY))
+    scanner = scanner_plan()  # the plan named by REPLYPARSE_SCANNER_PLAN, read once here
     region_scanners = []
     for item in fields:
         entries: list[tuple[Delimiter, int, int]] = []
@@ -548,7 +554,7 @@ def _compile(spec: Mapping[str, Any] | str) -> ResponseTemplate:
             entries.append((item.close, REGION_CLOSE, _CLOSE_PRIORITY))
         if end_of_turn is not None:
             entries.append((end_of_turn, END_OF_TURN, _END_PRIORITY))
-        region_scanners.append(Scanner(entries))
+        region_scanners.append(scanner(entries))
     return ResponseTemplate(
         fields=MappingProxyType({item.name: item for item in fields}),
         defaults=MappingProxyType(copy.deepcopy(dict(defaults))),
@@ -556,7 +562,7 @@ def _compile(spec: Mapping[str, Any] | str) -> ResponseTemplate:
         version=int(version),
         implicit_field=implicit_field,
         field_list=tuple(fields),
-        outside_scanner=Scanner(outside_entries),
+        outside_scanner=scanner(outside_entries),
         region_scanners=tuple(region_scanners),
         context_size=_CONTEXT_SIZE
         if any(

@@ -19,6 +19,7 @@ from typing import Any
 
 from replyparse.errors import TemplateError, TemplateIssue
 from replyparse.template import ResponseTemplate, load_template
+from replyparse.templates._policies import POLICIES, apply_policies
 
 __all__ = [
     "CALL_ID_FORMS",
@@ -48,6 +49,11 @@ ENTRY_KEYS: dict[str, tuple[bool, str]] = {
         "string: the form of tool-call ids the family's chat template requires: 'openai' "
         "(default, call_ and hex digits) or 'alphanumeric9' (Mistral: 9 letters and digits)",
     ),
+    "policies": (
+        False,
+        "dict of policy name -> {'value': string, 'evidence': string}: the family's output "
+        "policies (docs/recover.md, Policies) and why each value",
+    ),
     "response_template": (True, "dict: the response template"),
 }
 
@@ -71,6 +77,10 @@ class RegistryEntry:
         template: the compiled response template.
         call_id_form: the form of tool-call ids the family's chat template accepts
             (``"openai"`` or ``"alphanumeric9"``; see :data:`CALL_ID_FORMS`).
+        policies: every output policy's value in ``template`` (the family's choice, or the
+            literal reading where it makes none).
+        policy_evidence: policy name -> why the family chose its value (only for policies
+            the family file names).
     """
 
     name: str
@@ -84,12 +94,41 @@ class RegistryEntry:
     template: ResponseTemplate
     _template_json: str = field(repr=False, compare=False)
     call_id_form: str = "openai"
+    policies: Mapping[str, str] = field(default_factory=dict)
+    policy_evidence: Mapping[str, str] = field(default_factory=dict)
+    _written_template_json: str = field(default="", repr=False, compare=False)
 
     @property
     def response_template(self) -> dict[str, Any]:
-        """The response template as a JSON-compatible dict (a fresh copy each time)."""
+        """The response template as a JSON-compatible dict (a fresh copy each time), with
+        the family's policies compiled in."""
         value: dict[str, Any] = json.loads(self._template_json)
         return value
+
+    def response_template_with(self, **policies: str) -> dict[str, Any]:
+        """The response template under other policy values (``calls_in_reasoning=...``).
+
+        Policies not named keep the family's values. See ``docs/recover.md`` (Policies).
+
+        Raises:
+            TemplateError: an unknown policy or value, or one the template cannot take.
+        """
+        chosen = {**self.policies, **policies}
+        written = json.loads(self._written_template_json or self._template_json)
+        compiled, issues = apply_policies(written, chosen, ("policies",))
+        if issues:
+            raise TemplateError(issues)
+        return compiled
+
+    def template_with(self, **policies: str) -> ResponseTemplate:
+        """The compiled template under other policy values; see ``response_template_with``.
+
+        Example:
+            >>> from replyparse.templates import get_entry
+            >>> entry = get_entry("qwen3")
+            >>> strict = entry.template_with(calls_in_reasoning="reasoning")
+        """
+        return load_template(self.response_template_with(**policies))
 
 
 @dataclass
@@ -124,6 +163,45 @@ def _string_list(
         )
         return ()
     return tuple(value)
+
+
+def _read_policies(
+    value: Any, file_name: str, issues: list[TemplateIssue]
+) -> tuple[dict[str, str], dict[str, str]]:
+    """A family file's ``policies``: name -> value, and name -> evidence."""
+    values: dict[str, str] = {}
+    evidence: dict[str, str] = {}
+    if not isinstance(value, dict):
+        issues.append(
+            _issue(
+                file_name,
+                ("policies",),
+                "invalid_type",
+                f"'policies' must be a dict of policy name -> {{value, evidence}}; got {value!r}.",
+                value,
+            )
+        )
+        return values, evidence
+    for name, choice in value.items():
+        if (
+            not isinstance(choice, dict)
+            or set(choice) != {"value", "evidence"}
+            or not all(isinstance(item, str) and item.strip() for item in choice.values())
+        ):
+            issues.append(
+                _issue(
+                    file_name,
+                    ("policies", name),
+                    "invalid_type",
+                    f"policy {name!r} must be {{'value': string, 'evidence': non-empty string}}; "
+                    f"got {choice!r}.",
+                    choice,
+                )
+            )
+            continue
+        values[name] = choice["value"]
+        evidence[name] = choice["evidence"]
+    return values, evidence
 
 
 def load_family(file_name: str, text: str) -> LoadedFamily:
@@ -225,8 +303,15 @@ def load_family(file_name: str, text: str) -> LoadedFamily:
         )
     else:
         prefixes = dict(prefixes_raw)
+    policies, policy_evidence = _read_policies(raw.get("policies", {}), file_name, issues)
     template: ResponseTemplate | None = None
-    response_template = raw.get("response_template")
+    written_template = raw.get("response_template")
+    response_template = written_template
+    if isinstance(written_template, dict):
+        response_template, policy_issues = apply_policies(
+            written_template, policies, (file_name, "policies")
+        )
+        issues.extend(policy_issues)
     if response_template is not None:
         try:
             template = load_template(response_template)
@@ -254,6 +339,11 @@ def load_family(file_name: str, text: str) -> LoadedFamily:
         template=template,
         _template_json=json.dumps(response_template),
         call_id_form=str(call_id_form),
+        policies=types.MappingProxyType(
+            {name: policies.get(name, policy.literal) for name, policy in POLICIES.items()}
+        ),
+        policy_evidence=types.MappingProxyType(policy_evidence),
+        _written_template_json=json.dumps(written_template),
     )
     return LoadedFamily(stem, entry, issues, raw)
 

@@ -23,8 +23,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from replyparse.openai._arguments import CallTarget, arguments_json
-from replyparse.openai.errors import MessageShapeError
+from replyparse._json_types import arguments_json
+from replyparse.request.errors import MessageShapeError
 from replyparse.template._call_shape import function_of
 from replyparse.tools import (
     CustomTool,
@@ -36,6 +36,7 @@ from replyparse.tools import (
 )
 
 __all__ = [
+    "CallTarget",
     "ResolvedCall",
     "ToolIndex",
     "arguments_text",
@@ -73,6 +74,20 @@ def custom_input(arguments: Any) -> str:
         if isinstance(value, str):
             return value
     return arguments_json(arguments)
+
+
+@dataclass(frozen=True)
+class CallTarget:
+    """What a called name refers to.
+
+    Attributes:
+        kind: ``"function"`` (arguments are a JSON object) or ``"custom"`` (a raw input).
+        schema: the function's ``parameters`` when the parser types arguments by it; None
+            when no typing happens (no tools, or an unknown tool).
+    """
+
+    kind: Literal["function", "custom"]
+    schema: Mapping[str, Any] | None = None
 
 
 class ToolIndex:

@@ -3,7 +3,7 @@
 Owns :func:`validate_arguments`: every violation of a value against a ``parameters`` schema,
 each at the JSON path of the offending value (``$.days[1]``), with a message in this
 package's style. An output rule (``arguments_schema``), applied by
-:func:`replyparse.openai.rules.check_calls`.
+:func:`replyparse.request.rules.check_calls`.
 
 How: the ``jsonschema`` package validates (draft 2020-12, with one validator built per
 schema and cached, so a tool's schema is compiled once), extended where this package's
@@ -27,14 +27,16 @@ import ipaddress
 import json
 import math
 import operator
+import re
 import uuid
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from replyparse._json_types import json_equal, json_key, json_type
 from replyparse._schema_ref import SchemaReferenceError, resolve_reference
-from replyparse.openai._patterns import PatternTimeout, compile_pattern, search
-from replyparse.openai.errors import RuleViolation
+from replyparse._schema_walk import declared_types, is_nullable, item_schemas
+from replyparse.request._patterns import PatternTimeout, compile_pattern, search
+from replyparse.request.errors import RuleViolation
 
 try:
     from jsonschema import Draft202012Validator, FormatChecker
@@ -90,14 +92,30 @@ def short_value(value: Any) -> str:
     return text if len(text) <= 80 else f"{text[:77]}..."
 
 
+#: RFC 3339's forms (JSON Schema's ``date``, ``time``, ``date-time``): the extended form only,
+#: seconds required, the offset optional (as the grammar writes a time). Python's
+#: ``fromisoformat`` then judges the calendar, but also reads ISO 8601's other forms
+#: (``20240228``, ``2024-W09``, ``10:30``), which these refuse first.
+_DATE = r"[0-9]{4}-[0-9]{2}-[0-9]{2}"
+_TIME = r"[0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]+)?(?:[Zz]|[+-][0-9]{2}:[0-9]{2})?"
+_RFC3339 = {
+    "date": re.compile(_DATE),
+    "time": re.compile(_TIME),
+    "date-time": re.compile(f"{_DATE}[Tt]{_TIME}"),
+    # RFC 4122's string form (``uuid.UUID`` also reads braces, ``urn:uuid:`` and bare hex).
+    "uuid": re.compile("-".join(f"[0-9a-fA-F]{{{size}}}" for size in (8, 4, 4, 4, 12))),
+}
+
+
 def _format_ok(value: str, name: str) -> bool:
+    form = _RFC3339.get(name)
+    if form is not None and not form.fullmatch(value):
+        return False
     try:
         if name == "date":
             datetime.date.fromisoformat(value)
         elif name == "date-time":
             text = value[:-1] + "+00:00" if value.endswith(("Z", "z")) else value
-            if "T" not in text.upper():
-                return False
             datetime.datetime.fromisoformat(text)
         elif name == "time":
             datetime.time.fromisoformat(value[:-1] if value.endswith(("Z", "z")) else value)
@@ -151,24 +169,20 @@ class _Validator:
                 self.add(where, f"{error}; the value cannot be checked")
             else:
                 self.validate(value, target, where, depth + 1)
-        declared = schema.get("type")
-        types = (
-            [declared]
-            if isinstance(declared, str)
-            else declared
-            if isinstance(declared, list)
-            else None
-        )
-        if schema.get("nullable") is True and types is not None:
-            types = [*types, "null"]
+        types = declared_types(schema)
         if types is not None and not any(_is_type(value, name) for name in types):
             expected = types[0] if len(types) == 1 else " or ".join(types)
             self.add(where, f"expected {expected}; got {short_value(value)}")
             return
-        if "const" in schema and not json_equal(value, schema["const"]):
+        null_allowed = value is None and is_nullable(schema)
+        if "const" in schema and not null_allowed and not json_equal(value, schema["const"]):
             self.add(where, f"expected {short_value(schema['const'])}; got {short_value(value)}")
         enum = schema.get("enum")
-        if isinstance(enum, list) and not any(json_equal(value, member) for member in enum):
+        if (
+            isinstance(enum, list)
+            and not null_allowed
+            and not any(json_equal(value, member) for member in enum)
+        ):
             self.add(where, f"expected one of {short_value(enum)}; got {short_value(value)}")
         self._combinators(value, schema, where, depth)
         kind = _json_type(value)
@@ -252,11 +266,7 @@ class _Validator:
             self.add(where, f"must have at most {maximum} {noun}; has {count}")
 
     def _array(self, value: list[Any], schema: Mapping[str, Any], where: Path, depth: int) -> None:
-        items = schema.get("items")
-        prefix = schema.get("prefixItems")
-        if isinstance(items, list):  # draft 4-7 tuple form
-            prefix, items = items, schema.get("additionalItems", True)
-        positional = prefix if isinstance(prefix, list) else []
+        positional, items = item_schemas(schema)
         for position, item in enumerate(value):
             sub = positional[position] if position < len(positional) else items
             if sub is not None:
@@ -354,9 +364,8 @@ def validate_arguments(
         >>> [str(v) for v in validate_arguments({"days": "3"}, schema)]
         ['$.days: expected integer; got "3"']
     """
-    # On a schema both read alike, the fallback decides alone that nothing is wrong (3x
-    # cheaper than jsonschema on a tool's schema, most calls; issue 13); jsonschema still
-    # words what is.
+    # On a schema both read alike, the fallback decides alone that nothing is wrong (it is
+    # the cheaper of the two, and most calls are valid); jsonschema still words what is.
     if _agreed(schema) and not fallback_violations(arguments, schema, path=path, tool=tool):
         return []
     found = _with_jsonschema(arguments, schema, path, tool)
@@ -454,7 +463,7 @@ def _agreed_schema(schema: Any, depth: int) -> bool:
 FORMATS = ("date", "date-time", "time", "uuid", "ipv4", "ipv6", "email")
 #: Validators kept, by ``id`` of their schema (which each entry holds, so the id stays its),
 #: and by the schema's canonical JSON text: every request brings its tools as new objects,
-#: and building a validator (a class per schema, for its ``$ref`` root) costs ~2 ms.
+#: and building a validator (a class per schema, for its ``$ref`` root) is costly.
 _CACHE_SIZE = 256
 _cache: dict[int, tuple[Any, Any]] = {}
 _by_text: dict[str, Any] = {}
@@ -472,14 +481,33 @@ def _descend(validator: Any, instance: Any, schema: Any, path: str | int) -> _Er
 
 
 def _type(validator: Any, types: Any, instance: Any, schema: Any) -> _Errors:
-    names = [types] if isinstance(types, str) else list(types) if isinstance(types, list) else []
+    names = declared_types(schema)
     if not names:
         return
-    if schema.get("nullable") is True:
-        names.append("null")
     if not any(_is_type(instance, name) for name in names):
         expected = names[0] if len(names) == 1 else " or ".join(names)
         yield ValidationError(f"expected {expected}; got {short_value(instance)}")
+
+
+def _fixed(keyword: str) -> Any:
+    """``const`` / ``enum``, where OpenAPI's ``nullable: true`` allows ``null`` too (as it
+    does for ``type``: :func:`replyparse._schema_walk.allowed_values`)."""
+
+    def check(validator: Any, fixed: Any, instance: Any, schema: Any) -> _Errors:
+        if instance is None and is_nullable(schema):
+            return
+        if keyword == "const" and not json_equal(instance, fixed):
+            yield ValidationError(f"expected {short_value(fixed)}; got {short_value(instance)}")
+        if (
+            keyword == "enum"
+            and isinstance(fixed, list)
+            and not any(json_equal(instance, member) for member in fixed)
+        ):
+            yield ValidationError(
+                f"expected one of {short_value(fixed)}; got {short_value(instance)}"
+            )
+
+    return check
 
 
 def _bound(keyword: str, broken: Callable[[Any, Any], bool], symbol: str) -> Any:
@@ -640,6 +668,8 @@ def _keywords(root: Any) -> dict[str, Any]:
 
 _KEYWORDS: dict[str, Any] = {
     "type": _type,
+    "const": _fixed("const"),
+    "enum": _fixed("enum"),
     "minimum": _bound("minimum", operator.lt, ">="),
     "maximum": _bound("maximum", operator.gt, "<="),
     "exclusiveMinimum": _bound("exclusiveMinimum", operator.le, ">"),

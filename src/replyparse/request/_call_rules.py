@@ -3,7 +3,8 @@
 Reduces ``tools``, ``tool_choice``, ``parallel_tool_calls`` and each tool's ``strict`` to a
 :class:`CallRules`: the tools calls may use (with the name a model writes for each), how many
 calls are allowed, and whether free text may stand between them. The request is checked as
-OpenAI checks it (strict schemas, tool_choice naming given tools), with the same errors.
+OpenAI checks it (:func:`~replyparse.request.rules.check_request`: strict schemas, request
+patterns, tool_choice naming given tools), with the same errors as the OpenAI layer.
 
 This module knows nothing of templates or grammars.
 """
@@ -14,9 +15,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from replyparse.openai.errors import StrictSchemaError, ToolChoiceError
-from replyparse.openai.rules import check_strict_schema, parse_tool_choice
-from replyparse.tools import CustomTool, FunctionTool, Tool, normalize_tools
+from replyparse.request._calls import ToolIndex
+from replyparse.request.errors import ToolChoiceError
+from replyparse.request.rules import check_request
+from replyparse.tools import CustomTool, FunctionTool, Tool
 
 __all__ = ["CallRules", "ToolEntry", "read_request"]
 
@@ -67,38 +69,20 @@ def read_request(
     Raises:
         StrictSchemaError: a ``strict: true`` tool's schema breaks the strict-mode rules.
         ToolChoiceError: ``tool_choice`` is malformed or names a tool that was not given.
-        ToolDefinitionError: a tool is malformed.
+        ToolDefinitionError: a tool is malformed, or a regex or grammar it carries cannot be
+            checked safely.
     """
-    normalized = normalize_tools(tools) if tools else ()
-    violations = []
-    for position, tool in enumerate(normalized):
-        if isinstance(tool, FunctionTool) and tool.strict is True:
-            violations += check_strict_schema(
-                tool.parameters, path=("tools", position, "parameters"), tool=tool.name
-            )
-    if violations:
-        raise StrictSchemaError(violations)
-    if not isinstance(parallel_tool_calls, bool):
-        raise ToolChoiceError(
-            f"parallel_tool_calls: expected true or false; got {parallel_tool_calls!r:.80}"
-        )
-    choice = parse_tool_choice("auto" if tool_choice is None else tool_choice)
-    entries = [ToolEntry(tool.qualified_name, tool) for tool in normalized]
+    index = ToolIndex(tools)
+    choice = check_request(index, tool_choice, parallel_tool_calls)
+    entries = [ToolEntry(tool.qualified_name, tool) for tool in index.tools]
     if choice.names is not None:
-        wanted = set(choice.names)
-        chosen = [entry for entry in entries if entry.name in wanted or entry.tool.name in wanted]
-        found = {entry.name for entry in chosen} | {entry.tool.name for entry in chosen}
-        unknown = sorted(wanted - found)
-        if unknown:
-            raise ToolChoiceError(
-                f"tool_choice names {unknown}, which {'is' if len(unknown) == 1 else 'are'} "
-                f"not among the tools given: {sorted(entry.name for entry in entries)}"
-            )
-        entries = chosen
+        # check_request found each name among the tools: keep those, in the tools' order.
+        chosen = {id(index.find(name)) for name in choice.names}
+        entries = [entry for entry in entries if id(entry.tool) in chosen]
     if choice.mode == "none" or not entries:
         if choice.mode == "required":
             raise ToolChoiceError("tool_choice requires a call, but no tools were given")
-        return CallRules((), 0, 0, True, normalized)
+        return CallRules((), 0, 0, True, index.tools)
     max_calls: int | None = 1 if (choice.forced or not parallel_tool_calls) else None
     minimum = 1 if choice.mode == "required" else 0
-    return CallRules(tuple(entries), minimum, max_calls, minimum == 0, normalized)
+    return CallRules(tuple(entries), minimum, max_calls, minimum == 0, index.tools)

@@ -2,7 +2,7 @@
 
 Owns reading a request's ``tool_choice`` (Responses or Chat Completions form, forced tools,
 ``allowed_tools``) into a :class:`ToolChoice`, and writing it back in either form. What the
-output must then satisfy is checked by :func:`replyparse.openai.rules.check_calls`.
+output must then satisfy is checked by :func:`replyparse.request.rules.check_calls`.
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from replyparse.openai._calls import ToolIndex
-from replyparse.openai.errors import ToolChoiceError
+from replyparse.request._calls import ToolIndex
+from replyparse.request.errors import ToolChoiceError
 
 __all__ = ["ToolChoice", "parse_tool_choice"]
 

@@ -2,17 +2,18 @@
 
 Owns OpenAI's "Supported schemas" rules for strict function calling (structured outputs):
 :func:`check_strict_schema` lists every violation, each at its JSON path. A request rule:
-:func:`replyparse.openai.rules.check_request` raises them as one ``StrictSchemaError``.
+:func:`replyparse.request.rules.check_request` raises them as one ``StrictSchemaError``.
 Knows nothing of arguments, calls or wire shapes.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from replyparse._schema_ref import SchemaReferenceError, resolve_reference
-from replyparse.openai.errors import RuleViolation
+from replyparse._schema_walk import SchemaPath, declared_types, walk
+from replyparse.request.errors import RuleViolation
 
 __all__ = ["check_strict_schema"]
 
@@ -28,6 +29,7 @@ _STRICT_UNSUPPORTED = (
     "dependentRequired",
     "dependentSchemas",
 )
+_STRICT_DESCENT = frozenset({"properties", "items", "anyOf", "$defs", "definitions"})
 _STRICT_MAX_PROPERTIES = 5000
 _STRICT_MAX_DEPTH = 10
 _STRICT_MAX_ENUM_VALUES = 1000
@@ -72,7 +74,15 @@ def check_strict_schema(
     elif schema.get("type") != "object":
         add(("type",), f"the root must be 'type': 'object'; got {schema.get('type')!r}")
     counts = {"properties": 0, "enum": 0}
-    _walk_strict(schema, (), schema, add, counts, depth=0)
+
+    def visit(node: Mapping[str, Any], where: SchemaPath, depth: int) -> bool:
+        if depth > _STRICT_MAX_DEPTH:
+            add(where, "more than 10 levels of nesting")
+            return False
+        _check_strict_node(node, where, schema, add, counts)
+        return True
+
+    walk(schema, visit, descend=_strict_descends)
     if counts["properties"] > _STRICT_MAX_PROPERTIES:
         add((), f"{counts['properties']} object properties in total; at most 5000 are allowed")
     if counts["enum"] > _STRICT_MAX_ENUM_VALUES:
@@ -80,17 +90,21 @@ def check_strict_schema(
     return found
 
 
-def _walk_strict(
+def _strict_descends(step: SchemaPath, nests: bool) -> bool:
+    """The subschemas strict mode reads: properties, ``items`` (one schema), ``anyOf``
+    branches and definitions; the keywords it refuses are reported, not entered."""
+    if step[0] == "items":
+        return len(step) == 1  # one schema; the draft 4-7 tuple form is reported instead
+    return step[0] in _STRICT_DESCENT
+
+
+def _check_strict_node(
     schema: Mapping[str, Any],
     where: Path,
     root: Mapping[str, Any],
-    add: Any,
+    add: Callable[[Path, str], None],
     counts: dict[str, int],
-    depth: int,
 ) -> None:
-    if depth > _STRICT_MAX_DEPTH:
-        add(where, "more than 10 levels of nesting")
-        return
     for keyword in _STRICT_UNSUPPORTED:
         if keyword in schema:
             add((*where, keyword), f"'{keyword}' is not supported in strict mode")
@@ -100,10 +114,7 @@ def _walk_strict(
             resolve_reference(root, reference)
         except SchemaReferenceError as error:
             add((*where, "$ref"), str(error))
-    declared = schema.get("type")
-    types = (
-        [declared] if isinstance(declared, str) else declared if isinstance(declared, list) else []
-    )
+    types = declared_types(schema) or ()
     for name in types:
         if name not in _STRICT_TYPES:
             add((*where, "type"), f"unsupported type {name!r}; use one of {sorted(_STRICT_TYPES)}")
@@ -115,30 +126,13 @@ def _walk_strict(
         properties = schema.get("properties")
         if isinstance(properties, Mapping):
             counts["properties"] += len(properties)
-            for key, sub in properties.items():
-                if isinstance(sub, Mapping):
-                    _walk_strict(sub, (*where, "properties", key), root, add, counts, depth + 1)
-    if "array" in types:
-        items = schema.get("items")
-        if not isinstance(items, Mapping):
-            add((*where, "items"), "array schema missing items (a schema object)")
-        else:
-            _walk_strict(items, (*where, "items"), root, add, counts, depth + 1)
-    for keyword in ("anyOf",):
-        branches = schema.get(keyword)
-        if isinstance(branches, list):
-            for position, branch in enumerate(branches):
-                if isinstance(branch, Mapping):
-                    _walk_strict(branch, (*where, keyword, position), root, add, counts, depth)
-    for keyword in ("$defs", "definitions"):
-        definitions = schema.get(keyword)
-        if isinstance(definitions, Mapping):
-            for name, definition in definitions.items():
-                if isinstance(definition, Mapping):
-                    _walk_strict(definition, (*where, keyword, name), root, add, counts, depth)
+    if "array" in types and not isinstance(schema.get("items"), Mapping):
+        add((*where, "items"), "array schema missing items (a schema object)")
 
 
-def _check_strict_object(schema: Mapping[str, Any], where: Path, add: Any) -> None:
+def _check_strict_object(
+    schema: Mapping[str, Any], where: Path, add: Callable[[Path, str], None]
+) -> None:
     if schema.get("additionalProperties") is not False:
         got = schema.get("additionalProperties", "(missing)")
         add(

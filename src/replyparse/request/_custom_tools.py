@@ -11,8 +11,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from replyparse._schema_walk import SchemaPath, walk
 from replyparse.errors import ToolDefinitionError
-from replyparse.openai._patterns import (
+from replyparse.request._patterns import (
     PatternTimeout,
     compile_pattern,
     lark_accepts,
@@ -20,8 +21,8 @@ from replyparse.openai._patterns import (
     pattern_problem,
     search,
 )
-from replyparse.openai._validation import short_value
-from replyparse.openai.errors import RuleViolation
+from replyparse.request._validation import short_value
+from replyparse.request.errors import RuleViolation
 from replyparse.tools import CustomTool, FunctionTool, Tool
 
 __all__ = ["check_custom_input", "check_tool_patterns"]
@@ -49,27 +50,24 @@ def _check_schema_patterns(tool: FunctionTool) -> None:
     Raises:
         ToolDefinitionError: naming the schema path and the problem (``a{4294967294}``).
     """
-    stack: list[tuple[str, Any]] = [("parameters", tool.parameters)]
-    while stack:
-        where, node = stack.pop()
-        if isinstance(node, list):
-            stack.extend((f"{where}[{index}]", item) for index, item in enumerate(node))
-            continue
-        if not isinstance(node, Mapping):
-            continue
-        patterns = [(f"{where}.pattern", node.get("pattern"))]
+
+    def visit(node: Mapping[str, Any], path: SchemaPath, depth: int) -> bool:
+        patterns = [(".pattern", node.get("pattern"))]
         properties = node.get("patternProperties")
         if isinstance(properties, Mapping):
-            patterns += [(f"{where}.patternProperties", key) for key in properties]
+            patterns += [(".patternProperties", key) for key in properties]
         for place, pattern in patterns:
             problem = pattern_problem(pattern) if isinstance(pattern, str) else None
             if problem is not None:
-                raise ToolDefinitionError(f"tool {tool.name!r}: {place} {pattern!r:.80} {problem}")
-        stack.extend(
-            (f"{where}.{key}", value)
-            for key, value in node.items()
-            if isinstance(value, (Mapping, list)) and key != "enum" and key != "const"
-        )
+                where = "".join(
+                    f"[{step}]" if isinstance(step, int) else f".{step}" for step in path
+                )
+                raise ToolDefinitionError(
+                    f"tool {tool.name!r}: parameters{where}{place} {pattern!r:.80} {problem}"
+                )
+        return True
+
+    walk(tool.parameters, visit)
 
 
 def _grammar_of(tool: CustomTool) -> tuple[str, str] | None:

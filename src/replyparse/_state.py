@@ -1,0 +1,175 @@
+"""``ParseState``: everything one text's parse has changed, in one copyable object.
+
+The parser (``replyparse.parser``) reads and changes it; the template, the tools and the
+parser's options, which never change, are not in it. A copy (``ParseState.copy``) parses
+another text from the same point: a batch primes one state per prompt and copies it for
+each row that needs the general path. Knows nothing of scanning or values.
+"""
+
+from __future__ import annotations
+
+import copy
+import enum
+from typing import Any
+
+from replyparse._accumulator import TextAccumulator
+from replyparse._scanner import Scanner
+from replyparse.events import Event
+from replyparse.issues import InProgressRegion, ParseIssue
+from replyparse.template import FieldSpec
+from replyparse.tokens import ControlTokenDecoder
+
+__all__ = ["ParseState", "ParserPhase"]
+
+
+class ParserPhase(enum.Enum):
+    """Where a ResponseParser is in its life."""
+
+    #: Accepting text.
+    STREAMING = "streaming"
+    #: The end of the turn was seen; further text is trailing and not parsed.
+    ENDED = "ended"
+    #: ``finalize()`` returned; the parser is spent.
+    FINISHED = "finished"
+    #: A ResponseParseError was raised; the parser is spent (see ``partial_message``).
+    FAILED = "failed"
+
+
+class ParseState:
+    """The state of one text's parse (see the module docstring); every field is listed here.
+
+    Offsets are in characters of the generation (negative inside the prompt).
+    """
+
+    __slots__ = (
+        "base",
+        "body",
+        "body_offset",
+        "buffer",
+        "captures",
+        "context",
+        "deferred",
+        "empty_match_at",
+        "field",
+        "floors",
+        "implicit_open",
+        "in_progress",
+        "initial_events",
+        "input_offset",
+        "input_pieces",
+        "issues",
+        "malformed",
+        "open_groups",
+        "open_text",
+        "partial",
+        "partials",
+        "pending_whitespace",
+        "phase",
+        "rescan_at",
+        "scanner",
+        "scanner_calls",
+        "started",
+        "tokens",
+        "trailing_text",
+        "unclaimed_text",
+        "whitespace_run",
+    )
+
+    def __init__(self, scanner: Scanner, tokens: ControlTokenDecoder | None) -> None:
+        self.phase = ParserPhase.STREAMING
+        #: The events the prompt produced.
+        self.initial_events: list[Event] = []
+        #: Text after the end of the turn, never parsed.
+        self.trailing_text = ""
+        #: ``(offset, text)`` of non-whitespace text outside every region (no implicit field).
+        self.unclaimed_text: list[tuple[int, str]] = []
+        #: Recover mode's issues.
+        self.issues: list[ParseIssue] = []
+        #: After ``finalize(partial=True)``, the region the generation was cut in.
+        self.in_progress: InProgressRegion | None = None
+        #: The closing is of a cut generation (``finalize(partial=True)``).
+        self.partial = False
+        #: Text not consumed yet: it may begin a delimiter.
+        self.buffer = ""
+        #: The offset of ``buffer[0]``.
+        self.base = 0
+        #: Consumed text kept before the buffer for lookbehinds and "^" (``context_size``).
+        self.context = ""
+        #: Text held unscanned until the buffer has doubled (``rescan_at``, 0: none held).
+        self.deferred = TextAccumulator()
+        self.rescan_at = 0
+        #: Per delimiter, where its next match can start at the earliest, and its partial
+        #: matches (``Scanner.scan``'s ``floors`` and ``partials``).
+        self.floors: dict[int, int] = {}
+        self.partials: dict[int, tuple[int, int]] = {}
+        #: The offset of the last region opened by a zero-width match: it closes by no
+        #: zero-width match there.
+        self.empty_match_at = -(10**18)
+        #: The open explicit region, if any, and the scanner of the current state.
+        self.field: FieldSpec | None = None
+        self.scanner = scanner
+        #: How many times the parser asked the scanner about this text (see
+        #: ``ResponseParser.scanner_calls``).
+        self.scanner_calls = 0
+        #: The implicit region is open.
+        self.implicit_open = False
+        #: The open region's named groups and its open delimiter's text.
+        self.open_groups: dict[str, str | None] = {}
+        self.open_text = ""
+        #: The open region's body and where it began.
+        self.body = TextAccumulator()
+        self.body_offset = 0
+        #: A stripping clean field has seen non-whitespace.
+        self.started = False
+        #: Whitespace held at the end of a stripping clean field's body until more text
+        #: follows: a string while it is short, then an accumulator (a long run of small
+        #: pieces, which one string would copy at each).
+        self.pending_whitespace = ""
+        self.whitespace_run: TextAccumulator | None = None
+        #: Each field's values, in the order its regions closed.
+        self.captures: dict[str, list[Any]] = {}
+        #: Extended events: the fields whose region was malformed, everything fed
+        #: (``input_text``) and where the generation begins in it.
+        self.malformed: set[str] = set()
+        self.input_pieces: list[str] | None = None
+        self.input_offset = 0
+        #: Token-id mode: the decoder of the ids.
+        self.tokens = tokens
+
+    def copy(self) -> ParseState:
+        """A state to parse another text from this point: nothing mutable is shared."""
+        copied = object.__new__(ParseState)
+        copied.phase = self.phase
+        # The prompt's events hold its values (a closed region's dict): the copy's own.
+        copied.initial_events = copy.deepcopy(self.initial_events) if self.initial_events else []
+        copied.trailing_text = self.trailing_text
+        copied.unclaimed_text = list(self.unclaimed_text)
+        copied.issues = list(self.issues)
+        copied.in_progress = self.in_progress
+        copied.partial = self.partial
+        copied.buffer = self.buffer
+        copied.base = self.base
+        copied.context = self.context
+        copied.deferred = self.deferred.copy()
+        copied.rescan_at = self.rescan_at
+        copied.floors = dict(self.floors)
+        copied.partials = dict(self.partials)
+        copied.empty_match_at = self.empty_match_at
+        copied.field = self.field
+        copied.scanner = self.scanner
+        copied.scanner_calls = self.scanner_calls
+        copied.implicit_open = self.implicit_open
+        copied.open_groups = dict(self.open_groups)
+        copied.open_text = self.open_text
+        copied.body = self.body.copy()
+        copied.body_offset = self.body_offset
+        copied.started = self.started
+        copied.pending_whitespace = self.pending_whitespace
+        run = self.whitespace_run
+        copied.whitespace_run = None if run is None else run.copy()
+        copied.captures = copy.deepcopy(self.captures) if self.captures else {}
+        copied.malformed = set(self.malformed)
+        copied.input_pieces = None if self.input_pieces is None else list(self.input_pieces)
+        copied.input_offset = self.input_offset
+        copied.tokens = None if self.tokens is None else self.tokens.fresh()
+        return copied
