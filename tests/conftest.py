@@ -4,7 +4,9 @@ Under CI (``CI`` set, as ``.ci/run`` runs), hypothesis draws the same examples o
 (``derandomize``): a submission is judged on what its author ran, and a new counterexample
 is found by developers' runs, which keep exploring at random.
 
-The fast tier, ``python -m pytest -m "not slow"`` (README, Development): a module whose
+The fast tier, ``python -m pytest -m "not slow"`` (README, Development), runs each
+hypothesis test with :data:`FAST_EXAMPLES` examples instead of 100 (a test that sets its own
+``max_examples`` keeps it); the full suite runs them all. A module whose
 ``pytestmark`` line marks every test in it (``pytestmark = pytest.mark.slow``, or a list
 holding it) is not even imported when ``-m`` leaves all its tests out, so that the tier
 does not pay for the imports of what it skips (the agent clients, Ray, torch). The module's
@@ -26,6 +28,9 @@ from hypothesis import settings
 settings.register_profile("ci", derandomize=True, print_blob=True)
 if os.environ.get("CI"):
     settings.load_profile("ci")
+
+#: Examples per hypothesis test in the fast tier (hypothesis's default is 100).
+FAST_EXAMPLES = 10
 
 #: ``pytestmark = pytest.mark.x`` or ``pytestmark = [pytest.mark.x, ...]`` at a line's start.
 _MODULE_MARKS = re.compile(r"^pytestmark\s*=\s*(\[[^\]]*\]|[^\n]*)", re.MULTILINE)
@@ -84,6 +89,11 @@ def pytest_configure(config: pytest.Config) -> None:
         "fast_plan: checks how the fast scanner plan takes a shortcut (skipped on the "
         "reference plan, which takes none)",
     )
+    markexpr = config.getoption("markexpr")
+    if markexpr and _deselects(markexpr, frozenset({"slow"})):
+        parent = settings.get_profile("ci" if os.environ.get("CI") else "default")
+        settings.register_profile("fast", parent=parent, max_examples=FAST_EXAMPLES)
+        settings.load_profile("fast")
     plan = config.getoption("--scanner-plan")
     if plan is not None:
         # Before any test module is collected, so that every template compiled in the run,
