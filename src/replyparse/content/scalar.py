@@ -9,7 +9,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from replyparse.content._base import EVERY_ENGINE, ArgsReader, Capabilities, ContentError
+from replyparse.content._base import (
+    EVERY_ENGINE,
+    ArgsReader,
+    Capabilities,
+    ContentError,
+    TakesNoArgs,
+)
 
 __all__ = ["BoolParser", "FloatParser", "IntParser", "TextParser"]
 
@@ -47,7 +53,7 @@ class TextParser:
 
 
 @dataclass(frozen=True)
-class IntParser:
+class IntParser(TakesNoArgs):
     """``int``: a whole number, surrounding whitespace ignored."""
 
     name: str = "int"
@@ -65,18 +71,9 @@ class IntParser:
         except ValueError:
             raise ContentError(f"expected an integer; got {text!r}") from None
 
-    def to_args(self) -> dict[str, Any]:
-        """No content_args."""
-        return {}
-
-    @classmethod
-    def build(cls, reader: ArgsReader) -> IntParser:
-        """Build (takes no content_args)."""
-        return cls()
-
 
 @dataclass(frozen=True)
-class FloatParser:
+class FloatParser(TakesNoArgs):
     """``float``: a number, surrounding whitespace ignored."""
 
     name: str = "float"
@@ -94,18 +91,9 @@ class FloatParser:
         except ValueError:
             raise ContentError(f"expected a number; got {text!r}") from None
 
-    def to_args(self) -> dict[str, Any]:
-        """No content_args."""
-        return {}
-
-    @classmethod
-    def build(cls, reader: ArgsReader) -> FloatParser:
-        """Build (takes no content_args)."""
-        return cls()
-
 
 @dataclass(frozen=True)
-class BoolParser:
+class BoolParser(TakesNoArgs):
     """``bool``: ``true`` or ``false`` in any letter case, surrounding whitespace ignored."""
 
     name: str = "bool"
@@ -124,12 +112,3 @@ class BoolParser:
         if lowered in _FALSE:
             return False
         raise ContentError(f"expected 'true' or 'false'; got {text!r}")
-
-    def to_args(self) -> dict[str, Any]:
-        """No content_args."""
-        return {}
-
-    @classmethod
-    def build(cls, reader: ArgsReader) -> BoolParser:
-        """Build (takes no content_args)."""
-        return cls()

@@ -79,7 +79,7 @@ class _Item:
     key: str = ""
     #: the item's ``.delta`` event but for its ``sequence_number`` and ``delta`` (and a
     #: message's ``logprobs``), copied per delta: copying a small dict costs less than
-    #: building it (issue 13)
+    #: building it
     delta_event: dict[str, Any] = field(default_factory=dict)
     #: a reasoning item's ``reasoning_summary_text.delta`` event, likewise, when the
     #: request asked for a summary (empty otherwise)
@@ -388,7 +388,7 @@ class ResponsesStream(StreamBase):
         return self._render_updates(self._take_pending("start"))
 
     def _render_text(self, key: str, text: str) -> list[dict[str, Any]]:
-        # Most deltas: more text of the open item (issue 13).
+        # Most deltas: more text of the open item.
         item = self._open
         if item is not None and item.key == key:
             if item.summary_event:

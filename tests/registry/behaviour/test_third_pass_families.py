@@ -686,3 +686,73 @@ def test_muse_spark_commentary_is_content() -> None:
             "tool_calls": [call("get_weather", {"city": "Paris", "days": 3})],
         },
     )
+
+
+# -- HY v4: the template for one checkpoint's vocabulary --------------------------------------------
+
+HY4_VOCABULARY = {
+    ":opensource": ["<think:opensource>", "<tool_calls:opensource>", "<tool_call:opensource>"],
+    ":a+b(c": ["<tool_calls:a+b(c>", "<tool_call:a+b(c>", "</tool_call:a+b(c>"],
+    "": ["<tool_calls>", "<tool_call>", "</tool_call>", "<arg_key>"],
+}
+
+
+@pytest.mark.parametrize("suffix", sorted(HY4_VOCABULARY))
+def test_hunyuan_hy4_template_for_a_vocabulary_reads_its_suffix_only(suffix: str) -> None:
+    from replyparse import parse_response
+
+    template = get_entry("hunyuan-hy4").template_for_vocabulary(HY4_VOCABULARY[suffix])
+    text = "The user wants two things.</think" + suffix + ">" + _hy4(suffix)
+    message = parse_response(text, template, prefix="<think" + suffix + ">", tools=TOOLS)
+    assert message["reasoning_content"] == "The user wants two things."
+    assert [item["function"]["name"] for item in message["tool_calls"]] == [
+        "get_weather",
+        "book_trip",
+        "now",
+    ]
+    # Another checkpoint's suffix is not this one's structure: it stays content.
+    other = _hy4(":other")
+    assert parse_response(other, template, prefix="") == {**A, "content": other}
+
+
+def test_hunyuan_hy4_detected_from_a_tokenizer_config_gets_its_suffix() -> None:
+    from replyparse import parse_response
+    from replyparse.templates import detect_template
+
+    config = {
+        "added_tokens_decoder": {
+            str(index): {"content": token, "special": True}
+            for index, token in enumerate(HY4_VOCABULARY[":a+b(c"], start=120000)
+        }
+    }
+    template = detect_template(tokenizer_config=config, model_type="hy_v4")
+    text = _hy4(":a+b(c")
+    message = parse_response(text, template, prefix="", tools=TOOLS)
+    assert message["content"] == "Checking both."
+    assert len(message["tool_calls"]) == 3
+    opensource = _hy4(":opensource")
+    assert parse_response(opensource, template, prefix="") == {**A, "content": opensource}
+
+
+def test_a_token_suffix_pattern_must_appear_in_the_template(tmp_path: Any) -> None:
+    import json
+
+    from replyparse.templates import validate_family_file
+
+    raw = json.loads(json.dumps(get_entry("hunyuan-hy4").response_template))
+    family = {
+        "name": "suffixed",
+        "description": "a family whose token_suffix names a pattern the template lacks",
+        "prefixes": {"default": ""},
+        "token_suffix": {"stem": "<tool_call", "pattern": "(?::[^>]*)?"},
+        "response_template": raw,
+    }
+    path = tmp_path / "suffixed.json"
+    path.write_text(json.dumps(family), encoding="utf-8")
+    issues = validate_family_file(path)
+    assert [(issue.code, issue.path) for issue in issues] == [
+        ("invalid_value", ("suffixed.json", "token_suffix", "pattern"))
+    ]
+    family["token_suffix"] = {"stem": "<tool_call"}
+    path.write_text(json.dumps(family), encoding="utf-8")
+    assert [issue.code for issue in validate_family_file(path)] == ["invalid_type"]
