@@ -756,3 +756,87 @@ def test_a_token_suffix_pattern_must_appear_in_the_template(tmp_path: Any) -> No
     family["token_suffix"] = {"stem": "<tool_call"}
     path.write_text(json.dumps(family), encoding="utf-8")
     assert [issue.code for issue in validate_family_file(path)] == ["invalid_type"]
+
+
+# -- Cohere Command 3 (command-r7b framing) and Command 4 (cohere2-moe framing) ---------------------
+
+COHERE_ACTION = (
+    '<|START_ACTION|>[{"tool_call_id": "0", "tool_name": "get_weather", "parameters": '
+    '{"city": "Paris", "days": 3}}, {"tool_call_id": "1", "tool_name": "book_trip", "parameters": '
+    '{"city": "Lisbon", "travellers": [{"name": "Ana", "age": 34}, {"name": "Bo", "age": null}], '
+    '"options": {"seat": {"window": true, "row": 12}, "meals": ["veg", null], "price": 199.5}, '
+    '"nights": 4}}]<|END_ACTION|>'
+)
+COHERE_CALLS = [
+    {"id": "0", **call("get_weather", {"city": "Paris", "days": 3})},
+    {"id": "1", **BOOKING},
+]
+
+
+@pytest.mark.parametrize(
+    ("family", "prefix_key"), [("command-r7b", "thinking"), ("cohere2-moe", "default")]
+)
+def test_cohere_command_thinking_then_parallel_actions(family: str, prefix_key: str) -> None:
+    # Command 4 repeats the <|START_THINKING|> its prompt pre-opened; the opener absorbs it.
+    text = "<|START_THINKING|>Weather first, then the booking.<|END_THINKING|>" + COHERE_ACTION
+    assert_clean(
+        all_modes(family, text + "<|END_OF_TURN_TOKEN|>", prefix_key=prefix_key),
+        {**A, "reasoning_content": "Weather first, then the booking.", "tool_calls": COHERE_CALLS},
+    )
+
+
+@pytest.mark.parametrize(
+    ("family", "prefix_key", "framing"),
+    [
+        ("command-r7b", "thinking", ("<|START_RESPONSE|>", "<|END_RESPONSE|>")),
+        ("cohere2-moe", "default", ("<|START_TEXT|>", "<|END_TEXT|>")),
+    ],
+)
+def test_cohere_command_citations_are_kept_as_written(
+    family: str, prefix_key: str, framing: tuple[str, str]
+) -> None:
+    """vLLM's cohere_melody parser reduces <co>...</co: ...> to the cited text; not done here."""
+    answer = "It is <co>sunny and 21 C</co: 0:[0,1]> in Paris."
+    text = f"<|START_THINKING|>Doc 0 has it.<|END_THINKING|>{framing[0]}{answer}{framing[1]}"
+    assert_clean(
+        all_modes(family, text, prefix_key=prefix_key),
+        {**A, "reasoning_content": "Doc 0 has it.", "content": answer},
+    )
+
+
+@pytest.mark.parametrize(
+    ("family", "prefix_key"), [("command-r7b", "thinking"), ("cohere2-moe", "default")]
+)
+def test_cohere_command_a_truncated_action_list(family: str, prefix_key: str) -> None:
+    text = "<|START_THINKING|>Go.<|END_THINKING|>" + COHERE_ACTION[:120]
+    outcomes = all_modes(family, text, prefix_key=prefix_key)
+    assert outcomes["raise"].error == (
+        "ContentParseError",
+        "tool_calls",
+        {**A, "reasoning_content": "Go."},
+    )
+    # The list's names cannot be read from the cut body: recover keeps it as content text.
+    assert outcomes["recover"].message == {
+        **A,
+        "reasoning_content": "Go.",
+        "content": COHERE_ACTION[:120],
+    }
+    assert outcomes["recover"].issues == ("unclosed_region", "unreadable_call")
+    assert outcomes["partial"].message == {**A, "reasoning_content": "Go."}
+    assert outcomes["partial"].in_progress == "tool_calls"
+
+
+@pytest.mark.parametrize(
+    ("family", "prefix_key"), [("command-r7b", "thinking"), ("cohere2-moe", "default")]
+)
+def test_cohere_command_a_non_json_action_block(family: str, prefix_key: str) -> None:
+    block = '<|START_ACTION|>get_weather(city="Paris")<|END_ACTION|>'
+    text = "<|START_THINKING|>Go.<|END_THINKING|>" + block
+    outcomes = all_modes(family, text, prefix_key=prefix_key)
+    assert outcomes["raise"].error == (
+        "ContentParseError",
+        "tool_calls",
+        {**A, "reasoning_content": "Go."},
+    )
+    assert outcomes["recover"].message == {**A, "reasoning_content": "Go.", "content": block}
+    assert outcomes["recover"].issues == ("unreadable_call",)
