@@ -20,6 +20,7 @@ pytest.importorskip("llguidance")
 
 from replyparse.grammar.sample import sample_texts
 from replyparse.templates import get_entry, list_templates
+from tests.tiers import fast_sample
 
 
 @functools.cache
@@ -46,7 +47,7 @@ def _compiled(name: str, request: int) -> str:
         pytest.skip(f"{name} does not compile: {message}")
 
 
-@pytest.mark.parametrize("name", list_templates())
+@pytest.mark.parametrize("name", fast_sample(list_templates(), keep=6))
 @pytest.mark.parametrize("request_index", range(len(REQUESTS)))
 def test_samples_are_valid_messages(name: str, request_index: int) -> None:
     grammar = _compiled(name, request_index)
@@ -72,6 +73,9 @@ _INKLING_TEXT_KIND = (
 )
 KNOWN_GAPS: dict[str, str] = {
     "mistral-call-4": "a call object with a key besides name and arguments",
+    "step3-parallel-3": "XML parameters of a tool whose schema declares no properties "
+    "(the case records no arguments, so its tools are {'type': 'object'}): the xml-inline "
+    "grammar writes declared parameters only",
     "olmo3-parallel-8": "Python-style calls on separate lines; the grammar separates them with commas",
     "kimi-k2-no-call-edge-9": "content holding the call delimiter's fixed text",
     "internlm2-misc-edge-7": "content holding the call delimiter's fixed text",
@@ -272,7 +276,7 @@ def _corpus() -> list[Any]:
 
 
 @pytest.mark.skipif(not CASES.is_file(), reason="the shared corpus (../shared) is not available")
-@pytest.mark.parametrize("case", _corpus())
+@pytest.mark.parametrize("case", fast_sample(_corpus(), keep=30))
 def test_corpus_outputs_are_accepted(case: dict[str, Any]) -> None:
     from scripts.corpus_check import prefix_for, tools_for
 

@@ -97,6 +97,10 @@ class ReaderBase:
         self._started = False
         #: The call's name, once the body gave it (None for a name outside the body).
         self.name: str | None = None
+        self._prepare()
+
+    def _prepare(self) -> None:
+        """Set up what the format's reader keeps besides (each reader's own)."""
 
 
 _ANNOTATIONS = frozenset({"$ref", "description", "title", "default", "examples", "$comment"})

@@ -189,15 +189,7 @@ class JsonArgumentReader(ReaderBase):
     holds it, is read at ``name_path``.
     """
 
-    def __init__(
-        self,
-        parser: Any,
-        arguments_path: Path | None,
-        name_path: Path | None,
-        coerce: Coerce | None,
-    ) -> None:
-        """Follow one call (see ``ReaderBase``)."""
-        super().__init__(parser, arguments_path, name_path, coerce)
+    def _prepare(self) -> None:
         self._scanner = JsonScanner()
         self._body_text = ""
         #: Tokens read before the name was known (the writer depends on the named tool).

@@ -6,8 +6,9 @@ the others always strip before converting.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 from replyparse.content._base import (
     EVERY_ENGINE,
@@ -19,6 +20,7 @@ from replyparse.content._base import (
 
 __all__ = ["BoolParser", "FloatParser", "IntParser", "TextParser"]
 
+_Number = TypeVar("_Number", int, float)
 _TRUE = frozenset({"true"})
 _FALSE = frozenset({"false"})
 
@@ -52,6 +54,15 @@ class TextParser:
         return cls(strip=reader.get_bool("strip", True))
 
 
+def _convert(body: str, convert: Callable[[str], _Number], expected: str) -> _Number:
+    """``convert`` of the stripped body; a ``ContentError`` naming ``expected`` when it fails."""
+    text = body.strip()
+    try:
+        return convert(text)
+    except ValueError:
+        raise ContentError(f"expected {expected}; got {text!r}") from None
+
+
 @dataclass(frozen=True)
 class IntParser(TakesNoArgs):
     """``int``: a whole number, surrounding whitespace ignored."""
@@ -65,11 +76,7 @@ class IntParser(TakesNoArgs):
 
     def parse(self, body: str) -> int:
         """Convert to int."""
-        text = body.strip()
-        try:
-            return int(text)
-        except ValueError:
-            raise ContentError(f"expected an integer; got {text!r}") from None
+        return _convert(body, int, "an integer")
 
 
 @dataclass(frozen=True)
@@ -85,11 +92,7 @@ class FloatParser(TakesNoArgs):
 
     def parse(self, body: str) -> float:
         """Convert to float."""
-        text = body.strip()
-        try:
-            return float(text)
-        except ValueError:
-            raise ContentError(f"expected a number; got {text!r}") from None
+        return _convert(body, float, "a number")
 
 
 @dataclass(frozen=True)

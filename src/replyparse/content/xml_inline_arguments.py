@@ -505,15 +505,7 @@ class XmlTagArgumentReader(ReaderBase):
     is in the open delimiter, never in the body: :attr:`name` stays None).
     """
 
-    def __init__(
-        self,
-        parser: Any,
-        arguments_path: Path | None,
-        name_path: Path | None,
-        coerce: Coerce | None,
-    ) -> None:
-        """Follow one call (see ``ReaderBase``)."""
-        super().__init__(parser, arguments_path, name_path, coerce)
+    def _prepare(self) -> None:
         self._writer: _XmlArgumentsWriter | None = None
 
     @classmethod

@@ -211,22 +211,13 @@ class ToolCallStreamer:
         return fragment
 
     def feed_take(self, text: str) -> str:
-        """``feed(text)`` then ``take()``: the fragment ``text`` completes (possibly empty).
-
-        The streams' path for every chunk of the open call's body: a piece that only
-        continues a value written as it arrives (most pieces of a long argument value) is
-        read by the reader's ``feed_string``, without collecting fragments.
-        """
-        reader = self._reader
-        fragment = reader.feed_string(text) if reader is not None else None
+        """``feed(text)`` then ``take()``: the fragment ``text`` completes (possibly empty),
+        read by :meth:`feed_string` where it takes the piece (the streams' path for every
+        chunk of the open call's body)."""
+        fragment = self.feed_string(text)
         if fragment is None:
             self.feed(text)
             return self.take()
-        if self._pending:
-            self._pending.append(fragment)
-            return self.take()
-        if fragment:
-            self._emitted.append(fragment)
         return fragment
 
     def take(self) -> str:
