@@ -122,6 +122,7 @@ def test_start_chars_are_known_where_safe_length_tests_only_characters() -> None
     assert len(START_CHAR_SCANNERS) >= 200
 
 
+@pytest.mark.fast_plan
 @settings(max_examples=400, deadline=None)
 @given(data=st.data())
 def test_text_without_a_start_char_begins_no_delimiter(data: st.DataObject) -> None:
