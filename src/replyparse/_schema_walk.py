@@ -28,7 +28,7 @@ limit) and linear in the schema: each node, and each reference target, once.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from typing import Any
 
 from replyparse._schema_ref import SchemaReferenceError, resolve_reference
@@ -55,8 +55,8 @@ SchemaPath = tuple[str | int, ...]
 #: The keywords whose value is a list of alternative or combined subschemas.
 COMBINATORS = ("anyOf", "oneOf", "allOf")
 
-#: Where a node's subschemas are: ``(keyword, form, whether it describes a nested value)``,
-#: in the order :func:`subschemas` yields them. Forms: ``map`` (name -> schema), ``list``
+#: Where a node's subschemas are: ``(keyword, form, whether it describes a nested value)``.
+#: Forms: ``map`` (name -> schema), ``list``
 #: (schemas by index), ``one`` (a schema), ``items`` (one schema, or the draft 4-7 list).
 _SUBSCHEMA_KEYWORDS: tuple[tuple[str, str, bool], ...] = (
     ("properties", "map", True),
@@ -76,6 +76,9 @@ _SUBSCHEMA_KEYWORDS: tuple[tuple[str, str, bool], ...] = (
     ("$defs", "map", False),
     ("definitions", "map", False),
 )
+_FORMS: dict[str, tuple[str, bool]] = {
+    keyword: (form, nests) for keyword, form, nests in _SUBSCHEMA_KEYWORDS
+}
 
 
 def is_nullable(schema: Mapping[str, Any]) -> bool:
@@ -166,25 +169,26 @@ def item_schemas(schema: Mapping[str, Any]) -> tuple[Sequence[object], object | 
 
 
 def subschemas(schema: Mapping[str, Any]) -> Iterator[tuple[SchemaPath, object, bool]]:
-    """Every subschema of one node, in document order by keyword group: ``(the keywords,
-    names and indexes that reach it, the subschema, whether it describes a nested value)``.
+    """Every subschema of one node, in document order: ``(the keywords, names and indexes
+    that reach it, the subschema, whether it describes a nested value)``.
 
     Nested values are those of properties and items (the strict-mode nesting depth counts
     them); combinators, ``not`` / ``if`` / ``then`` / ``else`` and definitions describe the
     same value. A ``$ref`` is not a subschema (see :func:`walk`).
     """
-    for keyword, form, nests in _SUBSCHEMA_KEYWORDS:
-        if keyword not in schema:
+    for keyword, value in schema.items():
+        entry = _FORMS.get(keyword)
+        if entry is None:
             continue
-        value = schema[keyword]
+        form, nests = entry
         if form == "map":
             if isinstance(value, Mapping):
                 for name, member in value.items():
                     yield (keyword, name), member, nests
-        elif isinstance(value, list) and form in ("list", "items"):
+        elif isinstance(value, list) and form != "one":
             for index, member in enumerate(value):
                 yield (keyword, index), member, nests
-        elif form in ("one", "items"):
+        elif form != "list":
             yield (keyword,), value, nests
 
 
@@ -198,7 +202,7 @@ def walk(
     visit: Visitor,
     *,
     follow_references: bool = False,
-    descend: Callable[[SchemaPath, bool], bool] | None = None,
+    keywords: Collection[str] | None = None,
 ) -> None:
     """Call ``visit`` on every schema node of ``schema``, depth first in document order.
 
@@ -210,9 +214,8 @@ def walk(
         follow_references: also visit the target of each local ``$ref`` (once per
             reference, at the path ``(*where, "$ref")``; one that does not resolve is
             skipped: reporting it is the consumer's decision).
-        descend: which subschemas to enter, given the step's keywords (the path below the
-            node, e.g. ``("properties", "city")``) and whether it nests a value; every one
-            when None.
+        keywords: the keywords whose subschemas are entered (``{"properties", "items"}``);
+            every subschema keyword when None.
     """
     if not isinstance(schema, Mapping):
         return
@@ -232,9 +235,27 @@ def walk(
                 target = None
             if isinstance(target, Mapping):
                 below.append((target, (*where, "$ref"), depth))
-        for step, subschema, nests in subschemas(node):
-            if isinstance(subschema, Mapping) and (descend is None or descend(step, nests)):
-                below.append((subschema, (*where, *step), depth + 1 if nests else depth))
+        for keyword, value in node.items():
+            entry = _FORMS.get(keyword)
+            if entry is None or (keywords is not None and keyword not in keywords):
+                continue
+            form, nests = entry
+            level = depth + 1 if nests else depth
+            if form == "map":
+                if isinstance(value, Mapping):
+                    below.extend(
+                        ((member, (*where, keyword, name), level))
+                        for name, member in value.items()
+                        if isinstance(member, Mapping)
+                    )
+            elif isinstance(value, list) and form != "one":
+                below.extend(
+                    ((member, (*where, keyword, index), level))
+                    for index, member in enumerate(value)
+                    if isinstance(member, Mapping)
+                )
+            elif form != "list" and isinstance(value, Mapping):
+                below.append((value, (*where, keyword), level))
         stack.extend(reversed(below))
 
 
@@ -252,22 +273,23 @@ def map_schema(
     if not isinstance(schema, Mapping):
         return schema
     copied = dict(schema)
-    for keyword, form, _ in _SUBSCHEMA_KEYWORDS:
-        if keyword not in copied:
+    for keyword, value in schema.items():
+        entry = _FORMS.get(keyword)
+        if entry is None:
             continue
-        value = copied[keyword]
+        form = entry[0]
         if form == "map":
             if isinstance(value, Mapping):
                 copied[keyword] = {
                     name: map_schema(member, rewrite, (*where, keyword, name))
                     for name, member in value.items()
                 }
-        elif isinstance(value, list) and form in ("list", "items"):
+        elif isinstance(value, list) and form != "one":
             copied[keyword] = [
                 map_schema(member, rewrite, (*where, keyword, index))
                 for index, member in enumerate(value)
             ]
-        elif form in ("one", "items"):
+        elif form != "list":
             copied[keyword] = map_schema(value, rewrite, (*where, keyword))
     return rewrite(copied, where)
 

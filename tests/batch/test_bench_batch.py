@@ -12,6 +12,9 @@ import pytest
 
 BENCH = Path(__file__).resolve().parents[2] / "bench"
 
+#: The benchmark scripts run in subprocesses: slow (the fast tier leaves them out).
+pytestmark = pytest.mark.slow
+
 
 def test_the_batch_benchmark_runs_on_tiny_sizes(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path

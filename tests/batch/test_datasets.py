@@ -46,6 +46,7 @@ def _no_cache(tmp_path, monkeypatch):  # type: ignore[no-untyped-def]
     datasets.enable_caching()
 
 
+@pytest.mark.slow  # two worker processes
 def test_dataset_map_with_two_processes_equals_parse_response() -> None:
     family = "qwen3"
     columns = {key: [*values] for key, values in family_rows()[family].items()}

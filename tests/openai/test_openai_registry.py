@@ -19,6 +19,7 @@ from openai_helpers import (
     run_stream,
 )
 from scripts.corpus_check import prefix_for
+from tests.tiers import fast_sample
 
 from replyparse import ResponseParseError, parse_response
 from replyparse.openai import (
@@ -99,7 +100,7 @@ PARAMS = [
 ]
 
 
-@pytest.mark.parametrize("case", PARAMS)
+@pytest.mark.parametrize("case", fast_sample(PARAMS, keep=20))
 def test_registry_case_streams_like_the_whole_message(case: dict[str, Any]) -> None:
     template = get_entry(case["family"]).template
     prefix = _prefix(case)

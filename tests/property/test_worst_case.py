@@ -34,6 +34,7 @@ from replyparse.content import MAX_NESTING
 from replyparse.templates import get_entry, list_templates
 from tests.property.strategies import assert_same_matches, cut_points
 from tests.streaming import chunked
+from tests.tiers import fast_sample
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 
@@ -193,8 +194,10 @@ def _stream_openai(api: str, family: str, pieces: list[str]) -> list[dict[str, A
         return out + stream.finish()
 
 
-@pytest.mark.parametrize("case", ["hermes-arguments", "kimi-k2", "json-lines", "pythonic"])
-@pytest.mark.parametrize("api", ["chat", "responses"])
+@pytest.mark.parametrize(
+    "case", fast_sample(["hermes-arguments", "kimi-k2", "json-lines", "pythonic"], keep=1)
+)
+@pytest.mark.parametrize("api", fast_sample(["chat", "responses"], keep=1))
 def test_deep_nesting_through_openai_streams_is_passed_through(case: str, api: str) -> None:
     """The OpenAI layer parses in recover mode: a call too deep to read keeps its name and
     its arguments as written (a readable name), or stays text; never a RecursionError."""

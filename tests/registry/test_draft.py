@@ -17,6 +17,7 @@ from replyparse import parse_response
 from replyparse.errors import TemplateError
 from replyparse.templates import draft, draft_from_path
 from tests.registry.helpers import CHAT_TEMPLATES, requires_shared
+from tests.tiers import fast_sample
 
 pytest.importorskip("jinja2")
 
@@ -64,7 +65,7 @@ def _templates() -> list[object]:
 
 
 @requires_shared
-@pytest.mark.parametrize("path", _templates())
+@pytest.mark.parametrize("path", fast_sample(_templates(), keep=10))
 def test_the_draft_of_a_shared_chat_template_round_trips(path: Path) -> None:
     result = draft_from_path(path)
     assert result.problems == [], [str(problem) for problem in result.problems]

@@ -15,6 +15,7 @@ Every case is run whole and fed one character at a time, with the same outcome.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -193,8 +194,18 @@ def test_call_opener_inside_reasoning_is_reasoning_text(family: str) -> None:
         else ("<seed:think>" if family == "seed-oss" else "<think>")
     )
     thought = f"I could call {BY_FAMILY[family].call} but I know it."
-    message = _parse(entry, f"{opener}{thought}{close}It is sunny.", prefix)
+    text = f"{opener}{thought}{close}It is sunny."
+    # Under the literal reading of calls_in_reasoning; the families that end reasoning at a
+    # call opener read the call instead (docs/recover.md, calls_in_reasoning).
+    literal = dataclasses.replace(
+        entry, template=entry.template_with(calls_in_reasoning="reasoning")
+    )
+    message = _parse(literal, text, prefix)
     assert message == {"role": "assistant", "reasoning_content": thought, "content": "It is sunny."}
+    if entry.policies["calls_in_reasoning"] == "end_reasoning":
+        assert "tool_calls" in _parse(entry, text, prefix)
+    else:
+        assert _parse(entry, text, prefix) == message
 
 
 @pytest.mark.parametrize("family", [fmt.family for fmt in FORMATS if fmt.single_quoted])

@@ -604,3 +604,45 @@ def test_filler_between_harmony_messages_is_layout_or_kept_content(
         "reasoning_content": "Answer from memory.",
         "content": content,
     }
+
+
+# -- choosing a value on the command line ----------------------------------------------------
+
+
+def _cli(*argv: str, stdin: str) -> tuple[int, str, str]:
+    import io
+    import sys
+
+    from replyparse.cli import main
+
+    stdout, stderr = io.StringIO(), io.StringIO()
+    old, sys.stdin = sys.stdin, io.StringIO(stdin)
+    try:
+        status = main(list(argv), stdout=stdout, stderr=stderr)
+    finally:
+        sys.stdin = old
+    return status, stdout.getvalue(), stderr.getvalue()
+
+
+def test_parse_and_stream_take_a_policy_value() -> None:
+    import json
+
+    _, text, _ = UNCLOSED["qwen3"]
+    status, out, _ = _cli("parse", "-", "-t", "qwen3", "--prefix-name", "hybrid", stdin=text)
+    assert status == 0 and _call_names(json.loads(out)) == ["get_weather"]
+    status, out, _ = _cli(
+        "parse", "-", "-t", "qwen3", "--prefix-name", "hybrid",
+        "--policy", "calls_in_reasoning=reasoning", stdin=text,
+    )  # fmt: skip
+    assert status == 0 and "tool_calls" not in json.loads(out)
+    status, out, _ = _cli(
+        "stream", "-", "-t", "qwen3", "--prefix-name", "hybrid",
+        "--policy", "calls_in_reasoning=reasoning", stdin=text,
+    )  # fmt: skip
+    assert status == 0 and '"tool_calls"' not in out
+    status, _, err = _cli(
+        "parse", "-", "-t", "qwen3", "--policy", "calls_in_reasoning=maybe", stdin=text
+    )
+    assert status != 0 and "error[invalid_value] $.policies.calls_in_reasoning" in err
+    status, _, err = _cli("parse", "-", "-t", "qwen3", "--policy", "calls_in_reasoning", stdin=text)
+    assert status == 2 and "--policy takes NAME=VALUE" in err

@@ -17,6 +17,9 @@ agents = pytest.importorskip("agents")
 openai = pytest.importorskip("openai")
 pytest.importorskip("starlette")
 
+#: End to end through a client library: the full suite runs it, the fast tier leaves it out.
+pytestmark = pytest.mark.slow
+
 from tests.server.helpers import FAMILIES, FINAL, family_config, running  # noqa: E402
 
 calls: list[str] = []

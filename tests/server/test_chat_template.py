@@ -150,6 +150,7 @@ def test_from_path_errors(tmp_path: Path) -> None:
         ChatTemplate.from_path(tmp_path / "d.json")
 
 
+@pytest.mark.slow  # every shared chat template, rendered twice
 @pytest.mark.differential
 @pytest.mark.skipif(not SHARED_TEMPLATES.is_dir(), reason="../shared/chat_templates is absent")
 def test_renders_real_templates_exactly_as_transformers() -> None:

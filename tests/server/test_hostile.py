@@ -4,8 +4,11 @@ pathological pattern is being checked)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import socket
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -17,8 +20,10 @@ httpx2 = pytest.importorskip("httpx2")
 pytest.importorskip("starlette")
 
 from replyparse.server import ChatTemplate, Limits, ReplayBackend  # noqa: E402
+from replyparse.server.app import PREPARE_WORKERS  # noqa: E402
 from tests.server.helpers import (  # noqa: E402
     CHAT_TOOLS,
+    CHATML,
     FINAL_ANSWER,
     RESPONSES_TOOLS,
     qwen3_config,
@@ -266,3 +271,126 @@ def test_schema_pattern_that_backtracks_is_checked_within_bounds(tmp_path: Path)
     assert answer.status_code == 200, answer.text
     (call,) = answer.json()["choices"][0]["message"]["tool_calls"]
     assert json.loads(call["function"]["arguments"]) == {"code": "a" * 40 + "!"}
+
+
+class _GatedBackend:
+    """Replays its generations, holding every one after its first piece until ``gate`` is
+    set: the streams are then in flight while other requests arrive."""
+
+    description = "gated replay"
+
+    def __init__(self, inner: ReplayBackend, gate: threading.Event) -> None:
+        self._inner = inner
+        self._gate = gate
+
+    async def start(self, request: Any) -> Any:
+        generation = await self._inner.start(request)
+        gate = self._gate
+
+        class Gated:
+            async def _deltas(self) -> Any:
+                first = True
+                async for delta in generation:
+                    yield delta
+                    while first and not gate.is_set():
+                        await asyncio.sleep(0.01)
+                    first = False
+
+            def __aiter__(self) -> Any:
+                return self._deltas()
+
+            async def aclose(self) -> None:
+                await generation.aclose()
+
+        return Gated()
+
+    async def close(self) -> None:
+        await self._inner.close()
+
+
+#: A chat template that renders the conversation, after spinning until the render deadline
+#: when the first message is "SPIN" (a request whose template costs all it may).
+SPINNING = (
+    '{% if messages[0].content == "SPIN" %}{% for a in range(100000) %}'
+    "{% for b in range(100000) %}{% if b is none %}x{% endif %}{% endfor %}{% endfor %}"
+    "{% endif %}" + CHATML
+)
+
+
+@pytest.mark.slow
+def test_a_flood_of_hostile_requests_does_not_stall_streams_in_flight(tmp_path: Path) -> None:
+    """Streams already answering finish, whole and right, while more requests than the
+    server has worker threads each spend their whole render time, a client trickles its
+    body and another sends a body over the size limit without a length: the answers in
+    flight are finished before any of the spinning requests is answered (they queue behind
+    each other, not in front of the streams)."""
+    gate = threading.Event()
+    replay = write_replay(tmp_path / "r.jsonl", FINAL_ANSWER)
+    backend = _GatedBackend(ReplayBackend(replay, chunk_size=8), gate)
+    config = replace(
+        qwen3_config(backend),
+        chat_template=ChatTemplate(SPINNING, {"eos_token": "<|im_end|>"}),
+        limits=Limits(render_timeout=8.0, max_body_bytes=64_000),
+    )
+    order: list[str] = []
+    answers: dict[str, Any] = {}
+    streaming = [threading.Event() for _ in range(3)]
+
+    def stream(index: int) -> None:
+        body = json.dumps(chat(stream=True)).encode()
+        text = ""
+        with httpx2.stream(
+            "POST", f"{url}/chat/completions", content=body, timeout=120,
+            headers={"Content-Type": "application/json"},
+        ) as response:  # fmt: skip
+            for line in response.iter_lines():
+                streaming[index].set()
+                if line.startswith("data: {"):
+                    delta = json.loads(line[6:])["choices"][0]["delta"]
+                    text += delta.get("content") or ""
+        answers[f"stream {index}"] = text
+        order.append("stream")
+
+    def spin(index: int) -> None:
+        spinning = chat(messages=[{"role": "user", "content": "SPIN"}])
+        answers[f"spin {index}"] = post(url, "chat/completions", spinning, timeout=120)
+        order.append("spin")
+
+    def oversized() -> None:
+        pieces = iter([b'{"model": "test-model", "messages": [', b" " * 100_000, b"]}"])
+        answers["oversized"] = httpx2.post(
+            f"{url}/chat/completions", content=pieces, timeout=120,
+            headers={"Content-Type": "application/json"},
+        )  # fmt: skip
+
+    with running(config) as url:
+        host, port = url.removeprefix("http://").removesuffix("/v1").split(":")
+        trickle = socket.create_connection((host, int(port)))
+        trickle.sendall(
+            b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json"
+            b"\r\nContent-Length: 1000\r\n\r\n{"
+        )
+        streams = [threading.Thread(target=stream, args=(i,)) for i in range(3)]
+        for thread in streams:
+            thread.start()
+        for started in streaming:
+            assert started.wait(60)
+        flood = [threading.Thread(target=spin, args=(i,)) for i in range(PREPARE_WORKERS + 3)]
+        flood.append(threading.Thread(target=oversized))
+        for thread in flood:
+            thread.start()
+        # The spinning requests reach the chat template (a pause, not a measurement: if it
+        # were too short, the test would only check less).
+        time.sleep(1.0)
+        trickle.sendall(b'"model"')
+        gate.set()
+        for thread in streams + flood:
+            thread.join()
+        trickle.close()
+    assert order[:3] == ["stream"] * 3, order
+    for index in range(3):
+        assert answers[f"stream {index}"].startswith("Lisbon is 21 °C"), answers
+    for index in range(PREPARE_WORKERS + 3):
+        error = answers[f"spin {index}"].json()["error"]
+        assert error["code"] == "chat_template_limit", error
+    assert answers["oversized"].status_code == 413

@@ -14,6 +14,9 @@ import pytest
 langchain_openai = pytest.importorskip("langchain_openai")
 pytest.importorskip("starlette")
 
+#: End to end through a client library: the full suite runs it, the fast tier leaves it out.
+pytestmark = pytest.mark.slow
+
 from langchain_core.messages import HumanMessage, ToolMessage  # noqa: E402
 from langchain_core.tools import tool  # noqa: E402
 
@@ -67,3 +70,24 @@ def test_bind_tools_loop_completes(
     assert calls == ["Lisbon"]
     assert final.text == FINAL
     assert not final.tool_calls
+
+
+@pytest.mark.parametrize("streamed", [False, True], ids=["invoke", "stream"])
+def test_reasoning_summary_shows_the_reasoning(tmp_path: Path, streamed: bool) -> None:
+    """With ``reasoning={"summary": "auto"}`` (as LangChain's docs show for reasoning
+    models), the Responses answer's reasoning block holds the model's reasoning: LangChain
+    reads a reasoning item's summary, whole and streamed, not its ``reasoning_text``."""
+    with running(family_config("qwen3", tmp_path)) as url:
+        llm = langchain_openai.ChatOpenAI(
+            model="test-model",
+            base_url=url,
+            api_key="unused",
+            max_retries=0,
+            timeout=20,
+            use_responses_api=True,
+            reasoning={"summary": "auto"},
+        )
+        message = _invoke(llm.bind_tools([get_weather]), [HumanMessage("Weather?")], streamed)
+    reasoning = [block for block in message.content_blocks if block["type"] == "reasoning"]
+    assert [block.get("reasoning") for block in reasoning] == ["I need the weather tool."]
+    assert [call["name"] for call in message.tool_calls] == ["get_weather"]

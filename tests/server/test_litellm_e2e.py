@@ -20,10 +20,12 @@ pytest.importorskip("starlette")
 from tests.openai.openai_helpers import WEATHER_TOOL  # noqa: E402
 from tests.server.helpers import FINAL, family_config, running  # noqa: E402
 
-# LiteLLM's own pydantic models warn at import time (its TypedDicts' ReadOnly items).
-pytestmark = pytest.mark.filterwarnings(
-    "ignore:Items? .* using the `ReadOnly` qualifier:UserWarning"
-)
+# End to end through a client library (slow: the fast tier leaves it out). LiteLLM's own
+# pydantic models warn at import time (its TypedDicts' ReadOnly items).
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.filterwarnings("ignore:Items? .* using the `ReadOnly` qualifier:UserWarning"),
+]
 
 TOOLS = [WEATHER_TOOL]
 

@@ -159,6 +159,41 @@ def test_responses_raw_stream_numbers_events(client_for: Callable[..., Any]) -> 
     assert events[-1].response.output_text.startswith("Lisbon is 21")
 
 
+def test_responses_reasoning_summary_when_asked(client_for: Callable[..., Any]) -> None:
+    """``reasoning.summary`` set: the reasoning is streamed as summary too, the SDK's
+    typed events in order, whole and streamed answers alike; not set: no summary."""
+    client = client_for(FINAL_ANSWER, FINAL_ANSWER, FINAL_ANSWER)
+    thought = "Both results are in: Lisbon is dry, Oslo is wet."
+    with client.responses.stream(
+        model="test-model", input="Weather?", reasoning={"summary": "auto"}
+    ) as stream:
+        events = list(stream)
+        final = stream.get_final_response()
+    deltas = "".join(e.delta for e in events if e.type == "response.reasoning_summary_text.delta")
+    assert deltas == thought
+    summary_types = [e.type for e in events if "reasoning_summary" in e.type]
+    assert summary_types[0] == "response.reasoning_summary_part.added"
+    assert summary_types[-2:] == [
+        "response.reasoning_summary_text.done",
+        "response.reasoning_summary_part.done",
+    ]
+    assert [e.sequence_number for e in events] == list(range(len(events)))
+    (reasoning,) = [item for item in final.output if item.type == "reasoning"]
+    assert [part.text for part in reasoning.summary] == [thought]
+    assert [part.text for part in reasoning.content or []] == [thought]
+
+    whole = client.responses.create(
+        model="test-model", input="Weather?", reasoning={"summary": "detailed"}
+    )
+    (item,) = [item for item in whole.output if item.type == "reasoning"]
+    assert [part.text for part in item.summary] == [thought]
+    plain = client.responses.create(model="test-model", input="Weather?")
+    assert [item.summary for item in plain.output if item.type == "reasoning"] == [[]]
+    with pytest.raises(openai.BadRequestError) as caught:
+        client.responses.create(model="test-model", input="hi", reasoning={"summary": "long"})
+    assert _error_body(caught.value)["param"] == "reasoning.summary"
+
+
 def _error_body(error: Any) -> dict[str, Any]:
     body = error.body
     assert isinstance(body, dict)

@@ -19,6 +19,9 @@ from pydantic_ai.providers.openai import OpenAIProvider
 
 from tests.server.helpers import FINAL, family_config, running
 
+#: End to end through a client library: the full suite runs it, the fast tier leaves it out.
+pytestmark = pytest.mark.slow
+
 
 def _agent(url: str, api: str, calls: list[str]) -> Agent[None, str]:
     provider = OpenAIProvider(base_url=url, api_key="unused")

@@ -23,9 +23,11 @@ pytest.importorskip("uvicorn")
 from openai import AsyncOpenAI  # noqa: E402
 from tests.server.tool_search_cases import CHAT_TEMPLATES, QWEN3, serving  # noqa: E402
 
-pytestmark = pytest.mark.skipif(
-    not CHAT_TEMPLATES.is_dir(), reason="needs ../shared/chat_templates"
-)
+#: End to end through the agents SDK: slow (the fast tier leaves it out).
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(not CHAT_TEMPLATES.is_dir(), reason="needs ../shared/chat_templates"),
+]
 
 
 def test_an_agent_loads_a_deferred_tool_through_hosted_search(tmp_path: Path) -> None:

@@ -9,6 +9,7 @@ import pytest
 
 from replyparse import TemplateError, load_template
 from replyparse.content import CONTENT_PARSERS, Capabilities, capabilities_of
+from replyparse.grammar._call_syntax import WRITERS
 
 
 def _template(field: dict[str, Any]) -> dict[str, Any]:
@@ -32,7 +33,7 @@ def _undeclared(registry: Mapping[str, Any]) -> list[str]:
             problems.append(
                 f"content parser {name!r} ({registered.__module__}.{registered.__qualname__}) "
                 "declares no capabilities: add `capabilities: ClassVar[Capabilities] = "
-                "Capabilities(<value kind>, grammar=..., argument_stream=...)` to its class."
+                "Capabilities(<value kind>, grammar=..., arguments=...)` to its class."
             )
     return problems
 
@@ -97,3 +98,82 @@ def test_join_on_a_parser_that_may_give_a_string_loads(content: str) -> None:
 def test_unknown_names_have_no_capabilities() -> None:
     assert capabilities_of("jsn") is None
     assert capabilities_of(3) is None
+
+
+#: What an argument reader class must have (``replyparse.content.ArgumentReaderClass``).
+_READER_METHODS = ("streams", "start", "feed", "feed_string")
+
+
+def _missing_capabilities(registry: Mapping[str, Any]) -> list[str]:
+    """A message for every capability a registered format declares but nothing provides:
+    a grammar form no grammar writer writes, an argument reader without the reader's
+    methods, or argument streaming without a grammar writer for call bodies."""
+    problems = []
+    for name, registered in registry.items():
+        declared = registered.capabilities
+        written = WRITERS.get(declared.grammar) if declared.grammar is not None else None
+        if declared.grammar is not None and written is None:
+            problems.append(
+                f"content parser {name!r} declares the grammar form {declared.grammar!r} but no "
+                "grammar writer writes it (replyparse.grammar._call_syntax.WRITERS)"
+            )
+        reader = declared.arguments
+        if reader is None:
+            continue
+        missing = [
+            method for method in _READER_METHODS if not callable(getattr(reader, method, None))
+        ]
+        if missing:
+            problems.append(
+                f"content parser {name!r} declares an argument reader "
+                f"({reader.__qualname__}) without {', '.join(missing)}"
+            )
+        if not (written or frozenset()) - {"value"}:
+            problems.append(
+                f"content parser {name!r} declares argument streaming but no grammar writer "
+                "for call bodies"
+            )
+    return problems
+
+
+def test_every_declared_capability_is_provided() -> None:
+    assert _missing_capabilities(CONTENT_PARSERS) == []
+
+
+def test_a_missing_capability_is_named() -> None:
+    class Streams:
+        @classmethod
+        def streams(cls, parser: Any, arguments_path: Any) -> bool:
+            return True
+
+    class KvLines:
+        capabilities = Capabilities("object", arguments=Streams)  # type: ignore[arg-type]
+
+    class Dotted:
+        capabilities = Capabilities("object", grammar="dotted")  # type: ignore[arg-type]
+
+    assert _missing_capabilities({"kv-lines": KvLines, "dotted": Dotted}) == [
+        "content parser 'kv-lines' declares an argument reader "
+        "(test_a_missing_capability_is_named.<locals>.Streams) without start, feed, feed_string",
+        "content parser 'kv-lines' declares argument streaming but no grammar writer for call "
+        "bodies",
+        "content parser 'dotted' declares the grammar form 'dotted' but no grammar writer "
+        "writes it (replyparse.grammar._call_syntax.WRITERS)",
+    ]
+
+
+@pytest.mark.parametrize(
+    "name", [name for name, registered in sorted(CONTENT_PARSERS.items())
+             if registered.capabilities.arguments is not None],
+)  # fmt: skip
+def test_an_argument_reader_is_what_the_format_declares(name: str) -> None:
+    # The OpenAI layer asks the built parser for its reader; it compares no format names.
+    args = _ARGS.get(name, {})
+    template = load_template(
+        _template({"open": "<a>", "close": "</a>", "content": name, "content_args": args})
+    )
+    parser = template.fields["r"].parser
+    reader_class = parser.capabilities.arguments
+    assert reader_class is not None and reader_class.streams(parser, ())
+    reader = reader_class(parser, (), None, None)
+    assert reader.feed("") == "" and reader.name is None

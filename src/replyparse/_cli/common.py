@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -30,6 +30,7 @@ __all__ = [
     "jsonl_rows",
     "load_tools",
     "read_json_file",
+    "read_policies",
     "resolve_prefix",
     "resolve_template",
 ]
@@ -126,8 +127,31 @@ def _family_file(path: Path) -> RegistryEntry | None:
     return loaded.entry
 
 
-def resolve_template(spec: str) -> TemplateChoice:
-    """A registry family name (or alias, or model name), or a path to a JSON file."""
+def read_policies(values: Sequence[str] | None) -> dict[str, str]:
+    """``--policy NAME=VALUE`` options as a dict (docs/recover.md, Policies)."""
+    policies: dict[str, str] = {}
+    for item in values or ():
+        name, sign, value = item.partition("=")
+        if not sign or not name or not value:
+            raise CliError(f"--policy takes NAME=VALUE; got {item!r}", status=2)
+        policies[name] = value
+    return policies
+
+
+def resolve_template(spec: str, policies: Mapping[str, str] | None = None) -> TemplateChoice:
+    """A registry family name (or alias, or model name), or a path to a JSON file; with
+    ``policies``, the family's template under those policy values."""
+    if policies:
+        choice = resolve_template(spec)
+        if choice.entry is None:
+            raise CliError(f"--policy needs a registry family or a family file; {spec} is neither")
+        try:
+            data = choice.entry.response_template_with(**policies)
+        except TemplateError as error:
+            raise CliError(
+                f"--policy: {choice.label} cannot take it", lines=template_error_lines(error)
+            ) from None
+        return TemplateChoice(choice.label, load_template(data), choice.entry, data)
     path = Path(spec)
     if path.is_file():
         family = _family_file(path)

@@ -40,6 +40,7 @@ from replyparse._cli.common import (
     load_choice,
     load_tools,
     open_input,
+    read_policies,
     resolve_prefix,
     resolve_template,
 )
@@ -88,6 +89,13 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
         help="a registry prefix (default, thinking, no_thinking...); registry default otherwise",
     )
     parser.add_argument("--tools", metavar="FILE", help="a JSON array of tools: types arguments")
+    parser.add_argument(
+        "--policy",
+        action="append",
+        metavar="NAME=VALUE",
+        help="an output policy of the family (calls_in_reasoning=reasoning...; repeatable; "
+        "docs/recover.md)",
+    )
     parser.add_argument(
         "--input-format",
         choices=("text", "jsonl", "parquet"),
@@ -480,7 +488,7 @@ def run_parse(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int
     """Run ``parse``; return the exit status."""
     if args.workers < 1:
         raise CliError(f"--workers must be at least 1; got {args.workers}", status=2)
-    choice = resolve_template(args.template)
+    choice = resolve_template(args.template, read_policies(args.policy))
     tools = load_tools(args.tools)
     input_format = _input_format(args)
     default_prefix: str | None
@@ -757,7 +765,7 @@ def run_stream(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> in
         raise CliError(
             "--sse frames chat or responses output; pass --format chat|responses", status=2
         )
-    choice = resolve_template(args.template)
+    choice = resolve_template(args.template, read_policies(args.policy))
     tools = load_tools(args.tools)
     prefix = resolve_prefix(
         choice, prefix=args.prefix, prefix_file=args.prefix_file, prefix_name=args.prefix_name

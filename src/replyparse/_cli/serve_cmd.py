@@ -18,7 +18,13 @@ import sys
 from pathlib import Path
 from typing import IO, Any
 
-from replyparse._cli.common import CliError, TemplateChoice, resolve_prefix, resolve_template
+from replyparse._cli.common import (
+    CliError,
+    TemplateChoice,
+    read_policies,
+    resolve_prefix,
+    resolve_template,
+)
 from replyparse.errors import ModelFolderError, TemplateError, UnknownTemplateError
 from replyparse.template import load_template
 from replyparse.templates import detect_entry, detect_template, draft
@@ -53,6 +59,13 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
         "from the chat template)",
     )
     template.add_argument("--response-template", metavar="FILE", help="a response template file")
+    parser.add_argument(
+        "--policy",
+        action="append",
+        metavar="NAME=VALUE",
+        help="an output policy of the --template family (calls_in_reasoning=reasoning...; "
+        "repeatable; docs/recover.md)",
+    )
     parser.add_argument(
         "--chat-template",
         metavar="PATH",
@@ -303,8 +316,10 @@ def run_serve(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int
         except ModelFolderError as error:
             raise CliError(str(error)) from None
     spec = args.template or args.response_template
+    if args.policy and spec is None:
+        raise CliError("--policy needs --template NAME|PATH", status=2)
     if spec is not None:
-        choice = resolve_template(spec)
+        choice = resolve_template(spec, read_policies(args.policy))
     elif chat_template is not None:
         choice = _detected(
             args.chat_template, chat_template.source, dict(chat_template.special_tokens), stderr

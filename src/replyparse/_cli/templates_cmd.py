@@ -22,7 +22,9 @@ when anything failed.
 loads the template, and every reason it does not, one ``error|warning[code] $.path:
 message`` line each; exit status 1 when a target does not load it. ``export NAME|FILE
 MODEL_DIR`` writes the template as the ``response_template`` key of the folder's
-``tokenizer_config.json`` (other keys kept) and warns for each target that cannot load it.
+``tokenizer_config.json`` (other keys kept) and warns for each target that cannot load it;
+``--reasoning-field thinking`` writes the reasoning field under the name vLLM's and SGLang's
+serving adapters route (the registry names it ``reasoning_content``, as transformers does).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
+from collections.abc import Mapping
 from pathlib import Path
 from typing import IO, Any
 
@@ -53,6 +56,7 @@ from replyparse.errors import (
     UnknownTemplateError,
 )
 from replyparse.model_folder import read_model_folder, save_response_template
+from replyparse.openai.messages import REASONING_KEY
 from replyparse.templates import (
     LintReport,
     detect_entry,
@@ -119,6 +123,13 @@ def _add_portability_arguments(commands: Any) -> None:
     export.add_argument(
         "model_dir", metavar="MODEL_DIR", help="the model folder (created if absent)"
     )
+    export.add_argument(
+        "--reasoning-field",
+        metavar="NAME",
+        default=None,
+        help="write the reasoning field (reasoning_content) under NAME: vLLM and SGLang route "
+        "only 'thinking'",
+    )
     for command in (lint, export):
         command.add_argument(
             "--target",
@@ -172,8 +183,23 @@ def _lint(args: argparse.Namespace, stdout: IO[str]) -> int:
     return 0 if all(report.loads(engine) for engine in report.engines) else 1
 
 
+def _renamed_reasoning(data: Mapping[str, Any], name: str) -> dict[str, Any]:
+    """`data` with its ``reasoning_content`` field renamed `name`, in the same place (a field's
+    order is its matching order)."""
+    fields = data.get("fields")
+    if not isinstance(fields, Mapping) or REASONING_KEY not in fields:
+        raise CliError(f"--reasoning-field: the template has no field {REASONING_KEY!r}")
+    if name in fields:
+        raise CliError(f"--reasoning-field: the template already has a field {name!r}")
+    renamed = {(name if key == REASONING_KEY else key): value for key, value in fields.items()}
+    return {**data, "fields": renamed}
+
+
 def _export(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
     label, data, report = _lint_choice(args)
+    if args.reasoning_field is not None:
+        data = _renamed_reasoning(data, args.reasoning_field)
+        report = lint_template(data, args.target or list(ENGINES))
     try:
         path = save_response_template(args.model_dir, data)
     except (ModelFolderError, OSError) as error:

@@ -258,7 +258,7 @@ class MessagesStream(StreamBase):
         return events
 
     def _render_text(self, key: str, text: str) -> list[dict[str, Any]]:
-        # Most deltas: more text of the open block (issue 13).
+        # Most deltas: more text of the open block.
         block = self._open
         if block is not None and block.key == key:
             return [self._delta(block, text)]

@@ -13,10 +13,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal, NamedTuple, Protocol, runtime_checkable
+from typing import Any, ClassVar, Literal, NamedTuple, Protocol, TypeVar, runtime_checkable
 
 import regex
 
+from replyparse.content._arguments import CallTarget, Coerce, Path
 from replyparse.errors import ReplyparseError, TemplateIssue
 
 __all__ = [
@@ -24,7 +25,8 @@ __all__ = [
     "EVERY_ENGINE",
     "MAX_NESTING",
     "ArgsReader",
-    "ArgumentStream",
+    "ArgumentReader",
+    "ArgumentReaderClass",
     "ArgumentTyping",
     "Capabilities",
     "ContentBuilder",
@@ -38,9 +40,12 @@ __all__ = [
     "Recovered",
     "RecoveringParser",
     "Severity",
+    "TakesNoArgs",
     "ValueKind",
     "nesting_error",
 ]
+
+_Parser = TypeVar("_Parser")
 
 #: The deepest nesting of brackets (``[``, ``{``, ``(``) a content parser reads. Deeper
 #: bodies are a ``ContentError`` ("nesting deeper than 128 levels"), never a RecursionError
@@ -108,10 +113,6 @@ GrammarForm = Literal[
     "pythonic",
     "first-alternative",
 ]
-#: How a call's arguments can stream from a partial body (``replyparse.openai``): ``json``
-#: (a partial JSON value, at any path), ``xml-tags`` (tag by tag, when the arguments are the
-#: whole body).
-ArgumentStream = Literal["json", "xml-tags"]
 #: How a tool's JSON Schema types the arguments a content parser reads
 #: (``replyparse.coercion``): ``text``, values the model wrote as bare text (xml-inline and
 #: kv-lines tags, by default), typed wherever the schema allows another type; ``typed``,
@@ -152,6 +153,57 @@ ENGINES: tuple[Engine, ...] = ("transformers", "vllm", "sglang")
 EVERY_ENGINE = EngineSupport(frozenset(ENGINES), "")
 
 
+class ArgumentReader(Protocol):
+    """Follows one tool call's body as it streams, and writes the call's arguments (or a
+    custom tool's input) as fragments of their final text before the region closes.
+
+    The final text is the compact JSON the whole message carries
+    (``replyparse.content._arguments.arguments_json``); every fragment extends a prefix of
+    it. ``replyparse.openai`` builds one reader per call and never looks inside it.
+
+    Attributes:
+        name: the call's name once the body gave it (a format whose body holds the name);
+            None before, and for a format whose name is in the open delimiter.
+    """
+
+    name: str | None
+
+    def start(self, target: CallTarget) -> str:
+        """The called tool is known (from the open delimiter, the transform or
+        :attr:`name`): the fragment the body read so far gives."""
+        ...
+
+    def feed(self, text: str) -> str:
+        """Read the next text of the body; the fragment it completes (possibly empty)."""
+        ...
+
+    def feed_string(self, text: str) -> str | None:
+        """``feed(text)`` when ``text`` only continues a value written as it arrives (most
+        pieces of a long argument value); None, and nothing read, for any other text."""
+        ...
+
+
+class ArgumentReaderClass(Protocol):
+    """What a format declares as ``Capabilities.arguments``: a reader class."""
+
+    def __call__(
+        self,
+        parser: Any,
+        arguments_path: Path | None,
+        name_path: Path | None,
+        coerce: Coerce | None,
+    ) -> ArgumentReader:
+        """A reader for one call whose body ``parser`` reads: the arguments sit at
+        ``arguments_path`` (None: they are not written before the close), the name, if the
+        body holds it, at ``name_path``; ``coerce`` types values by the tool's schema."""
+        ...
+
+    def streams(self, parser: Any, arguments_path: Path | None) -> bool:
+        """Whether arguments at ``arguments_path`` of bodies ``parser`` reads can be written
+        before the region closes."""
+        ...
+
+
 @dataclass(frozen=True)
 class Capabilities:
     """What a content parser produces and supports, declared by the parser class.
@@ -162,8 +214,9 @@ class Capabilities:
     Attributes:
         value: the kind of value ``parse`` returns (``join`` needs ``string`` or ``any``).
         grammar: how a grammar writes its bodies; None when no grammar can.
-        argument_stream: how tool-call arguments stream from a partial body; None when they
-            are only known once the region closes.
+        arguments: the format's incremental argument reader (its class): how a tool
+            call's arguments are written, fragment by fragment, from a partial body; None
+            when they are only known once the region closes.
         engines: the engines whose response-template mode has this parser (default: none,
             a replyparse extension).
         engine_args: for each ``content_args`` key those engines read, the engines that
@@ -175,7 +228,7 @@ class Capabilities:
 
     value: ValueKind
     grammar: GrammarForm | None = None
-    argument_stream: ArgumentStream | None = None
+    arguments: ArgumentReaderClass | None = None
     engines: EngineSupport = EngineSupport()
     engine_args: tuple[tuple[str, EngineSupport], ...] = ()
     argument_typing: ArgumentTyping = "text"
@@ -226,6 +279,20 @@ class ContentParser(Protocol):
     def to_args(self) -> dict[str, Any]:
         """The ``content_args`` this parser was built from (defaults omitted)."""
         ...
+
+
+class TakesNoArgs:
+    """A content parser built from no ``content_args`` (a key given is reported unknown):
+    ``build`` makes it, ``to_args`` is empty."""
+
+    def to_args(self) -> dict[str, Any]:
+        """No content_args."""
+        return {}
+
+    @classmethod
+    def build(cls: type[_Parser], reader: ArgsReader) -> _Parser:
+        """Build (takes no content_args)."""
+        return cls()
 
 
 class Recovered(NamedTuple):

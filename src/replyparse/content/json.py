@@ -21,6 +21,7 @@ from replyparse.content._base import (
     Recovered,
     nesting_error,
 )
+from replyparse.content.json_arguments import JsonArgumentReader
 
 __all__ = ["JsonParser", "json_error"]
 
@@ -101,7 +102,7 @@ class JsonParser:
     capabilities: ClassVar[Capabilities] = Capabilities(
         "any",
         grammar="json",
-        argument_stream="json",
+        arguments=JsonArgumentReader,
         argument_typing="typed",
         engines=EVERY_ENGINE,
         engine_args=(
@@ -295,13 +296,9 @@ class _DialectReader:
                 raise self.fail("expected ':' after an object key", position)
             position = self.skip_whitespace(position + 1)
             result[key], position = self.read_value(position)
-            position = self.skip_whitespace(position)
-            if position < len(self.text) and self.text[position] == ",":
-                position += 1
-                continue
-            if position < len(self.text) and self.text[position] == "}":
-                return result, position + 1
-            raise self.fail("expected ',' or '}' in an object", position)
+            closed, position = self.after_member(position, "}", "an object")
+            if closed:
+                return result, position
 
     def read_array(self, position: int) -> tuple[list[Any], int]:
         result: list[Any] = []
@@ -312,10 +309,18 @@ class _DialectReader:
             position = self.skip_whitespace(position)
             value, position = self.read_value(position)
             result.append(value)
-            position = self.skip_whitespace(position)
-            if position < len(self.text) and self.text[position] == ",":
-                position += 1
-                continue
-            if position < len(self.text) and self.text[position] == "]":
-                return result, position + 1
-            raise self.fail("expected ',' or ']' in an array", position)
+            closed, position = self.after_member(position, "]", "an array")
+            if closed:
+                return result, position
+
+    def after_member(self, position: int, close: str, container: str) -> tuple[bool, int]:
+        """Read what follows a member of ``container``: ``,`` (False: another member
+        follows) or its ``close`` (True); the position after it."""
+        position = self.skip_whitespace(position)
+        if position < len(self.text):
+            char = self.text[position]
+            if char == ",":
+                return False, position + 1
+            if char == close:
+                return True, position + 1
+        raise self.fail(f"expected ',' or '{close}' in {container}", position)

@@ -21,14 +21,19 @@ import json as _json
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from replyparse.content._base import ArgsReader, Capabilities, ContentError, nesting_error
+from replyparse.content._base import (
+    Capabilities,
+    ContentError,
+    TakesNoArgs,
+    nesting_error,
+)
 from replyparse.content.json import json_error
 
 __all__ = ["JsonEntriesParser"]
 
 
 @dataclass(frozen=True)
-class JsonEntriesParser:
+class JsonEntriesParser(TakesNoArgs):
     """``json-entries``: the entries of a JSON object, or of each object in a JSON list."""
 
     name: str = "json-entries"
@@ -58,15 +63,6 @@ class JsonEntriesParser:
                 entries.extend(_entries(element))
             return entries
         raise ContentError(f"expected a JSON object or a list of objects; got {value!r}")
-
-    def to_args(self) -> dict[str, Any]:
-        """No content_args."""
-        return {}
-
-    @classmethod
-    def build(cls, reader: ArgsReader) -> JsonEntriesParser:
-        """Build; the parser takes no content_args (unknown keys are reported)."""
-        return cls()
 
 
 def _entries(value: dict[str, Any]) -> list[dict[str, Any]]:

@@ -12,7 +12,7 @@ import json as _json
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from replyparse.content._base import ArgsReader, Capabilities, nesting_error
+from replyparse.content._base import Capabilities, TakesNoArgs, nesting_error
 from replyparse.content.json import json_error
 
 __all__ = ["JsonLinesParser"]
@@ -22,7 +22,7 @@ _WHITESPACE = " \t\n\r"
 
 
 @dataclass(frozen=True)
-class JsonLinesParser:
+class JsonLinesParser(TakesNoArgs):
     """``json-lines``: every JSON value of the body, in order, as a list.
 
     An empty (or whitespace-only) body is an empty list. Text that is not JSON anywhere in
@@ -54,12 +54,3 @@ class JsonLinesParser:
             except ValueError as error:
                 raise json_error(error, position) from None
             values.append(value)
-
-    def to_args(self) -> dict[str, Any]:
-        """No content_args."""
-        return {}
-
-    @classmethod
-    def build(cls, reader: ArgsReader) -> JsonLinesParser:
-        """Build; the parser takes no content_args (unknown keys are reported)."""
-        return cls()

@@ -6,13 +6,21 @@ the others always strip before converting.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
-from replyparse.content._base import EVERY_ENGINE, ArgsReader, Capabilities, ContentError
+from replyparse.content._base import (
+    EVERY_ENGINE,
+    ArgsReader,
+    Capabilities,
+    ContentError,
+    TakesNoArgs,
+)
 
 __all__ = ["BoolParser", "FloatParser", "IntParser", "TextParser"]
 
+_Number = TypeVar("_Number", int, float)
 _TRUE = frozenset({"true"})
 _FALSE = frozenset({"false"})
 
@@ -46,8 +54,17 @@ class TextParser:
         return cls(strip=reader.get_bool("strip", True))
 
 
+def _convert(body: str, convert: Callable[[str], _Number], expected: str) -> _Number:
+    """``convert`` of the stripped body; a ``ContentError`` naming ``expected`` when it fails."""
+    text = body.strip()
+    try:
+        return convert(text)
+    except ValueError:
+        raise ContentError(f"expected {expected}; got {text!r}") from None
+
+
 @dataclass(frozen=True)
-class IntParser:
+class IntParser(TakesNoArgs):
     """``int``: a whole number, surrounding whitespace ignored."""
 
     name: str = "int"
@@ -59,24 +76,11 @@ class IntParser:
 
     def parse(self, body: str) -> int:
         """Convert to int."""
-        text = body.strip()
-        try:
-            return int(text)
-        except ValueError:
-            raise ContentError(f"expected an integer; got {text!r}") from None
-
-    def to_args(self) -> dict[str, Any]:
-        """No content_args."""
-        return {}
-
-    @classmethod
-    def build(cls, reader: ArgsReader) -> IntParser:
-        """Build (takes no content_args)."""
-        return cls()
+        return _convert(body, int, "an integer")
 
 
 @dataclass(frozen=True)
-class FloatParser:
+class FloatParser(TakesNoArgs):
     """``float``: a number, surrounding whitespace ignored."""
 
     name: str = "float"
@@ -88,24 +92,11 @@ class FloatParser:
 
     def parse(self, body: str) -> float:
         """Convert to float."""
-        text = body.strip()
-        try:
-            return float(text)
-        except ValueError:
-            raise ContentError(f"expected a number; got {text!r}") from None
-
-    def to_args(self) -> dict[str, Any]:
-        """No content_args."""
-        return {}
-
-    @classmethod
-    def build(cls, reader: ArgsReader) -> FloatParser:
-        """Build (takes no content_args)."""
-        return cls()
+        return _convert(body, float, "a number")
 
 
 @dataclass(frozen=True)
-class BoolParser:
+class BoolParser(TakesNoArgs):
     """``bool``: ``true`` or ``false`` in any letter case, surrounding whitespace ignored."""
 
     name: str = "bool"
@@ -124,12 +115,3 @@ class BoolParser:
         if lowered in _FALSE:
             return False
         raise ContentError(f"expected 'true' or 'false'; got {text!r}")
-
-    def to_args(self) -> dict[str, Any]:
-        """No content_args."""
-        return {}
-
-    @classmethod
-    def build(cls, reader: ArgsReader) -> BoolParser:
-        """Build (takes no content_args)."""
-        return cls()

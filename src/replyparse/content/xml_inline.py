@@ -33,6 +33,7 @@ from replyparse.content._nested import (
     value_parser_by_to_args,
     value_parser_to_args,
 )
+from replyparse.content.xml_inline_arguments import XmlTagArgumentReader
 
 __all__ = ["XmlInlineParser"]
 
@@ -220,7 +221,7 @@ class XmlInlineParser:
     capabilities: ClassVar[Capabilities] = Capabilities(
         "object",
         grammar="xml-inline",
-        argument_stream="xml-tags",
+        arguments=XmlTagArgumentReader,
         engines=EVERY_ENGINE,
         engine_args=(
             ("tag_pattern", EVERY_ENGINE),

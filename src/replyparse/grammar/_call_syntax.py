@@ -17,9 +17,36 @@ from replyparse.grammar._delimiters import field_path
 from replyparse.grammar._errors import GrammarError
 from replyparse.template import FieldSpec
 
-__all__ = ["CallSyntax", "grammar_form", "read_call_syntax"]
+__all__ = ["WRITERS", "CallSyntax", "Written", "grammar_form", "read_call_syntax"]
 
 _Placement = Literal["group", "body", "each"]
+#: What the grammar writes of a content format: a field's whole value (``value``), or a
+#: tool call's body in one of the three placements of :class:`CallSyntax`.
+Written = Literal["value", "group", "body", "each"]
+
+#: The grammar's writers, by the grammar form a content format declares
+#: (``Capabilities.grammar``): what each form is written as. A format whose form is not
+#: here, or lacks a placement, is refused with a ``GrammarError`` naming the template path.
+#: ``first-alternative`` (``first-of``) is written as its first parser's form.
+WRITERS: dict[GrammarForm, frozenset[Written]] = {
+    "text": frozenset({"value"}),
+    "integer": frozenset({"value"}),
+    "number": frozenset({"value"}),
+    "boolean": frozenset({"value"}),
+    "json": frozenset({"group", "body", "each"}),
+    "json-lines": frozenset({"each"}),
+    "xml-inline": frozenset({"group"}),
+    "pythonic": frozenset({"each"}),
+    "first-alternative": frozenset(),
+}
+
+
+def _writes(form: GrammarForm | None, placement: Written) -> bool:
+    return form is not None and placement in WRITERS.get(form, frozenset())
+
+
+def _supported(placement: Written) -> str:
+    return ", ".join(sorted(form for form, written in WRITERS.items() if placement in written))
 
 
 @dataclass(frozen=True)
@@ -92,10 +119,10 @@ def read_call_syntax(field: FieldSpec, open_groups: set[str]) -> CallSyntax:
                 f"{where}: the pythonic content parser gives each call as "
                 "{'name', 'arguments'}; the transform reads other keys."
             )
-        if form not in ("json", "json-lines", "pythonic"):
+        if not _writes(form, "each"):
             raise GrammarError(
                 f"$.fields.{field.name}.content: {content!r} bodies with transform_each "
-                "cannot be compiled; supported: json, json-lines, pythonic."
+                f"cannot be compiled; supported: {_supported('each')}."
             )
         return CallSyntax("each", keys[0], keys[1], content, content_args, form)
     if not field.repeats:
@@ -109,10 +136,10 @@ def read_call_syntax(field: FieldSpec, open_groups: set[str]) -> CallSyntax:
                 f"{where}: with the name in the open delimiter, the arguments must be the whole "
                 f'body ("{{content}}"); got {arguments_path!r}.'
             )
-        if form not in ("json", "xml-inline"):
+        if not _writes(form, "group"):
             raise GrammarError(
                 f"$.fields.{field.name}.content: {content!r} call bodies cannot be compiled; "
-                "supported: json, xml-inline (name in the open delimiter)."
+                f"supported: {_supported('group')} (name in the open delimiter)."
             )
         return CallSyntax("group", name_path[0], "", content, content_args, form)
     if (
@@ -120,7 +147,7 @@ def read_call_syntax(field: FieldSpec, open_groups: set[str]) -> CallSyntax:
         and name_path[0] == "content"
         and len(arguments_path) == 2
         and arguments_path[0] == "content"
-        and form == "json"
+        and _writes(form, "body")
     ):
         return CallSyntax("body", name_path[1], arguments_path[1], content, content_args, form)
     raise GrammarError(

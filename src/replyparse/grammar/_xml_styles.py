@@ -33,6 +33,7 @@ import regex
 
 from replyparse._json_types import json_equal
 from replyparse._oneshot import parse_response
+from replyparse._schema_walk import without_nullable
 from replyparse.coercion import coerce_to_schema
 from replyparse.errors import ResponseParseError
 from replyparse.grammar import _regex_writers as W
@@ -177,6 +178,7 @@ def parameter_schema(style: XmlStyle, schema: Any, where: str) -> dict[str, Any]
     """
     if not isinstance(schema, Mapping):
         raise GrammarError(f"{where}: boolean schemas do not fit an XML structural tag.")
+    schema = without_nullable(dict(schema))  # null where OpenAPI's nullable allows it
     keys = set(schema) - ANNOTATIONS
     if "anyOf" in keys and keys == {"anyOf"}:
         return {

@@ -49,7 +49,7 @@ class StreamBase:
             loaded, prefix, tools=self._request.raw_tools, include_groups=True, recover=recover
         )
         self._tracker = MessageTracker(loaded, self._request.tools, ids)
-        self._joining_nothing = self._tracker.joining_nothing
+        self._clean_text = self._tracker.clean_text  # bound once: called on most deltas
         self._parser_feed = self._parser.feed  # bound once: looked up on every delta
         self._started = False
         self._done = False
@@ -99,34 +99,26 @@ class StreamBase:
             ParserStateError: the stream already finished.
         """
         if self._live:
-            # The most common deltas, once the stream has started (issue 13: building the
-            # updates cost as much as the rest of the delta), read as the tracker reads
-            # them but without building its updates: one clean chunk of text within a
-            # capture (appended to the tracker's ``joining_nothing`` pieces; the update
-            # would be ``TextDelta(field, text)``), rendered by :meth:`_render_text`;
-            # one chunk of the body of a call whose name is known, read by the tracker's
-            # ``open_arguments`` (the update would be ``CallDelta``),
-            # rendered by :meth:`_render_arguments`; no event. Anything else goes through
-            # the tracker's updates.
+            # Every event goes through the tracker. A delta that is one chunk (most are) is
+            # read by the tracker's per-chunk readers, which build no update: clean text
+            # within a capture (``clean_text``: the update is ``TextDelta``, rendered by
+            # :meth:`_render_text`) or more of the body of a call whose name is known
+            # (``open_arguments``: ``CallDelta``, rendered by :meth:`_render_arguments`).
             events = self._parser_feed(text)
             if len(events) == 1:
                 event = events[0]
                 if event["type"] == "region_chunk":
                     field = event["field"]
                     chunk = event["text"]
-                    if not event["dirty"]:
-                        pieces = self._joining_nothing.get(field)
-                        if pieces is not None and chunk:
-                            pieces.append(chunk)
-                            return self._render_text(field, chunk)
+                    if not event["dirty"] and self._clean_text(field, chunk):
+                        return self._render_text(field, chunk)
                     if field == TOOL_CALLS_KEY:
-                        tracker = self._tracker
-                        open_arguments = tracker.open_arguments
+                        open_arguments = self._tracker.open_arguments
                         if open_arguments is not None:
                             fragment = open_arguments(chunk)
                             if not fragment:
                                 return []
-                            return self._render_arguments(tracker.open_position, fragment)
+                            return self._render_arguments(self._tracker.open_position, fragment)
             elif not events:
                 return []
             return self._render_updates(self._tracker.handle(events))

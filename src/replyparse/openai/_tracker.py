@@ -88,8 +88,7 @@ Update = TextDelta | CallStart | CallDelta | CallDone
 
 
 #: ``tuple.__new__(TextDelta, (key, text, ""))`` builds a per-delta update (``TextDelta``,
-#: ``CallDelta``) without the named tuple's Python-level ``__new__`` (about 40% of its
-#: cost; issue 13).
+#: ``CallDelta``) without the named tuple's Python-level ``__new__`` (much of its cost).
 _new_tuple = tuple.__new__
 
 
@@ -151,19 +150,15 @@ class MessageTracker:
         field = template.fields.get(TOOL_CALLS_KEY)
         self._shape: ToolCallShape | None = analyze_tool_call_field(field) if field else None
         self._texts = {key: _StreamedText() for key in TEXT_KEYS}
-        #: The pieces of each text key whose next text joins nothing (within a capture,
-        #: or the key's first text); a key is left out from a region open after earlier
-        #: text until its capture's first text. The streams' per-delta fast path
-        #: (``StreamBase.feed``, issue 13) records a clean chunk of such a key by appending
-        #: its text here, which is all :meth:`handle` would do with it; this object is
-        #: never replaced.
-        self.joining_nothing = {key: self._texts[key].pieces for key in TEXT_KEYS}
+        # The pieces of each text key whose next text joins nothing (within a capture, or
+        # the key's first text); a key is left out from a region open after earlier text
+        # until its capture's first text (read by :meth:`clean_text`).
+        self._joining_nothing = {key: self._texts[key].pieces for key in TEXT_KEYS}
         self._open: _OpenCall | None = None
         #: While the open call has started (its name is known): its position, and its
-        #: streamer's ``feed_take``. The streams' per-delta fast path for arguments
-        #: (``StreamBase.feed``, issue 13) gives each chunk of the call's body to it; the
-        #: chunk's update is ``CallDelta(open_position, fragment)`` of the fragment returned
-        #: (none when that is empty), all :meth:`handle` would do with it.
+        #: streamer's ``feed_take``, which reads a chunk of the call's body as
+        #: :meth:`handle` would; the chunk's update is ``CallDelta(open_position,
+        #: fragment)`` of the fragment returned (none when that is empty).
         self.open_arguments: Callable[[str], str] | None = None
         self.open_position = -1
         self._used_ids: set[str] = set()
@@ -197,7 +192,7 @@ class MessageTracker:
         separator = self._separator(key)
         streamed.separator = len(separator)
         pieces.append(separator + text)
-        self.joining_nothing[key] = pieces
+        self._joining_nothing[key] = pieces
         updates.append(TextDelta(key, separator + text, separator))
 
     def _open_text(self, key: str, updates: list[Update]) -> None:
@@ -211,7 +206,7 @@ class MessageTracker:
         streamed.separator = 0
         streamed.captures += 1
         if streamed.pieces:
-            self.joining_nothing.pop(key, None)
+            self._joining_nothing.pop(key, None)
 
     def _close_text(self, key: str, value: Any, updates: list[Update]) -> None:
         streamed = self._texts[key]
@@ -332,6 +327,21 @@ class MessageTracker:
             self._finish_call(resolved, call if position == 0 else None, updates)
 
     # -- public -------------------------------------------------------------------------------
+
+    def clean_text(self, field: str, text: str) -> bool:
+        """Read ``text``, a clean ``region_chunk`` of ``field``, when it joins nothing (it
+        continues the field's capture, or is the field's first text): its update is then
+        ``TextDelta(field, text)``, which the caller renders, and True is returned. False,
+        and nothing read, otherwise: :meth:`handle` reads the chunk.
+
+        The streams' per-delta path: most deltas are this, and building their update cost
+        as much as the rest of the delta.
+        """
+        pieces = self._joining_nothing.get(field)
+        if pieces is None or not text:
+            return False
+        pieces.append(text)
+        return True
 
     def handle(self, events: Iterable[Event]) -> list[Update]:
         """Read parser events; return the updates they make."""

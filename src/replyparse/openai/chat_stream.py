@@ -104,7 +104,7 @@ class ChatCompletionStream(StreamBase):
         self._reasoning_set = frozenset(self._reasoning_keys)
         # The one delta key of each text field's chunks (reasoning's, unless it is sent
         # under no key or several); and every chunk's parts, copied per chunk (copying a
-        # small dict costs less than building it; issue 13).
+        # small dict costs less than building it).
         self._delta_key = {CONTENT_KEY: CONTENT_KEY}
         if len(self._reasoning_keys) == 1:
             self._delta_key[REASONING_KEY] = self._reasoning_keys[0]
@@ -217,7 +217,7 @@ class ChatCompletionStream(StreamBase):
 
     def _render_text(self, key: str, text: str) -> list[dict[str, Any]]:
         # Most deltas: one text update, one chunk (_render's general case, without its
-        # merging; _chunk written out: issue 13).
+        # merging; _chunk written out).
         delta_key = self._delta_key.get(key)
         if delta_key is not None:
             delta = {delta_key: text}
@@ -233,7 +233,7 @@ class ChatCompletionStream(StreamBase):
 
     def _render_arguments(self, position: int, text: str) -> list[dict[str, Any]]:
         # More arguments of the open call (the next most common delta): _call_delta's
-        # first case and _chunk, written out (issue 13).
+        # first case and _chunk, written out.
         if self._tracker.calls[position].custom:
             entry = self._call_delta(CallDelta(position, text))
             return [self._chunk({"tool_calls": [entry]})] if entry is not None else []

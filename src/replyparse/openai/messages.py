@@ -90,15 +90,28 @@ def item_order(message: Mapping[str, Any]) -> list[str]:
 # -- item builders (shared with the stream adapters) ----------------------------------------
 
 
-def reasoning_item(item_id: str, text: str, status: str = "completed") -> dict[str, Any]:
-    """A Responses ``reasoning`` item holding raw reasoning text."""
+def reasoning_item(
+    item_id: str, text: str, status: str = "completed", summary: bool = False
+) -> dict[str, Any]:
+    """A Responses ``reasoning`` item holding raw reasoning text (and, with ``summary``,
+    the same text as its summary: see :func:`summary_parts`)."""
     return {
         "id": item_id,
         "type": "reasoning",
-        "summary": [],
+        "summary": summary_parts(text) if summary else [],
         "content": [{"type": "reasoning_text", "text": text}] if text else [],
         "status": status,
     }
+
+
+def summary_parts(text: str) -> list[dict[str, Any]]:
+    """A reasoning item's ``summary`` when the request asked for one (``reasoning.summary``).
+
+    An open model writes no summary of its reasoning, and clients that show reasoning read
+    only the summary (LangChain, OpenAI's own apps): the reasoning text itself is the
+    summary, one ``summary_text`` part.
+    """
+    return [{"type": "summary_text", "text": text}] if text else []
 
 
 def output_text_part(text: str) -> dict[str, Any]:
@@ -355,6 +368,7 @@ def to_response_output(
     tools: Any = None,
     ids: IdFactory = random_id,
     finish_reason: FinishReason | None = None,
+    reasoning_summary: bool = False,
 ) -> list[dict[str, Any]]:
     """A parsed message as Responses ``output`` items, in the order the model wrote them.
 
@@ -368,6 +382,8 @@ def to_response_output(
             find namespaces.
         ids: makes ``rs_``, ``msg_``, ``fc_``, ``ctc_`` and ``call_`` ids.
         finish_reason: ``"length"`` / ``"content_filter"`` mark the last item incomplete.
+        reasoning_summary: the request asked for ``reasoning.summary``: the reasoning item
+            also carries its text as ``summary`` (:func:`summary_parts`).
 
     Returns:
         The items, final (``status: "completed"``).
@@ -380,7 +396,9 @@ def to_response_output(
         if key == REASONING_KEY:
             text = message_text(message, key)
             if text:
-                output.append(reasoning_item(ids(REASONING_PREFIX), text))
+                output.append(
+                    reasoning_item(ids(REASONING_PREFIX), text, summary=reasoning_summary)
+                )
         elif key == CONTENT_KEY:
             text = message_text(message, key)
             if text:
@@ -410,6 +428,7 @@ def to_response(
     created_at: float | None = None,
     ids: IdFactory = random_id,
     clock: Clock = system_clock,
+    reasoning_summary: bool = False,
 ) -> dict[str, Any]:
     """A parsed message as a whole Responses ``response`` object.
 
@@ -427,6 +446,8 @@ def to_response(
         created_at: Unix seconds; ``clock()`` when None. ``completed_at`` is ``clock()``.
         ids: the identifier factory.
         clock: the time source.
+        reasoning_summary: the request asked for ``reasoning.summary`` (see
+            :func:`to_response_output`).
 
     Returns:
         A dict that validates as the SDK's ``Response``.
@@ -439,7 +460,13 @@ def to_response(
     """
     request = _Request(tools, tool_choice, parallel_tool_calls)
     resolved_id = response_id or ids(RESPONSE_PREFIX)
-    output = to_response_output(message, tools=request.tools, ids=ids, finish_reason=finish_reason)
+    output = to_response_output(
+        message,
+        tools=request.tools,
+        ids=ids,
+        finish_reason=finish_reason,
+        reasoning_summary=reasoning_summary,
+    )
     status, reason = response_status(finish_reason)
     response = response_object(
         response_id=resolved_id,

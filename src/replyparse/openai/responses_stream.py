@@ -79,8 +79,11 @@ class _Item:
     key: str = ""
     #: the item's ``.delta`` event but for its ``sequence_number`` and ``delta`` (and a
     #: message's ``logprobs``), copied per delta: copying a small dict costs less than
-    #: building it (issue 13)
+    #: building it
     delta_event: dict[str, Any] = field(default_factory=dict)
+    #: a reasoning item's ``reasoning_summary_text.delta`` event, likewise, when the
+    #: request asked for a summary (empty otherwise)
+    summary_event: dict[str, Any] = field(default_factory=dict)
 
     @property
     def text(self) -> str:
@@ -107,6 +110,10 @@ class ResponsesStream(StreamBase):
         recover: parse in recover mode (the default): what the model wrote never fails
             the stream; ``issues`` lists what did not fit. False raises
             ``ResponseParseError`` as the parser does.
+        reasoning_summary: the request asked for ``reasoning.summary``: reasoning is also
+            streamed as the item's summary (``reasoning_summary_part.*`` and
+            ``reasoning_summary_text.*`` events, see ``messages.summary_parts``), which is
+            what clients that show reasoning read.
 
     Raises:
         StrictSchemaError, ToolDefinitionError, ToolChoiceError: the request is invalid.
@@ -136,6 +143,7 @@ class ResponsesStream(StreamBase):
         ids: IdFactory = random_id,
         clock: Clock = system_clock,
         recover: bool = True,
+        reasoning_summary: bool = False,
     ) -> None:
         """Check the request and start a parser; see the class docstring."""
         super().__init__(
@@ -144,6 +152,7 @@ class ResponsesStream(StreamBase):
         self._ids = ids
         self._clock = clock
         self._model = model
+        self._summary = reasoning_summary
         self._id = response_id or ids(RESPONSE_PREFIX)
         self._created_at = created_at if created_at is not None else int(clock())
         self._sequence = 0
@@ -219,6 +228,21 @@ class ResponsesStream(StreamBase):
                 part=part,
             )
         )
+        if reasoning and self._summary:
+            location = {"item_id": item.item_id, "output_index": item.index, "summary_index": 0}
+            events.append(
+                self._event(
+                    "response.reasoning_summary_part.added",
+                    **location,
+                    part={"type": "summary_text", "text": ""},
+                )
+            )
+            item.summary_event = {
+                "type": "response.reasoning_summary_text.delta",
+                "sequence_number": 0,
+                **location,
+                "delta": "",
+            }
         return item
 
     def _text(self, key: str, text: str, separator: str, events: list[dict[str, Any]]) -> None:
@@ -232,6 +256,8 @@ class ResponsesStream(StreamBase):
             self._close_open_item(None, events)
             item = self._add_text_item(key, events)
         events.append(self._delta(item, text))
+        if item.summary_event:
+            events.append(self._summary_delta(item, text))
 
     def _delta(self, item: _Item, text: str) -> dict[str, Any]:
         """The ``.delta`` event of more text of ``item`` (copied from its ``delta_event``,
@@ -244,6 +270,14 @@ class ResponsesStream(StreamBase):
         event["delta"] = text
         if item.kind == "message":
             event["logprobs"] = []
+        return event
+
+    def _summary_delta(self, item: _Item, text: str) -> dict[str, Any]:
+        """The ``reasoning_summary_text.delta`` event that repeats a reasoning delta."""
+        event = item.summary_event.copy()
+        event["sequence_number"] = self._sequence
+        self._sequence += 1
+        event["delta"] = text
         return event
 
     def _call(self, update: CallStart | CallDelta | CallDone, events: list[dict[str, Any]]) -> None:
@@ -320,9 +354,18 @@ class ResponsesStream(StreamBase):
         status = "incomplete" if item is cut else "completed"
         location = {"item_id": item.item_id, "output_index": item.index, "content_index": 0}
         if item.kind == "reasoning":
+            if item.summary_event:
+                summary = {"item_id": item.item_id, "output_index": item.index, "summary_index": 0}
+                text_part = {"type": "summary_text", "text": item.text}
+                events.append(
+                    self._event("response.reasoning_summary_text.done", **summary, text=item.text)
+                )
+                events.append(
+                    self._event("response.reasoning_summary_part.done", **summary, part=text_part)
+                )
             events.append(self._event("response.reasoning_text.done", **location, text=item.text))
             part: dict[str, Any] = {"type": "reasoning_text", "text": item.text}
-            item.final = reasoning_item(item.item_id, item.text, status)
+            item.final = reasoning_item(item.item_id, item.text, status, bool(item.summary_event))
         else:
             events.append(
                 self._event("response.output_text.done", **location, text=item.text, logprobs=[])
@@ -345,9 +388,11 @@ class ResponsesStream(StreamBase):
         return self._render_updates(self._take_pending("start"))
 
     def _render_text(self, key: str, text: str) -> list[dict[str, Any]]:
-        # Most deltas: more text of the open item (issue 13).
+        # Most deltas: more text of the open item.
         item = self._open
         if item is not None and item.key == key:
+            if item.summary_event:
+                return [self._delta(item, text), self._summary_delta(item, text)]
             return [self._delta(item, text)]
         events: list[dict[str, Any]] = []
         self._text(key, text, "", events)

@@ -235,7 +235,7 @@ def _schema_text(schema: Any) -> list[str]:
                     texts.append(description)
         return True
 
-    walk(schema, visit, follow_references=True, descend=lambda step, nests: step[0] in _INDEXED)
+    walk(schema, visit, follow_references=True, keywords=_INDEXED)
     return texts
 
 

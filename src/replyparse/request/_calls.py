@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from replyparse._json_types import arguments_json
+from replyparse.content._arguments import CallTarget
 from replyparse.request.errors import MessageShapeError
 from replyparse.template._call_shape import function_of
 from replyparse.tools import (
@@ -74,20 +75,6 @@ def custom_input(arguments: Any) -> str:
         if isinstance(value, str):
             return value
     return arguments_json(arguments)
-
-
-@dataclass(frozen=True)
-class CallTarget:
-    """What a called name refers to.
-
-    Attributes:
-        kind: ``"function"`` (arguments are a JSON object) or ``"custom"`` (a raw input).
-        schema: the function's ``parameters`` when the parser types arguments by it; None
-            when no typing happens (no tools, or an unknown tool).
-    """
-
-    kind: Literal["function", "custom"]
-    schema: Mapping[str, Any] | None = None
 
 
 class ToolIndex:

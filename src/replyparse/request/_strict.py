@@ -29,6 +29,7 @@ _STRICT_UNSUPPORTED = (
     "dependentRequired",
     "dependentSchemas",
 )
+#: The subschemas strict mode reads (the keywords it refuses are reported, not entered).
 _STRICT_DESCENT = frozenset({"properties", "items", "anyOf", "$defs", "definitions"})
 _STRICT_MAX_PROPERTIES = 5000
 _STRICT_MAX_DEPTH = 10
@@ -82,20 +83,12 @@ def check_strict_schema(
         _check_strict_node(node, where, schema, add, counts)
         return True
 
-    walk(schema, visit, descend=_strict_descends)
+    walk(schema, visit, keywords=_STRICT_DESCENT)
     if counts["properties"] > _STRICT_MAX_PROPERTIES:
         add((), f"{counts['properties']} object properties in total; at most 5000 are allowed")
     if counts["enum"] > _STRICT_MAX_ENUM_VALUES:
         add((), f"{counts['enum']} enum values in total; at most 1000 are allowed")
     return found
-
-
-def _strict_descends(step: SchemaPath, nests: bool) -> bool:
-    """The subschemas strict mode reads: properties, ``items`` (one schema), ``anyOf``
-    branches and definitions; the keywords it refuses are reported, not entered."""
-    if step[0] == "items":
-        return len(step) == 1  # one schema; the draft 4-7 tuple form is reported instead
-    return step[0] in _STRICT_DESCENT
 
 
 def _check_strict_node(

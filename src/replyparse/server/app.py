@@ -22,11 +22,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
+import functools
 import logging
 import threading
 import time
 import warnings
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Literal, NamedTuple, TypeVar
 
@@ -82,6 +85,12 @@ logger = logging.getLogger("replyparse.server")
 _T = TypeVar("_T")
 #: Serializes :func:`_quietly` (``warnings.catch_warnings`` is not thread-safe).
 _WARNINGS_LOCK = threading.Lock()
+#: Worker threads that read and render requests (decoding, the chat template, the request's
+#: patterns): a pool apart from the default executor, which finishes the streams in flight.
+#: A flood of requests that each spend their whole ``--render-timeout`` rendering then waits
+#: behind other new requests, never in front of an answer being finished.
+PREPARE_WORKERS = 4
+
 _SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 
 
@@ -211,6 +220,15 @@ class _Handler:
         # Without an upstream grammar nothing makes the model follow a structured-output
         # format; said once, at the first request that asks for one.
         self.unenforced_format_warned = False
+        self.preparing = ThreadPoolExecutor(
+            PREPARE_WORKERS, thread_name_prefix="replyparse-prepare"
+        )
+
+    async def before_generation(self, function: Callable[..., _T], *args: Any) -> _T:
+        """``function(*args)`` in a thread of the request-preparing pool (see
+        :data:`PREPARE_WORKERS`), with this context's variables, as ``asyncio.to_thread``."""
+        call = functools.partial(contextvars.copy_context().run, function, *args)
+        return await asyncio.get_running_loop().run_in_executor(self.preparing, call)
 
     # -- steps --------------------------------------------------------------------------------
 
@@ -301,7 +319,9 @@ class _Handler:
                 custom_tool_calls=self.config.custom_tool_deltas,
                 **settings,
             )
-        return ResponsesStream(self.config.template, **settings)
+        return ResponsesStream(
+            self.config.template, reasoning_summary=turn.reasoning_summary, **settings
+        )
 
     async def body(self, request: Request) -> bytes:
         """The raw request body, read no further than the size limit (a 413 past it)."""
@@ -364,7 +384,7 @@ class _Handler:
 
     async def handle(self, request: Request, api: Api) -> Response:
         try:
-            prepared = await asyncio.to_thread(self.prepare, await self.body(request), api)
+            prepared = await self.before_generation(self.prepare, await self.body(request), api)
             if isinstance(prepared, SearchTurn):
                 return await respond_with_search(
                     self, prepared, quietly=_quietly, usage=_responses_usage, log_issues=_log_issues
@@ -459,7 +479,12 @@ class _Handler:
             responses_usage = _responses_usage(outcome.usage)
             result = await asyncio.to_thread(
                 _quietly,
-                lambda: to_response(message, usage=responses_usage, **settings),
+                lambda: to_response(
+                    message,
+                    usage=responses_usage,
+                    reasoning_summary=turn.reasoning_summary,
+                    **settings,
+                ),
                 lambda error: dict(error.result),
             )
             result = turn.stamp(result)
@@ -566,7 +591,7 @@ class _Handler:
                     f"({backend.description})",
                     status=404,
                 )
-            prompt = await asyncio.to_thread(self.count_prompt, await self.body(request))
+            prompt = await self.before_generation(self.count_prompt, await self.body(request))
             try:
                 count = await backend.count_tokens(prompt)
             except BackendError as error:
@@ -694,6 +719,7 @@ def create_app(config: ServerConfig) -> Starlette:
         try:
             yield
         finally:
+            handler.preparing.shutdown(wait=False, cancel_futures=True)
             await config.backend.close()
 
     routes = [

@@ -45,6 +45,8 @@ class Turn:
             ``text.format``), None for plain text.
         store: Responses ``store`` (default true, as OpenAI's), echoed in every
             ``response`` object; the server stores nothing either way.
+        reasoning_summary: Responses ``reasoning.summary`` was set (``auto``, ``concise`` or
+            ``detailed``): reasoning items also carry their text as ``summary``.
     """
 
     api: Api
@@ -64,6 +66,7 @@ class Turn:
     template_kwargs: dict[str, Any] = field(default_factory=dict)  # JSON boundary
     response_format: ResponseFormat | None = None
     store: bool = True
+    reasoning_summary: bool = False
 
     def stamp(self, response: Mapping[str, Any]) -> dict[str, Any]:
         """A Responses ``response`` object with the request's fields it echoes (``store``)."""
@@ -236,6 +239,7 @@ def read_turn(body: Any, api: Api) -> Turn:
         parallel = True
     if api == "chat":
         messages = _chat_messages(body)
+        summary = False
         n = _optional(body, "n", (int,), "an integer")
         if n is not None and n != 1:
             raise ApiError("only n=1 is supported", param="n")
@@ -251,6 +255,7 @@ def read_turn(body: Any, api: Api) -> Turn:
         max_tokens = _optional(body, "max_output_tokens", (int,), "an integer")
         reasoning = _optional(body, "reasoning", (dict,), "an object") or {}
         effort = reasoning.get("effort")
+        summary = _reasoning_summary(reasoning)
         stop = None
         include_usage = True
     store = _optional(body, "store", (bool,), "a boolean")
@@ -273,7 +278,23 @@ def read_turn(body: Any, api: Api) -> Turn:
         template_kwargs=_template_kwargs(body, effort),
         response_format=read_response_format(body, api),
         store=store is not False,
+        reasoning_summary=summary,
     )
+
+
+#: The values of Responses ``reasoning.summary`` (``generate_summary`` is its older name).
+_SUMMARIES = ("auto", "concise", "detailed")
+
+
+def _reasoning_summary(reasoning: Mapping[str, Any]) -> bool:
+    for key in ("summary", "generate_summary"):
+        value = reasoning.get(key)
+        if value is not None and value not in _SUMMARIES:
+            raise ApiError(
+                f"'reasoning.{key}' must be one of {list(_SUMMARIES)} or null; got {value!r}",
+                param=f"reasoning.{key}",
+            )
+    return reasoning.get("summary") is not None or reasoning.get("generate_summary") is not None
 
 
 def _chat_messages(body: Mapping[str, Any]) -> list[dict[str, Any]]:

@@ -187,7 +187,9 @@ def detect_template(
     """The response template for a model, from its tokenizer config, chat template or type.
 
     A ``tokenizer_config`` that carries its own ``response_template`` wins: that template is
-    loaded as is. Otherwise the registry family is detected as ``detect_entry`` describes.
+    loaded as is. Otherwise the registry family is detected as ``detect_entry`` describes;
+    for a family whose tokens carry a per-checkpoint suffix (``token_suffix``), the template
+    is written for the suffix of the config's added tokens.
 
     Args:
         model_type: the transformers ``config.json`` ``model_type``.
@@ -207,13 +209,16 @@ def detect_template(
         >>> detect_template(model_type="lfm2") is get_template("lfm2")
         True
     """
-    if tokenizer_config is not None:
-        own = _model_folder(tokenizer_config).response_template
-        if own is not None:
-            return load_template(own)
-    return detect_entry(
+    if tokenizer_config is None:
+        return detect_entry(model_type=model_type, chat_template=chat_template, name=name).template
+    folder = _model_folder(tokenizer_config)
+    if folder.response_template is not None:
+        return load_template(folder.response_template)
+    entry = detect_entry(
         model_type=model_type,
         tokenizer_config=tokenizer_config,
         chat_template=chat_template,
         name=name,
-    ).template
+    )
+    # A family whose tokens carry a per-checkpoint suffix gets this checkpoint's (HY v4).
+    return entry.template_for_vocabulary(folder.added_tokens.values())

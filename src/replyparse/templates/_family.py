@@ -12,7 +12,7 @@ import difflib
 import json
 import os
 import types
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,6 +20,11 @@ from typing import Any
 from replyparse.errors import TemplateError, TemplateIssue
 from replyparse.template import ResponseTemplate, load_template
 from replyparse.templates._policies import POLICIES, apply_policies
+from replyparse.templates._token_suffix import (
+    read_token_suffix,
+    specialize_suffix,
+    suffix_from_vocabulary,
+)
 
 __all__ = [
     "CALL_ID_FORMS",
@@ -54,6 +59,11 @@ ENTRY_KEYS: dict[str, tuple[bool, str]] = {
         "dict of policy name -> {'value': string, 'evidence': string}: the family's output "
         "policies (docs/recover.md, Policies) and why each value",
     ),
+    "token_suffix": (
+        False,
+        "dict {'stem': string, 'pattern': string}: structural tokens carry a per-checkpoint "
+        "suffix read from the vocabulary (the stem's token), written as pattern in the template",
+    ),
     "response_template": (True, "dict: the response template"),
 }
 
@@ -81,6 +91,8 @@ class RegistryEntry:
             literal reading where it makes none).
         policy_evidence: policy name -> why the family chose its value (only for policies
             the family file names).
+        token_suffix: ``{stem, pattern}`` when the family's tokens carry a per-checkpoint
+            suffix (``template_for_vocabulary``), else empty.
     """
 
     name: str
@@ -97,6 +109,7 @@ class RegistryEntry:
     policies: Mapping[str, str] = field(default_factory=dict)
     policy_evidence: Mapping[str, str] = field(default_factory=dict)
     _written_template_json: str = field(default="", repr=False, compare=False)
+    token_suffix: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def response_template(self) -> dict[str, Any]:
@@ -119,6 +132,27 @@ class RegistryEntry:
         if issues:
             raise TemplateError(issues)
         return compiled
+
+    def template_for_vocabulary(self, tokens: Iterable[str]) -> ResponseTemplate:
+        """The template for one checkpoint whose tokens carry a suffix (``token_suffix``).
+
+        ``tokens`` are the checkpoint's vocabulary or added tokens; the suffix of its
+        ``token_suffix.stem`` token replaces the family's any-suffix pattern. Without a
+        ``token_suffix``, or when no token has the stem, this is ``template``.
+
+        Example:
+            >>> from replyparse.templates import get_entry
+            >>> entry = get_entry("hunyuan-hy4")
+            >>> exact = entry.template_for_vocabulary(["<tool_call:opensource>"])
+        """
+        if not self.token_suffix:
+            return self.template
+        suffix = suffix_from_vocabulary(self.token_suffix["stem"], tokens)
+        if suffix is None:
+            return self.template
+        return load_template(
+            specialize_suffix(self.response_template, self.token_suffix["pattern"], suffix)
+        )
 
     def template_with(self, **policies: str) -> ResponseTemplate:
         """The compiled template under other policy values; see ``response_template_with``.
@@ -304,6 +338,12 @@ def load_family(file_name: str, text: str) -> LoadedFamily:
     else:
         prefixes = dict(prefixes_raw)
     policies, policy_evidence = _read_policies(raw.get("policies", {}), file_name, issues)
+    token_suffix: dict[str, str] = {}
+    if "token_suffix" in raw:
+        token_suffix, suffix_issues = read_token_suffix(
+            raw["token_suffix"], raw.get("response_template"), (file_name, "token_suffix")
+        )
+        issues.extend(suffix_issues)
     template: ResponseTemplate | None = None
     written_template = raw.get("response_template")
     response_template = written_template
@@ -344,6 +384,7 @@ def load_family(file_name: str, text: str) -> LoadedFamily:
         ),
         policy_evidence=types.MappingProxyType(policy_evidence),
         _written_template_json=json.dumps(written_template),
+        token_suffix=types.MappingProxyType(token_suffix),
     )
     return LoadedFamily(stem, entry, issues, raw)
 

@@ -686,3 +686,157 @@ def test_muse_spark_commentary_is_content() -> None:
             "tool_calls": [call("get_weather", {"city": "Paris", "days": 3})],
         },
     )
+
+
+# -- HY v4: the template for one checkpoint's vocabulary --------------------------------------------
+
+HY4_VOCABULARY = {
+    ":opensource": ["<think:opensource>", "<tool_calls:opensource>", "<tool_call:opensource>"],
+    ":a+b(c": ["<tool_calls:a+b(c>", "<tool_call:a+b(c>", "</tool_call:a+b(c>"],
+    "": ["<tool_calls>", "<tool_call>", "</tool_call>", "<arg_key>"],
+}
+
+
+@pytest.mark.parametrize("suffix", sorted(HY4_VOCABULARY))
+def test_hunyuan_hy4_template_for_a_vocabulary_reads_its_suffix_only(suffix: str) -> None:
+    from replyparse import parse_response
+
+    template = get_entry("hunyuan-hy4").template_for_vocabulary(HY4_VOCABULARY[suffix])
+    text = "The user wants two things.</think" + suffix + ">" + _hy4(suffix)
+    message = parse_response(text, template, prefix="<think" + suffix + ">", tools=TOOLS)
+    assert message["reasoning_content"] == "The user wants two things."
+    assert [item["function"]["name"] for item in message["tool_calls"]] == [
+        "get_weather",
+        "book_trip",
+        "now",
+    ]
+    # Another checkpoint's suffix is not this one's structure: it stays content.
+    other = _hy4(":other")
+    assert parse_response(other, template, prefix="") == {**A, "content": other}
+
+
+def test_hunyuan_hy4_detected_from_a_tokenizer_config_gets_its_suffix() -> None:
+    from replyparse import parse_response
+    from replyparse.templates import detect_template
+
+    config = {
+        "added_tokens_decoder": {
+            str(index): {"content": token, "special": True}
+            for index, token in enumerate(HY4_VOCABULARY[":a+b(c"], start=120000)
+        }
+    }
+    template = detect_template(tokenizer_config=config, model_type="hy_v4")
+    text = _hy4(":a+b(c")
+    message = parse_response(text, template, prefix="", tools=TOOLS)
+    assert message["content"] == "Checking both."
+    assert len(message["tool_calls"]) == 3
+    opensource = _hy4(":opensource")
+    assert parse_response(opensource, template, prefix="") == {**A, "content": opensource}
+
+
+def test_a_token_suffix_pattern_must_appear_in_the_template(tmp_path: Any) -> None:
+    import json
+
+    from replyparse.templates import validate_family_file
+
+    raw = json.loads(json.dumps(get_entry("hunyuan-hy4").response_template))
+    family = {
+        "name": "suffixed",
+        "description": "a family whose token_suffix names a pattern the template lacks",
+        "prefixes": {"default": ""},
+        "token_suffix": {"stem": "<tool_call", "pattern": "(?::[^>]*)?"},
+        "response_template": raw,
+    }
+    path = tmp_path / "suffixed.json"
+    path.write_text(json.dumps(family), encoding="utf-8")
+    issues = validate_family_file(path)
+    assert [(issue.code, issue.path) for issue in issues] == [
+        ("invalid_value", ("suffixed.json", "token_suffix", "pattern"))
+    ]
+    family["token_suffix"] = {"stem": "<tool_call"}
+    path.write_text(json.dumps(family), encoding="utf-8")
+    assert [issue.code for issue in validate_family_file(path)] == ["invalid_type"]
+
+
+# -- Cohere Command 3 (command-r7b framing) and Command 4 (cohere2-moe framing) ---------------------
+
+COHERE_ACTION = (
+    '<|START_ACTION|>[{"tool_call_id": "0", "tool_name": "get_weather", "parameters": '
+    '{"city": "Paris", "days": 3}}, {"tool_call_id": "1", "tool_name": "book_trip", "parameters": '
+    '{"city": "Lisbon", "travellers": [{"name": "Ana", "age": 34}, {"name": "Bo", "age": null}], '
+    '"options": {"seat": {"window": true, "row": 12}, "meals": ["veg", null], "price": 199.5}, '
+    '"nights": 4}}]<|END_ACTION|>'
+)
+COHERE_CALLS = [
+    {"id": "0", **call("get_weather", {"city": "Paris", "days": 3})},
+    {"id": "1", **BOOKING},
+]
+
+
+@pytest.mark.parametrize(
+    ("family", "prefix_key"), [("command-r7b", "thinking"), ("cohere2-moe", "default")]
+)
+def test_cohere_command_thinking_then_parallel_actions(family: str, prefix_key: str) -> None:
+    # Command 4 repeats the <|START_THINKING|> its prompt pre-opened; the opener absorbs it.
+    text = "<|START_THINKING|>Weather first, then the booking.<|END_THINKING|>" + COHERE_ACTION
+    assert_clean(
+        all_modes(family, text + "<|END_OF_TURN_TOKEN|>", prefix_key=prefix_key),
+        {**A, "reasoning_content": "Weather first, then the booking.", "tool_calls": COHERE_CALLS},
+    )
+
+
+@pytest.mark.parametrize(
+    ("family", "prefix_key", "framing"),
+    [
+        ("command-r7b", "thinking", ("<|START_RESPONSE|>", "<|END_RESPONSE|>")),
+        ("cohere2-moe", "default", ("<|START_TEXT|>", "<|END_TEXT|>")),
+    ],
+)
+def test_cohere_command_citations_are_kept_as_written(
+    family: str, prefix_key: str, framing: tuple[str, str]
+) -> None:
+    """vLLM's cohere_melody parser reduces <co>...</co: ...> to the cited text; not done here."""
+    answer = "It is <co>sunny and 21 C</co: 0:[0,1]> in Paris."
+    text = f"<|START_THINKING|>Doc 0 has it.<|END_THINKING|>{framing[0]}{answer}{framing[1]}"
+    assert_clean(
+        all_modes(family, text, prefix_key=prefix_key),
+        {**A, "reasoning_content": "Doc 0 has it.", "content": answer},
+    )
+
+
+@pytest.mark.parametrize(
+    ("family", "prefix_key"), [("command-r7b", "thinking"), ("cohere2-moe", "default")]
+)
+def test_cohere_command_a_truncated_action_list(family: str, prefix_key: str) -> None:
+    text = "<|START_THINKING|>Go.<|END_THINKING|>" + COHERE_ACTION[:120]
+    outcomes = all_modes(family, text, prefix_key=prefix_key)
+    assert outcomes["raise"].error == (
+        "ContentParseError",
+        "tool_calls",
+        {**A, "reasoning_content": "Go."},
+    )
+    # The list's names cannot be read from the cut body: recover keeps it as content text.
+    assert outcomes["recover"].message == {
+        **A,
+        "reasoning_content": "Go.",
+        "content": COHERE_ACTION[:120],
+    }
+    assert outcomes["recover"].issues == ("unclosed_region", "unreadable_call")
+    assert outcomes["partial"].message == {**A, "reasoning_content": "Go."}
+    assert outcomes["partial"].in_progress == "tool_calls"
+
+
+@pytest.mark.parametrize(
+    ("family", "prefix_key"), [("command-r7b", "thinking"), ("cohere2-moe", "default")]
+)
+def test_cohere_command_a_non_json_action_block(family: str, prefix_key: str) -> None:
+    block = '<|START_ACTION|>get_weather(city="Paris")<|END_ACTION|>'
+    text = "<|START_THINKING|>Go.<|END_THINKING|>" + block
+    outcomes = all_modes(family, text, prefix_key=prefix_key)
+    assert outcomes["raise"].error == (
+        "ContentParseError",
+        "tool_calls",
+        {**A, "reasoning_content": "Go."},
+    )
+    assert outcomes["recover"].message == {**A, "reasoning_content": "Go.", "content": block}
+    assert outcomes["recover"].issues == ("unreadable_call",)
