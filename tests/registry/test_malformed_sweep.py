@@ -57,7 +57,7 @@ FOREIGN = (
 )
 #: The most calls per character a malformed variant may cost, as a multiple of the
 #: well-formed output's calls per character: the largest ratio measured over every family
-#: and variant is 5.1 (a cut a few characters in pays a parse's fixed costs), so a variant
+#: and variant is 4.5 (a cut a few characters in pays a parse's fixed costs), so a variant
 #: whose work grew with the square of its length (100 times over on these outputs) fails.
 WORK_FACTOR = 10
 #: Characters where structure begins or ends, cut at when a family's delimiters are patterns.
@@ -79,6 +79,11 @@ KNOWN_BROKEN: dict[tuple[str, str], str] = {
         "deepseek-v4",
         "'<|tool_calls_section_begin|>' inserted at 148",
     ): "words lost with no trace: begin, section",
+    (
+        "deepseek-v4.1",
+        "'<|tool_calls_section_begin|>' inserted at 370",
+    ): "words lost with no trace: begin, section",
+    ("deepseek-v4.1", "'</｜DSML｜ invoke>' at 195 dropped"): "words lost with no trace: add",
     ("dots", "cut at 50 ('<')"): PER_CHARACTER_ISSUES,
     ("dots", "'<function=get_weather>' inserted at 195"): "words lost with no trace: get",
     ("gigachat3.5", "cut at 57 ('\\n')"): PER_CHARACTER_ISSUES,
@@ -121,22 +126,36 @@ KNOWN_BROKEN: dict[tuple[str, str], str] = {
     ("qwen3-coder", "cut at 43 ('<')"): PER_CHARACTER_ISSUES,
     ("qwen3.5", "cut at 39 ('\\n')"): PER_CHARACTER_ISSUES,
     ("qwen3.5", "cut at 40 ('<')"): PER_CHARACTER_ISSUES,
-    ("qwen3.5", "'<function=get_weather>' inserted at 12"): "words lost with no trace: special",
+    (
+        "qwen3.5",
+        "'<|tool_calls_section_begin|>' inserted at 39",
+    ): "words lost with no trace: begin, section",
+    (
+        "qwen3.5",
+        "'<|tool_calls_section_begin|>' inserted at 72",
+    ): "words lost with no trace: begin, section",
     ("seed-oss", "cut at 39 ('\\n')"): PER_CHARACTER_ISSUES,
     ("seed-oss", "cut at 40 ('<')"): PER_CHARACTER_ISSUES,
     ("seed-oss", "'<|im_end|>' inserted at 39"): "words lost with no trace: end",
     ("solar-open2", "cut at 20 ('<|tool_call:start|>')"): PER_CHARACTER_ISSUES,
     ("solar-open2", "cut at 30 ('\\n')"): PER_CHARACTER_ISSUES,
     ("solar-open2", "cut at 31 ('<')"): PER_CHARACTER_ISSUES,
+    ("spark2.5", "'</think>' inserted at 74"): "words lost with no trace: think",
+    (
+        "spark2.5",
+        "'<|tool_calls_section_begin|>' inserted at 347",
+    ): "words lost with no trace: begin, section",
 }
 
 
 @cache
 def _case(family: str) -> dict[str, Any]:
-    """The family's first corpus output with a tool call."""
+    """The family's first corpus output with a tool call (skips a family with none)."""
     cases = [json.loads(line) for line in CASES.read_text(encoding="utf-8").splitlines() if line]
     own = [case for case in cases if case["family"] == family]
     with_call = [case for case in own if (case.get("expected") or {}).get("tool_calls")]
+    if not own:
+        pytest.skip(f"../shared/corpus has no output of {family} yet")
     return (with_call or own)[0]
 
 
