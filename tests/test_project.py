@@ -20,7 +20,7 @@ SOURCE = ROOT / "src" / "replyparse"
 
 #: The core: what parses. It must never import the layers built on it.
 CORE = [
-    "errors.py", "events.py", "_scanner.py", "_scan_plans.py", "parser.py", "transform.py", "tools.py",
+    "errors.py", "events.py", "_scanner.py", "_scan_plans.py", "_delimiter.py", "_complete_scan.py", "parser.py", "transform.py", "tools.py",
     "coercion.py", "tokens.py", "model_folder.py", "_json_types.py", "_charset.py",
     "_regex_syntax.py", "_regex_analysis.py", "_schema_ref.py", "_tool_names.py",
     "function_schema.py", "issues.py", "template", "content", "request", "_schema_walk.py",

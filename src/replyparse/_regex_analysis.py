@@ -6,7 +6,7 @@ its tree as read by the one regex reader (``replyparse._regex_syntax``, exact re
 * ``possessive_source``: the pattern with greedy runs made possessive where that finds the
   same matches (and ``RunLeads``, ``LiteralRun``: starts a failed start rules out);
 * ``find_token_loop``: a loop over header tokens, and the starts a failed one rules out;
-* ``required_literals``: literals every match contains, after its start;
+* ``all_required_literals``: literals every match contains, after its start;
 * ``find_anchors``: the literals every match begins with (after a run); ``start_literals``
   the same, longer and not merged;
 * ``end_literal``: a literal every match ends with, past which no way through it reads;
@@ -53,6 +53,7 @@ __all__ = [
     "LiteralRun",
     "RunLeads",
     "TokenLoop",
+    "all_required_literals",
     "analyse",
     "can_match_empty",
     "end_literal",
@@ -61,7 +62,6 @@ __all__ = [
     "may_both_match_empty",
     "optional_groups",
     "possessive_source",
-    "required_literals",
     "resume_search",
     "start_literals",
     "whitespace_only_as_lead",
@@ -461,11 +461,12 @@ def _leading_run(node: Node) -> Chars | None:
     return first.item
 
 
-def required_literals(source: str) -> tuple[str, ...]:
+def all_required_literals(source: str) -> tuple[str, ...]:
     """Literals (three characters or more) that every match of ``source`` contains, or
     looks ahead at, somewhere after its start: runs of literal characters in its top-level
     sequence, inside plain groups and positive lookaheads there. Empty when the reader does
-    not know the syntax."""
+    not know the syntax. (``grammar._regex.any_required_literals``: literals of which every
+    match contains at least one.)"""
     tree = _tree(source)
     if tree is None:
         return ()

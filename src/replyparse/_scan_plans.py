@@ -20,25 +20,37 @@ read far; it is for tests, never for serving.
 
 from __future__ import annotations
 
+import dataclasses
 import os
-from collections.abc import Mapping, Sequence
-from functools import lru_cache
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from functools import lru_cache, partial
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import regex
 
-from replyparse._regex_syntax import REGEX_FLAGS
-from replyparse._scanner import (
+from replyparse._delimiter import (
     Delimiter,
     DelimiterMatch,
     FinalMatch,
-    Scanner,
     outranks,
     streaming_source,
 )
+from replyparse._regex_syntax import REGEX_FLAGS
+from replyparse._scanner import Scanner
 from replyparse.errors import TemplateError, TemplateIssue
 
-__all__ = ["PLANS", "PLAN_VARIABLE", "ReferenceScanner", "reference_find", "scanner_plan"]
+if TYPE_CHECKING:
+    from replyparse.template import ResponseTemplate
+
+__all__ = [
+    "PLANS",
+    "PLAN_VARIABLE",
+    "ReferenceScanner",
+    "ScannerPlan",
+    "on_plan",
+    "reference_find",
+    "scanner_plan",
+]
 
 _NO_GROUPS: dict[str, str | None] = {}
 
@@ -116,6 +128,7 @@ class ReferenceScanner(Scanner):
         self.start_needles = {}
         self.lead_chars = None
         self.lead_only_chars = None
+        self.next_final = self._next_final
 
     def safe_length(self, text: str) -> int:
         return -1
@@ -134,7 +147,7 @@ class ReferenceScanner(Scanner):
         held = len(buffer)
         best: DelimiterMatch | None = None
         best_priority = 0
-        for delimiter, target, priority in self._entries:
+        for delimiter, target, priority in self.entries:
             match, partial_start = reference_find(delimiter, buffer, position, final, no_empty_at)
             if partial_start is not None and partial_start < held:
                 held = partial_start
@@ -154,20 +167,29 @@ class ReferenceScanner(Scanner):
         # An empty match at the end of a complete text delimits nothing.
         return None if match is None or match.start == len(buffer) else match
 
-    def next_final(
+    def _next_final(
         self, buffer: str, position: int, memo: dict[Any, Any], no_empty_at: int = -1
     ) -> FinalMatch | None:
         return self.scan_final(buffer, position, memo, no_empty_at)
 
 
-#: The scanner plans by name: the fast plans (``Scanner``) and the plain reference.
-PLANS: Mapping[str, type[Scanner]] = {"fast": Scanner, "reference": ReferenceScanner}
+#: A scanner built by a plan from its entries ``(delimiter, target, priority)``.
+ScannerPlan: TypeAlias = Callable[[Sequence[tuple[Delimiter, int, int]]], Scanner]
+
+#: The scanner plans by name: the fast plans (``Scanner``); the same, with a complete
+#: text's short rests searched by anchors too (``anchored``: what a long text takes, on
+#: every text); and the plain reference.
+PLANS: Mapping[str, ScannerPlan] = {
+    "fast": Scanner,
+    "anchored": partial(Scanner, short=0),
+    "reference": ReferenceScanner,
+}
 #: The environment variable that names the plan of the templates compiled from then on.
 PLAN_VARIABLE = "REPLYPARSE_SCANNER_PLAN"
 
 
-def scanner_plan() -> type[Scanner]:
-    """The scanner class ``REPLYPARSE_SCANNER_PLAN`` names (``fast`` when unset or empty);
+def scanner_plan() -> ScannerPlan:
+    """The scanner plan ``REPLYPARSE_SCANNER_PLAN`` names (``fast`` when unset or empty);
     raises ``TemplateError`` (the templates compiled then cannot be built) naming the
     variable, its value and the known plans otherwise."""
     name = os.environ.get(PLAN_VARIABLE) or "fast"
@@ -176,3 +198,14 @@ def scanner_plan() -> type[Scanner]:
         message = f"{PLAN_VARIABLE}={name!r} names no scanner plan; known plans: {sorted(PLANS)}"
         raise TemplateError([TemplateIssue("unknown_scanner_plan", (), message, name)])
     return plan
+
+
+def on_plan(template: ResponseTemplate, name: str) -> ResponseTemplate:
+    """``template`` with its scanners built by the plan ``name`` (a key of ``PLANS``),
+    everything else shared."""
+    plan = PLANS[name]
+    return dataclasses.replace(
+        template,
+        outside_scanner=plan(template.outside_scanner.entries),
+        region_scanners=tuple(plan(scanner.entries) for scanner in template.region_scanners),
+    )

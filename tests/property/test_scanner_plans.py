@@ -1,5 +1,7 @@
 """Every scanner plan answers as the reference plan does (``replyparse._scan_plans``).
 
+Every plan of ``PLANS`` but the reference is drawn, with small windows too.
+
 On every registry template's scanners, on text built from its delimiters' fragments,
 unicode and long runs, cut into chunks as a stream arrives:
 
@@ -17,9 +19,10 @@ import re
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from replyparse._delimiter import SHORT
 from replyparse._scan_plans import PLANS, ReferenceScanner, scanner_plan
 from replyparse._scanner import Scanner
 from replyparse.errors import TemplateError
@@ -45,7 +48,7 @@ def _fragments(scanner: Scanner) -> list[str]:
     """Pieces of the scanner's delimiters: each literal, its halves and its ends; a
     pattern's literal runs."""
     pieces: list[str] = []
-    for delimiter, _, _ in scanner._entries:
+    for delimiter, _, _ in scanner.entries:
         texts = list(delimiter.literals)
         if delimiter.anchors is not None:
             texts.extend(delimiter.anchors.literals)
@@ -59,13 +62,26 @@ def _fragments(scanner: Scanner) -> list[str]:
 
 
 @st.composite
-def _scanner_and_text(draw: Any) -> tuple[Scanner, ReferenceScanner, str]:
+def _entries_and_text(draw: Any) -> tuple[Scanner, str]:
     _, scanner = draw(st.sampled_from(SCANNERS))
     pieces = _fragments(scanner) + COMMON + UNICODE
     parts = draw(st.lists(st.sampled_from(pieces), max_size=14))
     if draw(st.integers(0, 9)) == 0:
         parts.insert(draw(st.integers(0, len(parts))), draw(st.sampled_from(LONG)))
-    return scanner, ReferenceScanner(scanner._entries), "".join(parts)
+    return scanner, "".join(parts)
+
+
+def _scanner_and_text(data: st.DataObject) -> tuple[Scanner, ReferenceScanner, str]:
+    """A registry scanner on one of the plans (built here, not while drawing: building
+    compiles patterns), the reference on its entries, and a text."""
+    scanner, text = data.draw(_entries_and_text())
+    plan = data.draw(st.sampled_from(sorted(set(PLANS) - {"reference"})))
+    # Small windows reach the windowed searches on short texts.
+    if data.draw(st.booleans()):
+        scanner = Scanner(scanner.entries, short=0 if plan == "anchored" else SHORT, window=16)
+    elif plan != "fast":
+        scanner = PLANS[plan](scanner.entries)
+    return scanner, ReferenceScanner(scanner.entries), text
 
 
 def _match(match: Any, base: int = 0) -> tuple[Any, ...] | None:
@@ -110,29 +126,29 @@ def _stream(scanner: Scanner, chunks: list[str], stateful: bool) -> list[tuple[A
     return matches
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_stream_scans_act_as_the_reference(data: st.DataObject) -> None:
-    scanner, reference, text = data.draw(_scanner_and_text())
+    scanner, reference, text = _scanner_and_text(data)
     cuts = sorted(data.draw(st.lists(st.integers(0, len(text)), max_size=6)))
     chunks = [text[a:b] for a, b in zip([0, *cuts], [*cuts, len(text)], strict=True)]
     assert _stream(scanner, chunks, stateful=True) == _stream(reference, chunks, stateful=False)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_scans_equal_the_reference(data: st.DataObject) -> None:
     """Without the stream's floors and partials, a scan's safe end and match are the
     reference's exactly."""
-    scanner, reference, text = data.draw(_scanner_and_text())
+    scanner, reference, text = _scanner_and_text(data)
     position = data.draw(st.integers(0, len(text)))
     assert scanner.scan(text, position, False, {}) == reference.scan(text, position)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_final_scans_equal_the_reference(data: st.DataObject) -> None:
-    scanner, reference, text = data.draw(_scanner_and_text())
+    scanner, reference, text = _scanner_and_text(data)
     position = data.draw(st.integers(0, len(text)))
     expected = _match(reference.scan_final(text, position, {}))
     assert _match(scanner.scan_final(text, position, {})) == expected
@@ -151,10 +167,10 @@ def test_final_scans_equal_the_reference(data: st.DataObject) -> None:
     assert walked == expected_walk
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_next_delimiter_agrees_with_the_reference(data: st.DataObject) -> None:
-    scanner, reference, text = data.draw(_scanner_and_text())
+    scanner, reference, text = _scanner_and_text(data)
     position = data.draw(st.integers(0, len(text)))
     final = data.draw(st.booleans())
     safe, match = scanner.next_delimiter(text, position, final)
@@ -171,7 +187,7 @@ def test_the_plan_is_named_by_the_environment(monkeypatch: pytest.MonkeyPatch) -
     assert scanner_plan() is Scanner
     monkeypatch.setenv("REPLYPARSE_SCANNER_PLAN", "reference")
     assert scanner_plan() is ReferenceScanner
-    assert set(PLANS) == {"fast", "reference"}
+    assert set(PLANS) == {"fast", "anchored", "reference"}
     monkeypatch.setenv("REPLYPARSE_SCANNER_PLAN", "quick")
     with pytest.raises(TemplateError, match="REPLYPARSE_SCANNER_PLAN='quick'") as caught:
         scanner_plan()

@@ -10,13 +10,13 @@ raise mode (the same error), on every registry family's corpus cases and on muta
 from __future__ import annotations
 
 from typing import Any
-from unittest import mock
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from replyparse import ResponseParseError, ResponseParser, _scanner, parse_output
+from replyparse import ResponseParseError, ResponseParser, parse_output
+from replyparse._scan_plans import on_plan
 from replyparse.templates import get_entry, list_templates
 from tests.property.test_recover_properties import CASES_FILE, _cases, _prefix, mutants
 
@@ -90,8 +90,9 @@ def test_corpus_cases_whole_equals_streamed(family: str) -> None:
         for recover in (True, False):
             expected = _streamed(template, prefix, text, 5, recover)
             assert _whole(template, prefix, text, recover) == expected, (case["id"], recover)
-            with mock.patch.object(_scanner, "_SHORT", 0):  # anchors on short texts too
-                assert _whole(template, prefix, text, recover) == expected, case["id"]
+            # Anchors on short texts too.
+            anchored = on_plan(template, "anchored")
+            assert _whole(anchored, prefix, text, recover) == expected, case["id"]
 
 
 @pytest.mark.parametrize("family", FAMILIES)
@@ -110,7 +111,6 @@ def test_mutated_outputs_whole_equals_streamed(family: str, data: st.DataObject)
     step = data.draw(st.sampled_from([1, 3, 64]))
     if step == 1 and len(text) > 2_000:
         step = 3
-    short = data.draw(st.sampled_from([0, _scanner._SHORT]))  # 0: anchors on short texts
-    with mock.patch.object(_scanner, "_SHORT", short):
-        whole = _whole(template, prefix, text, recover, partial)
+    plan = data.draw(st.sampled_from(["fast", "anchored"]))  # anchored: on short texts too
+    whole = _whole(on_plan(template, plan), prefix, text, recover, partial)
     assert whole == _streamed(template, prefix, text, step, recover, partial)

@@ -7,6 +7,7 @@ import pytest
 import regex
 
 from replyparse._regex_analysis import (
+    all_required_literals,
     analyse,
     consuming_texts,
     end_literal,
@@ -14,7 +15,6 @@ from replyparse._regex_analysis import (
     find_token_loop,
     finite_texts,
     possessive_source,
-    required_literals,
     start_literals,
     whitespace_only_as_lead,
 )
@@ -53,7 +53,7 @@ def test_literal_runs_and_token_loops_read_possessive_patterns() -> None:
     loop = find_token_loop(r"(?:<c>\w++|\s*<k>)*\s*to=x")
     assert loop is not None
     assert find_token_loop(r"(?:<c>\w+|\s*<k>)*+\s*to=x") is None  # a possessive loop
-    assert required_literals(r"(?>ab)cde\s*+<\|m\|>") == ("cde", "<|m|>")
+    assert all_required_literals(r"(?>ab)cde\s*+<\|m\|>") == ("cde", "<|m|>")
 
 
 @pytest.mark.parametrize(

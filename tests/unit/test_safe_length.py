@@ -67,7 +67,7 @@ def registry_scanners() -> list[Scanner]:
 
 def fragments(scanner: Scanner) -> list[str]:
     pieces = [" ", "\n", "a", "t", "<", "|", "=", "[", "{", '"', "x y"]
-    for delimiter, _, _ in scanner._entries:
+    for delimiter, _, _ in scanner.entries:
         literals = delimiter.anchors.literals if delimiter.anchors else delimiter.literals
         for literal in literals:
             pieces.extend((literal, literal[: len(literal) // 2], literal[1:]))
@@ -111,6 +111,7 @@ def start_char_scanners() -> list[Scanner]:
 START_CHAR_SCANNERS = start_char_scanners()
 
 
+@pytest.mark.fast_plan
 def test_start_chars_are_known_where_safe_length_tests_only_characters() -> None:
     header = header_scanner()  # "\s*to=": a lead run before the anchor
     assert header.start_chars == "<t"

@@ -11,14 +11,15 @@ from __future__ import annotations
 
 from functools import cache
 from typing import Any
-from unittest import mock
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from replyparse import _scanner
-from replyparse._scanner import Scanner, find_anchors
+from replyparse._delimiter import SHORT, WINDOW
+from replyparse._regex_analysis import find_anchors
+from replyparse._scanner import Scanner
 from replyparse.templates import get_entry, list_templates
 
 
@@ -91,28 +92,25 @@ def test_scan_final_equals_scan(data: st.DataObject) -> None:
     text = "".join(data.draw(st.lists(st.sampled_from(_fragments()), max_size=40)))
     memo: dict[Any, Any] = {}
     position = data.draw(st.integers(0, len(text)))
-    # Short texts are searched by the regex engine unless anchors are forced (_SHORT 0).
-    short = data.draw(st.sampled_from([0, _scanner._SHORT]))
+    # Short texts are searched by the regex engine unless anchors are asked for (short 0).
+    short = data.draw(st.sampled_from([0, SHORT]))
     # Small windows put end literals past the first window (Delimiter._match_final).
-    window = data.draw(st.sampled_from([16, _scanner._WINDOW]))
-    with (
-        mock.patch.object(_scanner, "_SHORT", short),
-        mock.patch.object(_scanner, "_WINDOW", window),
-    ):
-        while True:
-            # scan_final shares its memo across calls on one buffer, as the parser does.
-            expected = scanner.scan(text, position, final=True)[1]
-            assert scanner.scan_final(text, position, memo) == expected, (family, text, position)
-            if expected is None:
-                break
-            position = max(expected.end, position + 1)
-            if position > len(text):
-                break
+    window = data.draw(st.sampled_from([16, WINDOW]))
+    scanner = Scanner(scanner.entries, short=short, window=window)
+    while True:
+        # scan_final shares its memo across calls on one buffer, as the parser does.
+        expected = scanner.scan(text, position, final=True)[1]
+        assert scanner.scan_final(text, position, memo) == expected, (family, text, position)
+        if expected is None:
+            break
+        position = max(expected.end, position + 1)
+        if position > len(text):
+            break
 
 
-def _led_scanner() -> Scanner:
+def _led_scanner(short: int = SHORT) -> Scanner:
     # Anchors all begin with "<", no lead run: ``next_final`` searches every literal and
-    # pattern anchor at once (``_led_search``). A literal that begins a pattern's anchor
+    # pattern anchor at once (the ``led`` plan). A literal that begins a pattern's anchor
     # (<tool), one that is a pattern's anchor (<tool_call>), a pattern that may fail at its
     # anchor (<think> then a letter), and ties of equal starts.
     delimiter = _scanner.Delimiter
@@ -124,7 +122,8 @@ def _led_scanner() -> Scanner:
             (delimiter.from_literals("<tool"), 3, 4),
             (delimiter.from_pattern(r"<thinks[a-z]>"), 4, 5),
             (delimiter.from_literals(["<|im_end|>", "<|endoftext|>"]), 5, 0),
-        ]
+        ],
+        short=short,
     )
 
 
@@ -139,45 +138,45 @@ def _led_scanner() -> Scanner:
         "<th<think>\n",
     ],
 )
-@pytest.mark.parametrize("short", [0, _scanner._SHORT])  # 0: short texts searched so too
+@pytest.mark.parametrize("short", [0, SHORT])  # 0: short texts searched so too
 def test_one_search_for_literals_and_anchors_finds_what_scan_does(text: str, short: int) -> None:
-    scanner = _led_scanner()
-    assert scanner._led_search is not None
+    scanner = _led_scanner(short)
+    assert "led" in scanner.plans
     position = 0
     memo: dict[Any, Any] = {}
     found = 0
-    with mock.patch.object(_scanner, "_SHORT", short):
-        while True:
-            expected = scanner.scan(text, position, final=True)[1]
-            assert scanner.scan_final(text, position, memo) == expected, (text, position)
-            if expected is None:
-                break
-            found += 1
-            position = max(expected.end, position + 1)
+    while True:
+        expected = scanner.scan(text, position, final=True)[1]
+        assert scanner.scan_final(text, position, memo) == expected, (text, position)
+        if expected is None:
+            break
+        found += 1
+        position = max(expected.end, position + 1)
     assert found
 
 
-@pytest.mark.parametrize("short", [0, _scanner._SHORT])
+@pytest.mark.parametrize("short", [0, SHORT])
 def test_a_pattern_of_a_few_literals_is_searched_with_the_literals(short: int) -> None:
     # gpt-oss's region states: a literal close and the end of turn, a pattern that matches
-    # only a few literals (``finite_texts``): one search for them all (``_literal_search``).
+    # only a few literals (``finite_texts``): one search for them all (the ``literals`` plan).
     delimiter = _scanner.Delimiter
     end_of_turn = delimiter.from_pattern(r"<\|return\|>|<\|start\|>(?:user|tool|functions\.)")
     assert end_of_turn.finite is not None
-    scanner = Scanner([(delimiter.from_literals("<|end|>"), 1, 1), (end_of_turn, 0, 0)])
-    assert scanner._literal_search is not None
+    scanner = Scanner(
+        [(delimiter.from_literals("<|end|>"), 1, 1), (end_of_turn, 0, 0)], short=short
+    )
+    assert scanner.plans[0] == "literals"
     text = "a <|start|>assistant b <|start|>tool c <|end|> <|start|>functions.f <|retur <|return|>"
     position = 0
     memo: dict[Any, Any] = {}
     found = []
-    with mock.patch.object(_scanner, "_SHORT", short):
-        while True:
-            expected = scanner.scan(text, position, final=True)[1]
-            assert scanner.scan_final(text, position, memo) == expected, (text, position)
-            if expected is None:
-                break
-            found.append(text[expected.start : expected.end])
-            position = expected.end
+    while True:
+        expected = scanner.scan(text, position, final=True)[1]
+        assert scanner.scan_final(text, position, memo) == expected, (text, position)
+        if expected is None:
+            break
+        found.append(text[expected.start : expected.end])
+        position = expected.end
     assert found == ["<|start|>tool", "<|end|>", "<|start|>functions.", "<|return|>"]
 
 
@@ -218,7 +217,7 @@ def _counting_scanner(scanner: Scanner, runs: list[int]) -> Scanner:
     """``scanner``'s state rebuilt from fresh delimiters whose regex matches are counted
     (the registry's own delimiters are shared, and stay untouched)."""
     entries = []
-    for delimiter, target, priority in scanner._entries:
+    for delimiter, target, priority in scanner.entries:
         if delimiter.exact is not None:
             assert isinstance(delimiter.source, str)
             delimiter = _scanner.Delimiter.from_pattern(delimiter.source)

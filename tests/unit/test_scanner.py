@@ -18,7 +18,7 @@ import pytest
 import regex
 
 from replyparse import ResponseParser, load_template
-from replyparse._regex_analysis import possessive_source, required_literals
+from replyparse._regex_analysis import all_required_literals, possessive_source
 from replyparse._scanner import REGEX_FLAGS, Delimiter, Scanner
 from replyparse.templates import get_entry, list_templates
 
@@ -311,9 +311,9 @@ def test_work_per_character_stays_flat_on_gpt_oss_header_runs(
 
 
 def test_required_literals_are_read_from_the_top_level_sequence() -> None:
-    assert required_literals(r"a(?:bcd|efg)hij(?=<\|m\|>)") == ("hij", "<|m|>")
-    assert required_literals(r"(?:abc)?(?!xyz)x(?P<n>abc)y") == ("abc",)
-    assert required_literals(r"(?:abc)+|def") == ()
+    assert all_required_literals(r"a(?:bcd|efg)hij(?=<\|m\|>)") == ("hij", "<|m|>")
+    assert all_required_literals(r"(?:abc)?(?!xyz)x(?P<n>abc)y") == ("abc",)
+    assert all_required_literals(r"(?:abc)+|def") == ()
 
 
 def test_a_failed_token_loop_start_keeps_the_match_after_its_run() -> None:

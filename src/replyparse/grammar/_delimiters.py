@@ -66,7 +66,7 @@ class Delimiter:
 
     def forbid(self) -> tuple[R.Node, ...]:
         """Patterns whose absence guarantees the delimiter cannot match inside a text."""
-        found = R.required_literals(self.exact)
+        found = R.any_required_literals(self.exact)
         if found and min(map(len, found)) >= 2:
             return tuple(R.literal(text) for text in sorted(found))
         consumed = R.as_consumed(self.exact)
@@ -126,7 +126,7 @@ def written_forms(delimiter: Delimiter, close: Delimiter | None) -> list[tuple[R
 
 def terminator(node: R.Node) -> tuple[R.Node, ...]:
     """What text before ``node`` must not contain, so that a lexeme ends with ``node``."""
-    found = R.required_literals(node)
+    found = R.any_required_literals(node)
     if found:
         return tuple(R.literal(text) for text in sorted(found))
     return (node,)

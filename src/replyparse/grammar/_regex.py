@@ -47,6 +47,7 @@ __all__ = [
     "Node",
     "Repeat",
     "Seq",
+    "any_required_literals",
     "canonical",
     "contains_look",
     "literal",
@@ -54,7 +55,6 @@ __all__ = [
     "parse",
     "prune",
     "quantifier",
-    "required_literals",
     "split_at_group",
     "to_python",
 ]
@@ -173,8 +173,10 @@ def nullable(node: Node) -> bool:
     return True
 
 
-def required_literals(node: Node) -> frozenset[str] | None:
-    """Literals of which every match of ``node`` contains at least one; None if unknown.
+def any_required_literals(node: Node) -> frozenset[str] | None:
+    """Literals of which every match of ``node`` contains at least one (any of them); None
+    if unknown. (``_regex_analysis.all_required_literals``: literals every match contains,
+    all of them.)
 
     A positive lookahead counts as text (the match sits right before it), so a delimiter
     written ``(?=</think>)`` requires ``</think>``.
@@ -185,13 +187,13 @@ def required_literals(node: Node) -> frozenset[str] | None:
     if isinstance(node, (Group, Look)):
         if isinstance(node, Look) and (node.negative or not node.ahead):
             return None
-        return required_literals(node.item)
+        return any_required_literals(node.item)
     if isinstance(node, Repeat):
-        return required_literals(node.item) if node.low >= 1 else None
+        return any_required_literals(node.item) if node.low >= 1 else None
     if isinstance(node, Alt):
         result: set[str] = set()
         for option in node.options:
-            found = required_literals(option)
+            found = any_required_literals(option)
             if found is None:
                 return None
             result |= found
@@ -199,7 +201,7 @@ def required_literals(node: Node) -> frozenset[str] | None:
     if isinstance(node, Seq):
         candidates: list[frozenset[str]] = []
         for part in literal_runs(node.items):
-            found = frozenset({part}) if isinstance(part, str) else required_literals(part)
+            found = frozenset({part}) if isinstance(part, str) else any_required_literals(part)
             if found is not None:
                 candidates.append(found)
         if not candidates:
