@@ -39,9 +39,10 @@ NO_GROUPS: dict[str, str | None] = {}
 _NON_SPACE = re.compile(r"\S").search
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class WalkStart:
-    """The state of a parser that has read a prompt and nothing else, where a walk begins.
+    """The state of a parser that has read a prompt and nothing else, where a walk begins
+    (read, never changed, by the walk).
 
     Attributes:
         before: the text kept before the generation: context for lookbehinds, then held

@@ -264,9 +264,9 @@ class BatchParser:
     ) -> RowResult:
         """The one per-row parse: from the parser primed by the row's prefix and tools."""
         primed = self._primed_parser(prefix, tools)
-        walked = self._walked(primed, text, partial)
+        walked = primed.walk(text, partial) if isinstance(text, str) else None
         if walked is not None:  # the common row: read from the primed state, no copy
-            return walked
+            return RowResult(walked[0])
         try:
             result = primed.parse(text, partial, walk=False)
         except ResponseParseError as error:  # raise mode: the row fails, its partial message kept
@@ -276,12 +276,6 @@ class BatchParser:
         in_progress = result.in_progress.field if result.in_progress is not None else None
         issues = [issue.to_dict() for issue in result.issues]
         return RowResult(result.message, issues=issues, in_progress=in_progress)
-
-    @staticmethod
-    def _walked(primed: PrimedParser, text: Any, partial: bool) -> RowResult | None:
-        """The row's result when its text fits the template as it is, else None."""
-        walked = primed.walk(text, partial) if isinstance(text, str) else None
-        return None if walked is None else RowResult(walked[0])
 
     def _primed_parser(self, prefix: Any, tools: PreparedTools | None) -> PrimedParser:
         """The parser primed by ``prefix`` with these tools: built once per text prefix and

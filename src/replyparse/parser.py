@@ -97,6 +97,8 @@ _RESCAN_AFTER = 128
 # Whitespace held at the end of a stripping field's body is kept in one string up to this
 # length (a bounded copy per feed), then in an accumulator (``_hold_whitespace``).
 _HELD_WHITESPACE = 256
+# The fast path hands its pieces to the body at least this often (``_sync_base``).
+_FAST_PIECES = 256
 
 
 def _find_anchor_end(template: ResponseTemplate, prefix: str) -> int:
@@ -250,9 +252,9 @@ class ResponseParser:
         self._fast_second: str | None = None
         self._fast_second_ends: tuple[str, ...] = ()
         self._fast_leads: frozenset[str] | None = None  # ``Scanner.lead_chars``
-        # The body's size when the fast path was turned on or last counted; -1 when off
-        # and counted (``_sync_base``).
-        self._fast_mark = -1
+        # The pieces the fast path streamed since the last general step: the open region's
+        # body and its offset take them at the next one (``_sync_base``).
+        self._fast_pieces: list[str] = []
         self._fast_spec: FieldSpec | None = None
         # The chunk event of the fast path's field, but for its "text".
         self._fast_event: RegionChunkEvent = {
@@ -367,10 +369,11 @@ class ResponseParser:
                         text = self._state.buffer + text
                         self._state.buffer = ""
                 else:  # the scanner tells how much is safe
-                    held = self._state.buffer
+                    state = self._state
+                    held = state.buffer
                     pending = held + text if held else text
-                    self._state.scanner_calls += 1
-                    safe = self._state.scanner.safe_length(pending)
+                    state.scanner_calls += 1
+                    safe = state.scanner.safe_length(pending)
                     whole = not held and safe == len(text)
                     if not whole and safe > 0 and len(pending) - safe <= _RESCAN_AFTER:
                         # Text before a run that may lead a delimiter (gpt-oss's ``\s*to=``
@@ -388,9 +391,12 @@ class ResponseParser:
                 if whole:
                     # Nothing is held and all of ``text`` is safe: it is the region's next
                     # chunk, streamed as ``_append_body`` would.
-                    state = self._state
-                    state.body.append(text)
+                    pieces = self._fast_pieces
+                    pieces.append(text)
+                    if len(pieces) >= _FAST_PIECES:
+                        self._sync_base()
                     if self._fast_strips:  # no whitespace run is held (``_update_fast``)
+                        state = self._state
                         kept = text.rstrip()
                         if kept is not text:  # trailing whitespace (rstrip returns the same object)
                             if not kept:
@@ -474,7 +480,6 @@ class ResponseParser:
         self._sync_base()  # what the characters' test took, before the pieces change
         events: list[Event] = []
         self._take_safe(pending, safe, events)
-        self._fast_mark = state.body.size  # ``_take_safe`` counted the text
         if state.rescan_at:  # deferred from now on
             self._fast = None
         elif self._fast is not None:  # (not a long whitespace run)
@@ -932,7 +937,6 @@ class ResponseParser:
             }
             self._fast_strips = strips
         self._choose_test()
-        self._fast_mark = state.body.size
 
     def _choose_test(self) -> None:
         """The fast path's test of a piece: ``in`` when one or two characters can begin a
@@ -954,14 +958,16 @@ class ResponseParser:
             self._fast = ""
 
     def _sync_base(self) -> None:
-        """Count into ``_base`` the text the fast path took since it was turned on (or
-        since the last count): what it appended to the body. Called before anything
-        reads ``_base`` (a general feed, the end of the generation, a batch's walk)."""
-        mark = self._fast_mark
-        if mark >= 0:
-            size = self._state.body.size
-            self._state.base += size - mark
-            self._fast_mark = size if self._fast is not None else -1
+        """Hand the pieces the fast path streamed to the open region's body, and count
+        them into ``base``. Called before anything reads the body or ``base`` (a general
+        feed, the end of the generation, a copy, a batch's walk)."""
+        pieces = self._fast_pieces
+        if pieces:
+            text = "".join(pieces)
+            pieces.clear()
+            state = self._state
+            state.body.append(text)
+            state.base += len(text)
 
     def _begin_body(self, offset: int) -> None:
         state = self._state

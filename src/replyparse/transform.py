@@ -244,7 +244,7 @@ def _compile(transform: Any) -> _Step:
     if isinstance(transform, Mapping):
         # Per entry ``(key, constant, name, step)``: a value that is no placeholder is set as
         # it is, a one-name placeholder looked up in line (as ``resolve_name``), anything
-        # else built by its step (issue 17: a call's transform was five Python calls).
+        # else built by its step (the common one-name placeholder costs no function call).
         entries: list[tuple[Any, Any, str | None, _Step | None]] = []
         for key, value in transform.items():
             path = _placeholder_of(value) if isinstance(value, str) else None

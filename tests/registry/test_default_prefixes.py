@@ -18,6 +18,7 @@ import pytest
 
 from replyparse.templates import get_entry, list_templates
 from tests.registry.helpers import TOOLS, USER, render, requires_shared
+from tests.tiers import fast_sample
 
 #: Render kwargs a template needs beyond the defaults, each with its reason.
 KWARGS: dict[str, tuple[dict[str, Any], str]] = {
@@ -40,7 +41,7 @@ def _families() -> list[str]:
 
 
 @requires_shared
-@pytest.mark.parametrize("family", _families())
+@pytest.mark.parametrize("family", fast_sample(_families(), keep=15))
 @pytest.mark.parametrize("tools", [TOOLS, None], ids=["tools", "no-tools"])
 def test_default_prefix_is_the_rendered_generation_prompt(
     family: str, tools: list[dict[str, Any]] | None

@@ -494,7 +494,7 @@ def test_a_whole_generation_reads_its_prefix_as_a_parser_built_with_it(
     family: str, prefix: str, text: str, partial: bool
 ) -> None:
     # ``parse_output`` holds the prompt's text and walks it with the generation
-    # (``ResponseParser._holding_prefix``); a parser built with the prefix scans it first.
+    # (``PrimedParser`` holds it unscanned); a parser built with the prefix scans it first.
     from replyparse import parse_output
 
     template = get_entry(family).template

@@ -2,7 +2,7 @@
 
 A piece up to :data:`INLINE_FEED_CHARS` characters is parsed on the event loop: feeding is
 linear in the piece, a token-sized one costs a few microseconds and a worker-thread hop
-several times that (issue 13). A longer piece (an upstream sending big deltas) goes to a
+several times that. A longer piece (an upstream sending big deltas) goes to a
 worker thread, so that no single feed holds the loop. Chat template rendering, tool search
 ranking and finishing a stream always run in worker threads (their cost is not bounded by a
 piece).
