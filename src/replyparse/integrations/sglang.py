@@ -26,6 +26,7 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
+from replyparse._regex_analysis import consuming_texts
 from replyparse.grammar import build_grammar
 from replyparse.integrations.vllm import (
     DeltaParts,
@@ -66,13 +67,19 @@ def template_for(tokenizer: Any) -> ResponseTemplate:
 
 def reasoning_delimiters(template: ResponseTemplate) -> tuple[str, str] | None:
     """The literal open and close of the template's reasoning field (None: it has none, or
-    one delimiter is a pattern with no fixed text)."""
+    one delimiter is a pattern with no fixed text). A close that also ends before a call
+    opener (the ``calls_in_reasoning`` policy's lookahead) gives its consuming text: SGLang
+    splits reasoning at literal text only."""
     for name in _REASONING_FIELDS:
         spec = template.fields.get(name)
         if spec is None or spec.open is None or spec.close is None:
             continue
         opens = spec.open.literals or (spec.open.anchors.literals if spec.open.anchors else ())
-        closes = spec.close.literals
+        source = spec.close.source
+        closes = spec.close.literals or (consuming_texts(source) if isinstance(source, str) else ())
+        # An open that may also be empty before the close (``<think>|(?=</think>)``) is
+        # anchored at both texts: its own is the one that is not the close.
+        opens = tuple(text for text in opens if text not in closes) or opens
         if opens and closes:
             return opens[0], closes[0]
     return None
