@@ -208,6 +208,11 @@ def variants(family: str, text: str) -> dict[str, str]:
     for literal in _literals(family, closes_only=True):
         for start in _occurrences(text, literal):
             made[f"{literal!r} at {start} dropped"] = text[:start] + text[start + len(literal) :]
+    if not made:
+        # An output with no delimiter or structural character to break (gemma2's plain
+        # answer): what remains is truncation, at a few evenly spaced points.
+        for at in sorted({len(text) * part // 4 for part in (1, 2, 3)} - {0}):
+            made[f"cut at {at}"] = text[:at]
     return made
 
 
