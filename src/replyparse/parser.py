@@ -98,7 +98,7 @@ _RESCAN_AFTER = 128
 # length (a bounded copy per feed), then in an accumulator (``_hold_whitespace``).
 _HELD_WHITESPACE = 256
 # The fast path hands its pieces to the body at least this often (``_sync_base``).
-_FAST_PIECES = 256
+_FAST_PIECES = 32
 
 
 def _find_anchor_end(template: ResponseTemplate, prefix: str) -> int:
