@@ -253,6 +253,7 @@ def test_a_family_file_names_its_policy_values_and_their_evidence() -> None:
         # not named: the literal reading
         "stripped_special_tokens": "text",
         "builtin_tool_recipients": "builtin_tool_calls",
+        "citations": "text",
     }
     assert dict(entry.policy_evidence) == {"calls_in_reasoning": "its vendor"}
     close = entry.response_template["fields"]["reasoning_content"]["close_pattern"]
