@@ -188,3 +188,21 @@ def test_a_generation_cut_inside_a_citation_keeps_the_cited_text_so_far() -> Non
         "content": "Paris will be sunny and 21",
     }
     assert entry.policies["citations"] == "reduce"
+
+
+def test_under_reduce_a_malformed_action_body_joins_the_content_before_it_as_written() -> None:
+    """Content pieces join with no separator under ``reduce`` (that is how the text around a
+    citation joins), so recover mode's content from an unreadable action block (policy
+    malformed_calls = body) follows the text before it directly; ``citations="text"`` gives
+    the blank line of every stripping field."""
+    entry = get_entry("command-r7b")
+    text = (
+        'I will look it up. <|START_ACTION|>get_weather(city="Paris")<|END_ACTION|>'
+        "<|END_OF_TURN_TOKEN|>"
+    )
+    prefix = entry.prefixes["default"]
+    reduced = parse_response(text, entry.template, prefix=prefix, recover=True)
+    assert reduced["content"] == 'I will look it up. get_weather(city="Paris")'
+    literal = entry.template_with(citations="text")
+    kept = parse_response(text, literal, prefix=prefix, recover=True)
+    assert kept["content"] == 'I will look it up.\n\nget_weather(city="Paris")'

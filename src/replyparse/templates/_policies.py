@@ -235,6 +235,17 @@ def _citations(template: dict[str, Any], value: str) -> str | None:
     return None
 
 
+def _malformed_calls(template: dict[str, Any], value: str) -> str | None:
+    if value == "body":
+        return None
+    if CALLS_FIELD not in template["fields"]:
+        return f"the template has no {CALLS_FIELD!r} field"
+    # Read by recover mode only (the reference has no recover mode): a replyparse template
+    # key, written only off its default so exported templates stay the reference's format.
+    template["malformed_calls"] = value
+    return None
+
+
 #: Every policy, by name. Values are listed literal reading first.
 POLICIES: dict[str, Policy] = {
     policy.name: policy
@@ -283,6 +294,19 @@ POLICIES: dict[str, Policy] = {
             },
             summary="Cohere's citation markup in the answer",
             compile=_citations,
+        ),
+        Policy(
+            name="malformed_calls",
+            values={
+                "body": "recover mode: a call region whose tool name cannot be read gives "
+                "its body to content; its delimiters are markup, reported in the issue and "
+                "kept out of what users read",
+                "text": "the whole region, delimiters included, is content (vLLM's and "
+                "SGLang's fallback)",
+                "unclaimed": "the whole region is unclaimed_text, none of it content",
+            },
+            summary="recover mode: a tool call whose name cannot be read",
+            compile=_malformed_calls,
         ),
     )
 }
