@@ -257,6 +257,7 @@ def test_a_family_file_names_its_policy_values_and_their_evidence() -> None:
         # not named: the literal reading
         "stripped_special_tokens": "text",
         "builtin_tool_recipients": "builtin_tool_calls",
+        "citations": "text",
         "malformed_calls": "body",
     }
     assert dict(entry.policy_evidence) == {"calls_in_reasoning": "its vendor"}
@@ -726,7 +727,9 @@ def test_an_unreadable_call_goes_where_malformed_calls_says(family: str, value: 
     entry = get_entry(family)
     prefix_name, text, opener, body, close, before = UNREADABLE[family]
     prefix = entry.prefixes[prefix_name]
-    template = entry.template_with(malformed_calls=value)
+    # citations=reduce (the Cohere families') joins content pieces as written, with no
+    # blank line: tests/registry/test_cohere.py covers it with malformed calls.
+    template = entry.template_with(malformed_calls=value, citations="text")
     with pytest.raises(ResponseParseError):
         parse_response(text, template, prefix=prefix)
     outcome = _placed(template, prefix, text)
