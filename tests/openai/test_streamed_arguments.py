@@ -46,8 +46,15 @@ MODES = ("raise", "recover", "partial")
 _NO_CALL = re.compile(r"tool call (\d+): streamed but the region held no call")
 
 
-def _run(stream: Any, pieces: list[str], mode: str) -> list[dict[str, Any]] | None:
-    """The stream's output for ``pieces``; None when raise mode rejected the output."""
+def _run(
+    api: type[Any], template: Any, prefix: str, pieces: list[str], mode: str
+) -> tuple[Any, list[dict[str, Any]]] | None:
+    """An ``api`` stream and its output for ``pieces``; None when raise mode rejected the
+    output."""
+    options = {"created": 0} if api is ChatCompletionStream else {}
+    stream = api(
+        template, prefix=prefix, model="m", ids=SequentialIds(), recover=mode != "raise", **options
+    )
     try:
         out = stream.start()
         for piece in pieces:
@@ -57,16 +64,10 @@ def _run(stream: Any, pieces: list[str], mode: str) -> list[dict[str, Any]] | No
         assert mode == "raise"
         return None
     assert isinstance(out, list)
-    return out
+    return stream, out
 
 
-def _chat(template: Any, prefix: str, pieces: list[str], mode: str) -> tuple[Any, ...] | None:
-    stream = ChatCompletionStream(
-        template, prefix=prefix, model="m", ids=SequentialIds(), created=0, recover=mode != "raise"
-    )
-    chunks = _run(stream, pieces, mode)
-    if chunks is None:
-        return None
+def _chat(stream: Any, chunks: list[dict[str, Any]]) -> tuple[Any, ...]:
     sent: dict[int, str] = {}
     for chunk in chunks:
         for choice in chunk.get("choices", []):
@@ -83,13 +84,7 @@ def _chat(template: Any, prefix: str, pieces: list[str], mode: str) -> tuple[Any
     return stream.message, [sent[index] for index in sorted(sent)], final
 
 
-def _responses(template: Any, prefix: str, pieces: list[str], mode: str) -> tuple[Any, ...] | None:
-    stream = ResponsesStream(
-        template, prefix=prefix, model="m", ids=SequentialIds(), recover=mode != "raise"
-    )
-    events = _run(stream, pieces, mode)
-    if events is None:
-        return None
+def _responses(stream: Any, events: list[dict[str, Any]]) -> tuple[Any, ...]:
     sent: dict[str, str] = {}
     for event in events:
         if event["type"] in (
@@ -109,13 +104,7 @@ def _responses(template: Any, prefix: str, pieces: list[str], mode: str) -> tupl
     return stream.message, list(sent.values()), final
 
 
-def _messages(template: Any, prefix: str, pieces: list[str], mode: str) -> tuple[Any, ...] | None:
-    stream = MessagesStream(
-        template, prefix=prefix, model="m", ids=SequentialIds(), recover=mode != "raise"
-    )
-    events = _run(stream, pieces, mode)
-    if events is None:
-        return None
+def _messages(stream: Any, events: list[dict[str, Any]]) -> tuple[Any, ...]:
     sent: dict[int, str] = {}
     for event in events:
         if event["type"] == "content_block_start" and event["content_block"]["type"] == "tool_use":
@@ -143,10 +132,12 @@ def _spells(sent: str, final: Any) -> bool:
     return json.loads(sent) == final if isinstance(final, dict) else isinstance(final, str)
 
 
-APIS: dict[str, Callable[[Any, str, list[str], str], tuple[Any, ...] | None]] = {
-    "chat": _chat,
-    "responses": _responses,
-    "messages": _messages,
+#: Each API's stream, and what its output says: the stream's message, the text sent of each
+#: call it announced, and the arguments (or input) of each call of the message.
+APIS: dict[str, tuple[type[Any], Callable[[Any, list[dict[str, Any]]], tuple[Any, ...]]]] = {
+    "chat": (ChatCompletionStream, _chat),
+    "responses": (ResponsesStream, _responses),
+    "messages": (MessagesStream, _messages),
 }
 #: How a stream's call text is compared with its message's arguments (equal, by default).
 _SAYS: dict[str, Callable[[str, Any], bool]] = {"messages": _spells}
@@ -159,16 +150,17 @@ def check_streamed_arguments(
     rejected the output)."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", StreamConsistencyWarning)
-        result = APIS[api](template, prefix, pieces, mode)
+        api_stream, read = APIS[api]
+        ran = _run(api_stream, template, prefix, pieces, mode)
     unread = set()
     for warning in caught:
         if isinstance(warning.message, StreamConsistencyWarning):
             found = _NO_CALL.fullmatch(str(warning.message))
             assert found, str(warning.message)
             unread.add(int(found.group(1)))
-    if result is None:
+    if ran is None:
         return None
-    message, sent, final = result
+    message, sent, final = read(*ran)
     kept = [text for position, text in enumerate(sent) if position not in unread]
     assert len(kept) == len(final), (kept, final)
     says = _SAYS.get(api, str.__eq__)
