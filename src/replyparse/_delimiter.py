@@ -38,10 +38,6 @@ from typing import Any, NamedTuple, TypeAlias, TypeVar
 import regex
 
 from replyparse._regex_analysis import (
-    Anchors,
-    LiteralRun,
-    RunLeads,
-    TokenLoop,
     all_required_literals,
     analyse,
     end_literal,
@@ -49,6 +45,7 @@ from replyparse._regex_analysis import (
     find_token_loop,
     finite_texts,
 )
+from replyparse._regex_search import Anchors, LiteralRun, RunLeads, TokenLoop
 from replyparse._regex_syntax import REGEX_FLAGS, tokens
 
 __all__ = [
