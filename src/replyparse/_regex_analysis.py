@@ -8,7 +8,8 @@ built here and run per feed from :mod:`replyparse._regex_search`:
 * ``possessive_source``: the pattern with greedy runs made possessive where that finds the
   same matches (and ``RunLeads``, ``LiteralRun``: starts a failed start rules out);
 * ``find_token_loop``: a loop over header tokens, and the starts a failed one rules out;
-* ``all_required_literals``: literals every match contains, after its start;
+* ``all_required_literals`` (``replyparse._regex_tree``, on ``exact_tree``): literals every
+  match contains, after its start;
 * ``find_anchors``: the literals every match begins with (after a run); ``start_literals``
   the same, longer and not merged;
 * ``end_literal``: a literal every match ends with, past which no way through it reads;
@@ -21,38 +22,37 @@ may leave out).
 
 Every answer is one-sided: what the reader cannot read, or an analysis cannot bound, gives
 the pattern as written and no shortcut, never a different match. Trees are read once per
-pattern source (``_tree``). Nothing here runs per feed; this module knows nothing of
+pattern source (``exact_tree``). Nothing here runs per feed; this module knows nothing of
 buffers' hold-back, fields or events.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from functools import lru_cache
 from typing import Any, Literal, NamedTuple
 
 import regex
 
-from replyparse._charset import whitespace
+from replyparse._charset import CharSet, whitespace
 from replyparse._regex_search import Anchors, LiteralRun, RunLeads, TokenLoop
 from replyparse._regex_syntax import (
     REGEX_FLAGS,
     Alt,
     Anchor,
+    Backref,
     Chars,
     Group,
     Look,
     Node,
     Repeat,
     Seq,
-    UnreadablePattern,
     base_name,
-    read,
+    exact_tree,
     write,
 )
+from replyparse._regex_tree import first_chars
 
 __all__ = [
-    "all_required_literals",
     "analyse",
     "can_match_empty",
     "end_literal",
@@ -64,15 +64,6 @@ __all__ = [
     "start_literals",
     "whitespace_only_as_lead",
 ]
-
-
-@lru_cache(maxsize=256)
-def _tree(source: str) -> Node | None:
-    """The pattern's exact tree, or None when the reader cannot read it."""
-    try:
-        return read(source, exact=True)
-    except UnreadablePattern:
-        return None
 
 
 def _items(node: Node) -> tuple[Node, ...]:
@@ -106,58 +97,6 @@ def _single(node: Node) -> str | None:
 # over, and a continuation that can match empty must do so without assertions (an empty
 # continuation then also succeeds where the run ends, so the engine never backtracks).
 # A pattern the reader (``_regex_syntax``) cannot read is left as written.
-
-
-class _First(NamedTuple):
-    """What can begin a match: character matchers, whether it can be empty, and whether
-    an empty match passes an assertion."""
-
-    chars: list[Chars]
-    nullable: bool
-    asserts: bool
-
-
-def _first(node: Node, run: Chars) -> _First:
-    """What can begin a match of ``node``; greedy runs of a class covering ``run`` are
-    skipped (they absorb characters ``run`` gives back)."""
-    if isinstance(node, Chars):
-        return _First([node], False, False)
-    if isinstance(node, Anchor) or (isinstance(node, Look) and (node.negative or not node.ahead)):
-        return _First([], True, True)
-    if isinstance(node, (Look, Group)):
-        # A positive lookahead consumes nothing, but where what follows it must begin
-        # with a character that cannot begin its body, the whole continuation fails.
-        return _first(node.item, run)
-    if isinstance(node, Alt):
-        chars: list[Chars] = []
-        nullable = asserts = False
-        for option in node.options:
-            found = _first(option, run)
-            chars += found.chars
-            nullable = nullable or found.nullable
-            asserts = asserts or found.asserts
-        return _First(chars, nullable, asserts)
-    if isinstance(node, Repeat):
-        body = node.item
-        if (
-            node.greedy
-            and node.low == 0
-            and node.high is None
-            and isinstance(body, Chars)
-            and body.covers(run)
-        ):
-            return _First([], True, False)
-        found = _first(body, run)
-        return _First(found.chars, found.nullable or node.low == 0, found.asserts)
-    chars = []
-    asserts = False
-    for item in node.items:
-        found = _first(item, run)
-        chars += found.chars
-        asserts = asserts or found.asserts
-        if not found.nullable:
-            return _First(chars, False, asserts)
-    return _First(chars, True, asserts)
 
 
 #: A continuation frame: ``(sequence, index of its next item)``, or ``(repeat, -1)`` for a
@@ -198,21 +137,16 @@ def _continuation_disjoint(run: Chars, after: list[_Frame]) -> bool:
     chars: list[Chars] = []
     asserts = False
     for frame, start in after:
-        if start < 0:  # a loop: its body may come next, or what follows it
+        # A loop's body may come next, or what follows the loop; a sequence's rest.
+        if start < 0:
             assert isinstance(frame, Repeat)
-            found = _first(frame.item, run)
-            chars += found.chars
-            asserts = asserts or found.asserts
-            continue
-        nullable = True
-        for item in _items(frame)[start:]:
-            found = _first(item, run)
-            chars += found.chars
-            asserts = asserts or found.asserts
-            if not found.nullable:
-                nullable = False
-                break
-        if not nullable:
+            rest = frame.item
+        else:
+            rest = Seq(_items(frame)[start:])
+        found = first_chars(rest, lookahead=True, absorbs=run)
+        chars += found.chars
+        asserts = asserts or found.asserts
+        if start >= 0 and not found.nullable:
             return all(run.disjoint(other) for other in chars)
     # The continuation can match empty: only safe when that needs no assertion.
     return not asserts and all(run.disjoint(other) for other in chars)
@@ -249,7 +183,7 @@ def _lead(node: Node) -> _Lead:
     """What a match of the (possessive) tree ``node`` can begin with."""
     if isinstance(node, Chars):
         return _Lead([], [node], False)
-    if isinstance(node, (Anchor, Look)):
+    if isinstance(node, (Anchor, Look, Backref)):
         raise _Unknown
     if isinstance(node, Group):
         return _lead(node.item)
@@ -346,38 +280,6 @@ def _leading_run(node: Node) -> Chars | None:
     return first.item
 
 
-def all_required_literals(source: str) -> tuple[str, ...]:
-    """Literals (three characters or more) that every match of ``source`` contains, or
-    looks ahead at, somewhere after its start: runs of literal characters in its top-level
-    sequence, inside plain groups and positive lookaheads there. Empty when the reader does
-    not know the syntax. (``grammar._regex.any_required_literals``: literals of which every
-    match contains at least one.)"""
-    tree = _tree(source)
-    if tree is None:
-        return ()
-    found: list[str] = []
-
-    def collect(node: Node) -> None:
-        literal = ""
-        for item in _items(node):
-            char = _single(item)
-            if char is not None:
-                literal += char
-                continue
-            if len(literal) >= 3:
-                found.append(literal)
-            literal = ""
-            if (isinstance(item, Group) and not item.atomic) or (
-                isinstance(item, Look) and item.ahead and not item.negative
-            ):
-                collect(item.item)
-        if len(literal) >= 3:
-            found.append(literal)
-
-    collect(tree)
-    return tuple(dict.fromkeys(found))
-
-
 def end_literal(source: str) -> str | None:
     """A literal ``L`` that every match of ``source`` ends with (or ends looking ahead at),
     such that no way through the pattern reads past the first occurrence of ``L`` after its
@@ -390,7 +292,7 @@ def end_literal(source: str) -> str | None:
     ``L[0]`` must be one character of a literal run that, laid over ``L`` from there,
     differs from it within ``L``: a way through ``rest`` that reaches an occurrence dies
     inside it, and the way through ``L`` itself ends the match."""
-    tree = _tree(source)
+    tree = exact_tree(source)
     if tree is None:
         return None
     items = _items(tree)
@@ -420,6 +322,8 @@ def _dies_in(node: Node, text: str) -> bool:
     literal run (in its sequence) that differs from ``text`` laid over it from there."""
     if isinstance(node, Chars):
         return not _may_match(node, text[0])
+    if isinstance(node, Backref):
+        return False
     if isinstance(node, Anchor):
         return True
     if isinstance(node, (Group, Look, Repeat)):
@@ -486,7 +390,7 @@ def _may_match(node: Chars, char: str) -> bool:
 def find_token_loop(source: str) -> TokenLoop | None:
     """The ``TokenLoop`` of a pattern, or None when it does not have that shape (or uses
     syntax the reader does not know)."""
-    tree = _tree(source)
+    tree = exact_tree(source)
     if tree is None:
         return None
     items = tree.items if isinstance(tree, Seq) else ()
@@ -537,7 +441,7 @@ def find_token_loop(source: str) -> TokenLoop | None:
 
 def analyse(source: str) -> tuple[str, RunLeads | None, LiteralRun | None]:
     """``(possessive_source(source), its RunLeads or None, its LiteralRun or None)``."""
-    tree = _tree(source)
+    tree = exact_tree(source)
     if tree is None:
         return source, None, None
     runs: list[Repeat] = []
@@ -559,7 +463,7 @@ def whitespace_only_as_lead(source: str) -> bool:
     """Whether whitespace can begin a match of ``source`` only as an optional leading run
     (``\\s*X``), read from the tree of each top-level alternative; anything unclear (or
     unreadable) answers False."""
-    tree = _tree(source)
+    tree = exact_tree(source)
     return tree is not None and _lead_ok(tree)
 
 
@@ -613,7 +517,7 @@ class _Start(NamedTuple):
 
 def find_anchors(source: str) -> Anchors | None:
     """The anchors of a pattern (see above), or None when no small set is certain."""
-    tree = _tree(source)
+    tree = exact_tree(source)
     if tree is None:
         return None
     leads: list[Chars] = []
@@ -640,7 +544,7 @@ def start_literals(source: str, length: int) -> frozenset[str] | None:
     begins with, read as for ``find_anchors`` but not merged (so two patterns whose texts
     do not begin one another never match at one place); None when a match may begin with
     a run or with text no small set covers."""
-    tree = _tree(source)
+    tree = exact_tree(source)
     if tree is None:
         return None
     leads: list[Chars] = []
@@ -689,6 +593,8 @@ def _starts(
     if not active:
         return states
     out: list[_Start] = []
+    if isinstance(node, Backref):
+        raise _NoAnchors
     if isinstance(node, Chars):
         finite = node.finite
         for state in active:
@@ -769,7 +675,7 @@ def finite_texts(source: str) -> tuple[str, ...] | None:
     pattern has named groups, assertions, atomic groups or possessive repeats (where
     backtracking would not try every way), unbounded repeats or wide classes, or when the
     reader cannot read it."""
-    tree = _tree(source)
+    tree = exact_tree(source)
     if tree is None:
         return None
     try:
@@ -786,7 +692,7 @@ def consuming_texts(source: str) -> tuple[str, ...]:
     literals, leaving out options that are positive lookaheads (``</think>|(?=<tool_call>)``:
     ``('</think>',)``, the close a reasoning region gains from the ``calls_in_reasoning``
     policy). Empty when an option is neither, or the reader cannot read the pattern."""
-    tree = _tree(source)
+    tree = exact_tree(source)
     if tree is None:
         return ()
     options = tree.options if isinstance(tree, Alt) else (tree,)
@@ -839,7 +745,7 @@ def _texts(node: Node) -> set[str]:
 def can_match_empty(source: str) -> bool | None:
     """Whether some match of the pattern is empty (``$``, ``(?=x)``, ``a*``): a zero-width
     delimiter. None when the reader cannot read the pattern."""
-    tree = _tree(source)
+    tree = exact_tree(source)
     return None if tree is None else _empty_heads(tree) is not False
 
 
@@ -848,7 +754,7 @@ def may_both_match_empty(first: str, second: str) -> bool:
     empty, and what their empty matches look ahead at (``(?=<tool_call>)``, ``(?=\\s*$)``)
     can be the same text: a first character in common and one leading literal beginning the
     other, or both the end of the text. True when either cannot be read."""
-    one, other = _tree(first), _tree(second)
+    one, other = exact_tree(first), exact_tree(second)
     if one is None or other is None:
         return True
     heads, others = _empty_heads(one), _empty_heads(other)
@@ -877,6 +783,10 @@ def _heads_meet(head: _Head, rival: _Head) -> bool:
     return any(not char.disjoint(match) for char in head.chars for match in rival.chars)
 
 
+#: Any one character (what a backreference may begin with).
+_ANY = Chars(CharSet.any(), ".")
+
+
 class _MatchStarts(NamedTuple):
     """How a match can begin: one of ``chars``, or at the end of the text (``end``); and
     whether it can be empty. Over-approximated: assertions other than ``$`` are skipped."""
@@ -889,6 +799,8 @@ class _MatchStarts(NamedTuple):
 def _match_starts(node: Node) -> _MatchStarts:
     if isinstance(node, Chars):
         return _MatchStarts([node], False, False)
+    if isinstance(node, Backref):
+        return _MatchStarts([_ANY], True, True)
     if isinstance(node, Anchor):
         return _MatchStarts(
             [], node.kind in ("end", "end_string"), node.kind not in ("end", "end_string")
@@ -923,6 +835,8 @@ def _empty_heads(node: Node) -> list[_Head] | Literal[False] | None:
     None when that is not known (an anchor, ``a*``)."""
     if isinstance(node, Chars):
         return False
+    if isinstance(node, Backref):
+        return None
     if isinstance(node, Anchor) or (isinstance(node, Look) and (node.negative or not node.ahead)):
         if isinstance(node, Anchor) and node.kind in ("end", "end_string"):
             return [_Head([], "", True)]
@@ -981,7 +895,7 @@ def optional_groups(source: str) -> frozenset[str] | None:
     """The named groups (as written) that some match of the pattern leaves out: under a
     ``?``/``*``, in some options of an alternation only, or in a negative lookaround. None
     when the reader cannot read the pattern."""
-    tree = _tree(source)
+    tree = exact_tree(source)
     if tree is None:
         return None
     return frozenset(_group_names(tree) - _required_names(tree))
