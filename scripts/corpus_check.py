@@ -20,7 +20,9 @@ with the case's ``expected`` fields:
   the same names and, where ``arguments`` is not ``null``, arguments equal as JSON values
   (``1``, ``1.0`` and ``true`` differ). Cases whose expected arguments have types a tool
   schema decides (values written as raw text, e.g. XML parameters) are parsed with ``tools=``
-  built from the expected arguments' JSON types, as the source tests pass their tools.
+  built from the expected arguments' JSON types, as the source tests pass their tools (a
+  call whose name the source does not assert takes the name the family reads at its place;
+  dotted names such as ``tools.run`` are tool names, as the request layer accepts them).
 * A case from a malformed-input test that asserts only that no exception escapes (its notes
   say ``malformed_input``, every expected field is ``null``) is parsed in recover mode,
   replyparse's promise never to raise for what the model wrote (docs/recover.md).
@@ -52,7 +54,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -61,6 +62,7 @@ from pathlib import Path
 from typing import Any
 
 from replyparse import ResponseParser, parse_output, parse_response
+from replyparse._tool_names import TOOL_NAME_PATTERN
 from replyparse.errors import ResponseParseError, TemplateError
 from replyparse.templates import (
     RegistryEntry,
@@ -96,6 +98,7 @@ __all__ = [
     "load_exceptions",
     "load_prefix_overrides",
     "main",
+    "names_read",
     "normalize_text",
     "only_requires_no_exception",
     "parse_both_ways",
@@ -107,7 +110,6 @@ __all__ = [
 
 #: The checked fields of a corpus case's ``expected``.
 TEXT_FIELDS = ("content", "reasoning_content")
-_TOOL_NAME = re.compile(r"[a-zA-Z0-9_-]{1,64}")
 TABLE_START = "<!-- registry-pass-table:start -->"
 TABLE_END = "<!-- registry-pass-table:end -->"
 DRAFT_TABLE_START = "<!-- draft-agreement-table:start -->"
@@ -234,21 +236,31 @@ def _schema_for(value: Any) -> dict[str, Any]:
     return {}
 
 
-def tools_for(case: Mapping[str, Any]) -> list[dict[str, Any]] | None:
-    """Tools whose schemas give each expected argument its JSON type; None when no calls."""
+def tools_for(
+    case: Mapping[str, Any], names_read: Sequence[Any] = ()
+) -> list[dict[str, Any]] | None:
+    """Tools whose schemas give each expected argument its JSON type; None when no calls.
+
+    A call whose name the source does not assert (``"name": null``) takes the name at the
+    same position of ``names_read`` (the calls the parser reads from the case's text), so
+    its arguments are typed as the source's tool types them; without one it gets no tool.
+    """
     expected_calls = case.get("expected", {}).get("tool_calls")
     if not expected_calls:
         return None
     properties_by_name: dict[str, dict[str, Any]] = {}
-    for call in expected_calls:
+    for index, call in enumerate(expected_calls):
         arguments = call.get("arguments")
-        if not isinstance(call.get("name"), str):
+        name = call.get("name")
+        if name is None and index < len(names_read):
+            name = names_read[index]
+        if not isinstance(name, str):
             continue
-        properties = properties_by_name.setdefault(call["name"], {})
+        properties = properties_by_name.setdefault(name, {})
         if isinstance(arguments, dict):
             properties.update(_schema_for(arguments)["properties"])
-    # Tool definitions must have OpenAI-style names; dotted names (Calendar.create_event) get
-    # no schema, so their arguments are compared as parsed.
+    # A name the request layer refuses (not a tool name: spaces, a leading dot) gets no
+    # schema, so its arguments are compared as parsed; dotted names (tools.run) are tools.
     return [
         {
             "type": "function",
@@ -258,8 +270,18 @@ def tools_for(case: Mapping[str, Any]) -> list[dict[str, Any]] | None:
             },
         }
         for name, properties in properties_by_name.items()
-        if _TOOL_NAME.fullmatch(name)
+        if TOOL_NAME_PATTERN.fullmatch(name)
     ] or None
+
+
+def names_read(case: Mapping[str, Any], entry: RegistryEntry, prefix: str) -> list[Any]:
+    """The call names the family reads from a case's text (recover mode, no tools), for
+    :func:`tools_for`; empty when every expected call asserts its name."""
+    expected_calls = case.get("expected", {}).get("tool_calls") or []
+    if all(isinstance(call.get("name"), str) for call in expected_calls):
+        return []
+    message = parse_response(case["text"], entry.template, prefix=prefix, recover=True)
+    return [_call_name(call) for call in message.get("tool_calls") or []]
 
 
 def prefix_for(case: Mapping[str, Any], entry: RegistryEntry) -> str:
@@ -423,7 +445,7 @@ def check_case(
         case["text"],
         entry,
         prefix,
-        tools_for(case),
+        tools_for(case, names_read(case, entry, prefix)),
         partial=is_partial(case),
         recover=only_requires_no_exception(case),
     )

@@ -22,6 +22,7 @@ from replyparse.transform import TransformPathError
 __all__ = [
     "DEMOTED",
     "Note",
+    "demoted_text",
     "meant_name_notes",
     "recover_body",
     "salvage_call",
@@ -38,17 +39,39 @@ DEMOTED: Any = object()
 _NOTHING: Any = object()
 
 
+#: ``ResponseTemplate.malformed_calls`` value -> where a call region whose tool name cannot
+#: be read goes, as the issue says it.
+_DEMOTED_TO = {
+    "body": "its body became content (its delimiters are markup, left out of it)",
+    "text": "the region, delimiters included, became content",
+    "unclaimed": "the region, delimiters included, is in unclaimed_text, not in content",
+}
+
+
+def demoted_text(
+    malformed_calls: str, open_text: str, body: str, close_text: str
+) -> tuple[int, str, bool]:
+    """Where the text of a call region whose tool name cannot be read goes, under the
+    template's ``malformed_calls``: its offset from the start of the open delimiter, the
+    text, and whether it is content (else ``unclaimed_text``)."""
+    if malformed_calls == "body":
+        return len(open_text), body, True
+    return 0, open_text + body + close_text, malformed_calls == "text"
+
+
 def recover_body(
     reader: ValueReader,
     field: FieldSpec,
     body: str,
     groups: Mapping[str, str | None],
     offset: int,
+    malformed_calls: str = "body",
 ) -> tuple[Any, tuple[tuple[int, str], ...], list[Note]]:
     """The value of a region in recover mode, the stray text to make content (positions in
     the body) and the issues to report.
 
-    The value is ``DEMOTED`` when the region cannot be its field's at all.
+    The value is ``DEMOTED`` when the region cannot be its field's at all; where its text
+    goes (``malformed_calls``, ``demoted_text``) is said in the issue.
     """
     try:
         return reader.parse_body(field, body, groups, offset), (), []
@@ -98,7 +121,7 @@ def recover_body(
             IssueKind.UNREADABLE_CALL,
             0,
             body,
-            f"{failure.detail}; no tool name could be read, so the region became content",
+            f"{failure.detail}; no tool name could be read, so {_DEMOTED_TO[malformed_calls]}",
         )
         return DEMOTED, (), [note]
     if read_as_meant:

@@ -31,6 +31,7 @@ from replyparse._accumulator import TextAccumulator
 from replyparse._recovery import (
     DEMOTED,
     Note,
+    demoted_text,
     meant_name_notes,
     recover_body,
     salvage_call,
@@ -155,8 +156,9 @@ class ResponseParser:
 
     Recover mode: a body its content parser or transform rejects is read as far as it can
     be. A tool call whose name can be read stays a call, with ``arguments`` the raw text the
-    model wrote (a string, as OpenAI allows); a call whose name cannot be read becomes
-    content text, delimiters included, at its position; any other field keeps its raw text;
+    model wrote (a string, as OpenAI allows); a call whose name cannot be read goes where
+    the template's ``malformed_calls`` says (its body as content, at its position, by
+    default); any other field keeps its raw text;
     text a body has no place for (prose after a JSON value, between xml-inline parameters)
     becomes content; near misses (``arguments`` where the format says ``parameters``) are
     read as meant; another field's close in the implicit field's text (``</think>`` in
@@ -1202,7 +1204,9 @@ class ResponseParser:
             events.append(close)
             state.captures.setdefault(field.name, []).append(value)
             return
-        value, stray, notes = recover_body(self._values, field, body, groups, state.body_offset)
+        value, stray, notes = recover_body(
+            self._values, field, body, groups, state.body_offset, self.template.malformed_calls
+        )
         self._note_all(field.name, notes, events)
         meant = self._values.meant
         if meant is not None and value is not DEMOTED:
@@ -1211,14 +1215,17 @@ class ResponseParser:
         if self._extended:
             self._span(close, state.base + end, state.base + end + size)
         if value is DEMOTED:
-            # The region cannot be used as its field: its whole text, delimiters included,
-            # is content at its position.
+            # The region cannot be used as its field: its text goes where the template's
+            # malformed_calls says (its body as content, by default).
             events.append(close)
-            self._add_as_content(
-                state.body_offset - len(state.open_text),
-                state.open_text + body + close_text,
-                events,
+            start = state.body_offset - len(state.open_text)
+            position, text, as_content = demoted_text(
+                self.template.malformed_calls, state.open_text, body, close_text
             )
+            if as_content:
+                self._add_as_content(start + position, text, events)
+            elif text.strip():
+                state.unclaimed_text.append((start, text))
             return
         if field.is_implicit and self.template.stray_closes:
             self._note_all(field.name, stray_close_notes(self.template, field, body), events)

@@ -13,18 +13,27 @@ from scripts.corpus_check import (
     TABLE_END,
     TABLE_START,
     CaseResult,
+    check_case,
     compare_message,
     default_docs_path,
     exceptions_path,
     format_table,
+    load_cases,
     main,
+    names_read,
     normalize_text,
+    prefix_for,
     tools_for,
     write_docs,
 )
 
 import replyparse
+from replyparse.templates import get_entry
 from tests.registry.helpers import SHARED, requires_shared
+
+
+def _corpus() -> list[dict[str, object]]:
+    return load_cases(SHARED / "corpus" / "cases.jsonl")
 
 
 def test_text_is_compared_stripped_with_whitespace_runs_collapsed() -> None:
@@ -80,7 +89,7 @@ def test_tools_give_each_expected_argument_its_json_type() -> None:
     }
     tools = tools_for(case)
     assert tools is not None
-    assert [tool["function"]["name"] for tool in tools] == ["f", "g"]
+    assert [tool["function"]["name"] for tool in tools] == ["f", "Calendar.create_event", "g"]
     properties = tools[0]["function"]["parameters"]["properties"]
     assert properties == {
         "n": {"type": "integer"},
@@ -90,6 +99,26 @@ def test_tools_give_each_expected_argument_its_json_type() -> None:
         "o": {"type": "object", "properties": {"k": {"type": "number"}}},
     }
     assert tools_for({"expected": {"tool_calls": []}}) is None
+
+
+@requires_shared
+def test_a_call_whose_name_the_source_leaves_unasserted_is_typed_under_the_name_read() -> None:
+    """glimmer-call-9 (ollama) asserts every argument of a call to the dotted tool tools.run
+    but not its name: the schema-derived tool takes the name the family reads."""
+    case = next(case for case in _corpus() if case["id"] == "glimmer-call-9")
+    entry = get_entry("glimmer")
+    names = names_read(case, entry, prefix_for(case, entry))
+    assert names == ["tools.run"]
+    assert tools_for(case) is None
+    tools = tools_for(case, names)
+    assert tools is not None
+    assert tools[0]["function"]["name"] == "tools.run"
+    assert tools[0]["function"]["parameters"]["properties"]["count"] == {"type": "integer"}
+    message = replyparse.parse_response(
+        case["text"], entry.template, prefix=prefix_for(case, entry), tools=tools
+    )
+    assert message["tool_calls"][0]["function"]["arguments"]["config"] == {"mode": "fast"}
+    assert check_case(case, entry, {}).status == "pass"
 
 
 def test_table() -> None:

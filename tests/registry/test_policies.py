@@ -5,6 +5,7 @@ whole and in every chunking, in raise, recover and partial modes; the other valu
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -27,8 +28,11 @@ from replyparse import (
     ContentParseError,
     InProgressRegion,
     ParseIssue,
+    ResponseParseError,
     ResponseParser,
     TemplateError,
+    load_template,
+    parse_response,
 )
 from replyparse.templates import RegistryEntry, get_entry, list_templates
 from replyparse.templates._family import load_family
@@ -253,6 +257,8 @@ def test_a_family_file_names_its_policy_values_and_their_evidence() -> None:
         # not named: the literal reading
         "stripped_special_tokens": "text",
         "builtin_tool_recipients": "builtin_tool_calls",
+        "citations": "text",
+        "malformed_calls": "body",
     }
     assert dict(entry.policy_evidence) == {"calls_in_reasoning": "its vendor"}
     close = entry.response_template["fields"]["reasoning_content"]["close_pattern"]
@@ -646,3 +652,216 @@ def test_parse_and_stream_take_a_policy_value() -> None:
     assert status != 0 and "error[invalid_value] $.policies.calls_in_reasoning" in err
     status, _, err = _cli("parse", "-", "-t", "qwen3", "--policy", "calls_in_reasoning", stdin=text)
     assert status == 2 and "--policy takes NAME=VALUE" in err
+
+
+# -- malformed_calls -------------------------------------------------------------------------
+
+#: family -> (prefix name, an output with a call region whose tool name cannot be read, its
+#: open delimiter, its body, its close delimiter, the content around it). As models write
+#: them: a Python call in Hermes tags (Qwen3 after a pythonic system prompt), JSON with the
+#: name key misspelt, Command R7B's action block written as a Python call, Mistral's
+#: [TOOL_CALLS] followed by prose.
+UNREADABLE: dict[str, tuple[str, str, str, str, str, str]] = {
+    "hermes": (
+        "default",
+        'Let me check.\n<tool_call>\n{"nme": "get_weather", "city": "Paris"}\n'
+        "</tool_call><|im_end|>",
+        "<tool_call>",
+        '\n{"nme": "get_weather", "city": "Paris"}\n',
+        "</tool_call>",
+        "Let me check.",
+    ),
+    "qwen3": (
+        "no_thinking",
+        'Let me check.\n<tool_call>\nget_weather(city="Paris")\n</tool_call><|im_end|>',
+        "<tool_call>",
+        '\nget_weather(city="Paris")\n',
+        "</tool_call>",
+        "Let me check.",
+    ),
+    "command-r7b": (
+        "default",
+        'I will look it up.<|START_ACTION|>get_weather(city="Paris")<|END_ACTION|>'
+        "<|END_OF_TURN_TOKEN|>",
+        "<|START_ACTION|>",
+        'get_weather(city="Paris")',
+        "<|END_ACTION|>",
+        "I will look it up.",
+    ),
+    "mistral": (
+        "default",
+        "[TOOL_CALLS]I would call get_weather for Paris.</s>",
+        "[TOOL_CALLS]",
+        "I would call get_weather for Paris.",
+        "",
+        "",
+    ),
+}
+
+
+@dataclass(frozen=True)
+class Placed:
+    message: dict[str, Any]
+    issues: list[tuple[str, int, str]]
+    unclaimed: list[tuple[int, str]]
+
+
+def _placed(template: Any, prefix: str, text: str, *, partial: bool = False) -> Placed:
+    """The recover-mode outcome fed whole, through parse_output, one character at a time
+    and in fixed steps; all must agree."""
+    outcomes = []
+    for step in (len(text), 1, *STEPS):
+        parser = ResponseParser(template, prefix, recover=True)
+        for piece in chunked(text, step):
+            parser.feed(piece)
+        message, _ = parser.finalize(partial=partial)
+        issues = [(issue.kind.value, issue.offset, issue.raw) for issue in parser.issues]
+        outcomes.append(Placed(message, issues, list(parser.unclaimed_text)))
+    assert all(outcome == outcomes[0] for outcome in outcomes), "chunkings disagree"
+    return outcomes[0]
+
+
+@pytest.mark.parametrize("family", sorted(UNREADABLE))
+@pytest.mark.parametrize("value", ["body", "text", "unclaimed"])
+def test_an_unreadable_call_goes_where_malformed_calls_says(family: str, value: str) -> None:
+    entry = get_entry(family)
+    prefix_name, text, opener, body, close, before = UNREADABLE[family]
+    prefix = entry.prefixes[prefix_name]
+    # citations=reduce (the Cohere families') joins content pieces as written, with no
+    # blank line: tests/registry/test_cohere.py covers it with malformed calls.
+    template = entry.template_with(malformed_calls=value, citations="text")
+    with pytest.raises(ResponseParseError):
+        parse_response(text, template, prefix=prefix)
+    outcome = _placed(template, prefix, text)
+    start = text.index(opener)
+    region = opener + body + close
+    parts = [before] if before else []
+    assert "tool_calls" not in outcome.message
+    [(kind, offset, raw)] = outcome.issues
+    assert (kind, offset, raw) == ("unreadable_call", start + len(opener), body)
+    if value == "body":
+        assert outcome.message.get("content") == "\n\n".join([*parts, body.strip()])
+        assert outcome.unclaimed == []
+    elif value == "text":
+        assert outcome.message.get("content") == "\n\n".join([*parts, region])
+        assert outcome.unclaimed == []
+    else:
+        assert outcome.message.get("content") == ("\n\n".join(parts) or None)
+        assert outcome.unclaimed == [(start, region)]
+    # Partial mode: a call still open when the generation was cut is in progress, its text
+    # in no field whatever the value.
+    cut = text[: text.index(body) + len(body) // 2]
+    partial = _placed(template, prefix, cut, partial=True)
+    assert opener not in json.dumps(partial.message)
+
+
+#: family -> (prefix name, an output whose call body does not parse but whose opener names
+#: the tool, the markup that must stay out of content). XML-style (Qwen3.5), DSML
+#: (DeepSeek V3.2) and harmony (gpt-oss) write the name in the opener, so the call is kept
+#: with its arguments as written under every value: no region of theirs becomes content.
+NAMED_IN_OPENER: dict[str, tuple[str, str, str]] = {
+    "qwen3.5": (
+        "default",
+        "Paris weather.\n</think>\n\n<tool_call>\n<function=get_weather>\n"
+        "<parameter=city>\nParis\n</function>\n</tool_call><|im_end|>",
+        "<function=",
+    ),
+    "deepseek-v3.2": (
+        "default",
+        'Checking.\n\n<｜DSML｜function_calls>\n<｜DSML｜invoke name="get_weather">\n'
+        '<｜DSML｜parameter name="city" string="true">Paris\n</｜DSML｜invoke>\n'
+        "</｜DSML｜function_calls><｜end▁of▁sentence｜>",
+        "DSML",
+    ),
+    "gpt-oss": (
+        "default",
+        "<|channel|>analysis<|message|>Need the weather.<|end|><|start|>assistant"
+        '<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{"city": '
+        "Paris}<|call|>",
+        "<|",
+    ),
+}
+
+
+@pytest.mark.parametrize("family", sorted(NAMED_IN_OPENER))
+@pytest.mark.parametrize("value", ["body", "text", "unclaimed"])
+def test_a_malformed_call_named_in_its_opener_stays_a_call(family: str, value: str) -> None:
+    entry = get_entry(family)
+    prefix_name, text, markup = NAMED_IN_OPENER[family]
+    template = entry.template_with(malformed_calls=value)
+    outcome = _placed(template, entry.prefixes[prefix_name], text)
+    assert _call_names(outcome.message) == ["get_weather"]
+    assert markup not in str(outcome.message.get("content", ""))
+    assert [kind for kind, _, _ in outcome.issues] == ["malformed_call"]
+    assert outcome.unclaimed == []
+
+
+@pytest.mark.parametrize("value", ["body", "text", "unclaimed"])
+def test_the_chat_stream_sends_the_content_the_message_has(value: str) -> None:
+    from replyparse.openai import ChatCompletionStream, SequentialIds
+
+    entry = get_entry("hermes")
+    prefix_name, text, opener, _, _, _ = UNREADABLE["hermes"]
+    template = entry.template_with(malformed_calls=value)
+    for step in (len(text), 1, 7):
+        stream = ChatCompletionStream(
+            template, prefix=entry.prefixes[prefix_name], model="m", ids=SequentialIds(), created=0
+        )
+        chunks = [chunk for piece in chunked(text, step) for chunk in stream.feed(piece)]
+        chunks += stream.finish()
+        deltas = [chunk["choices"][0]["delta"] for chunk in chunks if chunk["choices"]]
+        streamed = "".join(delta.get("content") or "" for delta in deltas)
+        assert not any("tool_calls" in delta for delta in deltas)
+        assert streamed == _placed(template, entry.prefixes[prefix_name], text).message["content"]
+        assert (opener in streamed) is (value == "text")
+        assert [issue.kind.value for issue in stream.issues] == ["unreadable_call"]
+
+
+def test_under_body_the_delimiters_are_spans_of_the_call_region() -> None:
+    entry = get_entry("hermes")
+    prefix_name, text, opener, body, close, _ = UNREADABLE["hermes"]
+    parser = ResponseParser(
+        entry.template, entry.prefixes[prefix_name], recover=True, events="extended"
+    )
+    events = parser.feed(text)
+    events += parser.finalize()[1]
+    spans = [
+        (event["type"], event["field"], parser.input_text[event["start"] : event["end"]])
+        for event in events
+        if event["type"] in ("region_open", "region_close")
+    ]
+    assert ("region_open", "tool_calls", opener) in spans
+    assert ("region_close", "tool_calls", close) in spans
+    content = [
+        event["text"]
+        for event in events
+        if event.get("field") == "content" and event["type"] == "region_chunk"
+    ]
+    assert "".join(content).endswith(body.strip())
+
+
+def test_malformed_calls_is_a_template_key_off_its_default() -> None:
+    entry = get_entry("hermes")
+    assert "malformed_calls" not in entry.response_template
+    assert (
+        entry.response_template_with(malformed_calls="unclaimed")["malformed_calls"] == "unclaimed"
+    )
+    assert entry.template.malformed_calls == "body"
+    with pytest.raises(TemplateError) as caught:
+        load_template({**entry.response_template, "malformed_calls": "drop"})
+    [issue] = caught.value.issues
+    assert (issue.code, issue.path, issue.input) == ("invalid_value", ("malformed_calls",), "drop")
+    with pytest.raises(TemplateError) as refused:
+        get_entry("gemma2").template_with(malformed_calls="text")
+    assert [issue.code for issue in refused.value.issues] == ["policy_not_applicable"]
+
+
+def test_the_cli_takes_a_malformed_calls_value() -> None:
+    _, text, _, _, _, _ = UNREADABLE["hermes"]
+    status, out, _ = _cli("parse", "-", "-t", "hermes", "--recover", stdin=text)
+    assert status == 0 and json.loads(out)["content"].endswith('"city": "Paris"}')
+    status, out, _ = _cli(
+        "parse", "-", "-t", "hermes", "--recover", "--policy", "malformed_calls=unclaimed",
+        stdin=text,
+    )  # fmt: skip
+    assert status == 0 and json.loads(out)["content"] == "Let me check."

@@ -23,7 +23,12 @@ from replyparse._scanner import Delimiter, Scanner, is_context_sensitive
 from replyparse.content import ContentParser, build_content_parser, capabilities_of
 from replyparse.errors import TemplateError, TemplateIssue
 from replyparse.template._call_shape import CallShape, call_shape_of
-from replyparse.template._schema import FIELD_KEYS, SUPPORTED_VERSIONS, TOP_LEVEL_KEYS
+from replyparse.template._schema import (
+    FIELD_KEYS,
+    MALFORMED_CALLS,
+    SUPPORTED_VERSIONS,
+    TOP_LEVEL_KEYS,
+)
 from replyparse.transform import CompiledTransform, check_transform, compile_transform
 
 __all__ = ["END_OF_TURN", "REGION_CLOSE", "FieldSpec", "ResponseTemplate", "load_template"]
@@ -124,6 +129,10 @@ class ResponseTemplate:
     #: behind or anchor with ``^`` (0 when no pattern does).
     context_size: int
     _source: Mapping[str, Any] = field(repr=False)
+    #: Where recover mode puts a call region whose tool name cannot be read: ``body`` (its
+    #: body is content, its delimiters are not), ``text`` (the whole region is content) or
+    #: ``unclaimed`` (the whole region is ``unclaimed_text``); docs/recover.md, Policies.
+    malformed_calls: str = MALFORMED_CALLS[0]
     #: Every default is a scalar: a message starts from a shallow copy of ``defaults``
     #: (read once here, not per message).
     scalar_defaults: bool = field(init=False, repr=False, default=False)
@@ -496,6 +505,14 @@ def _compile(spec: Mapping[str, Any] | str) -> ResponseTemplate:
         )
         defaults = {}
     anchor = _read_anchor(spec, issues)
+    malformed_calls = spec.get("malformed_calls", MALFORMED_CALLS[0])
+    if malformed_calls not in MALFORMED_CALLS:
+        issues.add(
+            "invalid_value",
+            ("malformed_calls",),
+            f"'malformed_calls' must be one of {list(MALFORMED_CALLS)}; got {malformed_calls!r}.",
+            malformed_calls,
+        )
 
     raw_fields = spec.get("fields")
     fields: list[FieldSpec] = []
@@ -573,4 +590,5 @@ def _compile(spec: Mapping[str, Any] | str) -> ResponseTemplate:
         )
         else 0,
         _source=copy.deepcopy(dict(spec)),
+        malformed_calls=str(malformed_calls),
     )

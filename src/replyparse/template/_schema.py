@@ -4,12 +4,21 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["FIELD_KEYS", "SUPPORTED_VERSIONS", "TOP_LEVEL_KEYS"]
+__all__ = ["FIELD_KEYS", "MALFORMED_CALLS", "SUPPORTED_VERSIONS", "TOP_LEVEL_KEYS"]
+
+#: ``malformed_calls`` values: where recover mode puts the text of a call region whose tool
+#: name cannot be read (docs/recover.md, Policies). The first is the default.
+MALFORMED_CALLS = ("body", "text", "unclaimed")
 
 #: Top-level keys: name -> (type description, default or None when required/exclusive).
 TOP_LEVEL_KEYS: dict[str, tuple[str, Any]] = {
     "defaults": ("dict: values always present in the message", {}),
     "fields": ("non-empty dict: field name -> field", None),
+    "malformed_calls": (
+        "string, replyparse only: where recover mode puts a call region it cannot read "
+        "(body, text or unclaimed)",
+        "body",
+    ),
     "start_anchor": ("string or list of strings: where the last assistant turn starts", None),
     "start_anchor_pattern": ("regex: where the last assistant turn starts", None),
     "version": ("integer: template format version (only 1)", 1),

@@ -194,6 +194,58 @@ def _builtin_tool_recipients(template: dict[str, Any], value: str) -> str | None
     return None
 
 
+#: The field that holds citation markup (Cohere's ``<co>TEXT</co: 0:[1,2]>``) as
+#: delimiters, and the markup: an opening ``<co>`` (Command R's ``<co: 0,1>`` too) or a
+#: closing ``</co: DOC:[SPANS],...>``, on one line.
+CITATION_FIELD = "citation_markup"
+_CITATION_MARKUP = r"</?co(?::[^<>\n]*+)?>"
+
+
+def _implicit_field(fields: Mapping[str, Any]) -> str | None:
+    """The name of the field without an opener (the implicit field), or None."""
+    for name, field in fields.items():
+        if isinstance(field, Mapping) and "open" not in field and "open_pattern" not in field:
+            return name
+    return None
+
+
+def _citations(template: dict[str, Any], value: str) -> str | None:
+    if value == "text":
+        return None
+    fields = template["fields"]
+    name = _implicit_field(fields)
+    if name is None or fields[name].get("content", "text") != "text":
+        return "the template has no implicit text field (content) to read citations in"
+    # The markup is a field of its own that captures nothing (its close is empty), so the
+    # text around it stays the implicit field's; kept unstripped, the pieces join with no
+    # separator into the sentence as written ("is <co>blue</co: 0:[1]> today" -> "is blue
+    # today").
+    # Whitespace that ends the text (before the end of the turn or of the output) is
+    # markup too: a stripped field would have dropped it, and a reply that is a tool call
+    # followed by a newline has no content. It starts only where a run of whitespace
+    # starts, so a long run is read once.
+    field = fields[name]
+    field["content_args"] = {**field.get("content_args", {}), "strip": False}
+    end = _delimiter_pattern(field, "close")
+    ends = r"\Z" if end is None else f"(?=(?:{end}))|\\Z"
+    fields[CITATION_FIELD] = {
+        "open_pattern": f"{_CITATION_MARKUP}|(?<!\\s)\\s++(?:{ends})",
+        "close_pattern": "",
+    }
+    return None
+
+
+def _malformed_calls(template: dict[str, Any], value: str) -> str | None:
+    if value == "body":
+        return None
+    if CALLS_FIELD not in template["fields"]:
+        return f"the template has no {CALLS_FIELD!r} field"
+    # Read by recover mode only (the reference has no recover mode): a replyparse template
+    # key, written only off its default so exported templates stay the reference's format.
+    template["malformed_calls"] = value
+    return None
+
+
 #: Every policy, by name. Values are listed literal reading first.
 POLICIES: dict[str, Policy] = {
     policy.name: policy
@@ -231,6 +283,30 @@ POLICIES: dict[str, Policy] = {
             },
             summary="harmony messages to built-in tools",
             compile=_builtin_tool_recipients,
+        ),
+        Policy(
+            name="citations",
+            values={
+                "text": "citation markup (<co>TEXT</co: 0:[1,2]>) is content as written",
+                "reduce": "the markup is delimiters and content keeps the cited TEXT "
+                "(content is then not stripped: the text around a citation joins as "
+                "written); in reasoning it stays as written",
+            },
+            summary="Cohere's citation markup in the answer",
+            compile=_citations,
+        ),
+        Policy(
+            name="malformed_calls",
+            values={
+                "body": "recover mode: a call region whose tool name cannot be read gives "
+                "its body to content; its delimiters are markup, reported in the issue and "
+                "kept out of what users read",
+                "text": "the whole region, delimiters included, is content (vLLM's and "
+                "SGLang's fallback)",
+                "unclaimed": "the whole region is unclaimed_text, none of it content",
+            },
+            summary="recover mode: a tool call whose name cannot be read",
+            compile=_malformed_calls,
         ),
     )
 }

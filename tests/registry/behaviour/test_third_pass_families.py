@@ -792,15 +792,15 @@ def test_cohere_command_thinking_then_parallel_actions(family: str, prefix_key: 
         ("cohere2-moe", "default", ("<|START_TEXT|>", "<|END_TEXT|>")),
     ],
 )
-def test_cohere_command_citations_are_kept_as_written(
+def test_cohere_command_citations_reduce_to_the_cited_text(
     family: str, prefix_key: str, framing: tuple[str, str]
 ) -> None:
-    """vLLM's cohere_melody parser reduces <co>...</co: ...> to the cited text; not done here."""
+    """Policy citations = reduce, as vLLM's cohere_melody parser (tests/registry/test_cohere.py)."""
     answer = "It is <co>sunny and 21 C</co: 0:[0,1]> in Paris."
     text = f"<|START_THINKING|>Doc 0 has it.<|END_THINKING|>{framing[0]}{answer}{framing[1]}"
     assert_clean(
         all_modes(family, text, prefix_key=prefix_key),
-        {**A, "reasoning_content": "Doc 0 has it.", "content": answer},
+        {**A, "reasoning_content": "Doc 0 has it.", "content": "It is sunny and 21 C in Paris."},
     )
 
 
@@ -815,11 +815,12 @@ def test_cohere_command_a_truncated_action_list(family: str, prefix_key: str) ->
         "tool_calls",
         {**A, "reasoning_content": "Go."},
     )
-    # The list's names cannot be read from the cut body: recover keeps it as content text.
+    # The list's names cannot be read from the cut body: recover keeps it as content text,
+    # its <|START_ACTION|> out of it (malformed_calls = body).
     assert outcomes["recover"].message == {
         **A,
         "reasoning_content": "Go.",
-        "content": COHERE_ACTION[:120],
+        "content": COHERE_ACTION[:120].removeprefix("<|START_ACTION|>"),
     }
     assert outcomes["recover"].issues == ("unclosed_region", "unreadable_call")
     assert outcomes["partial"].message == {**A, "reasoning_content": "Go."}
@@ -838,5 +839,9 @@ def test_cohere_command_a_non_json_action_block(family: str, prefix_key: str) ->
         "tool_calls",
         {**A, "reasoning_content": "Go."},
     )
-    assert outcomes["recover"].message == {**A, "reasoning_content": "Go.", "content": block}
+    assert outcomes["recover"].message == {
+        **A,
+        "reasoning_content": "Go.",
+        "content": 'get_weather(city="Paris")',
+    }
     assert outcomes["recover"].issues == ("unreadable_call",)

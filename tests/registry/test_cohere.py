@@ -1,0 +1,208 @@
+"""Cohere Command 3/4 citation markup (``<co>TEXT</co: DOC:[SPANS]>``) under the ``citations``
+policy: command-r7b (Command 3's ``<|START_RESPONSE|>`` framing) and cohere2-moe (Command 4's
+``<|START_TEXT|>``) default to ``reduce``, the markup read as delimiters and the cited text kept
+in content; ``text`` keeps it as written.
+
+Every output is parsed in raise, recover and partial mode, whole and in every chunking
+(``_modes.every_way``), through the streaming parser and the OpenAI Chat stream.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+
+from replyparse import ResponseParser, parse_response
+from replyparse.openai import ChatCompletionStream, SequentialIds
+from replyparse.templates import get_entry
+from replyparse.templates._policies import CITATION_FIELD, POLICIES
+from tests.registry.behaviour._modes import all_modes
+from tests.streaming import STEPS, chunked
+
+A = {"role": "assistant"}
+FRAMINGS = [
+    ("command-r7b", "thinking", "<|START_THINKING|>", "<|START_RESPONSE|>", "<|END_RESPONSE|>"),
+    ("cohere2-moe", "default", "", "<|START_TEXT|>", "<|END_TEXT|>"),
+]
+#: A grounded answer as Command A writes it: two citations, one naming two documents.
+ANSWER = (
+    "Paris will be <co>sunny and 21 C on Monday</co: 0:[0,1]>, and the museum is "
+    "<co>open until 18:00</co: 1:[2],2:[0]>. Bring a jacket."
+)
+REDUCED = (
+    "Paris will be sunny and 21 C on Monday, and the museum is open until 18:00. Bring a jacket."
+)
+MARKUP = re.compile(r"</?co(?::[^<>\n]*)?>")
+
+
+def _output(framing: tuple[str, ...], answer: str, end: str = "<|END_OF_TURN_TOKEN|>") -> str:
+    _, _, opener, start, close = framing
+    return f"{opener}Documents 0 to 2 answer it.<|END_THINKING|>{start}{answer}{close}{end}"
+
+
+@pytest.mark.parametrize("framing", FRAMINGS, ids=[framing[0] for framing in FRAMINGS])
+def test_citations_reduce_to_the_cited_text_in_every_mode_and_chunking(
+    framing: tuple[str, ...],
+) -> None:
+    outcomes = all_modes(framing[0], _output(framing, ANSWER), prefix_key=framing[1])
+    expected = {**A, "reasoning_content": "Documents 0 to 2 answer it.", "content": REDUCED}
+    for mode, outcome in outcomes.items():
+        assert outcome.error is None, mode
+        assert outcome.message == expected, mode
+        assert outcome.issues == (), mode
+        assert outcome.in_progress is None, mode
+
+
+def test_the_family_default_is_reduce_and_text_keeps_the_markup() -> None:
+    for family in ("command-r7b", "cohere2-moe"):
+        assert get_entry(family).policies["citations"] == "reduce"
+    entry = get_entry("command-r7b")
+    text = _output(FRAMINGS[0], ANSWER)
+    prefix = entry.prefixes["thinking"]
+    literal = entry.template_with(citations="text")
+    assert parse_response(text, literal, prefix=prefix)["content"] == ANSWER
+    assert parse_response(text, entry.template, prefix=prefix)["content"] == REDUCED
+    assert list(POLICIES["citations"].values) == ["text", "reduce"]
+
+
+@pytest.mark.parametrize("framing", FRAMINGS, ids=[framing[0] for framing in FRAMINGS])
+def test_markup_split_across_chunks_never_reaches_a_content_chunk(
+    framing: tuple[str, ...],
+) -> None:
+    """Each chunk of content the parser streams is final text: a ``<co>`` or a closing
+    ``</co: ...>`` cut anywhere is held until it is whole, then dropped as a delimiter."""
+    entry = get_entry(framing[0])
+    prefix = entry.prefixes[framing[1]]
+    text = _output(framing, ANSWER)
+    ways = [chunked(text, step) for step in STEPS]
+    ways.extend([text[:cut], text[cut:]] for cut in range(1, len(text)))
+    for pieces in ways:
+        parser = ResponseParser(entry.template, prefix)
+        events = [event for piece in pieces for event in parser.feed(piece)]
+        events.extend(parser.finalize()[1])
+        chunks = [
+            event["text"]
+            for event in events
+            if event["type"] == "region_chunk" and event["field"] == "content"
+        ]
+        assert "".join(chunks) == REDUCED, [len(piece) for piece in pieces]
+        assert not any("<" in chunk for chunk in chunks), [len(piece) for piece in pieces]
+
+
+def test_openai_chat_stream_content_deltas_carry_no_markup() -> None:
+    entry = get_entry("cohere2-moe")
+    text = _output(FRAMINGS[1], ANSWER)
+    for step in (1, 2, 5):
+        stream = ChatCompletionStream(
+            entry.template,
+            prefix=entry.prefixes["default"],
+            model="command-a",
+            ids=SequentialIds(),
+            created=0,
+        )
+        chunks = [chunk for piece in chunked(text, step) for chunk in stream.feed(piece)]
+        chunks.extend(stream.finish())
+        deltas = [chunk["choices"][0]["delta"] for chunk in chunks if chunk["choices"]]
+        content = [delta["content"] for delta in deltas if "content" in delta]
+        assert "".join(content) == REDUCED
+        assert not any("co>" in piece or "<c" in piece for piece in content)
+        assert chunks[-1]["choices"][0]["finish_reason"] == "stop"
+
+
+def test_recover_mode_accounts_the_markup_as_delimiters() -> None:
+    """Every character of the answer is either content or a citation delimiter, in order."""
+    entry = get_entry("command-r7b")
+    prefix = entry.prefixes["thinking"]
+    text = _output(FRAMINGS[0], ANSWER)
+    parser = ResponseParser(entry.template, prefix, recover=True, events="extended")
+    events = [*parser.feed(text), *parser.finalize()[1]]
+    assert not parser.issues
+    input_text = prefix[len("<|START_OF_TURN_TOKEN|><|CHATBOT_TOKEN|>") :] + text
+    markup = [
+        input_text[event["start"] : event["end"]]
+        for event in events
+        if event["type"] == "region_open" and event["field"] == CITATION_FIELD
+    ]
+    assert markup == MARKUP.findall(ANSWER)
+    assert len("".join(markup)) + len(REDUCED) == len(ANSWER)
+
+
+def test_citations_in_reasoning_stay_as_written() -> None:
+    entry = get_entry("cohere2-moe")
+    thought = "Doc 0 says <co>it rains</co: 0:[3]>."
+    text = f"{thought}<|END_THINKING|><|START_TEXT|>Take an umbrella.<|END_TEXT|>"
+    message = parse_response(text, entry.template, prefix=entry.prefixes["default"])
+    assert message == {**A, "reasoning_content": thought, "content": "Take an umbrella."}
+
+
+@pytest.mark.parametrize(
+    ("answer", "content"),
+    [
+        # Command R's grounded answers number the documents in the opener.
+        ("The <co: 0,1>tallest</co: 0,1> penguin.", "The tallest penguin."),
+        # A citation that closes the answer, and one that opens it.
+        ("<co>Emperor penguins</co: 0:[0]> are the <co>tallest</co: 1:[1]>", None),
+        # Angle brackets that are not markup stay content.
+        (
+            "If a < b and <co>b < c</co: 0:[0]>, then a <co > c.",
+            "If a < b and b < c, then a <co > c.",
+        ),
+    ],
+)
+def test_citation_forms(answer: str, content: str | None) -> None:
+    expected = content if content is not None else MARKUP.sub("", answer)
+    outcomes = all_modes("command-r7b", _output(FRAMINGS[0], answer), prefix_key="thinking")
+    for mode, outcome in outcomes.items():
+        assert outcome.message is not None, mode
+        assert outcome.message["content"] == expected, mode
+
+
+def test_whitespace_after_an_action_is_not_content() -> None:
+    """Under ``reduce`` content is not stripped, but the whitespace that ends it is markup:
+    a reply that is a tool call followed by a newline has no content."""
+    action = (
+        '<|START_ACTION|>[{"tool_call_id": "0", "tool_name": "search", "parameters": '
+        '{"query": "penguins"}}]<|END_ACTION|>'
+    )
+    text = f"<|START_THINKING|>Search.<|END_THINKING|>{action}\n<|END_OF_TURN_TOKEN|>"
+    outcomes = all_modes("command-r7b", text, prefix_key="thinking")
+    call: dict[str, Any] = {
+        "id": "0",
+        "type": "function",
+        "function": {"name": "search", "arguments": {"query": "penguins"}},
+    }
+    for mode, outcome in outcomes.items():
+        assert outcome.message == {**A, "reasoning_content": "Search.", "tool_calls": [call]}, mode
+
+
+def test_a_generation_cut_inside_a_citation_keeps_the_cited_text_so_far() -> None:
+    entry = get_entry("command-r7b")
+    text = _output(FRAMINGS[0], ANSWER, end="")
+    cut = text.index("21 C") + 2
+    outcomes = all_modes("command-r7b", text[:cut], prefix_key="thinking")
+    assert outcomes["partial"].message == {
+        **A,
+        "reasoning_content": "Documents 0 to 2 answer it.",
+        "content": "Paris will be sunny and 21",
+    }
+    assert entry.policies["citations"] == "reduce"
+
+
+def test_under_reduce_a_malformed_action_body_joins_the_content_before_it_as_written() -> None:
+    """Content pieces join with no separator under ``reduce`` (that is how the text around a
+    citation joins), so recover mode's content from an unreadable action block (policy
+    malformed_calls = body) follows the text before it directly; ``citations="text"`` gives
+    the blank line of every stripping field."""
+    entry = get_entry("command-r7b")
+    text = (
+        'I will look it up. <|START_ACTION|>get_weather(city="Paris")<|END_ACTION|>'
+        "<|END_OF_TURN_TOKEN|>"
+    )
+    prefix = entry.prefixes["default"]
+    reduced = parse_response(text, entry.template, prefix=prefix, recover=True)
+    assert reduced["content"] == 'I will look it up. get_weather(city="Paris")'
+    literal = entry.template_with(citations="text")
+    kept = parse_response(text, literal, prefix=prefix, recover=True)
+    assert kept["content"] == 'I will look it up.\n\nget_weather(city="Paris")'
