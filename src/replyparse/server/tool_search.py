@@ -281,13 +281,9 @@ class _Loop:
     def stream(self, prompt: str, turn: Turn) -> ResponsesStream:
         return ResponsesStream(
             self.host.config.template,
-            prefix=prompt,
-            model=turn.model,
-            tools=turn.tools,
-            tool_choice=turn.tool_choice,
-            parallel_tool_calls=turn.parallel_tool_calls,
             response_id=self.response_id,
             ids=self.ids,
+            **turn.stream_settings(prompt),
         )
 
     def prepare(self) -> tuple[GenerationRequest, ResponsesStream]:
