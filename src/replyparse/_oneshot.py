@@ -208,8 +208,9 @@ def _parse_one(
     recover: bool,
     partial: bool,
 ) -> ParseResult:
-    primed = PrimedParser(template, prefix, tools=tools, tokenizer=tokenizer, recover=recover)
-    return primed.parse(text, partial)
+    # The prompt is held unscanned and read with the text (``PrimedParser``).
+    parser = ResponseParser(template, "", tools=tools, tokenizer=tokenizer, recover=recover)
+    return PrimedParser(parser, unscanned=prefix).parse(text, partial)
 
 
 def _is_batch(text: Any) -> bool:

@@ -140,9 +140,8 @@ class ReferenceScanner(Scanner):
         final: bool = False,
         memo: Any = None,
         no_empty_at: int = -1,
-        floors: Any = None,
+        stream: Any = None,
         base: int = 0,
-        partials: Any = None,
     ) -> tuple[int, DelimiterMatch | None]:
         held = len(buffer)
         best: DelimiterMatch | None = None

@@ -56,10 +56,33 @@ __all__ = [
     "DelimiterMatch",
     "FinalMatch",
     "Scanner",
+    "StreamMemo",
     "is_context_sensitive",
     "outranks",
     "streaming_source",
 ]
+
+
+class StreamMemo:
+    """What the scanners learn about one stream, carried across its feeds (``Scanner.scan``'s
+    ``stream``): per delimiter, the stream offset before which no match can start
+    (``floors``) and a held partial match (``partials``); and ``searches``, how many
+    delimiter searches the stream has cost (a public measure of work, for tests)."""
+
+    __slots__ = ("floors", "partials", "searches")
+
+    def __init__(self) -> None:
+        self.floors: dict[int, int] = {}
+        self.partials: dict[int, tuple[int, int]] = {}
+        self.searches = 0
+
+    def copy(self) -> StreamMemo:
+        """A memo for another stream from this point: nothing shared."""
+        copied = StreamMemo()
+        copied.floors = dict(self.floors)
+        copied.partials = dict(self.partials)
+        copied.searches = self.searches
+        return copied
 
 
 class Scanner:
@@ -284,9 +307,8 @@ class Scanner:
         *,
         memo: dict[Any, Any] | None = None,
         no_empty_at: int = -1,
-        floors: dict[int, int] | None = None,
+        stream: StreamMemo | None = None,
         base: int = 0,
-        partials: dict[int, tuple[int, int]] | None = None,
     ) -> tuple[int, DelimiterMatch | None]:
         """The one question the parser asks: the next delimiter match in
         ``buffer[position:]`` and how much text before it is safe to emit.
@@ -296,9 +318,9 @@ class Scanner:
         held). When ``match`` is not None, ``safe_end == match.start``; else the text from
         ``safe_end`` on is held until more text (or the end) decides it.
 
-        The keyword arguments are ``scan``'s (``memo`` per buffer; ``floors``, ``partials``
-        and ``base`` per stream) and only make it cheaper: the match is the same without
-        them, though ``partials`` may hold a header's text until it has doubled. Text that
+        The keyword arguments are ``scan``'s (``memo`` per buffer; ``stream`` and ``base``
+        per stream) and only make it cheaper: the match is the same without them, though
+        ``stream`` may hold a header's text until it has doubled. Text that
         ``safe_length`` can judge is answered without a search: all of it safe, or safe up
         to a possible beginning of a delimiter (or a lead run of any delimiter's kind
         before it, which the exact scan may emit). The parser needs no other hint."""
@@ -308,7 +330,7 @@ class Scanner:
         safe = self.safe_length(buffer[position:] if position else buffer)
         if safe >= 0:
             return position + safe, None
-        return self.scan(buffer, position, False, memo, no_empty_at, floors, base, partials)
+        return self.scan(buffer, position, False, memo, no_empty_at, stream, base)
 
     def scan_final(
         self, buffer: str, position: int, memo: dict[Any, Any], no_empty_at: int = -1
@@ -328,9 +350,8 @@ class Scanner:
         final: bool = False,
         memo: dict[int, tuple[int, DelimiterMatch | None, int | None]] | None = None,
         no_empty_at: int = -1,
-        floors: dict[int, int] | None = None,
+        stream: StreamMemo | None = None,
         base: int = 0,
-        partials: dict[int, tuple[int, int]] | None = None,
     ) -> tuple[int, DelimiterMatch | None]:
         """Scan ``buffer[position:]``; return ``(safe_end, match)`` (see the module docstring).
 
@@ -341,28 +362,31 @@ class Scanner:
         not search the same text again for delimiters that did not match: one-shot parsing
         of a long output stays linear.
 
-        ``floors`` (one dict per stream, with ``base`` the stream offset of ``buffer[0]``)
-        carries across feeds, for each delimiter, a stream offset before which none of its
-        matches can start: where a search found neither a match nor a partial one, no
-        text that follows can make one, since a match would have begun as a partial one
-        (matching is prefix-closed). A held header (a partial match of a long pattern,
-        rescanned at every token until it completes) is then read again only from where
-        it begins.
+        ``stream`` (a ``StreamMemo`` per stream, with ``base`` the stream offset of
+        ``buffer[0]``; used with ``memo``) carries across feeds, in ``floors``, for each
+        delimiter a stream offset before which none of its matches can start: where a
+        search found neither a match nor a partial one, no text that follows can make one,
+        since a match would have begun as a partial one (matching is prefix-closed). A held
+        header (a partial match of a long pattern, rescanned at every token until it
+        completes) is then read again only from where it begins.
 
-        ``partials`` (one dict per stream, with ``floors``) remembers, for a delimiter whose
-        every match ends with a literal (``Delimiter.end``: gpt-oss's ``<|message|>``),
-        a partial match found at a stream offset in text without that literal, and the
-        stream offset its search read to: while the text from that start still holds no
-        such literal, no match can start there or after it, so the delimiter is reported
-        partial there again without a search, until the literal comes or the text from
-        the start has doubled (then it is searched: a start that failed is let go). Only
-        holding is deferred, never a match, and a complete text (``final``) is always
-        searched: a held header costs a search per doubling and one at its end, not one
-        per token.
+        Its ``partials`` remember, for a delimiter whose every match ends with a literal
+        (``Delimiter.end``: gpt-oss's ``<|message|>``), a partial match found at a stream
+        offset in text without that literal, and the stream offset its search read to:
+        while the text from that start still holds no such literal, no match can start
+        there or after it, so the delimiter is reported partial there again without a
+        search, until the literal comes or the text from the start has doubled (then it is
+        searched: a start that failed is let go). Only holding is deferred, never a match,
+        and a complete text (``final``) is always searched: a held header costs a search
+        per doubling and one at its end, not one per token.
         """
         held = len(buffer)
         best: DelimiterMatch | None = None
         best_priority = 0
+        floors: dict[int, int] | None = None
+        partials: dict[int, tuple[int, int]] | None = None
+        if stream is not None:
+            floors, partials = stream.floors, stream.partials
         for delimiter, target, priority, key, earliest_partial, end_text in self._scan_entries:
             if memo is None:
                 match, partial_start = delimiter.find(buffer, position, final, no_empty_at)
@@ -398,6 +422,8 @@ class Scanner:
                             continue
                     match, partial_start = delimiter.find(buffer, start, final, no_empty_at)
                     memo[key] = (position, match, partial_start)
+                    if stream is not None:
+                        stream.searches += 1
                     if floors is not None and match is None:
                         if partial_start is None:
                             floors[key] = base + len(buffer)

@@ -13,7 +13,7 @@ import enum
 from typing import Any
 
 from replyparse._accumulator import TextAccumulator
-from replyparse._scanner import Scanner
+from replyparse._scanner import Scanner, StreamMemo
 from replyparse.events import Event
 from replyparse.issues import InProgressRegion, ParseIssue
 from replyparse.template import FieldSpec
@@ -35,6 +35,30 @@ class ParserPhase(enum.Enum):
     FAILED = "failed"
 
 
+#: The fields whose values are never changed in place: a copy shares them (the other
+#: slots, mutable, are copied by ``ParseState.copy``).
+_SHARED = (
+    "base",
+    "body_offset",
+    "buffer",
+    "context",
+    "empty_match_at",
+    "field",
+    "implicit_open",
+    "in_progress",
+    "input_offset",
+    "open_text",
+    "partial",
+    "pending_whitespace",
+    "phase",
+    "rescan_at",
+    "scanner",
+    "scanner_calls",
+    "started",
+    "trailing_text",
+)
+
+
 class ParseState:
     """The state of one text's parse (see the module docstring); every field is listed here.
 
@@ -42,35 +66,17 @@ class ParseState:
     """
 
     __slots__ = (
-        "base",
+        *_SHARED,
         "body",
-        "body_offset",
-        "buffer",
         "captures",
-        "context",
         "deferred",
-        "empty_match_at",
-        "field",
-        "floors",
-        "implicit_open",
-        "in_progress",
         "initial_events",
-        "input_offset",
         "input_pieces",
         "issues",
         "malformed",
         "open_groups",
-        "open_text",
-        "partial",
-        "partials",
-        "pending_whitespace",
-        "phase",
-        "rescan_at",
-        "scanner",
-        "scanner_calls",
-        "started",
+        "stream",
         "tokens",
-        "trailing_text",
         "unclaimed_text",
         "whitespace_run",
     )
@@ -98,10 +104,8 @@ class ParseState:
         #: Text held unscanned until the buffer has doubled (``rescan_at``, 0: none held).
         self.deferred = TextAccumulator()
         self.rescan_at = 0
-        #: Per delimiter, where its next match can start at the earliest, and its partial
-        #: matches (``Scanner.scan``'s ``floors`` and ``partials``).
-        self.floors: dict[int, int] = {}
-        self.partials: dict[int, tuple[int, int]] = {}
+        #: What the scanners learned about this stream (``Scanner.scan``'s ``stream``).
+        self.stream = StreamMemo()
         #: The offset of the last region opened by a zero-width match: it closes by no
         #: zero-width match there.
         self.empty_match_at = -(10**18)
@@ -139,37 +143,21 @@ class ParseState:
     def copy(self) -> ParseState:
         """A state to parse another text from this point: nothing mutable is shared."""
         copied = object.__new__(ParseState)
-        copied.phase = self.phase
-        # The prompt's events hold its values (a closed region's dict): the copy's own.
+        for name in _SHARED:
+            setattr(copied, name, getattr(self, name))
+        # The prompt's events and the captures hold its values (a closed region's dict):
+        # the copy's own.
         copied.initial_events = copy.deepcopy(self.initial_events) if self.initial_events else []
-        copied.trailing_text = self.trailing_text
+        copied.captures = copy.deepcopy(self.captures) if self.captures else {}
         copied.unclaimed_text = list(self.unclaimed_text)
         copied.issues = list(self.issues)
-        copied.in_progress = self.in_progress
-        copied.partial = self.partial
-        copied.buffer = self.buffer
-        copied.base = self.base
-        copied.context = self.context
         copied.deferred = self.deferred.copy()
-        copied.rescan_at = self.rescan_at
-        copied.floors = dict(self.floors)
-        copied.partials = dict(self.partials)
-        copied.empty_match_at = self.empty_match_at
-        copied.field = self.field
-        copied.scanner = self.scanner
-        copied.scanner_calls = self.scanner_calls
-        copied.implicit_open = self.implicit_open
+        copied.stream = self.stream.copy()
         copied.open_groups = dict(self.open_groups)
-        copied.open_text = self.open_text
         copied.body = self.body.copy()
-        copied.body_offset = self.body_offset
-        copied.started = self.started
-        copied.pending_whitespace = self.pending_whitespace
         run = self.whitespace_run
         copied.whitespace_run = None if run is None else run.copy()
-        copied.captures = copy.deepcopy(self.captures) if self.captures else {}
         copied.malformed = set(self.malformed)
         copied.input_pieces = None if self.input_pieces is None else list(self.input_pieces)
-        copied.input_offset = self.input_offset
         copied.tokens = None if self.tokens is None else self.tokens.fresh()
         return copied

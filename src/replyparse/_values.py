@@ -260,23 +260,19 @@ class ValueReader:
     def _transform_each(
         field: FieldSpec, value: Any, groups: Mapping[str, str | None], body: str, offset: int
     ) -> list[Any]:
+        def refused(problem: str) -> TransformError:
+            return TransformError(problem, field=field.name, raw=body, offset=offset)
+
         if not isinstance(value, list):
-            raise TransformError(
-                f"'transform_each' needs the content to parse to a list; got "
-                f"{type(value).__name__}",
-                field=field.name,
-                raw=body,
-                offset=offset,
+            raise refused(
+                f"'transform_each' needs the content to parse to a list; got {type(value).__name__}"
             )
         result = []
         for index, element in enumerate(value):
             if not isinstance(element, Mapping):
-                raise TransformError(
+                raise refused(
                     f"'transform_each' needs a list of objects; element {index} is "
-                    f"{type(element).__name__} {element!r}",
-                    field=field.name,
-                    raw=body,
-                    offset=offset,
+                    f"{type(element).__name__} {element!r}"
                 )
             result.append(transform_value(field, {**groups, "content": element, **element}))
         return result

@@ -48,7 +48,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from replyparse.errors import ResponseParseError, ToolDefinitionError
 from replyparse.openai import ToolCallRuleError, to_chat_completion, to_response
-from replyparse.parser import PreparedTools, PrimedParser
+from replyparse.parser import PreparedTools, PrimedParser, ResponseParser
 from replyparse.template import ResponseTemplate, load_template
 
 if TYPE_CHECKING:
@@ -293,14 +293,15 @@ class BatchParser:
 
     def _new_primed(self, prefix: Any, tools: PreparedTools | None, reuse: bool) -> PrimedParser:
         try:
-            return PrimedParser(
+            # One text (``reuse=False``): the prompt held unscanned, read with the text.
+            parser = ResponseParser(
                 self.template,
-                prefix,
+                prefix if reuse else "",
                 tools=tools,
                 tokenizer=self.tokenizer,
                 recover=self.recover,
-                reuse=reuse,
             )
+            return PrimedParser(parser, reuse=reuse, unscanned=None if reuse else prefix)
         except (ValueError, TypeError) as error:
             raise _RowError(f"the prefix could not be read: {_one_line(str(error))}") from None
 

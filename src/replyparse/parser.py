@@ -102,6 +102,19 @@ _HELD_WHITESPACE = 256
 _FAST_PIECES = 32
 
 
+#: The attributes of a ``ResponseParser`` that never change: its copies share them.
+_SETUP = (
+    "template",
+    "_values",
+    "_include_groups",
+    "recover",
+    "_extended",
+    "_tokenizer",
+    "_context_size",
+    "_implicit_field",
+)
+
+
 def _find_anchor_end(template: ResponseTemplate, prefix: str) -> int:
     """Where the last start anchor in ``prefix`` ends; 0 when there is none."""
     anchor = template.start_anchor
@@ -209,8 +222,8 @@ class ResponseParser:
             raise ValueError(PREFIX_REQUIRED)
         if tools is not None and not isinstance(tools, PreparedTools):
             tools = PreparedTools(tools)
-        # How region values are read: fixed for the parser's life, shared with its copies.
-        self._values = ValueReader(self.template, tools)
+        # What never changes (``_SETUP``): shared with the parser's copies.
+        self._values = ValueReader(self.template, tools)  # how region values are read
         self._include_groups = include_groups
         self.recover = recover
         self._extended = events == "extended"
@@ -219,10 +232,10 @@ class ResponseParser:
         # The implicit field, read on every feed in it: only while ``implicit_open``, which
         # needs the template to have one.
         self._implicit_field = cast(FieldSpec, self.template.implicit_field)
+        self._reset_fast()
         # Token-id mode (``tokenizer``): the decoder of the ids.
         tokens = None if tokenizer is None else ControlTokenDecoder(tokenizer)
         self._state = ParseState(self.template.outside_scanner, tokens)
-        self._reset_fast()
 
         prefix_text = self._decode_prefix(prefix)
         prefix_text = prefix_text[_find_anchor_end(self.template, prefix_text) :]
@@ -295,6 +308,13 @@ class ResponseParser:
         tests and profiling. A piece the fast path streams by its character test alone
         asks nothing."""
         return self._state.scanner_calls
+
+    @property
+    def delimiter_searches(self) -> int:
+        """How many times the scanner searched this text for a delimiter while more text
+        could follow (one delimiter's search per count): a measure of its work, for tests
+        and profiling. A held header is searched again only once its text has doubled."""
+        return self._state.stream.searches
 
     @property
     def issues(self) -> list[ParseIssue]:
@@ -730,16 +750,10 @@ class ResponseParser:
         assert self._state.phase is _STREAMING
         self._sync_base()
         copied = object.__new__(ResponseParser)
-        copied.template = self.template
-        copied.recover = self.recover
-        copied._values = self._values
-        copied._include_groups = self._include_groups
-        copied._extended = self._extended
-        copied._tokenizer = self._tokenizer
-        copied._context_size = self._context_size
-        copied._implicit_field = self._implicit_field
-        copied._state = self._state.copy()
+        for name in _SETUP:
+            setattr(copied, name, getattr(self, name))
         copied._reset_fast()
+        copied._state = self._state.copy()
         if copied._state.tokens is not None:
             copied.feed = copied._feed_ids  # type: ignore[method-assign,assignment]
         copied._update_fast()
@@ -836,9 +850,8 @@ class ResponseParser:
                     final,
                     memo,
                     no_empty_at,
-                    state.floors,
+                    state.stream,
                     state.base,
-                    state.partials,
                 )
             if safe_end > position:
                 self._take_text(buffer, position, safe_end, events, whole)
@@ -1354,32 +1367,30 @@ class PrimedParser:
     of a one-shot parse, which then holds the prompt unscanned: the walk reads it with the
     text).
 
-    Args: as for ``ResponseParser``; ``reuse``: many texts are parsed from this state.
+    Args:
+        parser: a parser that has read the prompt and nothing else.
+        reuse: many texts are parsed from this state (each on a copy of ``parser``).
+        unscanned: the prompt, for a ``parser`` built with the prefix ``""``: held
+            unscanned, and read with the one text parsed.
     """
 
     __slots__ = ("_parser", "_reuse", "_walk")
 
     def __init__(
         self,
-        template: Mapping[str, Any] | ResponseTemplate | str | None,
-        prefix: str | Sequence[int] | None,
+        parser: ResponseParser,
         *,
-        tools: Iterable[Any] | PreparedTools | None = None,
-        tokenizer: TokenizerLike | None = None,
-        recover: bool = True,
         reuse: bool = False,
+        unscanned: str | Sequence[int] | None = None,
     ) -> None:
-        if reuse or prefix is None:
-            parser = ResponseParser(
-                template, prefix, tools=tools, tokenizer=tokenizer, recover=recover
-            )
-        else:
-            parser = ResponseParser(template, "", tools=tools, tokenizer=tokenizer, recover=recover)
-            parser._hold_prefix(prefix)
+        if unscanned is not None:
+            parser._hold_prefix(unscanned)
         self._parser = parser
         self._reuse = reuse
         start = parser._walk_start()
-        self._walk = None if start is None else fitting_walker(parser._values, recover, start)
+        self._walk = (
+            None if start is None else fitting_walker(parser._values, parser.recover, start)
+        )
 
     def walk(self, text: str, partial: bool = False) -> Fitting | None:
         """The parse of a text that fits the template as it is (every body parses, no

@@ -50,7 +50,7 @@ def _is_immutable(value: Any) -> bool:
         return all(_is_immutable(item) for item in value.values())
     if is_dataclass(value) and not isinstance(value, type):
         return bool(value.__dataclass_params__.frozen)  # type: ignore[attr-defined]
-    return type(value) in _SHARED_BY_DESIGN
+    return isinstance(value, tuple(_SHARED_BY_DESIGN))  # a plan's scanner too
 
 
 def _attributes(value: Any) -> dict[str, Any]:
@@ -167,7 +167,7 @@ def _parser(name: str) -> ResponseParser:
 
 def _primed(name: str) -> PrimedParser:
     template, prefix, options = _PRIMINGS[name]
-    return PrimedParser(template, prefix, reuse=True, **options)
+    return PrimedParser(ResponseParser(template, prefix, **options), reuse=True)
 
 
 ROWS = ["</think>done<end>", "more</think><call>{bad</call><end>", "<|end|>x<|channel|>fin"]

@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 
 from replyparse._delimiter import SHORT
 from replyparse._scan_plans import PLANS, ReferenceScanner, scanner_plan
-from replyparse._scanner import Scanner
+from replyparse._scanner import Scanner, StreamMemo
 from replyparse.errors import TemplateError
 from replyparse.templates import get_entry, list_templates
 
@@ -97,8 +97,7 @@ def _stream(scanner: Scanner, chunks: list[str], stateful: bool) -> list[tuple[A
     rest as a complete text. ``stateful``: with the memo, floors and partials the parser
     keeps, which may hold text longer (a held header is searched again only once its text
     has doubled) but never act on another match."""
-    floors: dict[int, int] = {}
-    partials: dict[int, tuple[int, int]] = {}
+    memory = StreamMemo()
     matches: list[tuple[Any, ...]] = []
     buffer = ""
     base = 0
@@ -111,7 +110,7 @@ def _stream(scanner: Scanner, chunks: list[str], stateful: bool) -> list[tuple[A
         while True:
             if stateful:
                 safe, match = scanner.scan(
-                    buffer, position, final, memo, no_empty_at - base, floors, base, partials
+                    buffer, position, final, memo, no_empty_at - base, memory, base
                 )
             else:
                 safe, match = scanner.scan(buffer, position, final, None, no_empty_at - base)

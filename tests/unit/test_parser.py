@@ -410,37 +410,24 @@ def test_a_t_that_begins_no_anchor_and_a_held_space_stay_on_the_fast_path() -> N
     assert parser.scanner_calls == asked + 2
 
 
-def _gpt_oss_finds(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    from replyparse._scanner import Delimiter
-
-    searched: list[str] = []
-    find = Delimiter.find
-
-    def counted(self: Delimiter, buffer: str, *args: Any) -> Any:
-        if isinstance(self.source, str) and self.source.endswith(r"<\|message\|>"):
-            searched.append(buffer)
-        return find(self, buffer, *args)
-
-    monkeypatch.setattr(Delimiter, "find", counted)
-    return searched
-
-
-def test_a_held_header_is_searched_per_doubling_and_at_its_end(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    # gpt-oss's headers end with <|message|> (``Scanner.scan``'s ``partials``): fed a
-    # character at a time, a header is searched again only when its held text has doubled,
-    # and when <|message|> comes, where the region opens at once.
+def test_a_held_header_is_searched_per_doubling_and_at_its_end() -> None:
+    # gpt-oss's headers end with <|message|> (``StreamMemo.partials``): fed a character at a
+    # time, a header is searched again only when its held text has doubled, and when
+    # <|message|> comes, where the region opens at once.
     template = get_entry("gpt-oss").template
     header = "<|start|>assistant<|channel|>commentary to=functions.get_weather <|constrain|>json"
     text = (
         f"<|channel|>analysis<|message|>Think.<|end|>{header}<|message|>"
         + '{"city": "Paris"}<|call|>'
     )
-    searched = _gpt_oss_finds(monkeypatch)
     parser = ResponseParser(template, "<|start|>assistant")
+    header_start = text.index(header)
     opened_at = []
     for index, char in enumerate(text):
+        if index == header_start:
+            before = parser.delimiter_searches
+        elif index == header_start + len(header):
+            searched = parser.delimiter_searches - before
         events = parser.feed(char)
         if any(
             event["type"] == "region_open" and event["field"] == "tool_calls" for event in events
@@ -448,14 +435,13 @@ def test_a_held_header_is_searched_per_doubling_and_at_its_end(
             opened_at.append(index)
     assert opened_at == [text.index("<|message|>{") + len("<|message|>") - 1]
     assert parser.finalize()[0] == parse_response(text, template, prefix="<|start|>assistant")
-    # Four header patterns; without ``partials`` each was searched at every held character.
-    assert len(searched) < 4 * 16
-    assert len(searched) < len(header)
+    # Outside a region gpt-oss has two literal delimiters, searched at each character, and
+    # four header patterns, searched about once per doubling of the held header (searched
+    # at every held character, they would cost 4 * 82 more: 444 in all).
+    assert searched < 2 * len(header) + 4 * 16
 
 
-def test_a_header_that_fails_is_let_go_within_a_doubling(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def test_a_header_that_fails_is_let_go_within_a_doubling() -> None:
     template = get_entry("gpt-oss").template
     held = "<|start|>assistant<|channel|>final"  # held: a header may go on
     prose = " and then. It was not a header after all, just prose about channels."
@@ -509,6 +495,7 @@ def test_a_whole_generation_reads_its_prefix_as_a_parser_built_with_it(
         assert result.in_progress == parser.in_progress
 
 
+@pytest.mark.fast_plan
 def test_text_that_can_begin_no_delimiter_streams_without_asking_the_scanner() -> None:
     # Work bound: a long answer with no "<" costs no scanner question after its first piece.
     template = {

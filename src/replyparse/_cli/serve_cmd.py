@@ -21,6 +21,7 @@ from typing import IO, Any
 from replyparse._cli.common import (
     CliError,
     TemplateChoice,
+    add_policy_argument,
     read_policies,
     resolve_prefix,
     resolve_template,
@@ -59,13 +60,7 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
         "from the chat template)",
     )
     template.add_argument("--response-template", metavar="FILE", help="a response template file")
-    parser.add_argument(
-        "--policy",
-        action="append",
-        metavar="NAME=VALUE",
-        help="an output policy of the --template family (calls_in_reasoning=reasoning...; "
-        "repeatable; docs/recover.md)",
-    )
+    add_policy_argument(parser, "--template family")
     parser.add_argument(
         "--chat-template",
         metavar="PATH",

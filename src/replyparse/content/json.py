@@ -8,7 +8,7 @@ over; it accepts standard JSON plus exactly the configured deviations, nothing g
 from __future__ import annotations
 
 import json as _json
-from collections.abc import Callable
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -21,9 +21,17 @@ from replyparse.content._base import (
     Recovered,
     nesting_error,
 )
+from replyparse.content._writing import Call, CallSyntax, Dialect, E, GrammarWriter, Kit, Placement
 from replyparse.content.json_arguments import JsonArgumentReader
 
-__all__ = ["JsonParser", "json_error"]
+__all__ = [
+    "JSON_WRITER",
+    "JsonCallWriter",
+    "JsonParser",
+    "bracketed_list",
+    "json_error",
+    "repeated",
+]
 
 _DECODER = _json.JSONDecoder()
 _WHITESPACE = " \t\n\r"
@@ -85,6 +93,89 @@ def json_error(error: ValueError, position: int | None) -> ContentError:
 
 
 @dataclass(frozen=True)
+class JsonCallWriter(GrammarWriter):
+    """How a grammar writes JSON call bodies: the arguments as one JSON object (``group``),
+    an object with the call's name and arguments (``body``), or a bracketed,
+    comma-separated list of such objects (``each``)."""
+
+    name: str = "json"
+    placements: frozenset[Placement] = frozenset({"group", "body", "each"})
+    value_dialect: Dialect | None = "json"
+    unreadable: str = (
+        "a call object written after the open delimiter does not read back, with the name "
+        "key first or last"
+    )
+
+    def forms(self, syntax: CallSyntax) -> Mapping[Hashable, str]:
+        """The two key orders of a call object: the name first, or the arguments first."""
+        name_key, arguments_key = _json.dumps(syntax.name_key), _json.dumps(syntax.arguments_key)
+        texts: dict[Hashable, str] = {
+            "name": f'{{{name_key}: "f", {arguments_key}: {{}}}}',
+            "arguments": f'{{{arguments_key}: {{}}, {name_key}: "f"}}',
+        }
+        if syntax.placement != "each":
+            return texts
+        return {key: self.list_of(text) for key, text in texts.items()}
+
+    def list_of(self, call: str) -> str:
+        """A list holding the one call ``call``, as the format writes it."""
+        return f"[{call}]"
+
+    def body(self, kit: Kit[E], call: Call[E], syntax: CallSyntax) -> E:
+        if syntax.placement == "body":
+            return kit.seq(kit.whitespace, self.item(kit, call, syntax))
+        return kit.seq(kit.whitespace, call.arguments("json"))
+
+    def item(self, kit: Kit[E], call: Call[E], syntax: CallSyntax) -> E:
+        """``{"name": N, "arguments": A}`` with the template's key names, in each key order
+        that reads back."""
+        name = kit.seq(
+            kit.literal(_json.dumps(syntax.name_key)),
+            kit.punct(":", before=True, after=True),
+            kit.literal(_json.dumps(call.name, ensure_ascii=False)),
+        )
+        arguments = kit.seq(
+            kit.literal(_json.dumps(syntax.arguments_key)),
+            kit.punct(":", before=True, after=True),
+            call.arguments("json"),
+        )
+        comma = kit.punct(",", before=True, after=True)
+        orders = {
+            "name": kit.seq(name, comma, arguments),
+            "arguments": kit.seq(arguments, comma, name),
+        }
+        return kit.seq(
+            kit.punct("{", before=False, after=True),
+            kit.alt(*(orders[str(first)] for first in kit.readable())),
+            kit.punct("}", before=True, after=False),
+        )
+
+    def listing(self, kit: Kit[E], item: E, high: int | None) -> E:
+        return bracketed_list(kit, item, high)
+
+
+def bracketed_list(kit: Kit[E], item: E, high: int | None) -> E:
+    """``[item, item, ...]`` with at most ``high`` items (None: any number)."""
+    return kit.seq(
+        kit.punct("[", before=True, after=True),
+        repeated(kit, item, kit.punct(",", before=True, after=True), high),
+        kit.punct("]", before=True, after=False),
+    )
+
+
+def repeated(kit: Kit[E], item: E, separator: E, high: int | None) -> E:
+    """One to ``high`` (None: any number of) ``item`` s, ``separator`` between them."""
+    if high == 1:
+        return item
+    more = kit.repeat(kit.seq(separator, item), 0, None if high is None else high - 1)
+    return kit.seq(item, more)
+
+
+#: How a grammar writes ``json`` bodies.
+JSON_WRITER = JsonCallWriter()
+
+
+@dataclass(frozen=True)
 class JsonParser:
     """``json``: the body as JSON.
 
@@ -101,7 +192,7 @@ class JsonParser:
     name: str = "json"
     capabilities: ClassVar[Capabilities] = Capabilities(
         "any",
-        grammar="json",
+        grammar=JSON_WRITER,
         arguments=JsonArgumentReader,
         argument_typing="typed",
         engines=EVERY_ENGINE,

@@ -17,6 +17,7 @@ from replyparse.content._base import (
     ContentError,
     TakesNoArgs,
 )
+from replyparse.content._writing import ValueWriter
 
 __all__ = ["BoolParser", "FloatParser", "IntParser", "TextParser"]
 
@@ -32,7 +33,10 @@ class TextParser:
     strip: bool = True
     name: str = "text"
     capabilities: ClassVar[Capabilities] = Capabilities(
-        "string", grammar="text", engines=EVERY_ENGINE, engine_args=(("strip", EVERY_ENGINE),)
+        "string",
+        grammar=ValueWriter("text"),
+        engines=EVERY_ENGINE,
+        engine_args=(("strip", EVERY_ENGINE),),
     )
     dirty: bool = False
     strips: bool = True  # always equal to ``strip``; read on the streaming hot path
@@ -69,7 +73,9 @@ class IntParser(TakesNoArgs):
 
     name: str = "int"
     capabilities: ClassVar[Capabilities] = Capabilities(
-        "integer", grammar="integer", engines=EVERY_ENGINE
+        "integer",
+        grammar=ValueWriter("integer", pattern=r"-?(?:0|[1-9][0-9]{0,18})"),
+        engines=EVERY_ENGINE,
     )
     dirty: bool = False
     strips: bool = True
@@ -85,7 +91,9 @@ class FloatParser(TakesNoArgs):
 
     name: str = "float"
     capabilities: ClassVar[Capabilities] = Capabilities(
-        "number", grammar="number", engines=EVERY_ENGINE
+        "number",
+        grammar=ValueWriter("number", pattern=r"-?(?:0|[1-9][0-9]{0,15})(?:\.[0-9]{1,16})?"),
+        engines=EVERY_ENGINE,
     )
     dirty: bool = False
     strips: bool = True
@@ -101,7 +109,7 @@ class BoolParser(TakesNoArgs):
 
     name: str = "bool"
     capabilities: ClassVar[Capabilities] = Capabilities(
-        "boolean", grammar="boolean", engines=EVERY_ENGINE
+        "boolean", grammar=ValueWriter("boolean", pattern="true|false"), engines=EVERY_ENGINE
     )
     dirty: bool = False
     strips: bool = True

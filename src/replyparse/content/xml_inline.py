@@ -34,6 +34,7 @@ from replyparse.content._nested import (
     value_parser_to_args,
 )
 from replyparse.content.xml_inline_arguments import XmlTagArgumentReader
+from replyparse.content.xml_inline_writer import XML_INLINE_WRITER
 
 __all__ = ["XmlInlineParser"]
 
@@ -220,7 +221,7 @@ class XmlInlineParser:
     name: str = "xml-inline"
     capabilities: ClassVar[Capabilities] = Capabilities(
         "object",
-        grammar="xml-inline",
+        grammar=XML_INLINE_WRITER,
         arguments=XmlTagArgumentReader,
         engines=EVERY_ENGINE,
         engine_args=(

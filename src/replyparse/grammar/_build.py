@@ -36,7 +36,7 @@ from typing import Any
 import regex
 
 from replyparse._charset import CharSet
-from replyparse.content import GrammarForm
+from replyparse.content import GrammarWriter, ValueWriter
 from replyparse.grammar import _ir as G
 from replyparse.grammar import _regex as R
 from replyparse.grammar._call_bodies import CallWriter
@@ -63,17 +63,16 @@ from replyparse.tools import responses_shapes
 
 __all__ = ["build_ir"]
 
-#: The scalar values the grammar writes, by the content parser's declared grammar form.
-_SCALARS: dict[GrammarForm | None, str] = {
-    "integer": r"-?(?:0|[1-9][0-9]{0,18})",
-    "number": r"-?(?:0|[1-9][0-9]{0,15})(?:\.[0-9]{1,16})?",
-    "boolean": r"true|false",
-}
 
-
-def _form(spec: FieldSpec) -> GrammarForm | None:
+def _writer(spec: FieldSpec) -> GrammarWriter | None:
     """How the grammar writes the field's bodies, as its content parser declares."""
     return spec.parser.capabilities.grammar
+
+
+def _value(spec: FieldSpec) -> ValueWriter | None:
+    """The writer of the field's whole value (free text or a scalar), if it has one."""
+    writer = _writer(spec)
+    return writer if isinstance(writer, ValueWriter) else None
 
 
 State = tuple[int, int | None]
@@ -102,7 +101,8 @@ class _Builder:
             if self.implicit is not None and template.end_of_turn is not None
             else None
         )
-        if self.implicit is not None and _form(self.implicit) != "text":
+        implicit_value = _value(self.implicit) if self.implicit is not None else None
+        if self.implicit is not None and (implicit_value is None or implicit_value.pattern):
             raise GrammarError(
                 f"$.fields.{self.implicit.name}.content: the implicit field must be text to be "
                 f"written as free text; got {self.implicit.content!r}."
@@ -138,7 +138,7 @@ class _Builder:
             and spec.name != "tool_calls"
             and (self.rules.free_text or spec.name != "content")
             and spec.transform is None
-            and (_form(spec) == "text" or _form(spec) in _SCALARS)
+            and _value(spec) is not None
         ]
         self.call_field = template.fields.get("tool_calls") if self.rules.tools else None
         # llguidance's lexer is greedy: every free-text lexeme that may be read at one point
@@ -298,7 +298,8 @@ class _Builder:
                 for node, empty in written_forms(open_, close)
             ]
         )
-        scalar = _SCALARS.get(_form(spec))
+        value = _value(spec)
+        scalar = value.pattern if value is not None else None
         results: list[G.Expr] = []
         for head, empty in heads:
             if empty:
@@ -522,8 +523,6 @@ class _Builder:
         if self.call_field is None:
             high = 0
         open_field = open_after_prefix(self.template, self.prefix)
-        if self.calls is not None and self.calls.syntax.form == "pythonic":
-            self.calls.pythonic_brackets = self.calls.choose_pythonic_form()
         if self.call_field is not None and high != 0:
             self.probe_calls()
         if open_field is None:

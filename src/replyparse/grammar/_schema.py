@@ -29,7 +29,7 @@ import json
 import keyword
 import math
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Any
 
 from replyparse._charset import CharSet
 from replyparse._json_types import json_type
@@ -42,13 +42,12 @@ from replyparse._schema_walk import (
     map_schema,
     without_nullable,
 )
+from replyparse.content import Dialect
 from replyparse.grammar import _ir as G
 from replyparse.grammar import _regex as R
 from replyparse.grammar._errors import GrammarError
 
 __all__ = ["ANNOTATIONS", "Dialect", "ValueCompiler", "exact_formats", "punct"]
-
-Dialect = Literal["json", "python", "raw"]
 
 #: The most whitespace the grammar allows at one place (between JSON tokens, around
 #: delimiters). The parser reads any amount; a grammar bounds it so that a sampler cannot spend

@@ -214,6 +214,39 @@ class _Outcome:
         return stop if stop is not None and turn.stop and stop in turn.stop else None
 
 
+async def _relay(
+    stream: ChatCompletionStream | ResponsesStream | MessagesStream,
+    generation: Generation,
+    turn: Turn,
+    *,
+    body: Callable[[list[dict[str, Any]], bool], bytes],
+    finish: Callable[[_Outcome], list[dict[str, Any]]],
+    failure: Callable[[Exception], list[dict[str, Any]]],
+) -> AsyncIterator[bytes]:
+    """A streamed answer: the stream's start, then one SSE body per generation piece (its
+    frames joined: one write; none for a piece that renders nothing), then its finish
+    (``body``'s flag says last), or, on any failure, the API's error events."""
+    outcome = _Outcome()
+    try:
+        yield body(stream.start(), False)
+        async for delta in generation:
+            outcome.note(delta)
+            if delta.text:
+                pieces = await feed(stream, delta.text)
+                if pieces:
+                    yield body(pieces, False)
+        pieces = await asyncio.to_thread(
+            _quietly, lambda: finish(outcome), lambda error: list(error.result)
+        )
+        _log_issues(stream)
+        log_content_problems(turn.response_format, stream.message)
+        yield body(pieces, True)
+    except Exception as error:
+        yield body(failure(error), True)
+    finally:
+        await generation.aclose()
+
+
 class _Handler:
     """The request pipeline, shared by both APIs."""
 
@@ -317,24 +350,23 @@ class _Handler:
         """The stream that parses the generation; ``template`` is the request's (its
         policies), the server's when None."""
         template = self.config.template if template is None else template
-        settings: dict[str, Any] = {
-            "prefix": prompt,
-            "model": turn.model,
-            "tools": turn.tools,
-            "tool_choice": turn.tool_choice,
-            "parallel_tool_calls": turn.parallel_tool_calls,
-            "ids": self.ids,
-        }
+        settings = turn.stream_settings(prompt)
         if turn.api == "messages":
-            return MessagesStream(template, **{**settings, "ids": self.message_ids})
+            return MessagesStream(template, ids=self.message_ids, **settings)
         if turn.api == "chat":
             return ChatCompletionStream(
                 template,
                 reasoning_keys=self.config.reasoning_keys,
                 custom_tool_calls=self.config.custom_tool_deltas,
+                ids=self.ids,
                 **settings,
             )
-        return ResponsesStream(template, reasoning_summary=turn.reasoning_summary, **settings)
+        return ResponsesStream(
+            template,
+            reasoning_summary=turn.reasoning_summary,
+            ids=self.ids,
+            **settings,
+        )
 
     async def body(self, request: Request) -> bytes:
         """The raw request body, read no further than the size limit (a 413 past it)."""
@@ -511,91 +543,55 @@ class _Handler:
             result = turn.stamp(result)
         return JSONResponse(result)
 
-    async def chat_events(
+    def chat_events(
         self, stream: ChatCompletionStream, generation: Generation, turn: Turn
     ) -> AsyncIterator[bytes]:
-        # One body per generation piece (its frames joined: one write), none for a piece
-        # that renders no chunk.
-        outcome = _Outcome()
-        try:
-            yield chat_sse_body(stream.start(), done=False)
-            async for delta in generation:
-                outcome.note(delta)
-                if delta.text:
-                    chunks = await feed(stream, delta.text)
-                    if chunks:
-                        yield chat_sse_body(chunks, done=False)
-            usage = _chat_usage(outcome.usage) if turn.include_usage else None
-            chunks = await asyncio.to_thread(
-                _quietly,
-                lambda: stream.finish(finish_reason=outcome.finish_reason, usage=usage),
-                lambda error: list(error.result),
-            )
-            _log_issues(stream)
-            log_content_problems(turn.response_format, stream.message)
-            yield chat_sse_body(chunks)
-        except Exception as error:
-            yield chat_sse_body(_chat_failure(stream, _failure(error, "chat")))
-        finally:
-            await generation.aclose()
+        usage = _chat_usage if turn.include_usage else lambda usage: None
+        return _relay(
+            stream,
+            generation,
+            turn,
+            body=lambda chunks, last: chat_sse_body(chunks, done=last),
+            finish=lambda outcome: stream.finish(
+                finish_reason=outcome.finish_reason, usage=usage(outcome.usage)
+            ),
+            failure=lambda error: _chat_failure(stream, _failure(error, "chat")),
+        )
 
-    async def responses_events(
+    def responses_events(
         self, stream: ResponsesStream, generation: Generation, turn: Turn
     ) -> AsyncIterator[bytes]:
-        outcome = _Outcome()
-        try:
-            yield responses_sse_body(turn.stamp_events(stream.start()))
-            async for delta in generation:
-                outcome.note(delta)
-                if delta.text:
-                    events = await feed(stream, delta.text)
-                    if events:
-                        yield responses_sse_body(turn.stamp_events(events))
-            usage = _responses_usage(outcome.usage)
-            events = await asyncio.to_thread(
-                _quietly,
-                lambda: stream.finish(finish_reason=outcome.finish_reason, usage=usage),
-                lambda error: list(error.result),
-            )
-            _log_issues(stream)
-            log_content_problems(turn.response_format, stream.message)
-            yield responses_sse_body(turn.stamp_events(events))
-        except Exception as error:
-            failure = _responses_failure(stream, _failure(error, "responses"))
-            yield responses_sse_body(turn.stamp_events(failure))
-        finally:
-            await generation.aclose()
+        return _relay(
+            stream,
+            generation,
+            turn,
+            body=lambda events, last: responses_sse_body(turn.stamp_events(events)),
+            finish=lambda outcome: stream.finish(
+                finish_reason=outcome.finish_reason, usage=_responses_usage(outcome.usage)
+            ),
+            failure=lambda error: _responses_failure(stream, _failure(error, "responses")),
+        )
 
-    async def messages_events(
+    def messages_events(
         self, stream: MessagesStream, generation: Generation, turn: Turn
     ) -> AsyncIterator[bytes]:
+        def failure(error: Exception) -> list[dict[str, Any]]:
+            api_error = _failure(error, "messages")
+            return stream.fail(api_error.message, api_error.status)
+
         # Messages API events are named by their type, as Responses events are.
-        outcome = _Outcome()
-        try:
-            yield responses_sse_body(stream.start())
-            async for delta in generation:
-                outcome.note(delta)
-                if delta.text:
-                    events = await feed(stream, delta.text)
-                    if events:
-                        yield responses_sse_body(events)
-            events = await asyncio.to_thread(
-                _quietly,
-                lambda: stream.finish(
-                    finish_reason=outcome.finish_reason,
-                    usage=outcome.usage,
-                    stop_sequence=outcome.stop_sequence_of(turn),
-                ),
-                lambda error: list(error.result),
-            )
-            _log_issues(stream)
-            log_content_problems(turn.response_format, stream.message)
-            yield responses_sse_body(events)
-        except Exception as error:
-            failure = _failure(error, "messages")
-            yield responses_sse_body(stream.fail(failure.message, failure.status))
-        finally:
-            await generation.aclose()
+        return _relay(
+            stream,
+            generation,
+            turn,
+            body=lambda events, last: responses_sse_body(events),
+            finish=lambda outcome: stream.finish(
+                finish_reason=outcome.finish_reason,
+                usage=outcome.usage,
+                stop_sequence=outcome.stop_sequence_of(turn),
+            ),
+            failure=failure,
+        )
 
     def count_prompt(self, raw: bytes) -> str:
         """The prompt a ``/v1/messages/count_tokens`` body renders to (in a worker thread)."""

@@ -286,13 +286,9 @@ class _Loop:
         template = self.search.template
         return ResponsesStream(
             self.host.config.template if template is None else template,
-            prefix=prompt,
-            model=turn.model,
-            tools=turn.tools,
-            tool_choice=turn.tool_choice,
-            parallel_tool_calls=turn.parallel_tool_calls,
             response_id=self.response_id,
             ids=self.ids,
+            **turn.stream_settings(prompt),
         )
 
     def prepare(self) -> tuple[GenerationRequest, ResponsesStream]:
