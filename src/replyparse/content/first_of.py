@@ -14,7 +14,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from replyparse.content._base import ArgsReader, Capabilities, ContentError, ContentParser
+from replyparse.content._base import (
+    ArgsReader,
+    Capabilities,
+    ContentError,
+    ContentParser,
+    Recovered,
+    RecoveringParser,
+)
 from replyparse.content._nested import read_value_parser, value_parser_to_args
 from replyparse.content._writing import GrammarWriter
 
@@ -67,6 +74,18 @@ class FirstOfParser:
                     failure.position,
                 )
         assert error is not None  # build() guarantees at least one alternative
+        raise error
+
+    def recover(self, body: str) -> Recovered:
+        """What the first alternative that can recover reads of a body no alternative
+        accepts (DSML's parameters around a stray token); ``ContentError`` when none can."""
+        error = ContentError("no alternative can read the body", 0)
+        for parser in self.parsers:
+            if isinstance(parser, RecoveringParser):
+                try:
+                    return parser.recover(body)
+                except ContentError as failure:
+                    error = failure
         raise error
 
     def to_args(self) -> dict[str, Any]:

@@ -39,8 +39,11 @@ from replyparse.content.xml_inline_writer import XML_INLINE_WRITER
 __all__ = ["XmlInlineParser"]
 
 _FLAGS = regex.DOTALL | regex.UNICODE
-#: A gap made only of markup (``</function>``, ``<function=f>``) is layout, like whitespace.
-_MARKUP = regex.compile(r"<[^<>]*>(?:\s*<[^<>]*>)*")
+#: Closing tags after the last tag (``</function>`` before a ``</tool_call>`` close: the
+#: close of a header the opener read, as the spec's Qwen example writes it) are layout, like
+#: whitespace. Any other text outside the tags, markup included (a special token, a foreign
+#: ``</iquest_tool_call>`` between two parameters), is the model's, never dropped.
+_CLOSING_TAGS = regex.compile(r"</[A-Za-z_][\w.\-]*>(?:\s*</[A-Za-z_][\w.\-]*>)*")
 
 #: ``regex``'s ``\s`` (the Unicode White_Space property) as the items of a class for the
 #: standard library's ``re``, whose ``\s`` also matches ``\x1c``-``\x1f`` (``str.isspace``).
@@ -376,7 +379,7 @@ class XmlInlineParser:
         for match in finder.finditer(body):
             start, end = match.span()
             if start > last_end and not body[last_end:start].isspace():
-                _note_gap(body, last_end, start, stray)
+                _note_gap(body, last_end, start, stray, tail=False)
             last_end = end
             key, raw_value = match.group("key", "value")
             if key is None:
@@ -401,7 +404,7 @@ class XmlInlineParser:
         # Past the last tag: nothing, or layout (whitespace) in the common body.
         if last_end < len(body) and not body[last_end:].isspace():
             self._check_not_truncated(body, last_end)
-            _note_gap(body, last_end, len(body), stray)
+            _note_gap(body, last_end, len(body), stray, tail=True)
         return result, stray
 
     def _value_parse_for(self, capture: str | None) -> Callable[[str], Any] | None:
@@ -484,13 +487,14 @@ class XmlInlineParser:
         )
 
 
-def _note_gap(body: str, start: int, end: int, stray: list[tuple[int, str]]) -> None:
-    """Record the non-whitespace text of ``body[start:end]`` (between two tags)."""
+def _note_gap(body: str, start: int, end: int, stray: list[tuple[int, str]], *, tail: bool) -> None:
+    """Record the non-whitespace text of ``body[start:end]`` (outside the tags); ``tail``:
+    the gap follows the last tag, where closing tags are layout."""
     if start >= end:
         return
     gap = body[start:end]
     text = gap.strip()
-    if text and not _MARKUP.fullmatch(text):
+    if text and not (tail and _CLOSING_TAGS.fullmatch(text)):
         stray.append((start + gap.index(text[0]), text))
 
 
