@@ -33,7 +33,8 @@ from replyparse._delimiter import (
     FinalMatch,
     outranks,
 )
-from replyparse._regex_analysis import resume_search, start_literals
+from replyparse._regex_analysis import start_literals
+from replyparse._regex_search import resume_search
 from replyparse._regex_syntax import REGEX_FLAGS, UnreadablePattern, read
 
 __all__ = ["CompleteScan", "NextFinal"]

@@ -26,9 +26,9 @@ from typing import Any
 
 import regex
 
-from replyparse._charset import CharSet
 from replyparse._json_types import arguments_json
-from replyparse._regex_syntax import Alt, Chars, Group, Node, Repeat, Seq, UnreadablePattern, read
+from replyparse._regex_syntax import exact_tree
+from replyparse._regex_tree import first_chars
 from replyparse.content._arguments import (
     CallTarget,
     Coerce,
@@ -92,39 +92,16 @@ def _value_prefix(pattern: regex.Pattern[str]) -> regex.Pattern[str] | None:
     return compiled if "key" in compiled.groupindex else None
 
 
-def _first_chars(node: Node) -> tuple[CharSet | None, bool]:
-    """The characters a match of ``node`` can begin with (None: not known, e.g. after an
-    anchor or a lookaround), and whether it can match the empty string."""
-    if isinstance(node, Chars):
-        return node.chars, False
-    if isinstance(node, Group):
-        return _first_chars(node.item)
-    if isinstance(node, Repeat):
-        first, empty = _first_chars(node.item)
-        return first, empty or node.low == 0
-    if isinstance(node, Alt | Seq):
-        found = CharSet()
-        for item in node.options if isinstance(node, Alt) else node.items:
-            first, empty = _first_chars(item)
-            if first is None:
-                return None, False
-            found = found | first
-            if isinstance(node, Seq) and not empty:
-                return found, False
-        return found, isinstance(node, Seq) or any(_first_chars(o)[1] for o in node.options)
-    return None, False
-
-
 @functools.lru_cache(maxsize=64)
 def _close_lead_chars(source: str) -> str | None:
     """The characters a match of the close ``source`` (a :func:`_value_suffix`) can begin
     with, e.g. ``<`` for ``</arg_value>``; None when they are not few or not known."""
-    try:
-        tree = read(source, exact=True)
-    except UnreadablePattern:
+    tree = exact_tree(source)
+    if tree is None:
         return None
-    first, empty = _first_chars(tree)
-    if first is None or empty or not first or first.size > 16:
+    found = first_chars(tree)
+    first = found.charset
+    if found.asserts or found.nullable or not first or first.size > 16:
         return None
     return "".join(chr(point) for low, high in first.ranges for point in range(low, high + 1))
 

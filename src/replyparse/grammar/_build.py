@@ -36,6 +36,7 @@ from typing import Any
 import regex
 
 from replyparse._charset import CharSet
+from replyparse._regex_tree import nullable
 from replyparse.content import GrammarWriter, ValueWriter
 from replyparse.grammar import _ir as G
 from replyparse.grammar import _regex as R
@@ -413,7 +414,7 @@ class _Builder:
             if pruned is None:
                 continue
             for before, after in R.split_at_group(pruned, marker, where=open_.where):
-                if R.nullable(before):
+                if nullable(before):
                     raise GrammarError(
                         f"{open_.where}: the call's name is written first, with no fixed text "
                         "before it, so free text cannot be kept from reading as a call."

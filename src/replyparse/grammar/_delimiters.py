@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from replyparse._charset import CharSet
+from replyparse._regex_tree import any_required_literals, first_chars, nullable
 from replyparse.grammar import _ir as G
 from replyparse.grammar import _regex as R
 from replyparse.grammar._errors import GrammarError
@@ -66,11 +67,11 @@ class Delimiter:
 
     def forbid(self) -> tuple[R.Node, ...]:
         """Patterns whose absence guarantees the delimiter cannot match inside a text."""
-        found = R.any_required_literals(self.exact)
+        found = any_required_literals(self.exact)
         if found and min(map(len, found)) >= 2:
             return tuple(R.literal(text) for text in sorted(found))
         consumed = R.as_consumed(self.exact)
-        if R.nullable(consumed):
+        if nullable(consumed):
             raise GrammarError(
                 f"{self.where}: the delimiter can match without any fixed text, so the text "
                 "around it cannot be kept from matching it; got "
@@ -93,7 +94,7 @@ def read_delimiter(delimiter: Any, where: str) -> Delimiter:
         rest, look = R.trailing_lookahead(option)
         raw.append((rest, look))
         pruned = R.prune(R.resolve_lookaheads(rest))
-        if pruned is None or R.nullable(pruned):
+        if pruned is None or nullable(pruned):
             continue  # needs a lookaround in the middle, or is zero-width: never written
         options.append((pruned, look))
     return Delimiter(where, exact, tuple(options), source, tuple(raw))
@@ -126,7 +127,7 @@ def written_forms(delimiter: Delimiter, close: Delimiter | None) -> list[tuple[R
 
 def terminator(node: R.Node) -> tuple[R.Node, ...]:
     """What text before ``node`` must not contain, so that a lexeme ends with ``node``."""
-    found = R.any_required_literals(node)
+    found = any_required_literals(node)
     if found:
         return tuple(R.literal(text) for text in sorted(found))
     return (node,)
@@ -134,7 +135,7 @@ def terminator(node: R.Node) -> tuple[R.Node, ...]:
 
 def boundary(forbid: Sequence[R.Node], following: R.Node) -> tuple[R.Node, ...]:
     """Ends of a text that ``following`` would complete into a forbidden literal."""
-    first = R.first_chars(following)
+    first = first_chars(following).charset
     endings = []
     for node in forbid:
         text = R.literal_text(node)
@@ -160,7 +161,7 @@ def split_tail(node: R.Node) -> list[tuple[R.Node, Lead]]:
     if isinstance(last, R.Alt):
         return [pair for option in last.options for pair in split_tail(R.seq(*items[:-1], option))]
     cut = len(items)
-    while cut > 1 and R.nullable(items[cut - 1]):
+    while cut > 1 and nullable(items[cut - 1]):
         cut -= 1
     core, tail = R.seq(*items[:cut]), items[cut:]
     return [(core, (G.Piece(R.seq(*tail)),) if tail else ())]

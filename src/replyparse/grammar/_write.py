@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 
+from replyparse._regex_tree import literal_runs
 from replyparse.grammar import _fsm
 from replyparse.grammar import _ir as G
 from replyparse.grammar import _regex as R
@@ -206,7 +207,7 @@ def _runs(piece: G.Piece) -> list[str | R.Node]:
     if piece.literal:
         return [piece.literal]
     if piece.plain and isinstance(piece.pattern, R.Seq):
-        return list(R.literal_runs(piece.pattern.items))
+        return list(literal_runs(piece.pattern.items))
     return []
 
 
