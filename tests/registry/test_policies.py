@@ -37,6 +37,7 @@ from replyparse import (
 from replyparse.templates import RegistryEntry, get_entry, list_templates
 from replyparse.templates._family import load_family
 from replyparse.templates._policies import POLICIES, applies
+from tests.openai.openai_helpers import run_stream
 from tests.registry.helpers import corpus, requires_shared
 from tests.streaming import STEPS, chunked, parse_every_way
 
@@ -796,20 +797,25 @@ def test_a_malformed_call_named_in_its_opener_stays_a_call(family: str, value: s
     assert outcome.unclaimed == []
 
 
+def _chat_deltas(template: Any, prefix: str, text: str, step: int) -> tuple[Any, list[Any]]:
+    """A Chat Completions stream fed ``text`` in pieces of ``step``, and its deltas."""
+    from replyparse.openai import ChatCompletionStream, SequentialIds
+
+    stream = ChatCompletionStream(
+        template, prefix=prefix, model="m", ids=SequentialIds(), created=0
+    )
+    chunks = run_stream(stream, chunked(text, step))
+    return stream, [chunk["choices"][0]["delta"] for chunk in chunks if chunk["choices"]]
+
+
 @pytest.mark.parametrize("value", ["body", "text", "unclaimed"])
 def test_the_chat_stream_sends_the_content_the_message_has(value: str) -> None:
-    from replyparse.openai import ChatCompletionStream, SequentialIds
 
     entry = get_entry("hermes")
     prefix_name, text, opener, _, _, _ = UNREADABLE["hermes"]
     template = entry.template_with(malformed_calls=value)
     for step in (len(text), 1, 7):
-        stream = ChatCompletionStream(
-            template, prefix=entry.prefixes[prefix_name], model="m", ids=SequentialIds(), created=0
-        )
-        chunks = [chunk for piece in chunked(text, step) for chunk in stream.feed(piece)]
-        chunks += stream.finish()
-        deltas = [chunk["choices"][0]["delta"] for chunk in chunks if chunk["choices"]]
+        stream, deltas = _chat_deltas(template, entry.prefixes[prefix_name], text, step)
         streamed = "".join(delta.get("content") or "" for delta in deltas)
         assert not any("tool_calls" in delta for delta in deltas)
         assert streamed == _placed(template, entry.prefixes[prefix_name], text).message["content"]
@@ -898,24 +904,14 @@ def test_kimi_k3_argument_keys_are_unescaped_every_way() -> None:
 
 
 def test_kimi_k3_streamed_arguments_have_the_unescaped_keys() -> None:
-    from replyparse.openai import ChatCompletionStream, SequentialIds
 
     entry = get_entry("kimi-k3")
     for step in (1, 7, len(K3_CALL)):
-        stream = ChatCompletionStream(
-            entry.template,
-            prefix=entry.prefixes["default"],
-            model="m",
-            ids=SequentialIds(),
-            created=0,
-        )
-        chunks = [chunk for piece in chunked(K3_CALL, step) for chunk in stream.feed(piece)]
-        chunks += stream.finish()
+        _, deltas = _chat_deltas(entry.template, entry.prefixes["default"], K3_CALL, step)
         streamed = "".join(
             call["function"].get("arguments", "")
-            for chunk in chunks
-            if chunk["choices"]
-            for call in chunk["choices"][0]["delta"].get("tool_calls", [])
+            for delta in deltas
+            for call in delta.get("tool_calls", [])
         )
         assert json.loads(streamed) == K3_ARGUMENTS, f"step {step}"
 
