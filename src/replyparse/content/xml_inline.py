@@ -213,12 +213,16 @@ class XmlInlineParser:
             ``tag_pattern`` captured (DSML's ``string="true|false"``); ``value_parser`` for a
             capture without an entry or a group that did not take part. The model's output
             then says how to read each value, so no tool schema types these arguments.
+        unescape_keys: the key is an XML attribute value the chat template escaped (Kimi
+            K3's ``key="a&amp;b"``): its entities (``&amp;`` ``&lt;`` ``&gt;`` ``&quot;``
+            ``&apos;`` and character references such as ``&#39;``) are read back.
     """
 
     tag_pattern: regex.Pattern[str]
     value_parser: ContentParser | None = None
     merge_duplicates: bool = False
     value_parser_by: ValueParserBy | None = None
+    unescape_keys: bool = False
     name: str = "xml-inline"
     capabilities: ClassVar[Capabilities] = Capabilities(
         "object",
@@ -243,6 +247,15 @@ class XmlInlineParser:
                     frozenset({"transformers"}),
                     "added in transformers 5.25; vLLM's and SGLang's copies ignore it and "
                     "read every value with value_parser",
+                ),
+            ),
+            (
+                "unescape_keys",
+                EngineSupport(
+                    frozenset(),
+                    "replyparse's own; the engines ignore it and keep a key's entities as "
+                    "written (a&amp;b)",
+                    severity="warning",
                 ),
             ),
         ),
@@ -280,6 +293,12 @@ class XmlInlineParser:
     #: ahead of the literal that closes it, when the twin (``_finder``) reads the value up
     #: to that literal instead (``_value_lead``); None otherwise, and always without a twin.
     _trim: str | None = field(init=False, repr=False, compare=False, default=None)
+
+    def read_key(self, key: str) -> str:
+        """A tag's key as the message has it (``unescape_keys``: entities read back)."""
+        if self.unescape_keys and "&" in key:
+            return _ENTITY.sub(_entity_text, key)
+        return key
 
     def parse(self, body: str) -> dict[str, Any]:
         """Collect every tag of the body into a dict; text between tags is an error."""
@@ -327,11 +346,14 @@ class XmlInlineParser:
             self.value_parser.parse if self.value_parser is not None else None
         )
         by = self.value_parser_by
+        unescape = self.unescape_keys
         for index in range(0, last, stride):
             gap = parts[index]
             key = parts[index + key_at]
             if (gap and not gap.isspace()) or key is None:
                 return None
+            if unescape:
+                key = self.read_key(key)
             value: Any = parts[index + value_at]
             if value is None:
                 value = ""
@@ -374,6 +396,7 @@ class XmlInlineParser:
             key, raw_value = match.group("key", "value")
             if key is None:
                 raise ContentError("a tag matched without its 'key' group", start)
+            key = self.read_key(key)
             value: Any = raw_value if raw_value is not None else ""
             if trim is not None and value.endswith(trim):
                 value = value[:-1]
@@ -425,6 +448,8 @@ class XmlInlineParser:
             args["merge_duplicates"] = True
         if self.value_parser_by is not None:
             args["value_parser_by"] = value_parser_by_to_args(self.value_parser_by)
+        if self.unescape_keys:
+            args["unescape_keys"] = True
         return args
 
     @classmethod
@@ -432,6 +457,7 @@ class XmlInlineParser:
         """Build from content_args; ``tag_pattern`` is required."""
         source = reader.get_str("tag_pattern", None, non_empty=True)
         merge_duplicates = reader.get_bool("merge_duplicates", False)
+        unescape_keys = reader.get_bool("unescape_keys", False)
         value_parser = read_value_parser(reader, "value_parser")
         pattern = None
         if source is not None:
@@ -474,6 +500,7 @@ class XmlInlineParser:
             value_parser=value_parser,
             merge_duplicates=merge_duplicates,
             value_parser_by=value_parser_by,
+            unescape_keys=unescape_keys,
         )
 
 
@@ -486,6 +513,23 @@ def _note_gap(body: str, start: int, end: int, stray: list[tuple[int, str]], *, 
     text = gap.strip()
     if text and not (tail and _CLOSING_TAGS.fullmatch(text)):
         stray.append((start + gap.index(text[0]), text))
+
+
+#: An XML entity or character reference (``unescape_keys``).
+_ENTITY = re.compile(r"&(?:(amp|lt|gt|quot|apos)|#([0-9]{1,7})|#[xX]([0-9a-fA-F]{1,6}));")
+_NAMED_ENTITIES = {"amp": "&", "lt": "<", "gt": ">", "quot": '"', "apos": "'"}
+
+
+def _entity_text(match: re.Match[str]) -> str:
+    """The character an entity stands for; a reference to no character (0, a surrogate,
+    past Unicode) stays as written."""
+    name, decimal, hexadecimal = match.groups()
+    if name is not None:
+        return _NAMED_ENTITIES[name]
+    code = int(decimal, 10) if decimal is not None else int(hexadecimal, 16)
+    if code == 0 or 0xD800 <= code <= 0xDFFF or code > 0x10FFFF:
+        return match.group()
+    return chr(code)
 
 
 def _merge(result: dict[str, Any], merged: set[str], key: str, value: Any) -> None:

@@ -179,19 +179,7 @@ class _LarkWriter:
             if len(options) < len(expr.options):
                 return f"({text})?"
             return text if top else f"({text})"
-        atom = self.atom(expr.item, wrap_all=True)
-        low, high = expr.low, expr.high
-        if (low, high) == (0, None):
-            return f"{atom}*"
-        if (low, high) == (1, None):
-            return f"{atom}+"
-        if (low, high) == (0, 1):
-            return f"{atom}?"
-        if high is None:
-            return f"{atom}{{{low},}}"
-        if low == high:
-            return f"{atom}{{{low}}}"
-        return f"{atom}{{{low},{high}}}"
+        return _repeated(self.atom(expr.item, wrap_all=True), expr)
 
     def atom(self, expr: G.Expr, *, wrap_all: bool = False) -> str:
         text = self.expr(expr)
@@ -270,18 +258,23 @@ class _GbnfWriter:
         inner = self.expr(expr.item)
         if " " in inner:
             inner = f"({inner})"
-        low, high = expr.low, expr.high
-        if (low, high) == (0, None):
-            return f"{inner}*"
-        if (low, high) == (1, None):
-            return f"{inner}+"
-        if (low, high) == (0, 1):
-            return f"{inner}?"
-        if high is None:
-            return f"{inner}{{{low},}}"
-        if low == high:
-            return f"{inner}{{{low}}}"
-        return f"{inner}{{{low},{high}}}"
+        return _repeated(inner, expr)
+
+
+def _repeated(item: str, repeat: G.Repeat) -> str:
+    """``item`` with the quantifier of ``repeat`` (Lark and GBNF write them alike)."""
+    low, high = repeat.low, repeat.high
+    if (low, high) == (0, None):
+        return f"{item}*"
+    if (low, high) == (1, None):
+        return f"{item}+"
+    if (low, high) == (0, 1):
+        return f"{item}?"
+    if high is None:
+        return f"{item}{{{low},}}"
+    if low == high:
+        return f"{item}{{{low}}}"
+    return f"{item}{{{low},{high}}}"
 
 
 def to_gbnf(grammar: G.Grammar) -> str:
