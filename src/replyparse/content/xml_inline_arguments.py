@@ -27,7 +27,7 @@ from typing import Any
 import regex
 
 from replyparse._json_types import arguments_json
-from replyparse._regex_syntax import exact_tree
+from replyparse._regex_syntax import Alt, exact_tree
 from replyparse._regex_tree import first_chars
 from replyparse.content._arguments import (
     CallTarget,
@@ -68,12 +68,9 @@ def _value_suffix(pattern: regex.Pattern[str]) -> regex.Pattern[str] | None:
     marker = "(?P<value>.*?)"
     if source.count(marker) != 1 or not pattern.flags & regex.DOTALL:
         return None
-    try:
-        branches = read(source, exact=True)
-    except UnreadablePattern:
-        return None
-    if isinstance(branches, Alt):
-        return None  # more than one branch (an escaped ``\|`` or one inside a group is not)
+    branches = exact_tree(source)
+    if branches is None or isinstance(branches, Alt):
+        return None  # unreadable, or more than one branch (an escaped ``\|`` or one inside a group is not)
     suffix = source.split(marker, 1)[1]
     if not suffix:
         return None
