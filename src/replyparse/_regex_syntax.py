@@ -306,17 +306,16 @@ def _class_char(code: int, in_class: bool = True) -> str:
     return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
 
 
+@dataclass(frozen=True)
 class _Reader:
-    """Converts the standard library's parse tree into :data:`Node`."""
+    """Converts the standard library's parse tree into :data:`Node` (``read``'s arguments;
+    ``names``: the group names by number)."""
 
-    def __init__(
-        self, names: dict[int, str], pattern: str, exact: bool, dotall: bool, backrefs: bool
-    ) -> None:
-        self.names = names
-        self.pattern = pattern
-        self.exact = exact
-        self.dotall = dotall
-        self.backrefs = backrefs
+    names: dict[int, str]
+    pattern: str
+    exact: bool
+    dotall: bool
+    backrefs: bool
 
     def fail(self, what: str) -> UnreadablePattern:
         return UnreadablePattern("construct", what, self.pattern)
