@@ -50,6 +50,7 @@ __all__ = [
     "Seq",
     "UnreadablePattern",
     "base_name",
+    "exact_chars",
     "exact_tree",
     "literal",
     "read",
@@ -305,17 +306,16 @@ def _class_char(code: int, in_class: bool = True) -> str:
     return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
 
 
+@dataclass(frozen=True)
 class _Reader:
-    """Converts the standard library's parse tree into :data:`Node`."""
+    """Converts the standard library's parse tree into :data:`Node` (``read``'s arguments;
+    ``names``: the group names by number)."""
 
-    def __init__(
-        self, names: dict[int, str], pattern: str, exact: bool, dotall: bool, backrefs: bool
-    ) -> None:
-        self.names = names
-        self.pattern = pattern
-        self.exact = exact
-        self.dotall = dotall
-        self.backrefs = backrefs
+    names: dict[int, str]
+    pattern: str
+    exact: bool
+    dotall: bool
+    backrefs: bool
 
     def fail(self, what: str) -> UnreadablePattern:
         return UnreadablePattern("construct", what, self.pattern)
@@ -504,20 +504,32 @@ def write(node: Node, *, stdlib: bool = False) -> str:
 
 
 def _stdlib_class(node: Chars) -> str:
-    """A class for the standard library's ``re`` holding exactly ``node.chars``: the
-    characters it holds, or (fewer ranges) those it does not."""
+    """``node`` as a class of the standard library's ``re`` holding exactly its characters."""
     if node.approximate:
         raise ValueError(f"{node.source} reads differently in re")
-    single = node.chars.single()
+    return _set_source(node.chars)
+
+
+def exact_chars(chars: CharSet) -> Chars:
+    """The class of exactly ``chars``, with a ``source`` written from the set (so that
+    :func:`write` can write it)."""
+    return Chars(chars, _set_source(chars))
+
+
+def _set_source(chars: CharSet) -> str:
+    """A class holding exactly ``chars``: the characters it holds, or (fewer ranges) those
+    it does not; read alike by ``regex`` (under the spec's flags) and ``re`` (DOTALL)."""
+    single = chars.single()
     if single is not None:
         return _class_char(ord(single), in_class=False)
-    if node.chars == CharSet.any():
+    if chars == CharSet.any():
         return "."
-    outside = node.chars.complement()
-    negate = len(outside.ranges) < len(node.chars.ranges)
-    ranges = (outside if negate else node.chars).ranges
+    if not chars.ranges:
+        return "[^\\x00-\\U0010ffff]"  # nothing
+    outside = chars.complement()
+    negate = len(outside.ranges) < len(chars.ranges)
     items = (
         _class_char(low) if low == high else f"{_class_char(low)}-{_class_char(high)}"
-        for low, high in ranges
+        for low, high in (outside if negate else chars).ranges
     )
     return "[" + ("^" if negate else "") + "".join(items) + "]"

@@ -409,33 +409,40 @@ class _DialectReader:
 
     def read_object(self, position: int) -> tuple[dict[str, Any], int]:
         result: dict[str, Any] = {}
-        position = self.skip_whitespace(position)
-        if position < len(self.text) and self.text[position] == "}":
-            return result, position + 1
-        while True:
-            position = self.skip_whitespace(position)
+
+        def member(position: int) -> int:
             key, position = self.read_key(position)
             position = self.skip_whitespace(position)
             if position >= len(self.text) or self.text[position] != ":":
                 raise self.fail("expected ':' after an object key", position)
-            position = self.skip_whitespace(position + 1)
-            result[key], position = self.read_value(position)
-            closed, position = self.after_member(position, "}", "an object")
-            if closed:
-                return result, position
+            result[key], position = self.read_value(self.skip_whitespace(position + 1))
+            return position
+
+        return result, self.read_members(position, "}", "an object", member)
 
     def read_array(self, position: int) -> tuple[list[Any], int]:
         result: list[Any] = []
-        position = self.skip_whitespace(position)
-        if position < len(self.text) and self.text[position] == "]":
-            return result, position + 1
-        while True:
-            position = self.skip_whitespace(position)
+
+        def member(position: int) -> int:
             value, position = self.read_value(position)
             result.append(value)
-            closed, position = self.after_member(position, "]", "an array")
+            return position
+
+        return result, self.read_members(position, "]", "an array", member)
+
+    def read_members(
+        self, position: int, close: str, container: str, member: Callable[[int], int]
+    ) -> int:
+        """Read the members of ``container`` up to its ``close``, each by ``member`` (from
+        its first character to the position after it); the position after ``close``."""
+        position = self.skip_whitespace(position)
+        if position < len(self.text) and self.text[position] == close:
+            return position + 1
+        while True:
+            position = member(self.skip_whitespace(position))
+            closed, position = self.after_member(position, close, container)
             if closed:
-                return result, position
+                return position
 
     def after_member(self, position: int, close: str, container: str) -> tuple[bool, int]:
         """Read what follows a member of ``container``: ``,`` (False: another member

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -161,6 +161,8 @@ class _XmlArgumentsWriter:
         self, parser: Any, schema: Mapping[str, Any] | None, coerce: Coerce | None
     ) -> None:
         self._pattern: regex.Pattern[str] = parser.tag_pattern
+        #: The key as the message has it (``XmlInlineParser.read_key``: entities unescaped).
+        self._read_key: Callable[[str], str] = parser.read_key
         reading = _tag_reading(self._pattern)
         self._streams_partial_values = reading.streams_partial_values
         self._suffix = reading.suffix
@@ -255,7 +257,7 @@ class _XmlArgumentsWriter:
                     continue
                 out.append(
                     self._stream_partial(
-                        match.group("key") if match.start("key") >= 0 else None,
+                        self._read_key(match.group("key")) if match.start("key") >= 0 else None,
                         match.group("value") if match.start("value") >= 0 else None,
                     )
                 )
@@ -274,7 +276,9 @@ class _XmlArgumentsWriter:
                 if match.start() > 0:
                     self._tail = body[match.start() :]
                 break
-            out.append(self._complete(match.group("key"), match.group("value") or ""))
+            out.append(
+                self._complete(self._read_key(match.group("key")), match.group("value") or "")
+            )
             self._tail = body[match.end() :]
         return "".join(out)
 
@@ -323,7 +327,7 @@ class _XmlArgumentsWriter:
         if self._suffix is None or match.start("key") < 0:
             return None
         if match.start("value") >= 0:
-            return match.group("key"), match.start("value")
+            return self._read_key(match.group("key")), match.start("value")
         if self._prefix is None:
             return None
         opened = self._prefix.match(body, match.start(), partial=True)
@@ -332,7 +336,7 @@ class _XmlArgumentsWriter:
         if opened.start("key") < 0:
             return None  # pragma: no cover - defensive: the prefix holds the key group
         self._choose(opened)
-        return opened.group("key"), opened.end()
+        return self._read_key(opened.group("key")), opened.end()
 
     def _begin_open_value(self, key: str, start: int) -> None:
         self._open_key = key

@@ -35,6 +35,7 @@ from typing import Any
 
 import regex
 
+from replyparse import _regex_syntax as RX
 from replyparse._charset import CharSet
 from replyparse._regex_tree import nullable
 from replyparse.content import GrammarWriter, ValueWriter
@@ -119,7 +120,7 @@ class _Builder:
                 if spec.close is not None
                 else None
             )
-        forbid: list[R.Node] = []
+        forbid: list[RX.Node] = []
         for name in self.opens:
             forbid += self.opens[name].forbid()
         if self.end is not None:
@@ -144,7 +145,7 @@ class _Builder:
         self.call_field = template.fields.get("tool_calls") if self.rules.tools else None
         # llguidance's lexer is greedy: every free-text lexeme that may be read at one point
         # must stop where any of them ends, so they all forbid every delimiter that ends one.
-        ending: list[R.Node] = []
+        ending: list[RX.Node] = []
         for spec in self.plain_fields:
             ending += [
                 node for node, _ in written_forms(self.opens[spec.name], self.closes[spec.name])
@@ -181,25 +182,25 @@ class _Builder:
 
     # -- text --------------------------------------------------------------------------
 
-    def text_then(self, following: R.Node | None, *, extra: Sequence[R.Node] = ()) -> G.Piece:
+    def text_then(self, following: RX.Node | None, *, extra: Sequence[RX.Node] = ()) -> G.Piece:
         """Outside text, before ``following`` (None: at the end of the generation)."""
         if not self.free_text:
             return G.Piece(WS)
         forbid = list(self.outside_forbid) + list(self.outside_terminators) + list(extra)
-        no_end: tuple[R.Node, ...] = ()
+        no_end: tuple[RX.Node, ...] = ()
         if following is not None:
             forbid += terminator(following)
             no_end = boundary(forbid, following)
         return G.Piece(ANY_TEXT, unique(forbid), no_end)
 
-    def body_then(self, close: Delimiter | None, following: R.Node | None) -> G.Piece:
+    def body_then(self, close: Delimiter | None, following: RX.Node | None) -> G.Piece:
         """A text region's body, before ``following`` (its close, or the end of the turn)."""
         forbid = list(close.forbid() if close is not None else ()) + list(self.end_forbid)
         endings = [node for node, _ in close.options] if close is not None else []
         if self.end is not None:
             endings += [node for node, _ in self.end.options]
         forbid += [t for node in endings for t in terminator(node)]
-        no_end: tuple[R.Node, ...] = ()
+        no_end: tuple[RX.Node, ...] = ()
         if following is not None:
             forbid += terminator(following)
             no_end = boundary(forbid, following)
@@ -397,19 +398,19 @@ class _Builder:
             return heads
         for before, after in self.name_splits(entry):
             first = G.Term((*lead, self.text_then(before), G.Piece(before)))
-            name = G.Term((G.Piece(R.literal(entry.name)), G.Piece(after)))
+            name = G.Term((G.Piece(RX.literal(entry.name)), G.Piece(after)))
             heads.append((first, [name]))
         return heads
 
-    def name_splits(self, entry: ToolEntry | None) -> list[tuple[R.Node, R.Node]]:
+    def name_splits(self, entry: ToolEntry | None) -> list[tuple[RX.Node, RX.Node]]:
         """The open delimiter around the call's name: ``(before, after)`` pairs."""
         assert self.syntax is not None
         open_ = self.opens["tool_calls"]
         marker = "replyparse_call_name"
-        name = R.literal(entry.name) if entry is not None else R.Chars(CharSet.of("x"))
-        pairs: list[tuple[R.Node, R.Node]] = []
+        name = RX.literal(entry.name) if entry is not None else RX.Chars(CharSet.of("x"))
+        pairs: list[tuple[RX.Node, RX.Node]] = []
         for node, _ in open_.raw:
-            named = R.substitute_group(node, self.syntax.name_key, R.Group(name, marker))
+            named = R.substitute_group(node, self.syntax.name_key, RX.Group(name, marker))
             pruned = R.prune(R.resolve_lookaheads(named))
             if pruned is None:
                 continue
@@ -482,7 +483,7 @@ class _Builder:
     def glue(self, close: Delimiter) -> str | None:
         """The text a zero-width close waits for, when it is the call's own open."""
         for node, look in close.raw:
-            if look is not None and node == R.EMPTY:
+            if look is not None and node == RX.EMPTY:
                 text = R.literal_text(look.item)
                 open_ = self.opens["tool_calls"]
                 if text and all(
@@ -491,7 +492,7 @@ class _Builder:
                     return text
         return None
 
-    def final(self, close: Delimiter, node: R.Node, lead: Lead) -> G.Expr:
+    def final(self, close: Delimiter, node: RX.Node, lead: Lead) -> G.Expr:
         """What may follow a close delimiter whose lookahead demands the end of the turn."""
         compiled = regex.compile(str(close.source), regex.DOTALL)
         text = R.canonical(node)
@@ -514,7 +515,7 @@ class _Builder:
     may_end_open: bool = True
     #: Forms of the call's close that a written call does not read back with (set by
     #: :meth:`probe_calls`); they are not written.
-    refused_closes: set[R.Node] = field(default_factory=set)
+    refused_closes: set[RX.Node] = field(default_factory=set)
 
     # -- the start ---------------------------------------------------------------------
 

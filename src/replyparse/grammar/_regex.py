@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar
 
 from replyparse._charset import CharSet
 from replyparse._regex_syntax import (
@@ -33,26 +34,17 @@ from replyparse._regex_syntax import (
     Repeat,
     Seq,
     UnreadablePattern,
-    literal,
     read,
 )
 from replyparse._regex_syntax import base_name as _base_name
 from replyparse._regex_tree import walk
 from replyparse.grammar._errors import GrammarError
 
+T = TypeVar("T")
+
 __all__ = [
-    "EMPTY",
-    "Alt",
-    "Anchor",
-    "Chars",
-    "Group",
-    "Look",
-    "Node",
-    "Repeat",
-    "Seq",
     "canonical",
     "contains_look",
-    "literal",
     "parse",
     "prune",
     "quantifier",
@@ -125,14 +117,21 @@ def group_names(node: Node) -> set[str]:
     }
 
 
-def seq(*items: Node) -> Node:
-    """A flattened sequence (single items are returned as they are)."""
-    flat: list[Node] = []
+def spliced(items: Iterable[T], kind: type[Any]) -> list[T]:
+    """``items`` with each one of type ``kind`` (a sequence: regex nodes' or the grammar's)
+    replaced by its ``items``."""
+    flat: list[T] = []
     for item in items:
-        if isinstance(item, Seq):
+        if isinstance(item, kind):
             flat.extend(item.items)
         else:
             flat.append(item)
+    return flat
+
+
+def seq(*items: Node) -> Node:
+    """A flattened sequence (single items are returned as they are)."""
+    flat = spliced(items, Seq)
     return flat[0] if len(flat) == 1 else Seq(tuple(flat))
 
 
