@@ -112,7 +112,9 @@ class _Builder:
         self.opens: dict[str, Delimiter] = {}
         self.closes: dict[str, Delimiter | None] = {}
         for spec in template.field_list:
-            if spec.is_implicit:
+            # A markup field is never written: its markup in free text would only be read
+            # out of the text around it, which keeps the message valid.
+            if spec.is_implicit or spec.is_markup:
                 continue
             self.opens[spec.name] = read_delimiter(spec.open, field_path(spec, "open"))
             self.closes[spec.name] = (
@@ -137,6 +139,7 @@ class _Builder:
             spec
             for spec in template.field_list
             if not spec.is_implicit
+            and not spec.is_markup
             and spec.name != "tool_calls"
             and (self.rules.free_text or spec.name != "content")
             and spec.transform is None
@@ -542,8 +545,11 @@ class _Builder:
     def probe_calls(self) -> None:
         """Check every tool's call reads back; decide whether a call may end unclosed.
 
-        An open delimiter that ends with a lookahead (GLM's ``(?=\\s*(?:<arg_key>|</tool_call>))``)
-        fails at the end of the output right after a short body: then the call must close.
+        A call may be left open at the end of the output only when the shortest call the
+        grammar writes reads back there. It does not when an open delimiter ends with a
+        lookahead (GLM's ``(?=\\s*(?:<arg_key>|</tool_call>))``) that fails right after a
+        short body, nor when that body is empty (an xml-inline call to a loose tool with no
+        parameter: the parser reads a call cut right after its header as unfinished).
         """
         looks = any(look is not None for _, look in self.opens["tool_calls"].raw)
         ends = [""] + ([R.canonical(node) for node, _ in self.end.options] if self.end else [])
@@ -551,7 +557,7 @@ class _Builder:
         for entry in self.rules.tools:
             for text in self.probe(entry):
                 written.append(text)
-                if looks and not all(reads_one_call(self.template, text + end) for end in ends):
+                if not all(reads_one_call(self.template, text + end) for end in ends):
                     self.may_end_open = False
         close = self.closes["tool_calls"]
         if looks and close is not None:
