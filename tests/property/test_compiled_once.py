@@ -57,6 +57,7 @@ TWINNED = [source for source in REGISTRY_PATTERNS if stdlib_twin(source) is not 
 EXTRA_PATTERNS = [
     r"<parameter=(?P<key>[^>\s]+)>\n?(?P<value>.*?)\n?</parameter>",
     r"<(?P<key>\S+?)\s*=\s*(?P<value>[^<]*)>",
+    r"[^\S](?P<key>k)(?P<value>[\S\s<]*?)\s",
     r"^<(?P<key>[a-z]+)>(?P<value>.*?)</(?P=key)>$",
     r"<(?P<key>[^<>/\s]+)>(?:(?!</).)*?(?P<value>[^\s<]*?)</(?P=key)>",
     r"(?:<p (?P<key>k|key)>|\[(?P<value>v+)\])\s*",
@@ -123,7 +124,7 @@ def test_the_registry_patterns_scan_with_the_standard_library() -> None:
 
 @pytest.mark.parametrize(
     "source",
-    [r"<(?P<key>\w+)>(?P<value>.*?)</x>", r"(?i)<(?P<key>a)>(?P<value>b)", r"[^\S](?P<key>)"],
+    [r"<(?P<key>\w+)>(?P<value>.*?)</x>", r"(?i)<(?P<key>a)>(?P<value>b)", r"\bk(?P<key>)"],
 )
 def test_constructs_that_differ_keep_regex(source: str) -> None:
     assert stdlib_twin(source) is None
@@ -134,7 +135,7 @@ def test_a_lazy_dot_before_a_known_character_becomes_a_run() -> None:
     twin = stdlib_twin(r"<parameter=(?P<key>[^>\n]+)>\n?(?P<value>.*?)\n?</parameter>")
     assert twin is not None
     assert ".*?" not in twin.pattern
-    assert r"(?P<value>(?:[^\n<]*+(?:[\n<][^\n<]*+)*?))" in twin.pattern
+    assert r"(?P<value>[^\x0a<]*+(?:[\x0a<][^\x0a<]*+)*?)" in twin.pattern
 
 
 def test_the_white_space_class_is_regex_s() -> None:

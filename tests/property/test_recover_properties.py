@@ -114,10 +114,7 @@ def _stream(template: Any, prefix: str, pieces: list[str], partial: bool) -> tup
 
 #: Families whose drawn mutants meet a documented recover-mode gap (not strict: another draw of
 #: the same family may miss it).
-RECOVER_GAPS = {
-    "ling3": "xml-inline reads markup between two parameters as layout (a foreign closing tag "
-    "such as </iquest_tool_call> inserted there is dropped with no issue)",
-}
+RECOVER_GAPS: dict[str, str] = {}
 
 
 @pytest.mark.parametrize(

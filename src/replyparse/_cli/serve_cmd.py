@@ -196,6 +196,16 @@ def _template_kwargs(text: str | None) -> dict[str, Any]:
     return value
 
 
+def _policy_compiler(choice: TemplateChoice, served: dict[str, str]) -> Any:
+    """How the server compiles a request's policies (``replyparse.policies``): the family's
+    template under the values ``--policy`` chose, overridden by the request's; None for a
+    template that is no registry family."""
+    entry = choice.entry
+    if entry is None:
+        return None
+    return lambda chosen: entry.template_with(**{**served, **chosen})
+
+
 def _detected(
     chat_template_path: str,
     source: str,
@@ -377,6 +387,7 @@ def run_serve(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int
         custom_tool_deltas=args.custom_tool_deltas,
         upstream_engine=None if args.upstream_engine == "none" else args.upstream_engine,
         call_id_form=args.call_id_form or (choice.entry.call_id_form if choice.entry else "openai"),
+        policies=_policy_compiler(choice, read_policies(args.policy)),
         limits=Limits(
             max_body_bytes=args.max_body_bytes,
             max_depth=args.max_json_depth,

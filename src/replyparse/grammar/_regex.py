@@ -3,8 +3,9 @@
 Patterns are read by the package's one regex reader (:mod:`replyparse._regex_syntax`, whose
 ``exact`` reading forbids a superset and whose generating reading writes a subset);
 :func:`parse` adds the template path to its refusals. This module answers the questions the
-grammar builder asks of a delimiter: where its named group sits, which literals every match
-contains, one canonical text that matches, and rewrites it for generation. The same language
+grammar builder asks of a delimiter: where its named group sits, one canonical text that
+matches, and rewrites it for generation (what a node begins with and which literals its
+matches require: :mod:`replyparse._regex_tree`). The same language
 is written for each engine by :mod:`._regex_writers`.
 
 Lookarounds, anchors and backreferences have no counterpart in a grammar; the builder removes
@@ -17,13 +18,15 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar
 
 from replyparse._charset import CharSet
 from replyparse._regex_syntax import (
     EMPTY,
     Alt,
     Anchor,
+    Backref,
     Chars,
     Group,
     Look,
@@ -31,27 +34,17 @@ from replyparse._regex_syntax import (
     Repeat,
     Seq,
     UnreadablePattern,
-    literal,
     read,
 )
 from replyparse._regex_syntax import base_name as _base_name
+from replyparse._regex_tree import walk
 from replyparse.grammar._errors import GrammarError
 
+T = TypeVar("T")
+
 __all__ = [
-    "EMPTY",
-    "Alt",
-    "Anchor",
-    "Chars",
-    "Group",
-    "Look",
-    "Node",
-    "Repeat",
-    "Seq",
-    "any_required_literals",
     "canonical",
     "contains_look",
-    "literal",
-    "literal_runs",
     "parse",
     "prune",
     "quantifier",
@@ -93,24 +86,6 @@ def parse(pattern: str, *, where: str, exact: bool, dotall: bool = True) -> Node
 # -- questions about a tree --------------------------------------------------------------
 
 
-def children(node: Node) -> tuple[Node, ...]:
-    """The direct sub-trees of ``node``."""
-    if isinstance(node, Seq):
-        return node.items
-    if isinstance(node, Alt):
-        return node.options
-    if isinstance(node, (Repeat, Group, Look)):
-        return (node.item,)
-    return ()
-
-
-def walk(node: Node) -> Iterator[Node]:
-    """``node`` and every node below it."""
-    yield node
-    for child in children(node):
-        yield from walk(child)
-
-
 def is_atomic(node: Node) -> bool:
     """Whether ``node`` is a possessive repeat or an atomic group: it never gives back what
     it matched, so what it matches depends on what follows, as a lookaround's does."""
@@ -142,113 +117,27 @@ def group_names(node: Node) -> set[str]:
     }
 
 
-def seq(*items: Node) -> Node:
-    """A flattened sequence (single items are returned as they are)."""
-    flat: list[Node] = []
+def spliced(items: Iterable[T], kind: type[Any]) -> list[T]:
+    """``items`` with each one of type ``kind`` (a sequence: regex nodes' or the grammar's)
+    replaced by its ``items``."""
+    flat: list[T] = []
     for item in items:
-        if isinstance(item, Seq):
+        if isinstance(item, kind):
             flat.extend(item.items)
         else:
             flat.append(item)
+    return flat
+
+
+def seq(*items: Node) -> Node:
+    """A flattened sequence (single items are returned as they are)."""
+    flat = spliced(items, Seq)
     return flat[0] if len(flat) == 1 else Seq(tuple(flat))
 
 
 def alt(*options: Node) -> Node:
     """An alternation (a single option is returned as it is)."""
     return options[0] if len(options) == 1 else Alt(tuple(options))
-
-
-def nullable(node: Node) -> bool:
-    """Whether ``node`` matches the empty string."""
-    if isinstance(node, Chars):
-        return False
-    if isinstance(node, Seq):
-        return all(nullable(item) for item in node.items)
-    if isinstance(node, Alt):
-        return any(nullable(option) for option in node.options)
-    if isinstance(node, Repeat):
-        return node.low == 0 or nullable(node.item)
-    if isinstance(node, Group):
-        return nullable(node.item)
-    return True
-
-
-def any_required_literals(node: Node) -> frozenset[str] | None:
-    """Literals of which every match of ``node`` contains at least one (any of them); None
-    if unknown. (``_regex_analysis.all_required_literals``: literals every match contains,
-    all of them.)
-
-    A positive lookahead counts as text (the match sits right before it), so a delimiter
-    written ``(?=</think>)`` requires ``</think>``.
-    """
-    if isinstance(node, Chars):
-        char = node.chars.single()
-        return frozenset({char}) if char is not None else None
-    if isinstance(node, (Group, Look)):
-        if isinstance(node, Look) and (node.negative or not node.ahead):
-            return None
-        return any_required_literals(node.item)
-    if isinstance(node, Repeat):
-        return any_required_literals(node.item) if node.low >= 1 else None
-    if isinstance(node, Alt):
-        result: set[str] = set()
-        for option in node.options:
-            found = any_required_literals(option)
-            if found is None:
-                return None
-            result |= found
-        return frozenset(result)
-    if isinstance(node, Seq):
-        candidates: list[frozenset[str]] = []
-        for part in literal_runs(node.items):
-            found = frozenset({part}) if isinstance(part, str) else any_required_literals(part)
-            if found is not None:
-                candidates.append(found)
-        if not candidates:
-            return None
-        return max(candidates, key=lambda found: (min(map(len, found)), -len(found)))
-    return None
-
-
-def literal_runs(items: Sequence[Node]) -> Iterator[str | Node]:
-    """A sequence's items, with every run of single characters merged into its text."""
-    run = ""
-    for item in items:
-        char = item.chars.single() if isinstance(item, Chars) else None
-        if char is not None:
-            run += char
-            continue
-        if run:
-            yield run
-            run = ""
-        yield item
-    if run:
-        yield run
-
-
-def first_chars(node: Node) -> CharSet:
-    """The characters a match of ``node`` can start with (lookarounds ignored)."""
-    if isinstance(node, Chars):
-        return node.chars
-    if isinstance(node, Seq):
-        result = CharSet()
-        for item in node.items:
-            result |= first_chars(item)
-            if not nullable(item):
-                break
-        return result
-    if isinstance(node, Alt):
-        result = CharSet()
-        for option in node.options:
-            result |= first_chars(option)
-        return result
-    if isinstance(node, (Repeat, Group)):
-        return (
-            first_chars(node.item)
-            if not (isinstance(node, Repeat) and node.high == 0)
-            else CharSet()
-        )
-    return CharSet()
 
 
 def canonical(node: Node) -> str:
@@ -440,6 +329,8 @@ def to_python(node: Node) -> str:
             else ("<=" if not node.negative else "<!")
         )
         return f"(?{kind}{to_python(node.item)})"
+    if isinstance(node, Backref):
+        raise ValueError("a backreference has no form without its groups")
     return {"beginning": "^", "beginning_string": r"\A", "end": "$", "end_string": r"\Z"}.get(
         node.kind, r"\b" if node.kind == "boundary" else r"\B"
     )

@@ -72,6 +72,7 @@ from replyparse.server.errors import Api, ApiError, to_api_error
 from replyparse.server.feeding import feed
 from replyparse.server.limits import Limits, decode_body
 from replyparse.server.messages_turn import read_messages_turn
+from replyparse.server.policies import Compile, PolicyTemplates, read_policies
 from replyparse.server.structured import log_content_problems
 from replyparse.server.tool_search import SearchTurn, prepare_search, respond_with_search
 from replyparse.server.turn import Turn, read_turn
@@ -118,6 +119,10 @@ class ServerConfig:
         call_id_form: the form of the tool-call ids the server makes, the one the chat
             template accepts back (a registry family's ``call_id_form``: ``"openai"`` or
             ``"alphanumeric9"``).
+        policies: compiles ``template`` under the policy values a request chooses
+            (``replyparse.policies``, :mod:`.policies`), the server's own values overridden;
+            None: requests cannot choose policies (a template that is no registry family).
+            A registry family's is ``lambda chosen: entry.template_with(**chosen)``.
     """
 
     model_name: str
@@ -131,6 +136,7 @@ class ServerConfig:
     upstream_engine: Engine | None = None
     limits: Limits = field(default_factory=Limits)
     call_id_form: str = "openai"
+    policies: Compile | None = None
 
 
 def _quietly(call: Callable[[], _T], on_rule_error: Callable[[ToolCallRuleError], _T]) -> _T:
@@ -256,6 +262,7 @@ class _Handler:
         self.preparing = ThreadPoolExecutor(
             PREPARE_WORKERS, thread_name_prefix="replyparse-prepare"
         )
+        self.templates = PolicyTemplates(config.template, config.policies)
 
     async def before_generation(self, function: Callable[..., _T], *args: Any) -> _T:
         """``function(*args)`` in a thread of the request-preparing pool (see
@@ -296,7 +303,11 @@ class _Handler:
                 "takes images"
             ) from None
 
-    def generation_request(self, turn: Turn, prompt: str) -> GenerationRequest:
+    def generation_request(
+        self, turn: Turn, prompt: str, template: ResponseTemplate | None = None
+    ) -> GenerationRequest:
+        """What to ask the backend; ``template`` is the request's (its policies), the
+        server's when None."""
         extra: dict[str, Any] = {}
         chat_template = self.config.chat_template
         bos = chat_template.special_tokens.get("bos_token") if chat_template else None
@@ -309,7 +320,8 @@ class _Handler:
             self.warn_unenforced_format(turn)
         if engine is not None:
             tokens = chat_template.added_tokens if chat_template else ()
-            extra.update(grammar_fields(engine, self.config.template, turn, prompt, tokens))
+            template = self.config.template if template is None else template
+            extra.update(grammar_fields(engine, template, turn, prompt, tokens))
         return GenerationRequest(
             prompt=prompt,
             max_tokens=turn.max_tokens,
@@ -333,21 +345,24 @@ class _Handler:
         )
 
     def stream(
-        self, turn: Turn, prompt: str
+        self, turn: Turn, prompt: str, template: ResponseTemplate | None = None
     ) -> ChatCompletionStream | ResponsesStream | MessagesStream:
+        """The stream that parses the generation; ``template`` is the request's (its
+        policies), the server's when None."""
+        template = self.config.template if template is None else template
         settings = turn.stream_settings(prompt)
         if turn.api == "messages":
-            return MessagesStream(self.config.template, ids=self.message_ids, **settings)
+            return MessagesStream(template, ids=self.message_ids, **settings)
         if turn.api == "chat":
             return ChatCompletionStream(
-                self.config.template,
+                template,
                 reasoning_keys=self.config.reasoning_keys,
                 custom_tool_calls=self.config.custom_tool_deltas,
                 ids=self.ids,
                 **settings,
             )
         return ResponsesStream(
-            self.config.template,
+            template,
             reasoning_summary=turn.reasoning_summary,
             ids=self.ids,
             **settings,
@@ -403,12 +418,20 @@ class _Handler:
         """
         body = decode_body(raw, self.config.limits)
         turn = self.read(body, api)
+        # The request's output policies (``replyparse.policies``), checked before anything
+        # is rendered: a bad name or value is the request's 400.
+        template = self.templates.template_for(read_policies(body))
         # tool_search / defer_loading: its own rounds (the Messages API reads no search tools)
         search = prepare_search(turn, body) if api != "messages" else None
         if search is not None:
+            search.template = template
             return search
         prompt = self.prompt(turn)
-        return _Prepared(turn, self.stream(turn, prompt), self.generation_request(turn, prompt))
+        return _Prepared(
+            turn,
+            self.stream(turn, prompt, template),
+            self.generation_request(turn, prompt, template),
+        )
 
     # -- routes -------------------------------------------------------------------------------
 
