@@ -183,6 +183,18 @@ def lint_template(template: Mapping[str, Any], engines: Sequence[Engine] = ENGIN
     order = [engine for engine in ENGINES if engine in engines]
     findings: list[LintFinding] = []
     for engine in order:
+        if "malformed_calls" in template:
+            findings.append(
+                LintFinding(
+                    engine,
+                    "error",
+                    "replyparse_only_key",
+                    ("malformed_calls",),
+                    f"{ENGINE_NAMES[engine]} refuses top-level keys it does not know; "
+                    "'malformed_calls' is replyparse's recover-mode policy (the engine has no "
+                    "recover mode): drop the key from the template you hand it.",
+                )
+            )
         findings.extend(_content_findings(engine, template))
         findings.extend(_shared_findings(engine, template, compiled))
         rules = SERVING_RULES.get(engine)
