@@ -112,7 +112,9 @@ class _Builder:
         self.opens: dict[str, Delimiter] = {}
         self.closes: dict[str, Delimiter | None] = {}
         for spec in template.field_list:
-            if spec.is_implicit:
+            # A markup field is never written: its markup in free text would only be read
+            # out of the text around it, which keeps the message valid.
+            if spec.is_implicit or spec.is_markup:
                 continue
             self.opens[spec.name] = read_delimiter(spec.open, field_path(spec, "open"))
             self.closes[spec.name] = (
@@ -137,6 +139,7 @@ class _Builder:
             spec
             for spec in template.field_list
             if not spec.is_implicit
+            and not spec.is_markup
             and spec.name != "tool_calls"
             and (self.rules.free_text or spec.name != "content")
             and spec.transform is None

@@ -183,18 +183,6 @@ def lint_template(template: Mapping[str, Any], engines: Sequence[Engine] = ENGIN
     order = [engine for engine in ENGINES if engine in engines]
     findings: list[LintFinding] = []
     for engine in order:
-        if "malformed_calls" in template:
-            findings.append(
-                LintFinding(
-                    engine,
-                    "error",
-                    "replyparse_only_key",
-                    ("malformed_calls",),
-                    f"{ENGINE_NAMES[engine]} refuses top-level keys it does not know; "
-                    "'malformed_calls' is replyparse's recover-mode policy (the engine has no "
-                    "recover mode): drop the key from the template you hand it.",
-                )
-            )
         findings.extend(_content_findings(engine, template))
         findings.extend(_shared_findings(engine, template, compiled))
         rules = SERVING_RULES.get(engine)
@@ -297,6 +285,17 @@ def _shared_findings(
 ) -> Iterator[LintFinding]:
     """What every engine's copy of the reference does differently from replyparse."""
     label = ENGINE_NAMES[engine]
+    if "malformed_calls" in template:
+        yield LintFinding(
+            engine,
+            "error",
+            "unsupported_key",
+            ("malformed_calls",),
+            f"{label} refuses top-level keys it does not know; 'malformed_calls' is replyparse's "
+            "own (what recover mode does with a call whose name cannot be read): drop it from "
+            "the copy given to the engine (a registry family: "
+            "response_template_with(malformed_calls='body')).",
+        )
     for field in compiled.field_list:
         path: tuple[str | int, ...] = ("fields", field.name)
         if field.repeats and field.transform_each:
