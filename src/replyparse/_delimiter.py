@@ -165,8 +165,8 @@ class Delimiter:
         text, so on a full match of the pattern (``_could_extend``) the regex engine
         returns a partial match exactly when a way through the pattern reads past the end
         of the text (an assertion there is undecided in the streaming form), else None.
-        One match, where probing each character that might follow took two per character
-        (gpt-oss's tool-call header: 3.8 ms -> 22 us). Compiled at the first need: most
+        One match, instead of two per character when probing each character that might
+        follow (gpt-oss's tool-call header is long). Compiled at the first need: most
         patterns never end a match at the end of the buffer."""
         assert self.streaming is not None
         return regex.compile(f"(?:{self.streaming.pattern})(?!\\Z)", REGEX_FLAGS)

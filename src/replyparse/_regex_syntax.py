@@ -5,9 +5,11 @@ This is the one reader of regex syntax in the package. :func:`read` turns a patt
 trees whose character classes are :class:`~replyparse._charset.CharSet` s; :func:`tokens`
 walks a pattern's text token by token, for rewrites that keep the source as written (the
 scanner's streaming assertions); :func:`write` writes a tree back as a pattern that matches
-exactly what the one it was read from matches (the scanner's possessive rewrite). The grammar
-package (``replyparse.grammar._regex``) and the scanner's pattern analysis
-(``replyparse._regex_analysis``) both read patterns here.
+exactly what the one it was read from matches (the scanner's possessive rewrite), in the
+``regex`` module's syntax or for the standard library's ``re`` (``xml-inline``'s twin). The
+grammar package (``replyparse.grammar._regex``), the scanner's pattern analysis
+(``replyparse._regex_analysis``) and the content formats read patterns here; the questions
+several of them ask of a tree are in ``replyparse._regex_tree``.
 
 Possessive quantifiers (``*+``) and atomic groups (``(?>...)``) are read (``Repeat.possessive``,
 ``Group.atomic``): the language of a possessive repeat is a subset of the greedy one's, which
@@ -16,8 +18,8 @@ readers that only ask what a pattern can match must keep in mind.
 Character classes are read two ways (``exact``): exactly, for patterns whose matches must be
 *forbidden* (forbidding a superset stays sound), or as the ASCII part of a positive Unicode
 category, for patterns to *generate* (generating a subset stays sound). Negated classes are
-always exact. What has no tree here (case folding, backreferences, ``\p{...}``) raises
-:class:`UnreadablePattern` naming it; callers add where the pattern came from.
+always exact. What has no tree here (case folding, ``\p{...}``; backreferences unless asked
+for) raises :class:`UnreadablePattern` naming it; callers add where the pattern came from.
 
 This module knows nothing of templates, delimiters or grammars.
 """
@@ -306,17 +308,16 @@ def _class_char(code: int, in_class: bool = True) -> str:
     return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
 
 
+@dataclass(frozen=True)
 class _Reader:
-    """Converts the standard library's parse tree into :data:`Node`."""
+    """Converts the standard library's parse tree into :data:`Node` (``read``'s arguments;
+    ``names``: the group names by number)."""
 
-    def __init__(
-        self, names: dict[int, str], pattern: str, exact: bool, dotall: bool, backrefs: bool
-    ) -> None:
-        self.names = names
-        self.pattern = pattern
-        self.exact = exact
-        self.dotall = dotall
-        self.backrefs = backrefs
+    names: dict[int, str]
+    pattern: str
+    exact: bool
+    dotall: bool
+    backrefs: bool
 
     def fail(self, what: str) -> UnreadablePattern:
         return UnreadablePattern("construct", what, self.pattern)

@@ -67,13 +67,7 @@ STRUCTURAL_CUTS = 12
 #: Variants whose parse breaks the recover promise today, each with what breaks (found by
 #: this sweep): the sweep skips them, and :func:`test_known_broken_variant` pins each one
 #: (strict xfail), so that a fix shows.
-KNOWN_BROKEN: dict[tuple[str, str], str] = {
-    (
-        "deepseek-v3.2",
-        "'<function=get_weather>' inserted at 504",
-    ): 'words lost with no trace: weather (inserted inside string="false": the family reads '
-    "any string= value other than true as JSON, as vLLM's DSML parser does, and keeps none)",
-}
+KNOWN_BROKEN: dict[tuple[str, str], str] = {}
 
 
 @cache

@@ -175,6 +175,34 @@ def repeated(kit: Kit[E], item: E, separator: E, high: int | None) -> E:
 JSON_WRITER = JsonCallWriter()
 
 
+def _closed_elements(body: str, start: int) -> tuple[list[Any], int] | None:
+    """The elements of the array at ``start`` up to the first one that does not close (the
+    array is cut or broken there), and where the text after them starts (past a comma);
+    None when the body is no array or not even its first element closes. Each element is
+    read once: linear in the body."""
+    if not body.startswith("[", start):
+        return None
+    elements: list[Any] = []
+    position = start + 1
+    end = position
+    while True:
+        while position < len(body) and body[position] in _WHITESPACE:
+            position += 1
+        try:
+            element, position = _DECODER.raw_decode(body, position)
+        except ValueError:
+            break
+        elements.append(element)
+        end = position
+        while position < len(body) and body[position] in _WHITESPACE:
+            position += 1
+        if not body.startswith(",", position):
+            break
+        position += 1
+        end = position
+    return (elements, end) if elements else None
+
+
 @dataclass(frozen=True)
 class JsonParser:
     """``json``: the body as JSON.
@@ -238,7 +266,9 @@ class JsonParser:
 
     def recover(self, body: str) -> Recovered:
         """A JSON value followed by prose (``{"a": 1} Let me know...``): the value, and the
-        prose as stray text. Raises ContentError when the body does not start with one."""
+        prose as stray text; or an array that never closes (a list of calls cut by the end
+        of the generation, ``[{...}, {"tool_c``): the elements that closed, and the rest
+        as stray text. Raises ContentError when the body does not start with either."""
         too_deep = nesting_error(body)
         if too_deep is not None:
             raise too_deep
@@ -246,7 +276,10 @@ class JsonParser:
         try:
             value, end = _DECODER.raw_decode(body, start)
         except ValueError as error:
-            raise json_error(error, None) from None
+            elements = _closed_elements(body, start)
+            if elements is None:
+                raise json_error(error, None) from None
+            value, end = elements
         rest = body[end:]
         if not rest.strip():
             return Recovered(value, ())

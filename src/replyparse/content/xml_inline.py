@@ -17,22 +17,9 @@ from typing import Any, ClassVar
 
 import regex
 
+from replyparse import _regex_syntax as RX
 from replyparse._charset import CharSet
 from replyparse._json_types import with_text
-from replyparse._regex_syntax import (
-    Alt,
-    Chars,
-    Group,
-    Look,
-    Node,
-    Repeat,
-    Seq,
-    UnreadablePattern,
-    base_name,
-    exact_chars,
-    read,
-    write,
-)
 from replyparse._regex_tree import first_chars, walk
 from replyparse.content._base import (
     EVERY_ENGINE,
@@ -75,15 +62,15 @@ def stdlib_twin(source: str) -> re.Pattern[str] | None:
     ``\w``, ``\d``, ````, or that ``re`` does not know). A ``.*?`` whose follower must begin
     with one of a few characters runs over the others in one step (``_lazy_run``)."""
     try:
-        tree = read(source, exact=True, backrefs=True)
-    except UnreadablePattern:
+        tree = RX.read(source, exact=True, backrefs=True)
+    except RX.UnreadablePattern:
         return None
     return _twin_of(tree)
 
 
-def _twin_of(tree: Node) -> re.Pattern[str] | None:
+def _twin_of(tree: RX.Node) -> re.Pattern[str] | None:
     try:
-        written = write(_lazy_runs(tree, ()), stdlib=True)
+        written = RX.write(_lazy_runs(tree, ()), stdlib=True)
         with warnings.catch_warnings():
             warnings.simplefilter("error")
             return re.compile(written, re.DOTALL)
@@ -95,8 +82,8 @@ def _finder(source: str) -> tuple[re.Pattern[str] | None, str | None]:
     """The ``re`` twin of a tag pattern and the character its values are trimmed of
     (``_value_lead``), or ``(None, None)`` when the pattern has no twin."""
     try:
-        tree = read(source, exact=True, backrefs=True)
-    except UnreadablePattern:
+        tree = RX.read(source, exact=True, backrefs=True)
+    except RX.UnreadablePattern:
         return None, None
     lead = _value_lead(tree)
     if lead is not None:
@@ -107,18 +94,18 @@ def _finder(source: str) -> tuple[re.Pattern[str] | None, str | None]:
     return _twin_of(tree), None
 
 
-def _is_lazy_dot(node: Node) -> bool:
+def _is_lazy_dot(node: RX.Node) -> bool:
     """Whether ``node`` is ``.*?`` (DOTALL)."""
     return (
-        isinstance(node, Repeat)
+        isinstance(node, RX.Repeat)
         and (node.low, node.high) == (0, None)
         and not node.greedy
-        and isinstance(node.item, Chars)
+        and isinstance(node.item, RX.Chars)
         and node.item.chars == CharSet.any()
     )
 
 
-def _value_lead(tree: Node) -> tuple[str, Node] | None:
+def _value_lead(tree: RX.Node) -> tuple[str, RX.Node] | None:
     r"""The optional character ``C`` and the tree without it, when the pattern ends
         ``(?P<value>.*?)C?LITERAL`` with ``C`` one character that ``LITERAL`` (plain characters)
         does not hold: qwen3-coder's ``
@@ -128,11 +115,13 @@ def _value_lead(tree: Node) -> tuple[str, Node] | None:
         value before one character (``[^<]*+``) several times faster than over a value before
         either of two (``[^
     <]*+``, a class tested per character). None otherwise."""
-    items = tree.items if isinstance(tree, Seq) else ()
+    items = tree.items if isinstance(tree, RX.Seq) else ()
     values = [
         node
         for node in walk(tree)
-        if isinstance(node, Group) and node.name is not None and base_name(node.name) == "value"
+        if isinstance(node, RX.Group)
+        and node.name is not None
+        and RX.base_name(node.name) == "value"
     ]
     if len(values) != 1 or not _is_lazy_dot(values[0].item):
         return None
@@ -141,42 +130,44 @@ def _value_lead(tree: Node) -> tuple[str, Node] | None:
         return None
     optional = items[at + 1]
     if not (
-        isinstance(optional, Repeat)
+        isinstance(optional, RX.Repeat)
         and (optional.low, optional.high) == (0, 1)
         and optional.greedy
         and not optional.possessive
-        and isinstance(optional.item, Chars)
+        and isinstance(optional.item, RX.Chars)
     ):
         return None
     char = optional.item.chars.single()
-    literal = [item.chars.single() if isinstance(item, Chars) else None for item in items[at + 2 :]]
+    literal = [
+        item.chars.single() if isinstance(item, RX.Chars) else None for item in items[at + 2 :]
+    ]
     if char is None or None in literal or char in literal:
         return None
-    return char, Seq(items[: at + 1] + items[at + 2 :])
+    return char, RX.Seq(items[: at + 1] + items[at + 2 :])
 
 
 #: What follows a node up to the end of the pattern: ``(sequence items, index of the next
 #: one)`` frames, innermost first.
-_Follower = tuple[tuple[tuple[Node, ...], int], ...]
+_Follower = tuple[tuple[tuple[RX.Node, ...], int], ...]
 
 
-def _lazy_runs(node: Node, after: _Follower | None) -> Node:
+def _lazy_runs(node: RX.Node, after: _Follower | None) -> RX.Node:
     """``node`` with each ``.*?`` whose follower is read (``after``; None: not read, inside
     a repeat, a lookaround or an atomic group) replaced by its run (``_lazy_run``)."""
-    if isinstance(node, Seq):
-        return Seq(
+    if isinstance(node, RX.Seq):
+        return RX.Seq(
             tuple(
                 _lazy_runs(item, None if after is None else ((node.items, index + 1), *after))
                 for index, item in enumerate(node.items)
             )
         )
-    if isinstance(node, Alt):
-        return Alt(tuple(_lazy_runs(option, after) for option in node.options))
-    if isinstance(node, Group):
+    if isinstance(node, RX.Alt):
+        return RX.Alt(tuple(_lazy_runs(option, after) for option in node.options))
+    if isinstance(node, RX.Group):
         return dataclasses.replace(node, item=_lazy_runs(node.item, None if node.atomic else after))
-    if isinstance(node, Look):
+    if isinstance(node, RX.Look):
         return dataclasses.replace(node, item=_lazy_runs(node.item, None))
-    if isinstance(node, Repeat):
+    if isinstance(node, RX.Repeat):
         run = _lazy_run(after) if after is not None and _is_lazy_dot(node) else None
         return (
             run if run is not None else dataclasses.replace(node, item=_lazy_runs(node.item, None))
@@ -184,7 +175,7 @@ def _lazy_runs(node: Node, after: _Follower | None) -> Node:
     return node
 
 
-def _lazy_run(after: _Follower) -> Node | None:
+def _lazy_run(after: _Follower) -> RX.Node | None:
     r"""A replacement for a ``.*?`` (DOTALL) followed by ``after``, or None.
 
         When every way through its follower begins with a character of a set ``F``
@@ -203,9 +194,11 @@ def _lazy_run(after: _Follower) -> Node | None:
             if found.asserts or stops.size > _RUN_CHARS:
                 return None
             if not found.nullable:
-                stop, other = exact_chars(stops), exact_chars(stops.complement())
-                rest = Repeat(Seq((stop, Repeat(other, 0, None, possessive=True))), 0, None, False)
-                return Seq((Repeat(other, 0, None, possessive=True), rest))
+                stop, other = RX.exact_chars(stops), RX.exact_chars(stops.complement())
+                rest = RX.Repeat(
+                    RX.Seq((stop, RX.Repeat(other, 0, None, possessive=True))), 0, None, False
+                )
+                return RX.Seq((RX.Repeat(other, 0, None, possessive=True), rest))
     return None
 
 

@@ -27,7 +27,7 @@ from typing import Any
 import regex
 
 from replyparse._json_types import arguments_json
-from replyparse._regex_syntax import exact_tree
+from replyparse._regex_syntax import Alt, exact_tree
 from replyparse._regex_tree import first_chars
 from replyparse.content._arguments import (
     CallTarget,
@@ -66,8 +66,11 @@ def _value_suffix(pattern: regex.Pattern[str]) -> regex.Pattern[str] | None:
     """
     source = pattern.pattern
     marker = "(?P<value>.*?)"
-    if source.count(marker) != 1 or "|" in source or not pattern.flags & regex.DOTALL:
+    if source.count(marker) != 1 or not pattern.flags & regex.DOTALL:
         return None
+    branches = exact_tree(source)
+    if branches is None or isinstance(branches, Alt):
+        return None  # unreadable, or more than one branch (an escaped ``\|`` or one inside a group is not)
     suffix = source.split(marker, 1)[1]
     if not suffix:
         return None
@@ -431,7 +434,10 @@ class _XmlArgumentsWriter:
 
     def _stream_partial(self, key: str | None, raw: str | None) -> str:
         """Stream a partial tag match read whole (the pattern has not the simple shape)."""
-        if not self._streams_partial_values or key is None or raw is None:
+        if not self._streams_partial_values or key is None or not raw:
+            # (Not an empty value either: a partial match reports the value group while it
+            # is empty, not always once it holds text; a string is opened at its first
+            # character, so every chunking of the body sends the same.)
             return ""
         if self._streaming_key is not None and key != self._streaming_key:
             return ""  # pragma: no cover - defensive: the key group re-matched differently

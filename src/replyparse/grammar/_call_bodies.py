@@ -18,6 +18,7 @@ from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
+from replyparse import _regex_syntax as RX
 from replyparse._charset import CharSet
 from replyparse.content import CallSyntax, Dialect, GrammarWriter
 from replyparse.grammar import _ir as G
@@ -54,15 +55,15 @@ class CallWriter:
     call_spec: FieldSpec
     open_: Delimiter
     close: Delimiter | None
-    end_forbid: tuple[R.Node, ...]
+    end_forbid: tuple[RX.Node, ...]
     _filled: dict[str, Sequence[G.Expr] | None] = field(default_factory=dict)
 
-    def body_forbid(self) -> tuple[R.Node, ...]:
+    def body_forbid(self) -> tuple[RX.Node, ...]:
         """What no call body may contain: its close delimiter and the end of the turn."""
         close = self.close
         return unique(list(close.forbid() if close is not None else ()) + list(self.end_forbid))
 
-    def compiler(self, entry: ToolEntry, extra: Sequence[R.Node] = ()) -> ValueCompiler:
+    def compiler(self, entry: ToolEntry, extra: Sequence[RX.Node] = ()) -> ValueCompiler:
         tool = entry.tool
         root = tool.parameters if isinstance(tool, FunctionTool) else {}
         for node in self.body_forbid():
@@ -76,7 +77,9 @@ class CallWriter:
             self.grammar, unique(list(self.body_forbid()) + list(extra)), entry.name, root
         )
 
-    def arguments(self, entry: ToolEntry, dialect: Dialect, extra: Sequence[R.Node] = ()) -> G.Expr:
+    def arguments(
+        self, entry: ToolEntry, dialect: Dialect, extra: Sequence[RX.Node] = ()
+    ) -> G.Expr:
         """A call's arguments as one value (JSON bodies)."""
         compiler = self.compiler(entry, extra)
         tool = entry.tool
@@ -93,26 +96,26 @@ class CallWriter:
         if form.get("syntax") == "regex":
             where = f"tool {tool.name!r}: format.definition"
             node = R.parse(str(form.get("definition")), where=where, exact=False, dotall=False)
-            items = list(node.items) if isinstance(node, R.Seq) else [node]
+            items = list(node.items) if isinstance(node, RX.Seq) else [node]
             while (
                 items
-                and isinstance(items[0], R.Anchor)
+                and isinstance(items[0], RX.Anchor)
                 and items[0].kind in ("beginning", "beginning_string")
             ):
                 items = items[1:]
             while (
                 items
-                and isinstance(items[-1], R.Anchor)
+                and isinstance(items[-1], RX.Anchor)
                 and items[-1].kind in ("end", "end_string")
             ):
                 items = items[:-1]
-            inner = R.seq(*items) if items else R.EMPTY
+            inner = R.seq(*items) if items else RX.EMPTY
             if R.contains_look(inner):
                 raise GrammarError(f"{where}: lookarounds and inner anchors cannot be compiled.")
             plain = CharSet.of('"\\').complement() - CharSet.span(0, 0x1F)
             if dialect == "raw":
                 return G.Term((G.Piece(inner, compiler.forbid),))
-            content = R.Repeat(R.Chars(plain), 0, None)
+            content = RX.Repeat(RX.Chars(plain), 0, None)
             return compiler.quoted(content, (inner,))
         raise GrammarError(
             f"tool {tool.name!r}: custom tools with a {form.get('syntax')!r} grammar cannot be "
@@ -218,7 +221,7 @@ class CallWriter:
         ``key`` and ``value``), in schema order, with whether it is required."""
         where = field_path(self.call_spec, "content_args.tag_pattern")
         tag = R.parse(pattern, where=where, exact=False)
-        shapes: list[tuple[R.Node, R.Node, R.Node]] = []
+        shapes: list[tuple[RX.Node, RX.Node, RX.Node]] = []
         for option in R.top_options(tag):
             pruned = R.prune(option)
             if pruned is None:
@@ -254,7 +257,7 @@ class CallWriter:
                     (
                         G.Piece(WS),
                         _tag_piece(before, forbid),
-                        G.Piece(R.literal(key)),
+                        G.Piece(RX.literal(key)),
                         _tag_piece(middle, forbid),
                     )
                 )
@@ -284,7 +287,7 @@ class _Call:
         return self.entry.name
 
 
-def _tag_piece(node: R.Node, forbid: tuple[R.Node, ...]) -> G.Piece:
+def _tag_piece(node: RX.Node, forbid: tuple[RX.Node, ...]) -> G.Piece:
     """A fixed part of a tag; when it has free text, that text holds nothing of ``forbid``."""
     return G.Piece(node) if R.literal_text(node) is not None else G.Piece(node, forbid)
 

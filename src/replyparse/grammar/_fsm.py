@@ -19,6 +19,7 @@ from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
 
+from replyparse import _regex_syntax as RX
 from replyparse._charset import CharSet
 from replyparse.grammar import _regex as R
 
@@ -38,23 +39,23 @@ class _Nfa:
         self.edges.append([])
         return len(self.epsilon) - 1
 
-    def build(self, node: R.Node, start: int, end: int) -> None:
+    def build(self, node: RX.Node, start: int, end: int) -> None:
         """Add ``node`` between ``start`` and ``end``."""
-        if isinstance(node, R.Chars):
+        if isinstance(node, RX.Chars):
             self.edges[start].append((node.chars, end))
-        elif isinstance(node, R.Seq):
+        elif isinstance(node, RX.Seq):
             current = start
             for item in node.items:
                 following = self.state()
                 self.build(item, current, following)
                 current = following
             self.epsilon[current].append(end)
-        elif isinstance(node, R.Alt):
+        elif isinstance(node, RX.Alt):
             for option in node.options:
                 self.build(option, start, end)
-        elif isinstance(node, R.Group):
+        elif isinstance(node, RX.Group):
             self.build(node.item, start, end)
-        elif isinstance(node, R.Repeat):
+        elif isinstance(node, RX.Repeat):
             current = start
             for _ in range(node.low):
                 following = self.state()
@@ -145,7 +146,7 @@ def _explore(
     return Dfa(rows, accepting)
 
 
-def build_dfa(node: R.Node, *, anywhere: bool = False) -> Dfa:
+def build_dfa(node: RX.Node, *, anywhere: bool = False) -> Dfa:
     """The automaton of ``node``; with ``anywhere``, of "some suffix of the text matches"."""
     nfa = _Nfa()
     start, end = nfa.state(), nfa.state()
@@ -177,9 +178,9 @@ def intersect(first: Dfa, second: Dfa) -> Dfa:
 
 def restrict(
     base: Dfa,
-    forbid: Sequence[R.Node],
-    no_end: Sequence[R.Node],
-    within: Sequence[R.Node] = (),
+    forbid: Sequence[RX.Node],
+    no_end: Sequence[RX.Node],
+    within: Sequence[RX.Node] = (),
 ) -> Dfa:
     """``base`` limited by the other patterns, trimmed to states that can still accept.
 

@@ -34,6 +34,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from replyparse import _regex_syntax as RX
 from replyparse.grammar import _ir as G
 from replyparse.grammar import _regex as R
 from replyparse.grammar import _regex_writers as W
@@ -52,7 +53,7 @@ from replyparse.tools import FunctionTool, responses_shapes
 __all__ = ["structural_tag_to_lark", "to_structural_tag"]
 
 
-def _fixed(node: R.Node, where: str) -> str:
+def _fixed(node: RX.Node, where: str) -> str:
     """The delimiter's fixed text; for a pattern, its canonical text.
 
     The canonical text is the shortest form, which the builder's probe checked reads back.
@@ -61,7 +62,7 @@ def _fixed(node: R.Node, where: str) -> str:
     return text if text is not None else R.canonical(node)
 
 
-def _texts(nodes: tuple[R.Node, ...]) -> list[str]:
+def _texts(nodes: tuple[RX.Node, ...]) -> list[str]:
     """The fixed texts of delimiters a text must exclude (a structural tag's ``excludes``)."""
     texts = []
     for node in nodes:

@@ -18,10 +18,10 @@ from __future__ import annotations
 
 import json
 
+from replyparse import _regex_syntax as RX
 from replyparse._regex_tree import literal_runs
 from replyparse.grammar import _fsm
 from replyparse.grammar import _ir as G
-from replyparse.grammar import _regex as R
 from replyparse.grammar import _regex_writers as W
 from replyparse.grammar._errors import GrammarError
 
@@ -84,7 +84,7 @@ class _LarkWriter:
             "~/"
             + _ANY
             + "(?:"
-            + "|".join(W.to_rust(R.literal(t)) for t in self.tokens)
+            + "|".join(W.to_rust(RX.literal(t)) for t in self.tokens)
             + ")"
             + _ANY
             + "/"
@@ -136,7 +136,7 @@ class _LarkWriter:
             if is_token:
                 parts.append(str(part))
             else:
-                node = R.literal(part) if isinstance(part, str) else part
+                node = RX.literal(part) if isinstance(part, str) else part
                 parts.append(G.Piece(node))
         return parts
 
@@ -190,11 +190,11 @@ class _LarkWriter:
         return text
 
 
-def _runs(piece: G.Piece) -> list[str | R.Node]:
+def _runs(piece: G.Piece) -> list[str | RX.Node]:
     """A plain piece's top-level sequence: literal runs (text) and other nodes."""
     if piece.literal:
         return [piece.literal]
-    if piece.plain and isinstance(piece.pattern, R.Seq):
+    if piece.plain and isinstance(piece.pattern, RX.Seq):
         return list(literal_runs(piece.pattern.items))
     return []
 
