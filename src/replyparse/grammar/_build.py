@@ -563,16 +563,27 @@ class _Builder:
         A call may be left open at the end of the output only when the shortest call the
         grammar writes reads back there. It does not when an open delimiter ends with a
         lookahead (GLM's ``(?=\\s*(?:<arg_key>|</tool_call>))``) that fails right after a
-        short body, nor when that body is empty (an xml-inline call to a loose tool with no
-        parameter: the parser reads a call cut right after its header as unfinished).
+        short body. A body that may be blank (an xml-inline call to a loose tool with no
+        parameter: the parser reads a call cut right after its header as unfinished) is the
+        shortest; the grammar then ends the output inside such a call only after a body that
+        is not blank (:meth:`_call_regions`), so that one case does not count here.
         """
         looks = any(look is not None for _, look in self.opens["tool_calls"].raw)
         ends = [""] + ([R.canonical(node) for node, _ in self.end.options] if self.end else [])
         written: list[str] = []
         for entry in self.rules.tools:
+            blank = (
+                not looks
+                and self.syntax is not None
+                and self.syntax.placement == "group"
+                and self.calls is not None
+                and self.calls.filled_bodies(entry) is not None
+            )
+            # The end of the output right after a blank body is not written (see above).
+            checked = [end for end in ends if end or not blank]
             for text in self.probe(entry):
                 written.append(text)
-                if not all(reads_one_call(self.template, text + end) for end in ends):
+                if not all(reads_one_call(self.template, text + end) for end in checked):
                     self.may_end_open = False
         close = self.closes["tool_calls"]
         if looks and close is not None:
