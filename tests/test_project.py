@@ -234,6 +234,7 @@ def test_ruff() -> None:
     assert result.returncode == 0, result.stdout + result.stderr
 
 
+@pytest.mark.slow  # about 40 s of CPU on a cold cache; developers run mypy itself
 def test_mypy_strict_on_src_and_scripts() -> None:
     result = subprocess.run(
         [sys.executable, "-m", "mypy", "src/replyparse", "scripts"],

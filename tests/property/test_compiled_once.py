@@ -25,6 +25,7 @@ from replyparse.content.json import JsonParser
 from replyparse.content.xml_inline import XmlInlineParser, stdlib_twin
 from replyparse.templates import get_entry, list_templates
 from replyparse.transform import TransformPathError, apply_transform, compile_transform
+from tests.tiers import examples
 
 _FLAGS = regex.DOTALL | regex.UNICODE
 
@@ -67,6 +68,9 @@ EXTRA_PATTERNS = [
     r"\[(?P<key>.*?)\]\s*(?P<value>.*?)\n??\t*+/",
     # Lazy dots whose follower is not read: a lookahead, a quantified group, a group, none.
     r"(?P<key>.*?)(?=\])(?P<value>.*?)\]",
+    # A lazy dot closing an atomic group: the group commits to its shortest way, so its
+    # follower is not what follows the group.
+    r"(?>(?P<key>k.*?))=(?P<value>v)",
     r"(?:(?P<key>k.*?)\])+(?P<value>v)",
     r"(?P<key>.*?)(?P<value>v+)",
     r"(?=(?P<key>k.*?))(?P<value>.*?)",
@@ -146,7 +150,7 @@ def test_the_white_space_class_is_regex_s() -> None:
     assert twin.findall(everything) == regex.findall(r"\s", everything, _FLAGS)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(source=st.sampled_from(TWINNED + EXTRA_PATTERNS), body=BODIES)
 def test_the_twin_finds_the_same_matches(source: str, body: str) -> None:
     twin = stdlib_twin(source)
@@ -200,7 +204,7 @@ def _read_outcome(read: Any, body: str) -> Any:
         return ("error", error.message, error.position)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(
     source=st.sampled_from(TWINNED + EXTRA_PATTERNS),
     body=st.one_of(BODIES, TAG_BODIES),
@@ -239,7 +243,7 @@ SHAPED = {
 LAYOUT = ["", "\n", " ", "\n\n", "\x1c", "</function>", "so", "<parameter=cut>Pa"]
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(
     data=st.data(),
     source=st.sampled_from(sorted(SHAPED)),
@@ -285,7 +289,7 @@ def _outcome(run: Any) -> Any:
         return ("error", str(error), error.placeholder)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(
     transform=st.sampled_from(TRANSFORMS),
     scope=SCOPES,
@@ -327,7 +331,7 @@ JSONISH = st.lists(
 ).map("".join)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(body=JSONISH)
 def test_plain_text_skips_the_decoder_with_the_same_value(body: str) -> None:
     value = JsonParser(allow_non_json=True).parse(body)
@@ -338,7 +342,7 @@ def test_plain_text_skips_the_decoder_with_the_same_value(body: str) -> None:
         assert value == expected and type(value) is type(expected)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(body=JSONISH)
 def test_strict_json_reads_what_json_loads_reads(body: str) -> None:
     # The decoder's scanner called directly: the value of json.loads, or its error.
@@ -379,7 +383,7 @@ LEAD_BODIES = st.lists(
 ).map("".join)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     source=st.sampled_from(LEAD_PATTERNS),
     body=st.one_of(LEAD_BODIES, TAG_BODIES),

@@ -12,6 +12,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tests.tiers import examples
 
 from replyparse import ResponseParser, parse_response
 from replyparse._scanner import Delimiter, Scanner
@@ -83,7 +84,7 @@ def test_registry_templates_take_the_anchored_fast_path() -> None:
     assert len(SCANNERS) >= 50
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(data=st.data())
 def test_safe_text_is_never_past_what_a_scan_emits(data: st.DataObject) -> None:
     scanner = data.draw(st.sampled_from(SCANNERS))
@@ -123,7 +124,7 @@ def test_start_chars_are_known_where_safe_length_tests_only_characters() -> None
 
 
 @pytest.mark.fast_plan
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(data=st.data())
 def test_text_without_a_start_char_begins_no_delimiter(data: st.DataObject) -> None:
     """The parser streams such a piece whole without a scan (``ResponseParser.feed``),
