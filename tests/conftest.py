@@ -4,9 +4,10 @@ Under CI (``CI`` set, as ``.ci/run`` runs), hypothesis draws the same examples o
 (``derandomize``): a submission is judged on what its author ran, and a new counterexample
 is found by developers' runs, which keep exploring at random.
 
-The fast tier, ``python -m pytest -m "not slow"`` (README, Development), runs each
-hypothesis test with :data:`FAST_EXAMPLES` examples instead of 100 (a test that sets its own
-``max_examples`` keeps it); the full suite runs them all. A module whose
+The fast tier, ``python -m pytest -m "not slow"`` (README, Development), runs a tenth of
+each hypothesis test's examples (``tests/tiers.py``: 10 instead of hypothesis's 100, and a
+test that sets its own ``max_examples`` writes it as ``examples(n)``); the full suite runs
+them all. A module whose
 ``pytestmark`` line marks every test in it (``pytestmark = pytest.mark.slow``, or a list
 holding it) is not even imported when ``-m`` leaves all its tests out, so that the tier
 does not pay for the imports of what it skips (the agent clients, Ray, torch). The module's
@@ -25,12 +26,11 @@ import pytest
 from _pytest.mark.expression import Expression
 from hypothesis import settings
 
+from tests import tiers
+
 settings.register_profile("ci", derandomize=True, print_blob=True)
 if os.environ.get("CI"):
     settings.load_profile("ci")
-
-#: Examples per hypothesis test in the fast tier (hypothesis's default is 100).
-FAST_EXAMPLES = 10
 
 #: ``pytestmark = pytest.mark.x`` or ``pytestmark = [pytest.mark.x, ...]`` at a line's start.
 _MODULE_MARKS = re.compile(r"^pytestmark\s*=\s*(\[[^\]]*\]|[^\n]*)", re.MULTILINE)
@@ -91,8 +91,11 @@ def pytest_configure(config: pytest.Config) -> None:
     )
     markexpr = config.getoption("markexpr")
     if markexpr and _deselects(markexpr, frozenset({"slow"})):
+        tiers.fast_tier = True
         parent = settings.get_profile("ci" if os.environ.get("CI") else "default")
-        settings.register_profile("fast", parent=parent, max_examples=FAST_EXAMPLES)
+        settings.register_profile(
+            "fast", parent=parent, max_examples=tiers.examples(parent.max_examples)
+        )
         settings.load_profile("fast")
     plan = config.getoption("--scanner-plan")
     if plan is not None:

@@ -3,8 +3,7 @@ accounted for after a recover-mode parse.
 
 tests/property/test_recover_properties.py spells the same check inline: its hypothesis
 examples are derandomized from the test's source, so moving the check here would trade its
-examples for others (one of which, on glm4.5, loses words: a case the malformed sweep's
-KNOWN_BROKEN table also records for that family).
+examples for others.
 """
 
 from __future__ import annotations

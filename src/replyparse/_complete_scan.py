@@ -33,7 +33,8 @@ from replyparse._delimiter import (
     FinalMatch,
     outranks,
 )
-from replyparse._regex_analysis import resume_search, start_literals
+from replyparse._regex_analysis import start_literals
+from replyparse._regex_search import resume_search
 from replyparse._regex_syntax import REGEX_FLAGS, UnreadablePattern, read
 
 __all__ = ["CompleteScan", "NextFinal"]
@@ -338,7 +339,7 @@ class CompleteScan:
     ) -> FinalMatch | None:
         """``scan_final``'s match as ``(start, end, target, groups)``, for a walk that
         unpacks it at once: a plain tuple where building the named tuple would cost more
-        than the search (a state of literals, a short text's one search; issue 17)."""
+        than the search (a state of literals, a short text's one search)."""
         search = self._literal_search
         if search is not None:
             # No memo: a walk acts on the match it finds (the text before it is then
@@ -469,8 +470,8 @@ class CompleteScan:
         self, buffer: str, position: int, no_empty_at: int, memo: dict[Any, Any]
     ) -> FinalMatch | None:
         """``_best_final(buffer, position, len(buffer), ...)`` on a short rest of a text,
-        where ``Delimiter.find_final`` searches each delimiter once, whole (issue 17: a
-        short row's scans are mostly the Python around a few C searches). The same memo
+        where ``Delimiter.find_final`` searches each delimiter once, whole (a short text's
+        scans cost mostly the Python around a few C searches). The same memo
         entries as ``find_final``'s: ``(searched from, match or None, clear to)``."""
         search = self._short_search
         if search is not None:  # one search for all (``_combine_short``)

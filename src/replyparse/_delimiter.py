@@ -38,18 +38,15 @@ from typing import Any, NamedTuple, TypeAlias, TypeVar
 import regex
 
 from replyparse._regex_analysis import (
-    Anchors,
-    LiteralRun,
-    RunLeads,
-    TokenLoop,
-    all_required_literals,
     analyse,
     end_literal,
     find_anchors,
     find_token_loop,
     finite_texts,
 )
-from replyparse._regex_syntax import REGEX_FLAGS, tokens
+from replyparse._regex_search import Anchors, LiteralRun, RunLeads, TokenLoop
+from replyparse._regex_syntax import REGEX_FLAGS, exact_tree, tokens
+from replyparse._regex_tree import all_required_literals
 
 __all__ = [
     "LEAD_LIMIT",
@@ -168,8 +165,8 @@ class Delimiter:
         text, so on a full match of the pattern (``_could_extend``) the regex engine
         returns a partial match exactly when a way through the pattern reads past the end
         of the text (an assertion there is undecided in the streaming form), else None.
-        One match, where probing each character that might follow took two per character
-        (gpt-oss's tool-call header: 3.8 ms -> 22 us). Compiled at the first need: most
+        One match, instead of two per character when probing each character that might
+        follow (gpt-oss's tool-call header is long). Compiled at the first need: most
         patterns never end a match at the end of the buffer."""
         assert self.streaming is not None
         return regex.compile(f"(?:{self.streaming.pattern})(?!\\Z)", REGEX_FLAGS)
@@ -210,7 +207,7 @@ class Delimiter:
             None,
             anchors=anchors,
             anchor_trie=anchor_trie,
-            required=all_required_literals(source),
+            required=_required_literals(source),
             end=end,
             finite=finite_texts(source),
         )
@@ -738,3 +735,9 @@ def is_context_sensitive(delimiter: Delimiter) -> bool:
         if source.startswith(("(?<=", "(?<!"), index):
             return True
     return False
+
+
+def _required_literals(source: str) -> tuple[str, ...]:
+    """``all_required_literals`` of a pattern; none when the reader cannot read it."""
+    tree = exact_tree(source)
+    return () if tree is None else all_required_literals(tree)

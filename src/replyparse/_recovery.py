@@ -90,12 +90,15 @@ def recover_body(
             except ResponseParseError as error:
                 failure = error
             else:
+                # A call region's other text follows malformed_calls (parser._close_region).
+                unclaimed = malformed_calls == "unclaimed" and field.call_shape is not None
+                became = "unclaimed_text" if unclaimed else "content"
                 notes = [
                     (
                         IssueKind.STRAY_TEXT,
                         position,
                         text,
-                        f"{failure.detail}; the value was read and the text became content",
+                        f"{failure.detail}; the value was read and the text became {became}",
                     )
                     for position, text in stray
                 ]

@@ -1,12 +1,15 @@
-"""What the scanner reads from a delimiter pattern's syntax, to search it in linear time.
+"""What the scanner reads from a delimiter pattern's syntax, once, when its template compiles.
 
-The scanner (``replyparse._scanner``) asks four questions of a pattern, each answered from
-its tree as read by the one regex reader (``replyparse._regex_syntax``, exact reading):
+The scanner (``replyparse._scanner``) asks these questions of a pattern, each answered from
+its tree as read by the one regex reader (``replyparse._regex_syntax``, exact reading). The
+answers that search a buffer (``RunLeads``, ``LiteralRun``, ``TokenLoop``, ``Anchors``) are
+built here and run per feed from :mod:`replyparse._regex_search`:
 
 * ``possessive_source``: the pattern with greedy runs made possessive where that finds the
   same matches (and ``RunLeads``, ``LiteralRun``: starts a failed start rules out);
 * ``find_token_loop``: a loop over header tokens, and the starts a failed one rules out;
-* ``all_required_literals``: literals every match contains, after its start;
+* ``all_required_literals`` (``replyparse._regex_tree``, on ``exact_tree``): literals every
+  match contains, after its start;
 * ``find_anchors``: the literals every match begins with (after a run); ``start_literals``
   the same, longer and not merged;
 * ``end_literal``: a literal every match ends with, past which no way through it reads;
@@ -19,41 +22,37 @@ may leave out).
 
 Every answer is one-sided: what the reader cannot read, or an analysis cannot bound, gives
 the pattern as written and no shortcut, never a different match. Trees are read once per
-pattern source (``_tree``). This module knows nothing of buffers' hold-back, fields or
-events.
+pattern source (``exact_tree``). Nothing here runs per feed; this module knows nothing of
+buffers' hold-back, fields or events.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from functools import lru_cache
 from typing import Any, Literal, NamedTuple
 
 import regex
 
-from replyparse._charset import whitespace
+from replyparse._charset import CharSet, whitespace
+from replyparse._regex_search import Anchors, LiteralRun, RunLeads, TokenLoop
 from replyparse._regex_syntax import (
     REGEX_FLAGS,
     Alt,
     Anchor,
+    Backref,
     Chars,
     Group,
     Look,
     Node,
     Repeat,
     Seq,
-    UnreadablePattern,
     base_name,
-    read,
+    exact_tree,
     write,
 )
+from replyparse._regex_tree import first_chars
 
 __all__ = [
-    "Anchors",
-    "LiteralRun",
-    "RunLeads",
-    "TokenLoop",
-    "all_required_literals",
     "analyse",
     "can_match_empty",
     "end_literal",
@@ -62,19 +61,9 @@ __all__ = [
     "may_both_match_empty",
     "optional_groups",
     "possessive_source",
-    "resume_search",
     "start_literals",
     "whitespace_only_as_lead",
 ]
-
-
-@lru_cache(maxsize=256)
-def _tree(source: str) -> Node | None:
-    """The pattern's exact tree, or None when the reader cannot read it."""
-    try:
-        return read(source, exact=True)
-    except UnreadablePattern:
-        return None
 
 
 def _items(node: Node) -> tuple[Node, ...]:
@@ -108,58 +97,6 @@ def _single(node: Node) -> str | None:
 # over, and a continuation that can match empty must do so without assertions (an empty
 # continuation then also succeeds where the run ends, so the engine never backtracks).
 # A pattern the reader (``_regex_syntax``) cannot read is left as written.
-
-
-class _First(NamedTuple):
-    """What can begin a match: character matchers, whether it can be empty, and whether
-    an empty match passes an assertion."""
-
-    chars: list[Chars]
-    nullable: bool
-    asserts: bool
-
-
-def _first(node: Node, run: Chars) -> _First:
-    """What can begin a match of ``node``; greedy runs of a class covering ``run`` are
-    skipped (they absorb characters ``run`` gives back)."""
-    if isinstance(node, Chars):
-        return _First([node], False, False)
-    if isinstance(node, Anchor) or (isinstance(node, Look) and (node.negative or not node.ahead)):
-        return _First([], True, True)
-    if isinstance(node, (Look, Group)):
-        # A positive lookahead consumes nothing, but where what follows it must begin
-        # with a character that cannot begin its body, the whole continuation fails.
-        return _first(node.item, run)
-    if isinstance(node, Alt):
-        chars: list[Chars] = []
-        nullable = asserts = False
-        for option in node.options:
-            found = _first(option, run)
-            chars += found.chars
-            nullable = nullable or found.nullable
-            asserts = asserts or found.asserts
-        return _First(chars, nullable, asserts)
-    if isinstance(node, Repeat):
-        body = node.item
-        if (
-            node.greedy
-            and node.low == 0
-            and node.high is None
-            and isinstance(body, Chars)
-            and body.covers(run)
-        ):
-            return _First([], True, False)
-        found = _first(body, run)
-        return _First(found.chars, found.nullable or node.low == 0, found.asserts)
-    chars = []
-    asserts = False
-    for item in node.items:
-        found = _first(item, run)
-        chars += found.chars
-        asserts = asserts or found.asserts
-        if not found.nullable:
-            return _First(chars, False, asserts)
-    return _First(chars, True, asserts)
 
 
 #: A continuation frame: ``(sequence, index of its next item)``, or ``(repeat, -1)`` for a
@@ -200,21 +137,16 @@ def _continuation_disjoint(run: Chars, after: list[_Frame]) -> bool:
     chars: list[Chars] = []
     asserts = False
     for frame, start in after:
-        if start < 0:  # a loop: its body may come next, or what follows it
+        # A loop's body may come next, or what follows the loop; a sequence's rest.
+        if start < 0:
             assert isinstance(frame, Repeat)
-            found = _first(frame.item, run)
-            chars += found.chars
-            asserts = asserts or found.asserts
-            continue
-        nullable = True
-        for item in _items(frame)[start:]:
-            found = _first(item, run)
-            chars += found.chars
-            asserts = asserts or found.asserts
-            if not found.nullable:
-                nullable = False
-                break
-        if not nullable:
+            rest = frame.item
+        else:
+            rest = Seq(_items(frame)[start:])
+        found = first_chars(rest, lookahead=True, absorbs=run)
+        chars += found.chars
+        asserts = asserts or found.asserts
+        if start >= 0 and not found.nullable:
             return all(run.disjoint(other) for other in chars)
     # The continuation can match empty: only safe when that needs no assertion.
     return not asserts and all(run.disjoint(other) for other in chars)
@@ -251,7 +183,7 @@ def _lead(node: Node) -> _Lead:
     """What a match of the (possessive) tree ``node`` can begin with."""
     if isinstance(node, Chars):
         return _Lead([], [node], False)
-    if isinstance(node, (Anchor, Look)):
+    if isinstance(node, (Anchor, Look, Backref)):
         raise _Unknown
     if isinstance(node, Group):
         return _lead(node.item)
@@ -280,59 +212,12 @@ def _lead(node: Node) -> _Lead:
     return _Lead(runs, others, True)
 
 
-class RunLeads:
-    """Characters that can begin a match of a pattern only through a leading possessive
-    run (``\\s*+to=`` begins with a space only through its ``\\s*+``). When no match
-    starts at a position holding such a character, none starts at the positions after it
-    holding the same character either: each way through the pattern eats the same run and
-    is then where it was. The scanner skips those starts: without this, a long run tried
-    from each of its characters costs its length squared."""
-
-    def __init__(self, runs: list[Chars], others: list[Chars]) -> None:
-        self._runs = runs
-        self._others = others
-        self._cache: dict[str, bool] = {}
-
-    def __contains__(self, char: object) -> bool:
-        if not isinstance(char, str):
-            return False
-        answer = self._cache.get(char)
-        if answer is None:
-            answer = any(run.contains(char) for run in self._runs) and not any(
-                other.contains(char) for other in self._others
-            )
-            if len(self._cache) < 4096:
-                self._cache[char] = answer
-        return answer
-
-
 def possessive_source(source: str) -> str:
     """``source`` with greedy runs made possessive where giving back characters can never
     lead to a match (see above): the same matches, without quadratic backtracking over
     long runs. ``source`` unchanged when nothing is made possessive, or it uses syntax the
     reader does not read."""
     return analyse(source)[0]
-
-
-class LiteralRun(NamedTuple):
-    """A pattern that begins with a literal and then a possessive run (``<function=`` then
-    ``[^>\\s]++``): when no match starts at an occurrence of the literal, none starts at an
-    occurrence inside the run that followed it either (its run ends at the same place, and
-    the rest of the pattern is where it was), so the scanner skips them. Without this,
-    ``<function=f`` written over and over costs its length squared: each start's run
-    reaches the end."""
-
-    literal: str
-    run: regex.Pattern[str]  # the run's class, repeated possessively
-
-    def skip_to(self, buffer: str, start: int) -> int:
-        """The next start worth trying after a failed one at ``start``."""
-        literal = self.literal
-        if not buffer.startswith(literal, start):
-            return start + 1
-        found = self.run.match(buffer, start + len(literal))
-        end = found.end() if found is not None else start + len(literal)
-        return max(start + 1, end - len(literal) + 1)
 
 
 def _literal_run(tree: Node) -> LiteralRun | None:
@@ -362,72 +247,6 @@ def _literal_run(tree: Node) -> LiteralRun | None:
     ):
         return None
     return LiteralRun(literal, regex.compile(f"(?:{node.item.source})*+", REGEX_FLAGS))
-
-
-class TokenLoop:
-    """A pattern ``PRE LOOP REST``: optional literal-led items, then a loop ``(?:BODY)*``
-    over tokens, then the rest (gpt-oss's headers: ``(?:<\\|end\\|>)?...(?:<\\|channel\\|>\\w+
-    |\\s*<\\|constrain\\|>[\\w\\-]*|...)*\\s*to=functions...``). Over a long run of tokens
-    every start inside the run eats the rest of it before failing, so trying them one by one
-    costs the run's length squared. When no match starts at ``s``, none starts at:
-
-    * a position ``b`` that whole iterations of the loop reach from ``s`` (a match at ``b``
-      with ``PRE`` empty, prefixed by those iterations, would be one at ``s``), unless an
-      item of ``PRE`` could begin there;
-    * a position ``b + k`` after such a ``b``, where ``buffer[b:b + k]`` is a run of
-      characters every run-led alternative's first run accepts (``\\s*<\\|constrain...``)
-      and no literal-led alternative's literal (nor an item of ``PRE``) begins: each way on
-      from ``b + k`` begins with a run, which from ``b`` eats those characters too.
-
-    The alternatives are the loop body's and ``REST`` (zero iterations). ``rule_out`` adds
-    these positions along the loop's greedy way from ``s``: its cost is that way's length.
-    """
-
-    def __init__(
-        self,
-        path: regex.Pattern[str],
-        runs: list[Chars],
-        literals: tuple[str, ...],
-        pre: tuple[str, ...],
-    ) -> None:
-        self._path = path
-        self._runs = runs
-        self._literals = literals
-        self._pre = pre
-
-    @staticmethod
-    def _led(buffer: str, position: int, literals: tuple[str, ...], final: bool) -> bool:
-        """Whether one of ``literals`` begins at ``position`` (or, unless ``final``, may
-        begin there once more text arrives)."""
-        if not final and len(buffer) - position < max(map(len, literals), default=0):
-            tail = buffer[position:]
-            if any(literal.startswith(tail) for literal in literals):
-                return True
-        return any(buffer.startswith(literal, position) for literal in literals)
-
-    def rule_out(self, buffer: str, start: int, out: set[int], final: bool = True) -> None:
-        """Add to ``out`` the starts that a failed start at ``start`` rules out. Unless
-        ``final`` (more text may come), the end of the buffer is never ruled out: an
-        iteration's lookahead there is undecided."""
-        found = self._path.match(buffer, start)
-        if found is None:
-            return
-        end = found.end() if final else min(found.end(), len(buffer) - 1)
-        boundaries = [start, *found.ends("step")]
-        everything = self._literals + self._pre
-        for index, boundary in enumerate(boundaries):
-            if boundary in out and index:
-                continue
-            if boundary > end:
-                break
-            if not self._led(buffer, boundary, self._pre, final):
-                out.add(boundary)
-            stop = min(boundaries[index + 1], end) if index + 1 < len(boundaries) else end
-            position = boundary
-            while position < stop and all(run.contains(buffer[position]) for run in self._runs):
-                position += 1
-                if not self._led(buffer, position, everything, final):
-                    out.add(position)
 
 
 def _leading_literal(node: Node) -> str:
@@ -461,38 +280,6 @@ def _leading_run(node: Node) -> Chars | None:
     return first.item
 
 
-def all_required_literals(source: str) -> tuple[str, ...]:
-    """Literals (three characters or more) that every match of ``source`` contains, or
-    looks ahead at, somewhere after its start: runs of literal characters in its top-level
-    sequence, inside plain groups and positive lookaheads there. Empty when the reader does
-    not know the syntax. (``grammar._regex.any_required_literals``: literals of which every
-    match contains at least one.)"""
-    tree = _tree(source)
-    if tree is None:
-        return ()
-    found: list[str] = []
-
-    def collect(node: Node) -> None:
-        literal = ""
-        for item in _items(node):
-            char = _single(item)
-            if char is not None:
-                literal += char
-                continue
-            if len(literal) >= 3:
-                found.append(literal)
-            literal = ""
-            if (isinstance(item, Group) and not item.atomic) or (
-                isinstance(item, Look) and item.ahead and not item.negative
-            ):
-                collect(item.item)
-        if len(literal) >= 3:
-            found.append(literal)
-
-    collect(tree)
-    return tuple(dict.fromkeys(found))
-
-
 def end_literal(source: str) -> str | None:
     """A literal ``L`` that every match of ``source`` ends with (or ends looking ahead at),
     such that no way through the pattern reads past the first occurrence of ``L`` after its
@@ -505,7 +292,7 @@ def end_literal(source: str) -> str | None:
     ``L[0]`` must be one character of a literal run that, laid over ``L`` from there,
     differs from it within ``L``: a way through ``rest`` that reaches an occurrence dies
     inside it, and the way through ``L`` itself ends the match."""
-    tree = _tree(source)
+    tree = exact_tree(source)
     if tree is None:
         return None
     items = _items(tree)
@@ -535,6 +322,8 @@ def _dies_in(node: Node, text: str) -> bool:
     literal run (in its sequence) that differs from ``text`` laid over it from there."""
     if isinstance(node, Chars):
         return not _may_match(node, text[0])
+    if isinstance(node, Backref):
+        return False
     if isinstance(node, Anchor):
         return True
     if isinstance(node, (Group, Look, Repeat)):
@@ -601,7 +390,7 @@ def _may_match(node: Chars, char: str) -> bool:
 def find_token_loop(source: str) -> TokenLoop | None:
     """The ``TokenLoop`` of a pattern, or None when it does not have that shape (or uses
     syntax the reader does not know)."""
-    tree = _tree(source)
+    tree = exact_tree(source)
     if tree is None:
         return None
     items = tree.items if isinstance(tree, Seq) else ()
@@ -652,7 +441,7 @@ def find_token_loop(source: str) -> TokenLoop | None:
 
 def analyse(source: str) -> tuple[str, RunLeads | None, LiteralRun | None]:
     """``(possessive_source(source), its RunLeads or None, its LiteralRun or None)``."""
-    tree = _tree(source)
+    tree = exact_tree(source)
     if tree is None:
         return source, None, None
     runs: list[Repeat] = []
@@ -674,7 +463,7 @@ def whitespace_only_as_lead(source: str) -> bool:
     """Whether whitespace can begin a match of ``source`` only as an optional leading run
     (``\\s*X``), read from the tree of each top-level alternative; anything unclear (or
     unreadable) answers False."""
-    tree = _tree(source)
+    tree = exact_tree(source)
     return tree is not None and _lead_ok(tree)
 
 
@@ -717,53 +506,6 @@ _ANCHOR_MERGE = 6
 _ANCHOR_SET = 4
 
 
-class Anchors(NamedTuple):
-    """Every match of a pattern begins with one of ``literals``, possibly after a run of
-    characters that ``lead`` accepts (None: no such run)."""
-
-    literals: tuple[str, ...]
-    lead: Callable[[str], bool] | None
-
-    def next_at(self, buffer: str, position: int, end: int, memo: dict[Any, Any]) -> int:
-        """Where the first literal beginning in ``[position, end)`` begins; -1 when none
-        does. ``memo`` keeps each literal's last ``(searched from, found at, searched to)``
-        (found -1: none begins in ``[from, to)``), so that the literals of many delimiters
-        and many calls cost one pass over the text each. The literals known from ``memo``
-        come first, and each search stops at the earliest found so far: a literal that
-        occurs late is not looked for past an earlier one."""
-        best = end  # the least start found, or ``end``
-        searches: list[tuple[str, int, int]] = []  # (literal, searched from, resume at)
-        for literal in self.literals:
-            found, since, begin = resume_search(memo, literal, position)
-            if found >= 0:
-                best = min(best, found)
-            else:
-                searches.append((literal, since, begin))
-        for literal, since, begin in searches:
-            if begin >= best:
-                continue  # none begins in [since, begin), and ``best`` is no later
-            found = buffer.find(literal, begin, best + len(literal) - 1)
-            memo[literal] = (since, found, best)
-            if found >= 0:
-                best = found
-        return best if best < end else -1
-
-
-def resume_search(memo: dict[Any, Any], key: Any, position: int) -> tuple[int, int, int]:
-    """What ``memo`` knows of the search kept under ``key`` as ``(searched from, found at,
-    searched to)`` (found -1: nothing in ``[from, to)``), for a search from ``position``:
-    ``(found, 0, 0)`` when an occurrence at or after ``position`` is known, else ``(-1,
-    since, begin)``: nothing begins in ``[since, begin)``, search on from ``begin``."""
-    cached = memo.get(key)
-    if cached is not None and cached[0] <= position:
-        found: int = cached[1]
-        if found >= position:
-            return found, 0, 0
-        if found < 0:
-            return -1, cached[0], max(position, cached[2])
-    return -1, position, position
-
-
 class _NoAnchors(Exception):
     """A match may begin with text no small set of literals covers."""
 
@@ -775,7 +517,7 @@ class _Start(NamedTuple):
 
 def find_anchors(source: str) -> Anchors | None:
     """The anchors of a pattern (see above), or None when no small set is certain."""
-    tree = _tree(source)
+    tree = exact_tree(source)
     if tree is None:
         return None
     leads: list[Chars] = []
@@ -802,7 +544,7 @@ def start_literals(source: str, length: int) -> frozenset[str] | None:
     begins with, read as for ``find_anchors`` but not merged (so two patterns whose texts
     do not begin one another never match at one place); None when a match may begin with
     a run or with text no small set covers."""
-    tree = _tree(source)
+    tree = exact_tree(source)
     if tree is None:
         return None
     leads: list[Chars] = []
@@ -851,6 +593,8 @@ def _starts(
     if not active:
         return states
     out: list[_Start] = []
+    if isinstance(node, Backref):
+        raise _NoAnchors
     if isinstance(node, Chars):
         finite = node.finite
         for state in active:
@@ -931,7 +675,7 @@ def finite_texts(source: str) -> tuple[str, ...] | None:
     pattern has named groups, assertions, atomic groups or possessive repeats (where
     backtracking would not try every way), unbounded repeats or wide classes, or when the
     reader cannot read it."""
-    tree = _tree(source)
+    tree = exact_tree(source)
     if tree is None:
         return None
     try:
@@ -948,7 +692,7 @@ def consuming_texts(source: str) -> tuple[str, ...]:
     literals, leaving out options that are positive lookaheads (``</think>|(?=<tool_call>)``:
     ``('</think>',)``, the close a reasoning region gains from the ``calls_in_reasoning``
     policy). Empty when an option is neither, or the reader cannot read the pattern."""
-    tree = _tree(source)
+    tree = exact_tree(source)
     if tree is None:
         return ()
     options = tree.options if isinstance(tree, Alt) else (tree,)
@@ -1001,7 +745,7 @@ def _texts(node: Node) -> set[str]:
 def can_match_empty(source: str) -> bool | None:
     """Whether some match of the pattern is empty (``$``, ``(?=x)``, ``a*``): a zero-width
     delimiter. None when the reader cannot read the pattern."""
-    tree = _tree(source)
+    tree = exact_tree(source)
     return None if tree is None else _empty_heads(tree) is not False
 
 
@@ -1010,7 +754,7 @@ def may_both_match_empty(first: str, second: str) -> bool:
     empty, and what their empty matches look ahead at (``(?=<tool_call>)``, ``(?=\\s*$)``)
     can be the same text: a first character in common and one leading literal beginning the
     other, or both the end of the text. True when either cannot be read."""
-    one, other = _tree(first), _tree(second)
+    one, other = exact_tree(first), exact_tree(second)
     if one is None or other is None:
         return True
     heads, others = _empty_heads(one), _empty_heads(other)
@@ -1039,6 +783,10 @@ def _heads_meet(head: _Head, rival: _Head) -> bool:
     return any(not char.disjoint(match) for char in head.chars for match in rival.chars)
 
 
+#: Any one character (what a backreference may begin with).
+_ANY = Chars(CharSet.any(), ".")
+
+
 class _MatchStarts(NamedTuple):
     """How a match can begin: one of ``chars``, or at the end of the text (``end``); and
     whether it can be empty. Over-approximated: assertions other than ``$`` are skipped."""
@@ -1051,6 +799,8 @@ class _MatchStarts(NamedTuple):
 def _match_starts(node: Node) -> _MatchStarts:
     if isinstance(node, Chars):
         return _MatchStarts([node], False, False)
+    if isinstance(node, Backref):
+        return _MatchStarts([_ANY], True, True)
     if isinstance(node, Anchor):
         return _MatchStarts(
             [], node.kind in ("end", "end_string"), node.kind not in ("end", "end_string")
@@ -1085,6 +835,8 @@ def _empty_heads(node: Node) -> list[_Head] | Literal[False] | None:
     None when that is not known (an anchor, ``a*``)."""
     if isinstance(node, Chars):
         return False
+    if isinstance(node, Backref):
+        return None
     if isinstance(node, Anchor) or (isinstance(node, Look) and (node.negative or not node.ahead)):
         if isinstance(node, Anchor) and node.kind in ("end", "end_string"):
             return [_Head([], "", True)]
@@ -1143,7 +895,7 @@ def optional_groups(source: str) -> frozenset[str] | None:
     """The named groups (as written) that some match of the pattern leaves out: under a
     ``?``/``*``, in some options of an alternation only, or in a negative lookaround. None
     when the reader cannot read the pattern."""
-    tree = _tree(source)
+    tree = exact_tree(source)
     if tree is None:
         return None
     return frozenset(_group_names(tree) - _required_names(tree))

@@ -5,9 +5,11 @@ This is the one reader of regex syntax in the package. :func:`read` turns a patt
 trees whose character classes are :class:`~replyparse._charset.CharSet` s; :func:`tokens`
 walks a pattern's text token by token, for rewrites that keep the source as written (the
 scanner's streaming assertions); :func:`write` writes a tree back as a pattern that matches
-exactly what the one it was read from matches (the scanner's possessive rewrite). The grammar
-package (``replyparse.grammar._regex``) and the scanner's pattern analysis
-(``replyparse._regex_analysis``) both read patterns here.
+exactly what the one it was read from matches (the scanner's possessive rewrite), in the
+``regex`` module's syntax or for the standard library's ``re`` (``xml-inline``'s twin). The
+grammar package (``replyparse.grammar._regex``), the scanner's pattern analysis
+(``replyparse._regex_analysis``) and the content formats read patterns here; the questions
+several of them ask of a tree are in ``replyparse._regex_tree``.
 
 Possessive quantifiers (``*+``) and atomic groups (``(?>...)``) are read (``Repeat.possessive``,
 ``Group.atomic``): the language of a possessive repeat is a subset of the greedy one's, which
@@ -16,8 +18,8 @@ readers that only ask what a pattern can match must keep in mind.
 Character classes are read two ways (``exact``): exactly, for patterns whose matches must be
 *forbidden* (forbidding a superset stays sound), or as the ASCII part of a positive Unicode
 category, for patterns to *generate* (generating a subset stays sound). Negated classes are
-always exact. What has no tree here (case folding, backreferences, ``\p{...}``) raises
-:class:`UnreadablePattern` naming it; callers add where the pattern came from.
+always exact. What has no tree here (case folding, ``\p{...}``; backreferences unless asked
+for) raises :class:`UnreadablePattern` naming it; callers add where the pattern came from.
 
 This module knows nothing of templates, delimiters or grammars.
 """
@@ -29,7 +31,7 @@ import re
 import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, lru_cache
 from typing import Any, Literal, TypeAlias
 
 import regex
@@ -41,6 +43,7 @@ __all__ = [
     "REGEX_FLAGS",
     "Alt",
     "Anchor",
+    "Backref",
     "Chars",
     "Group",
     "Look",
@@ -49,6 +52,8 @@ __all__ = [
     "Seq",
     "UnreadablePattern",
     "base_name",
+    "exact_chars",
+    "exact_tree",
     "literal",
     "read",
     "tokens",
@@ -90,12 +95,15 @@ class Chars:
 
     ``source`` is the class as a pattern of its own (``[^<\\s]``, ``\\w``, ``<``), matching
     exactly the characters the pattern's class matches under the spec's flags, where
-    ``chars`` may be an approximation (``\\w``, ``\\d``; see the module docstring); empty
-    for nodes built by hand (:func:`literal`).
+    ``chars`` may be an approximation (``approximate``); empty for nodes built by hand
+    (:func:`literal`).
     """
 
     chars: CharSet
     source: str = field(default="", compare=False)
+    #: Whether ``chars`` approximates what ``source`` matches (``\w``, ``\d``: see the
+    #: module docstring); False when the two are the same set.
+    approximate: bool = field(default=False, compare=False)
 
     @cached_property
     def finite(self) -> frozenset[str] | None:
@@ -181,7 +189,16 @@ class Anchor:
     kind: str
 
 
-Node: TypeAlias = Chars | Seq | Alt | Repeat | Group | Look | Anchor
+@dataclass(frozen=True)
+class Backref:
+    """The text the group ``number`` (named ``name``, or None) matched, again; read only
+    when :func:`read` is asked to (``backrefs``)."""
+
+    number: int
+    name: str | None = None
+
+
+Node: TypeAlias = Chars | Seq | Alt | Repeat | Group | Look | Anchor | Backref
 
 EMPTY = Seq(())
 
@@ -200,7 +217,7 @@ def base_name(name: str) -> str:
     return name.split("__", 1)[0]
 
 
-def read(pattern: str, *, exact: bool, dotall: bool = True) -> Node:
+def read(pattern: str, *, exact: bool, dotall: bool = True, backrefs: bool = False) -> Node:
     r"""Read a pattern into a tree.
 
     Args:
@@ -210,6 +227,8 @@ def read(pattern: str, *, exact: bool, dotall: bool = True) -> Node:
             each :class:`Chars` its ``source`` (and so can be written back, :func:`write`).
         dotall: ``.`` matches a newline (the spec's flags); False for patterns compiled
             without flags (custom tools' regex grammars).
+        backrefs: read a backreference as a :class:`Backref` (for :func:`write`: the
+            questions asked of trees elsewhere do not answer for one) instead of refusing it.
 
     Raises:
         UnreadablePattern: syntax outside what the standard ``re`` parser reads
@@ -242,7 +261,17 @@ def read(pattern: str, *, exact: bool, dotall: bool = True) -> Node:
     if tree.state.flags & _MEANING_FLAGS:
         raise UnreadablePattern("construct", "the inline flags (?m), (?a) or (?L)", pattern)
     names = {number: name for name, number in tree.state.groupdict.items()}
-    return _Reader(names, pattern, exact, dotall).sequence(tree)
+    return _Reader(names, pattern, exact, dotall, backrefs).sequence(tree)
+
+
+@lru_cache(maxsize=256)
+def exact_tree(source: str) -> Node | None:
+    """The exact reading of a pattern (:func:`read`), or None when it cannot be read; read
+    once per source for the readers that ask several questions of one pattern."""
+    try:
+        return read(source, exact=True)
+    except UnreadablePattern:
+        return None
 
 
 #: Flags that change what a tree's nodes mean (the tree has no place for them).
@@ -279,20 +308,22 @@ def _class_char(code: int, in_class: bool = True) -> str:
     return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
 
 
+@dataclass(frozen=True)
 class _Reader:
-    """Converts the standard library's parse tree into :data:`Node`."""
+    """Converts the standard library's parse tree into :data:`Node` (``read``'s arguments;
+    ``names``: the group names by number)."""
 
-    def __init__(self, names: dict[int, str], pattern: str, exact: bool, dotall: bool) -> None:
-        self.names = names
-        self.pattern = pattern
-        self.exact = exact
-        self.dotall = dotall
+    names: dict[int, str]
+    pattern: str
+    exact: bool
+    dotall: bool
+    backrefs: bool
 
     def fail(self, what: str) -> UnreadablePattern:
         return UnreadablePattern("construct", what, self.pattern)
 
-    def chars(self, chars: CharSet, source: str) -> Chars:
-        return Chars(chars, source if self.exact else "")
+    def chars(self, chars: CharSet, source: str, approximate: bool = False) -> Chars:
+        return Chars(chars, source if self.exact else "", approximate)
 
     def sequence(self, items: Any) -> Node:
         nodes = [self.item(op, argument) for op, argument in items]
@@ -338,12 +369,14 @@ class _Reader:
             if kind not in _ANCHORS:
                 raise self.fail(f"the assertion {kind}")
             return Anchor(kind)
+        if op is _sre.GROUPREF and self.backrefs:
+            return Backref(argument, self.names.get(argument))
         if op is _sre.GROUPREF:
             raise self.fail("a backreference")
         raise self.fail(f"the construct {str(op).lower()}")
 
     def char_class(self, items: Any) -> Chars:
-        negate = False
+        negate = approximate = False
         result = CharSet()
         written: list[str] = []
         for op, argument in items:
@@ -360,6 +393,7 @@ class _Reader:
                 name = str(argument)
                 result |= self.category(name, widen=self.exact != negate)
                 base = name.lower().replace("category_", "")
+                approximate = approximate or not base.endswith("space")
                 letter = _CATEGORIES[base.removeprefix("not_")]
                 written.append("\\" + (letter.upper() if base.startswith("not_") else letter))
             else:
@@ -367,7 +401,7 @@ class _Reader:
         source = "[" + ("^" if negate else "") + "".join(written) + "]"
         if not negate and len(items) == 1 and items[0][0] is _sre.CATEGORY:
             source = written[0]  # ``\s``: no brackets needed
-        return self.chars(result.complement() if negate else result, source)
+        return self.chars(result.complement() if negate else result, source, approximate)
 
     def category(self, name: str, *, widen: bool) -> CharSet:
         r"""A character category: exact for ``\s``, approximated for ``\d`` and ``\w``.
@@ -414,22 +448,34 @@ def tokens(source: str) -> Iterator[tuple[int, str, bool]]:
                     index += 1
 
 
-def write(node: Node) -> str:
+def write(node: Node, *, stdlib: bool = False) -> str:
     """A pattern matching exactly what ``node`` matches (groups in the same order, with
-    their names), from an exact reading (:func:`read`); raises ``ValueError`` for a class
-    without its ``source``."""
+    their names), from an exact reading (:func:`read`).
+
+    With ``stdlib``, the pattern is for the standard library's ``re`` (compiled with
+    ``re.DOTALL``) and matches there what ``node`` matches under the spec's flags: classes
+    are written as the characters they hold (``re``'s ``\\s`` differs from ``regex``'s).
+
+    Raises:
+        ValueError: a class without its ``source``; with ``stdlib``, a construct that reads
+            differently in ``re`` (``\\w``, ``\\d``, ``\\b``: Unicode word and digit
+            definitions).
+    """
     if isinstance(node, Chars):
         if not node.source:
             raise ValueError("a class read without exact=True has no source to write")
-        return node.source
+        return _stdlib_class(node) if stdlib else node.source
     if isinstance(node, Seq):
         return "".join(
-            f"(?:{write(item)})" if isinstance(item, Alt) else write(item) for item in node.items
+            f"(?:{write(item, stdlib=stdlib)})"
+            if isinstance(item, Alt)
+            else write(item, stdlib=stdlib)
+            for item in node.items
         )
     if isinstance(node, Alt):
-        return "|".join(write(option) for option in node.options)
+        return "|".join(write(option, stdlib=stdlib) for option in node.options)
     if isinstance(node, Repeat):
-        item = write(node.item)
+        item = write(node.item, stdlib=stdlib)
         if not isinstance(node.item, (Chars, Group, Look)):
             item = f"(?:{item})"
         low, high = node.low, node.high
@@ -448,8 +494,44 @@ def write(node: Node) -> str:
             opener = f"(?P<{base_name(node.name)}>"
         else:
             opener = "(" if node.capture else "(?:"
-        return opener + write(node.item) + ")"
+        return opener + write(node.item, stdlib=stdlib) + ")"
     if isinstance(node, Look):
         opener = ("(?" if node.ahead else "(?<") + ("!" if node.negative else "=")
-        return opener + write(node.item) + ")"
+        return opener + write(node.item, stdlib=stdlib) + ")"
+    if isinstance(node, Backref):
+        return f"(?P={base_name(node.name)})" if node.name is not None else f"(?:\\{node.number})"
+    if stdlib and node.kind in ("boundary", "non_boundary"):
+        raise ValueError(f"{_ANCHORS[node.kind]} reads differently in re")
     return _ANCHORS[node.kind]
+
+
+def _stdlib_class(node: Chars) -> str:
+    """``node`` as a class of the standard library's ``re`` holding exactly its characters."""
+    if node.approximate:
+        raise ValueError(f"{node.source} reads differently in re")
+    return _set_source(node.chars)
+
+
+def exact_chars(chars: CharSet) -> Chars:
+    """The class of exactly ``chars``, with a ``source`` written from the set (so that
+    :func:`write` can write it)."""
+    return Chars(chars, _set_source(chars))
+
+
+def _set_source(chars: CharSet) -> str:
+    """A class holding exactly ``chars``: the characters it holds, or (fewer ranges) those
+    it does not; read alike by ``regex`` (under the spec's flags) and ``re`` (DOTALL)."""
+    single = chars.single()
+    if single is not None:
+        return _class_char(ord(single), in_class=False)
+    if chars == CharSet.any():
+        return "."
+    if not chars.ranges:
+        return "[^\\x00-\\U0010ffff]"  # nothing
+    outside = chars.complement()
+    negate = len(outside.ranges) < len(chars.ranges)
+    items = (
+        _class_char(low) if low == high else f"{_class_char(low)}-{_class_char(high)}"
+        for low, high in (outside if negate else chars).ranges
+    )
+    return "[" + ("^" if negate else "") + "".join(items) + "]"

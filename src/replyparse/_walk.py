@@ -177,8 +177,10 @@ def fitting_walker(
             if trailing is None:  # the end of the text closes what is open
                 if field is not None:
                     body = carried + buffer[body_start:]
-                    if partial or (recover and field.close is not None and body.strip()):
-                        return None  # in progress, or an unclosed region to report
+                    if partial or (field.close is not None and (recover or not body.strip())):
+                        # In progress, an unclosed region to report, or a call cut right
+                        # after its header (an error, or reported): the general path.
+                        return None
                     captures.setdefault(field.name, []).append(parse_body(field, body, groups))
                 elif implicit_open:
                     assert implicit is not None

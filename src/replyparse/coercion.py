@@ -278,7 +278,7 @@ class _Coercer:
             ):
                 # Bare text written more than once for one parameter (merge_duplicates):
                 # each value is one of what the schema describes.
-                return _each(value, lambda item: self.coerce(item, schema, active_refs))
+                return _each(value, lambda _, item: self.coerce(item, schema, active_refs))
         if any(_has_type(value, name) for name in declared):
             return value
         for name in declared:
@@ -297,35 +297,29 @@ class _Coercer:
         additional = schema.get("additionalProperties")
         if properties is None and patterns is None and not isinstance(additional, Mapping):
             return value
-        typed: dict[str, Any] | None = None
-        for key, item in value.items():
+
+        def type_item(key: str, item: Any) -> Any:
             subschema = property_schema(schema, key, _pattern_matches)
             if subschema is None or (
                 arguments and self.typed and self.allows_string(subschema, frozenset())
             ):
-                continue
-            new_item = self.coerce(item, subschema, frozenset())
-            if new_item is not item:
-                if typed is None:
-                    typed = dict(value)
-                typed[key] = new_item
-        return value if typed is None else typed
+                return item
+            return self.coerce(item, subschema, frozenset())
+
+        return _each_value(value, type_item)
 
     def coerce_array(self, value: list[Any], schema: Mapping[str, Any]) -> list[Any]:
         prefix, rest = item_schemas(schema)
         if not prefix and not isinstance(rest, Mapping):
             return value
-        typed: list[Any] | None = None
-        for position, item in enumerate(value):
+
+        def type_item(position: int, item: Any) -> Any:
             subschema = prefix[position] if position < len(prefix) else rest
             if not isinstance(subschema, Mapping):
-                continue
-            new_item = self.coerce(item, subschema, frozenset())
-            if new_item is not item:
-                if typed is None:
-                    typed = list(value)
-                typed[position] = new_item
-        return value if typed is None else typed
+                return item
+            return self.coerce(item, subschema, frozenset())
+
+        return _each(value, type_item)
 
     def coerce_enum(self, value: Any, schema: Mapping[str, Any]) -> Any:
         allowed = allowed_values(schema)
@@ -497,16 +491,24 @@ def _pattern_matches(pattern: str, key: str) -> bool:
 # --- values --------------------------------------------------------------------------------
 
 
-def _each(items: list[Any], type_item: Callable[[Any], Any]) -> list[Any]:
-    """``items`` with ``type_item`` applied to each; ``items`` itself when none changed."""
-    typed: list[Any] | None = None
-    for position, item in enumerate(items):
-        new_item = type_item(item)
-        if new_item is not item:
-            if typed is None:
-                typed = list(items)
-            typed[position] = new_item
-    return items if typed is None else typed
+def _each(items: list[Any], type_item: Callable[[int, Any], Any]) -> list[Any]:
+    """``items`` with ``type_item(position, item)`` in place of each item; ``items`` itself
+    when no item changed (a changed item is another object)."""
+    changes = {
+        position: new
+        for position, item in enumerate(items)
+        if (new := type_item(position, item)) is not item
+    }
+    if not changes:
+        return items
+    return [changes.get(position, item) for position, item in enumerate(items)]
+
+
+def _each_value(value: dict[str, Any], type_item: Callable[[str, Any], Any]) -> dict[str, Any]:
+    """``value`` with ``type_item(key, item)`` in place of each item, keys in their order;
+    ``value`` itself when no item changed."""
+    changes = {key: new for key, item in value.items() if (new := type_item(key, item)) is not item}
+    return {**value, **changes} if changes else value
 
 
 def _has_type(value: object, name: str) -> bool:

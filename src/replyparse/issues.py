@@ -4,7 +4,8 @@ In recover mode (``ResponseParser(..., recover=True)``) the parser never raises 
 model wrote. Each place where the output did not fit is recorded as a ``ParseIssue``: what
 kind of problem it was, the field, where it starts in the generation, the raw text involved
 and a message that reads like the error raise mode would have given. Nothing is dropped: the
-raw text of every issue is somewhere in the message (a value kept as written, or content).
+raw text of every issue is somewhere in the result (a value kept as written, content, or
+unclaimed text).
 
 This module knows nothing of parsers or templates; it only describes.
 """
@@ -26,8 +27,9 @@ class IssueKind(enum.StrEnum):
     #: A tool-call body its content parser (or transform) rejected; the call was kept with
     #: its name and ``arguments`` as the raw text the model wrote.
     MALFORMED_CALL = "malformed_call"
-    #: A tool-call region whose name could not be read; the whole region, delimiters
-    #: included, became content text (or unclaimed text without an implicit field).
+    #: A tool-call region whose name could not be read; its text went where the template's
+    #: ``malformed_calls`` says: its body to content by default (the delimiters are the
+    #: region's spans), or the whole region to content or to unclaimed text.
     UNREADABLE_CALL = "unreadable_call"
     #: A field's body did not parse (a scalar, a JSON value, a transform path); the value is
     #: the raw text as written.

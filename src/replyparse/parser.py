@@ -1163,8 +1163,14 @@ class ResponseParser:
         close["value"] = value
         events.append(close)
         state.captures.setdefault(field.name, []).append(value)
+        # Text a call region holds besides its calls (a cut call after the whole ones) is
+        # none of it content under malformed_calls = unclaimed.
+        unclaimed = self.template.malformed_calls == "unclaimed" and field.call_shape is not None
         for position, text in stray:
-            self._add_as_content(state.body_offset + position, text, events)
+            if unclaimed:
+                state.unclaimed_text.append((state.body_offset + position, text))
+            else:
+                self._add_as_content(state.body_offset + position, text, events)
 
     # -- recover mode -----------------------------------------------------------------------
 

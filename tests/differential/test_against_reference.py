@@ -17,6 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from replyparse import parse_response
+from tests.tiers import examples
 
 pytestmark = pytest.mark.differential
 
@@ -186,25 +187,25 @@ def meta_outputs(draw: Any) -> str:
     return "".join(parts)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(text=qwen_outputs())
 def test_qwen_style_matches_reference(text: str) -> None:
     assert parse_response(text, QWEN, prefix="") == reference(text, QWEN)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(text=coder_outputs())
 def test_qwen_coder_style_matches_reference(text: str) -> None:
     assert parse_response(text, QWEN_CODER, prefix="") == reference(text, QWEN_CODER)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(text=harmony_outputs())
 def test_harmony_style_matches_reference(text: str) -> None:
     assert parse_response(text, HARMONY, prefix="") == reference(text, HARMONY)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(text=meta_outputs())
 def test_scalar_kv_and_join_fields_match_reference(text: str) -> None:
     assert parse_response(text, META, prefix="") == reference(text, META)

@@ -20,6 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from replyparse import ResponseParser, parse_response
+from tests.tiers import examples
 
 pytestmark = pytest.mark.differential
 
@@ -204,7 +205,7 @@ def finality_cases(draw: Any) -> tuple[dict[str, Any], str]:
     return template, draw(st.text(alphabet="xyzq \n", max_size=9))
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(case=finality_cases())
 def test_regex_finality_matches_reference(case: tuple[dict[str, Any], str]) -> None:
     template, text = case

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from tests.differential.agreement import assert_agrees
 from tests.registry.content_parsers.test_python_call_list import TEMPLATE
+from tests.tiers import examples
 
 pytestmark = pytest.mark.differential
 
@@ -125,7 +126,7 @@ def broken(draw: Any) -> str:
 
 
 @pytest.mark.slow
-@settings(max_examples=120, deadline=None)
+@settings(max_examples=examples(120), deadline=None)
 @given(body=call_lists(), text_before=st.sampled_from(["", "Sure. "]))
 @example(body="[get_weather(city='Paris', days=3), noop()]", text_before="")
 @example(body='[f(s="\\ud83d\\ude00", n=-0, x=1.50, big=9007199254740991)]', text_before="")
@@ -137,7 +138,7 @@ def test_generated_call_lists_match_the_reference(body: str, text_before: str) -
 
 
 @pytest.mark.slow
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(body=broken())
 @example(body="[f(a=1,)]")
 @example(body="[f.1(a.1b=0, a-1=2), g-2()]")  # a later name segment may start with a digit

@@ -30,7 +30,7 @@ from tests.differential.test_against_reference import (
 )
 from tests.local_tokenizers import build_tokenizer, spelled_out
 from tests.streaming import normalize_events
-from tests.tiers import fast_sample
+from tests.tiers import examples, fast_sample
 
 pytestmark = pytest.mark.differential
 
@@ -308,7 +308,7 @@ def _check_generated(family: str, template: dict[str, Any], ids: list[int], cuts
     assert _outcome(lambda: _ours(template, [], chunks, tokenizer)[0]) == expected
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(data=st.data())
 def test_generated_qwen_ids_match_the_reference(data: Any) -> None:
     ids = data.draw(spelled_ids("qwen3", qwen_outputs()))
@@ -316,7 +316,7 @@ def test_generated_qwen_ids_match_the_reference(data: Any) -> None:
     _check_generated("qwen3", QWEN, ids, cuts)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(data=st.data())
 def test_generated_harmony_ids_match_the_reference(data: Any) -> None:
     ids = data.draw(spelled_ids("gpt-oss", harmony_outputs()))

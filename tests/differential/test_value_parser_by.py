@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from tests.differential.agreement import assert_agrees
 from tests.registry.content_parsers.test_value_parser_by import TEMPLATE, TOOLS, with_args
+from tests.tiers import examples
 
 pytestmark = pytest.mark.differential
 
@@ -51,7 +52,7 @@ CALLS = frozenset({"tool_calls"})
 
 
 @pytest.mark.slow
-@settings(max_examples=120, deadline=None)
+@settings(max_examples=examples(120), deadline=None)
 @given(text=outputs(), fallback=st.booleans(), tools=st.booleans())
 @example(
     text='<invoke name="book"><parameter name="code" string="true">007</parameter>'

@@ -135,7 +135,7 @@ def _mutations(text: str, tokens: list[str], rng: random.Random) -> list[str]:
             for format in ("gbnf", "structural_tag")
             for param in _params(format, None if FULL else 2)
         ],
-        keep=30,
+        keep=12,
     ),
 )
 def test_xgrammar_loads_agrees_and_walks_validly(

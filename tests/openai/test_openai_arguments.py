@@ -16,6 +16,7 @@ from replyparse.coercion import coerce_to_schema
 from replyparse.content._json_scan import JsonScanner, Key, StringEnd, StringPart
 from replyparse.content.xml_inline_arguments import _close_leads
 from replyparse.openai._arguments import CallTarget, ToolCallStreamer, analyze_tool_call_field
+from replyparse.request._calls import ToolIndex, resolve_call
 
 HERMES_FIELD = load_template(
     {
@@ -225,9 +226,8 @@ def test_xml_inline_arguments_stream_to_the_final_text(family: str) -> None:
             if start <= body.index("the end") < start + step:
                 sent_mid_note = streamer.emitted
         before_close = streamer.emitted
-        rest, consistent = streamer.finish(final)
-        assert consistent
-        assert before_close + rest == streamer.emitted == final
+        rest, text = streamer.close(resolve_call(message["tool_calls"][0], ToolIndex(tools), 0))
+        assert before_close + rest == streamer.emitted == text == final
         assert final.startswith(sent_mid_note)
         if step < len(body):
             # A plain-string value streams before its closing tag, as the model writes it

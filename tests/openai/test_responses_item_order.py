@@ -16,6 +16,7 @@ from openai_helpers import (
     replay_responses,
     run_stream,
 )
+from tests.tiers import fast_sample
 
 from replyparse import ResponseParseError, parse_response
 from replyparse.openai import ResponsesStream, SequentialIds, to_response
@@ -69,7 +70,7 @@ def assert_items_in_sequence(events: list[dict[str, Any]]) -> None:
 
 
 @pytest.mark.skipif(not CASES, reason="../shared/corpus/cases.jsonl is not available")
-@pytest.mark.parametrize("case", PARAMS)
+@pytest.mark.parametrize("case", fast_sample(PARAMS, keep=150))
 def test_each_item_is_done_before_the_next_is_added(case: dict[str, Any]) -> None:
     template = get_entry(case["family"]).template
     prefix = case["prefix"]

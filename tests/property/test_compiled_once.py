@@ -25,6 +25,7 @@ from replyparse.content.json import JsonParser
 from replyparse.content.xml_inline import XmlInlineParser, stdlib_twin
 from replyparse.templates import get_entry, list_templates
 from replyparse.transform import TransformPathError, apply_transform, compile_transform
+from tests.tiers import examples
 
 _FLAGS = regex.DOTALL | regex.UNICODE
 
@@ -56,6 +57,7 @@ TWINNED = [source for source in REGISTRY_PATTERNS if stdlib_twin(source) is not 
 EXTRA_PATTERNS = [
     r"<parameter=(?P<key>[^>\s]+)>\n?(?P<value>.*?)\n?</parameter>",
     r"<(?P<key>\S+?)\s*=\s*(?P<value>[^<]*)>",
+    r"[^\S](?P<key>k)(?P<value>[\S\s<]*?)\s",
     r"^<(?P<key>[a-z]+)>(?P<value>.*?)</(?P=key)>$",
     r"<(?P<key>[^<>/\s]+)>(?:(?!</).)*?(?P<value>[^\s<]*?)</(?P=key)>",
     r"(?:<p (?P<key>k|key)>|\[(?P<value>v+)\])\s*",
@@ -122,7 +124,7 @@ def test_the_registry_patterns_scan_with_the_standard_library() -> None:
 
 @pytest.mark.parametrize(
     "source",
-    [r"<(?P<key>\w+)>(?P<value>.*?)</x>", r"(?i)<(?P<key>a)>(?P<value>b)", r"[^\S](?P<key>)"],
+    [r"<(?P<key>\w+)>(?P<value>.*?)</x>", r"(?i)<(?P<key>a)>(?P<value>b)", r"\bk(?P<key>)"],
 )
 def test_constructs_that_differ_keep_regex(source: str) -> None:
     assert stdlib_twin(source) is None
@@ -133,7 +135,7 @@ def test_a_lazy_dot_before_a_known_character_becomes_a_run() -> None:
     twin = stdlib_twin(r"<parameter=(?P<key>[^>\n]+)>\n?(?P<value>.*?)\n?</parameter>")
     assert twin is not None
     assert ".*?" not in twin.pattern
-    assert r"(?P<value>(?:[^\n<]*+(?:[\n<][^\n<]*+)*?))" in twin.pattern
+    assert r"(?P<value>[^\x0a<]*+(?:[\x0a<][^\x0a<]*+)*?)" in twin.pattern
 
 
 def test_the_white_space_class_is_regex_s() -> None:
@@ -145,7 +147,7 @@ def test_the_white_space_class_is_regex_s() -> None:
     assert twin.findall(everything) == regex.findall(r"\s", everything, _FLAGS)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(source=st.sampled_from(TWINNED + EXTRA_PATTERNS), body=BODIES)
 def test_the_twin_finds_the_same_matches(source: str, body: str) -> None:
     twin = stdlib_twin(source)
@@ -199,7 +201,7 @@ def _read_outcome(read: Any, body: str) -> Any:
         return ("error", error.message, error.position)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(
     source=st.sampled_from(TWINNED + EXTRA_PATTERNS),
     body=st.one_of(BODIES, TAG_BODIES),
@@ -238,7 +240,7 @@ SHAPED = {
 LAYOUT = ["", "\n", " ", "\n\n", "\x1c", "</function>", "so", "<parameter=cut>Pa"]
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(
     data=st.data(),
     source=st.sampled_from(sorted(SHAPED)),
@@ -284,7 +286,7 @@ def _outcome(run: Any) -> Any:
         return ("error", str(error), error.placeholder)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(
     transform=st.sampled_from(TRANSFORMS),
     scope=SCOPES,
@@ -326,7 +328,7 @@ JSONISH = st.lists(
 ).map("".join)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(body=JSONISH)
 def test_plain_text_skips_the_decoder_with_the_same_value(body: str) -> None:
     value = JsonParser(allow_non_json=True).parse(body)
@@ -337,7 +339,7 @@ def test_plain_text_skips_the_decoder_with_the_same_value(body: str) -> None:
         assert value == expected and type(value) is type(expected)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(body=JSONISH)
 def test_strict_json_reads_what_json_loads_reads(body: str) -> None:
     # The decoder's scanner called directly: the value of json.loads, or its error.
@@ -378,7 +380,7 @@ LEAD_BODIES = st.lists(
 ).map("".join)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     source=st.sampled_from(LEAD_PATTERNS),
     body=st.one_of(LEAD_BODIES, TAG_BODIES),

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 from tests.property.strategies import cut_points
 from tests.streaming import check_well_formed, normalize_events, stream
+from tests.tiers import examples
 
 EMPTY_CAPABLE = [
     "",
@@ -58,7 +59,7 @@ def empty_match_cases(draw: Any) -> tuple[dict[str, Any], str]:
     return {"start_anchor": "A:", "fields": fields}, text
 
 
-@settings(max_examples=250, deadline=None)
+@settings(max_examples=examples(250), deadline=None)
 @given(data=st.data(), case=empty_match_cases())
 @example(  # the reference loops: both match empty at every place
     data=None,

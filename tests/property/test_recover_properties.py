@@ -22,6 +22,8 @@ from hypothesis import strategies as st
 
 from replyparse import ResponseParser, parse_output
 from replyparse.templates import get_entry, list_templates
+from tests.recover_checks import unaccounted_words
+from tests.tiers import fast_sample
 
 CASES_FILE = Path(__file__).resolve().parents[2] / ".." / "shared" / "corpus" / "cases.jsonl"
 FAMILIES = list_templates()
@@ -112,22 +114,24 @@ def _stream(template: Any, prefix: str, pieces: list[str], partial: bool) -> tup
 
 #: Families whose drawn mutants meet a documented recover-mode gap (not strict: another draw of
 #: the same family may miss it).
-RECOVER_GAPS = {
-    "ling3": "xml-inline reads markup between two parameters as layout (a foreign closing tag "
-    "such as </iquest_tool_call> inserted there is dropped with no issue)",
-}
+RECOVER_GAPS: dict[str, str] = {}
 
 
 @pytest.mark.parametrize(
     "family",
-    [
-        pytest.param(name, marks=pytest.mark.xfail(strict=False, reason=RECOVER_GAPS[name]))
-        if name in RECOVER_GAPS
-        else name
-        for name in FAMILIES
-    ],
+    fast_sample(
+        [
+            pytest.param(name, marks=pytest.mark.xfail(strict=False, reason=RECOVER_GAPS[name]))
+            if name in RECOVER_GAPS
+            else name
+            for name in FAMILIES
+        ],
+        keep=30,
+    ),
 )
 @settings(
+    # Not scaled down in the fast tier: these draws are derandomized, and fewer examples
+    # would be other draws (a tenth of them meets the longcat gap pinned below).
     max_examples=12,
     deadline=None,
     derandomize=True,
@@ -154,3 +158,18 @@ def test_mutated_outputs_recover_for_any_chunking(family: str, data: st.DataObje
     known = _template_text(family) + prefix
     for word in set(_WORD.findall(text)) - _LITERALS:
         assert word in kept or word in known, (word, text)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="longcat: text after a call's JSON inside its region ('User:') is lost with no trace",
+)
+def test_longcat_text_after_the_call_json_is_accounted_for() -> None:
+    # Found by this module's property on a draw of two examples.
+    text = (
+        '<longcat_tool_call>{"name": "func", "arguments": "not a dict"}\n\nUser:'
+        "</longcat_tool_call>"
+    )
+    prefix = "<longcat_assistant>"
+    result = parse_output(text, get_entry("longcat").template, prefix=prefix)
+    assert unaccounted_words(text, "longcat", prefix, result) == []

@@ -27,6 +27,7 @@ from replyparse._scan_plans import PLANS, ReferenceScanner, scanner_plan
 from replyparse._scanner import Scanner, StreamMemo
 from replyparse.errors import TemplateError
 from replyparse.templates import get_entry, list_templates
+from tests.tiers import examples
 
 
 def _registry_scanners() -> list[tuple[str, Scanner]]:
@@ -125,7 +126,7 @@ def _stream(scanner: Scanner, chunks: list[str], stateful: bool) -> list[tuple[A
     return matches
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_stream_scans_act_as_the_reference(data: st.DataObject) -> None:
     scanner, reference, text = _scanner_and_text(data)
@@ -134,7 +135,7 @@ def test_stream_scans_act_as_the_reference(data: st.DataObject) -> None:
     assert _stream(scanner, chunks, stateful=True) == _stream(reference, chunks, stateful=False)
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_scans_equal_the_reference(data: st.DataObject) -> None:
     """Without the stream's floors and partials, a scan's safe end and match are the
@@ -144,7 +145,7 @@ def test_scans_equal_the_reference(data: st.DataObject) -> None:
     assert scanner.scan(text, position, False, {}) == reference.scan(text, position)
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_final_scans_equal_the_reference(data: st.DataObject) -> None:
     scanner, reference, text = _scanner_and_text(data)
@@ -166,7 +167,7 @@ def test_final_scans_equal_the_reference(data: st.DataObject) -> None:
     assert walked == expected_walk
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_next_delimiter_agrees_with_the_reference(data: st.DataObject) -> None:
     scanner, reference, text = _scanner_and_text(data)

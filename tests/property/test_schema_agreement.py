@@ -38,6 +38,7 @@ pytest.importorskip("llguidance")
 
 from replyparse.grammar import accepts, build_grammar
 from replyparse.openai.tool_search import ToolCatalog
+from tests.tiers import examples
 
 KEYS = ["a", "b"]
 _SCALAR_VALUES = {
@@ -152,7 +153,7 @@ NULLABLE = _object(
 
 @pytest.mark.slow
 @settings(
-    max_examples=40,
+    max_examples=examples(40),
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from replyparse import ParserStateError, ResponseParseError, ResponseParser, load_template
 from tests.property.strategies import cut_points, template_and_text
 from tests.streaming import check_well_formed, normalize_events, stream
+from tests.tiers import examples
 
 
 def outcome(template: Any, pieces: list[str], prefix: str = "") -> tuple[Any, Any]:
@@ -21,7 +22,7 @@ def outcome(template: Any, pieces: list[str], prefix: str = "") -> tuple[Any, An
     return message, normalize_events(events)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(data=st.data(), case=template_and_text())
 @example(
     data=None,
@@ -43,7 +44,7 @@ def test_any_chunking_gives_the_same_result(data: Any, case: tuple[dict[str, Any
         assert outcome(template, pieces) == whole
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(case=template_and_text())
 def test_events_are_well_nested_and_clean_chunks_add_up(case: tuple[dict[str, Any], str]) -> None:
     template, text = case
@@ -60,7 +61,7 @@ def test_events_are_well_nested_and_clean_chunks_add_up(case: tuple[dict[str, An
                 assert event["value"] in message[event["field"]]
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(case=template_and_text())
 def test_only_documented_errors_escape(case: tuple[dict[str, Any], str]) -> None:
     template, text = case
@@ -80,7 +81,7 @@ def test_only_documented_errors_escape(case: tuple[dict[str, Any], str]) -> None
             raise AssertionError("feed after failure did not raise ParserStateError")
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(data=st.data(), case=template_and_text())
 def test_prefix_is_parsed_like_the_start_of_the_generation(
     data: Any, case: tuple[dict[str, Any], str]
@@ -90,7 +91,7 @@ def test_prefix_is_parsed_like_the_start_of_the_generation(
     assert outcome(template, [text[cut:]], prefix=text[:cut]) == outcome(template, [text])
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(case=template_and_text())
 def test_template_round_trips_through_to_dict(case: tuple[dict[str, Any], str]) -> None:
     template, text = case
@@ -100,7 +101,7 @@ def test_template_round_trips_through_to_dict(case: tuple[dict[str, Any], str]) 
     assert outcome(again, [text]) == outcome(template, [text])
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(body=st.text(alphabet="ab<>/thinkd \n", max_size=40))
 def test_literal_hold_back_is_shorter_than_the_longest_delimiter(body: str) -> None:
     assume("</think>" not in body and "<end>" not in body)

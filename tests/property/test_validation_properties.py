@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from replyparse._json_types import json_equal, json_key
 from replyparse.openai import validate_arguments
 from replyparse.request._validation import FORMATS, _format_ok, fallback_violations
+from tests.tiers import examples
 
 jsonschema = pytest.importorskip("jsonschema")
 
@@ -141,7 +142,7 @@ def _paths(found: list[Any]) -> set[tuple[Any, ...]]:
     return {tuple(violation.path) for violation in found}
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(schema=schemas, definition=definitions, value=values)
 @example(schema={"type": "integer", "nullable": True}, definition={}, value=None)
 @example(schema={"multipleOf": 2}, definition={}, value=3.0)
@@ -168,7 +169,7 @@ def _without_nullable(schema: Any) -> Any:
     return copy
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(values, values)
 def test_json_key_is_equal_exactly_when_json_equal_is(left: Any, right: Any) -> None:
     """``uniqueItems`` hashes ``json_key`` (linear) where it compared every pair with

@@ -19,6 +19,7 @@ from replyparse import ResponseParseError, ResponseParser, parse_output
 from replyparse._scan_plans import on_plan
 from replyparse.templates import get_entry, list_templates
 from tests.property.test_recover_properties import CASES_FILE, _cases, _prefix, mutants
+from tests.tiers import examples, fast_sample
 
 FAMILIES = list_templates()
 
@@ -82,7 +83,7 @@ def _whole(template: Any, prefix: str, text: str, recover: bool, partial: bool =
     )
 
 
-@pytest.mark.parametrize("family", FAMILIES)
+@pytest.mark.parametrize("family", fast_sample(FAMILIES, keep=20))
 def test_corpus_cases_whole_equals_streamed(family: str) -> None:
     template = get_entry(family).template
     for case in _cases().get(family, []):
@@ -97,7 +98,7 @@ def test_corpus_cases_whole_equals_streamed(family: str) -> None:
 
 @pytest.mark.parametrize("family", FAMILIES)
 @settings(
-    max_examples=8,
+    max_examples=examples(8),
     deadline=None,
     derandomize=True,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],

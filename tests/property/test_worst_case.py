@@ -34,13 +34,13 @@ from replyparse.content import MAX_NESTING
 from replyparse.templates import get_entry, list_templates
 from tests.property.strategies import assert_same_matches, cut_points
 from tests.streaming import chunked
-from tests.tiers import fast_sample
+from tests.tiers import examples, fast_sample
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 
 from worst_case_shapes import delimiter_samples, family_shapes, nested_body
 
-EXAMPLES = int(os.environ.get("WORST_CASE_EXAMPLES", "8"))
+EXAMPLES = int(os.environ.get("WORST_CASE_EXAMPLES", examples(8)))
 FAMILIES = list_templates()
 DEEP = 10_000
 
@@ -292,4 +292,4 @@ def test_gpt_oss_word_loop_finds_what_the_greedy_loop_found(index: int) -> None:
     written = regex.compile(source, REGEX_FLAGS)
     greedy = regex.compile(source.replace(WORD_LOOP, GREEDY_WORD_LOOP), REGEX_FLAGS)
 
-    assert_same_matches(greedy, written, HEADER_PIECES, examples=300)
+    assert_same_matches(greedy, written, HEADER_PIECES, examples=examples(300))

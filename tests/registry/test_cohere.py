@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from replyparse import ResponseParser, parse_response
+from replyparse import ResponseParser, parse_output, parse_response
 from replyparse.openai import ChatCompletionStream, SequentialIds
 from replyparse.templates import get_entry
 from replyparse.templates._policies import CITATION_FIELD, POLICIES
@@ -192,17 +192,96 @@ def test_a_generation_cut_inside_a_citation_keeps_the_cited_text_so_far() -> Non
 
 def test_under_reduce_a_malformed_action_body_joins_the_content_before_it_as_written() -> None:
     """Content pieces join with no separator under ``reduce`` (that is how the text around a
-    citation joins), so recover mode's content from an unreadable action block (policy
-    malformed_calls = body) follows the text before it directly; ``citations="text"`` gives
-    the blank line of every stripping field."""
+    citation joins), so with malformed_calls = body (not the Cohere families' default) the
+    body of an unreadable action block follows the text before it directly;
+    ``citations="text"`` gives the blank line of every stripping field."""
     entry = get_entry("command-r7b")
     text = (
         'I will look it up. <|START_ACTION|>get_weather(city="Paris")<|END_ACTION|>'
         "<|END_OF_TURN_TOKEN|>"
     )
     prefix = entry.prefixes["default"]
-    reduced = parse_response(text, entry.template, prefix=prefix, recover=True)
-    assert reduced["content"] == 'I will look it up. get_weather(city="Paris")'
-    literal = entry.template_with(citations="text")
+    body = entry.template_with(malformed_calls="body")
+    reduced = parse_response(text, body, prefix=prefix, recover=True)
+    assert reduced["content"] == 'I will look it up.get_weather(city="Paris")'
+    literal = entry.template_with(malformed_calls="body", citations="text")
     kept = parse_response(text, literal, prefix=prefix, recover=True)
     assert kept["content"] == 'I will look it up.\n\nget_weather(city="Paris")'
+
+
+# -- SGLang's recoveries: a truncated action list, a non-JSON action block ----------------------
+
+ACTION = (
+    '<|START_ACTION|>[{"tool_call_id": "0", "tool_name": "web_search", "parameters": '
+    '{"query": "Lisbon weather Monday"}}, {"tool_call_id": "1", "tool_name": "web_search", '
+    '"parameters": {"query": "Oslo weather Monday"}}]<|END_ACTION|>'
+)
+SEARCH_LISBON = {
+    "id": "0",
+    "type": "function",
+    "function": {"name": "web_search", "arguments": {"query": "Lisbon weather Monday"}},
+}
+THINKING = "<|START_THINKING|>Two searches.<|END_THINKING|>"
+
+
+@pytest.mark.parametrize("framing", FRAMINGS, ids=[framing[0] for framing in FRAMINGS])
+def test_a_truncated_action_list_keeps_the_calls_that_closed(framing: tuple[str, ...]) -> None:
+    """SGLang recovers a truncated array; recover mode reads the calls whose objects closed
+    and keeps the cut call's text in unclaimed_text (malformed_calls = unclaimed), never in
+    content. Raise mode raises; partial mode has the list in progress."""
+    cut = ACTION.index('"Oslo')
+    text = THINKING + ACTION[:cut]
+    outcomes = all_modes(framing[0], text, prefix_key=framing[1])
+    assert outcomes["recover"].message == {
+        **A,
+        "reasoning_content": "Two searches.",
+        "tool_calls": [SEARCH_LISBON],
+    }
+    assert outcomes["recover"].issues == ("unclosed_region", "stray_text")
+    assert outcomes["raise"].error is not None
+    assert outcomes["raise"].error[:2] == ("ContentParseError", "tool_calls")
+    assert outcomes["partial"].in_progress == "tool_calls"
+    entry = get_entry(framing[0])
+    result = parse_output(text, entry.template, prefix=entry.prefixes[framing[1]])
+    start = text.index('{"tool_call_id": "1"')
+    assert result.unclaimed_text == ((start, text[start:].rstrip()),)
+    # Every character is a delimiter, a call or unclaimed text.
+    assert not result.message.get("content")
+
+
+def test_a_list_cut_inside_its_first_call_is_unclaimed() -> None:
+    entry = get_entry("command-r7b")
+    text = THINKING + ACTION[:60]
+    result = parse_output(text, entry.template, prefix=entry.prefixes["thinking"])
+    assert result.message == {**A, "reasoning_content": "Two searches."}
+    assert [issue.kind.value for issue in result.issues] == ["unclosed_region", "unreadable_call"]
+    assert result.unclaimed_text == ((len(THINKING), ACTION[:60]),)
+
+
+@pytest.mark.parametrize("framing", FRAMINGS, ids=[framing[0] for framing in FRAMINGS])
+def test_a_non_json_action_block_is_dropped_from_content(framing: tuple[str, ...]) -> None:
+    """SGLang drops an action block that is not JSON and keeps the text before it."""
+    block = '<|START_ACTION|>web_search(query="Lisbon weather")<|END_ACTION|>'
+    text = f"{THINKING}Let me search.{block}<|END_OF_TURN_TOKEN|>"
+    outcomes = all_modes(framing[0], text, prefix_key=framing[1])
+    assert outcomes["recover"].message == {
+        **A,
+        "reasoning_content": "Two searches.",
+        "content": "Let me search.",
+    }
+    assert outcomes["recover"].issues == ("unreadable_call",)
+    entry = get_entry(framing[0])
+    result = parse_output(text, entry.template, prefix=entry.prefixes[framing[1]])
+    assert result.unclaimed_text == ((text.index(block), block),)
+    # malformed_calls = body (every other family's default) shows the body instead.
+    shown = entry.template_with(malformed_calls="body")
+    message = parse_response(text, shown, prefix=entry.prefixes[framing[1]], recover=True)
+    assert message["content"] == 'Let me search.web_search(query="Lisbon weather")'
+
+
+def test_recover_reads_a_whole_action_list_as_before() -> None:
+    outcomes = all_modes("cohere2-moe", THINKING + ACTION, prefix_key="default")
+    for mode, outcome in outcomes.items():
+        assert outcome.message is not None, mode
+        assert [call["id"] for call in outcome.message["tool_calls"]] == ["0", "1"], mode
+        assert outcome.issues == (), mode

@@ -265,3 +265,122 @@ def test_end_of_turn_ends_the_message_and_keeps_the_rest_as_trailing_text() -> N
     message, _events = parser.finalize()
     assert message == {"role": "assistant", "content": "Answer."}
     assert parser.trailing_text == "<|endoftext|><|endoftext|>"
+
+
+# -- markup the format does not write, inside an xml-inline body ------------------------------
+
+#: family -> (prefix name, a call with foreign markup inside its parameters, the markup).
+#: A special token of another format before the first parameter (Qwen3.5 mixing in Kimi's
+#: section marker), a foreign closing tag between two parameters (Ling3 mixing IQuest's),
+#: DSML's parameter list with another format's token between two parameters.
+FOREIGN_MARKUP: dict[str, tuple[str, str, str]] = {
+    "qwen3.5": (
+        "default",
+        "Paris.\n</think>\n\n<tool_call>\n<function=get_weather><|tool_calls_section_begin|>\n"
+        "<parameter=city>\nParis\n</parameter>\n</function>\n</tool_call><|im_end|>",
+        "<|tool_calls_section_begin|>",
+    ),
+    "ling3": (
+        "default",
+        "Paris, three days.</think><tool_call>get_weather\n<arg_key>city</arg_key>\n"
+        "<arg_value>Paris</arg_value>\n</iquest_tool_call>\n<arg_key>days</arg_key>\n"
+        "<arg_value>3</arg_value>\n</tool_call>",
+        "</iquest_tool_call>",
+    ),
+    "deepseek-v3.2": (
+        "default",
+        '<｜DSML｜function_calls>\n<｜DSML｜invoke name="get_weather">\n'
+        '<｜DSML｜parameter name="city" string="true">Paris</｜DSML｜parameter>\n'
+        "<|im_end|>\n"
+        '<｜DSML｜parameter name="days" string="false">3</｜DSML｜parameter>\n'
+        "</｜DSML｜invoke>\n</｜DSML｜function_calls><｜end▁of▁sentence｜>",
+        "<|im_end|>",
+    ),
+}
+
+
+@pytest.mark.parametrize("family", sorted(FOREIGN_MARKUP))
+def test_foreign_markup_between_parameters_is_never_dropped(family: str) -> None:
+    from replyparse import ContentParseError, parse_output
+    from tests.streaming import chunked
+
+    entry = get_entry(family)
+    prefix_name, text, markup = FOREIGN_MARKUP[family]
+    prefix = entry.prefixes[prefix_name]
+    # Raise mode: text outside the tags, as prose there is.
+    with pytest.raises(ContentParseError, match="text outside the tags"):
+        _parse(entry, text, prefix)
+    # Recover mode: the call keeps its parameters; the markup is content, reported.
+    result = parse_output(text, entry.template, prefix=prefix)
+    [call] = result.message["tool_calls"]
+    assert call["function"]["name"] == "get_weather"
+    assert result.message["content"].endswith(markup)
+    [issue] = result.issues
+    assert (issue.kind.value, issue.raw, text[issue.offset : issue.offset + len(markup)]) == (
+        "stray_text",
+        markup,
+        markup,
+    )
+    for step in (1, 7):
+        parser = ResponseParser(entry.template, prefix, recover=True)
+        for piece in chunked(text, step):
+            parser.feed(piece)
+        assert parser.finalize()[0] == result.message
+        assert tuple(parser.issues) == result.issues
+
+
+def test_closing_tags_after_the_last_parameter_are_layout() -> None:
+    # The spec's Qwen example: the opener reads <function=NAME>, the close is </tool_call>,
+    # so the body ends with the header's </function>.
+    template = {
+        "start_anchor": "<|assistant|>",
+        "fields": {
+            "tool_calls": {
+                "open_pattern": r"<tool_call>\s*<function=(?P<name>[^>\n]+)>",
+                "close": "</tool_call>",
+                "repeats": True,
+                "content": "xml-inline",
+                "content_args": {
+                    "tag_pattern": r"<parameter=(?P<key>[^>]+)>(?P<value>.*?)</parameter>"
+                },
+                "transform": {
+                    "type": "function",
+                    "function": {"name": "{name}", "arguments": "{content}"},
+                },
+            },
+            "content": {},
+        },
+    }
+    text = (
+        "<tool_call><function=get_weather><parameter=city>Paris</parameter></function></tool_call>"
+    )
+    zero = "<tool_call><function=get_time></function></tool_call>"
+    assert parse_response(text, template, prefix="")["tool_calls"] == [CALL]
+    assert parse_response(zero, template, prefix="")["tool_calls"] == [
+        {"type": "function", "function": {"name": "get_time", "arguments": {}}}
+    ]
+
+
+@pytest.mark.parametrize("family", ["qwen3.5", "qwen3-coder", "kimi-k3", "seed-oss"])
+def test_a_call_cut_after_its_header_gives_the_same_outcome_whole_and_streamed(
+    family: str,
+) -> None:
+    from replyparse import parse_output
+
+    entry = get_entry(family)
+    prefix = entry.prefixes["default"]
+    text = {
+        "qwen3.5": "Paris.\n</think>\n\n<tool_call>\n<function=get_weather>\n",
+        "qwen3-coder": "<tool_call>\n<function=get_weather>\n",
+        "kimi-k3": 'Paris.<|close|>think<|sep|><|open|>call tool="get_weather"<|sep|>',
+        "seed-oss": "<seed:tool_call>\n<function=get_weather>\n",
+    }[family]
+    with pytest.raises(ResponseParseError, match="right after the header"):
+        _parse(entry, text, prefix)
+    whole = parse_output(text, entry.template, prefix=prefix)
+    parser = ResponseParser(entry.template, prefix, recover=True)
+    for char in text:
+        parser.feed(char)
+    assert parser.finalize()[0] == whole.message
+    assert [issue.kind.value for issue in whole.issues] == ["unclosed_region"]
+    assert tuple(parser.issues) == whole.issues

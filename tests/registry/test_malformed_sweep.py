@@ -64,88 +64,10 @@ WORK_FACTOR = 10
 STRUCTURAL = '[]{}()<>"\n'
 #: The most structural cuts per output (evenly spread), to keep the sweep linear.
 STRUCTURAL_CUTS = 12
-#: Fed one character at a time, a variant gives other issues than its whole parse.
-PER_CHARACTER_ISSUES = "fed one character at a time, it gives other issues than the whole parse"
 #: Variants whose parse breaks the recover promise today, each with what breaks (found by
 #: this sweep): the sweep skips them, and :func:`test_known_broken_variant` pins each one
 #: (strict xfail), so that a fix shows.
-KNOWN_BROKEN: dict[tuple[str, str], str] = {
-    (
-        "deepseek-v3.2",
-        "'<function=get_weather>' inserted at 504",
-    ): "words lost with no trace: weather",
-    ("deepseek-v3.2", "'</｜DSML｜invoke>' at 293 dropped"): "words lost with no trace: search",
-    (
-        "deepseek-v4",
-        "'<|tool_calls_section_begin|>' inserted at 148",
-    ): "words lost with no trace: begin, section",
-    (
-        "deepseek-v4.1",
-        "'<|tool_calls_section_begin|>' inserted at 370",
-    ): "words lost with no trace: begin, section",
-    ("deepseek-v4.1", "'</｜DSML｜ invoke>' at 195 dropped"): "words lost with no trace: add",
-    ("dots", "cut at 50 ('<')"): PER_CHARACTER_ISSUES,
-    ("dots", "'<function=get_weather>' inserted at 195"): "words lost with no trace: get",
-    ("gigachat3.5", "cut at 57 ('\\n')"): PER_CHARACTER_ISSUES,
-    ("gigachat3.5", "cut at 58 ('<')"): PER_CHARACTER_ISSUES,
-    (
-        "gigachat3.5",
-        "'<|tool_calls_section_begin|>' inserted at 122",
-    ): "words lost with no trace: begin, section",
-    ("glimmer", "cut at 158 ('\\n')"): PER_CHARACTER_ISSUES,
-    ("glimmer", "'<|im_end|>' inserted at 158"): "words lost with no trace: end",
-    (
-        "glimmer",
-        "'<think>' inserted at 221",
-    ): "words lost with no trace: think (unclosed_region reported)",
-    (
-        "glm4.5",
-        "'<|tool_calls_section_begin|>' inserted at 77",
-    ): "words lost with no trace: begin, section",
-    ("hunyuan-hy3", "cut at 49 ('</tool_call')"): PER_CHARACTER_ISSUES,
-    ("hunyuan-hy3", "cut at 49 ('<tool_sep')"): PER_CHARACTER_ISSUES,
-    ("hunyuan-hy3", "cut at 49 ('<')"): PER_CHARACTER_ISSUES,
-    ("hunyuan-hy3", "'<function=get_weather>' inserted at 49"): "words lost with no trace: weather",
-    (
-        "k2-horizon",
-        "'<|tool_calls_section_begin|>' inserted at 110",
-    ): "words lost with no trace: begin, section",
-    ("kimi-k3", "cut at 120 ('<|sep|>')"): PER_CHARACTER_ISSUES,
-    ("mimo-v2-flash", "cut at 55 ('\\n')"): PER_CHARACTER_ISSUES,
-    ("mimo-v2-flash", "cut at 56 ('<')"): PER_CHARACTER_ISSUES,
-    (
-        "mimo-v2-flash",
-        "'<function=get_weather>' inserted at 31",
-    ): "words lost with no trace: bash, execute",
-    ("nemotron3-nano", "cut at 39 ('\\n')"): PER_CHARACTER_ISSUES,
-    ("nemotron3-nano", "cut at 40 ('<')"): PER_CHARACTER_ISSUES,
-    (
-        "nemotron3-nano",
-        "'<function=get_weather>' inserted at 12",
-    ): "words lost with no trace: special",
-    ("qwen3-coder", "cut at 43 ('<')"): PER_CHARACTER_ISSUES,
-    ("qwen3.5", "cut at 39 ('\\n')"): PER_CHARACTER_ISSUES,
-    ("qwen3.5", "cut at 40 ('<')"): PER_CHARACTER_ISSUES,
-    (
-        "qwen3.5",
-        "'<|tool_calls_section_begin|>' inserted at 39",
-    ): "words lost with no trace: begin, section",
-    (
-        "qwen3.5",
-        "'<|tool_calls_section_begin|>' inserted at 72",
-    ): "words lost with no trace: begin, section",
-    ("seed-oss", "cut at 39 ('\\n')"): PER_CHARACTER_ISSUES,
-    ("seed-oss", "cut at 40 ('<')"): PER_CHARACTER_ISSUES,
-    ("seed-oss", "'<|im_end|>' inserted at 39"): "words lost with no trace: end",
-    ("solar-open2", "cut at 20 ('<|tool_call:start|>')"): PER_CHARACTER_ISSUES,
-    ("solar-open2", "cut at 30 ('\\n')"): PER_CHARACTER_ISSUES,
-    ("solar-open2", "cut at 31 ('<')"): PER_CHARACTER_ISSUES,
-    ("spark2.5", "'</think>' inserted at 74"): "words lost with no trace: think",
-    (
-        "spark2.5",
-        "'<|tool_calls_section_begin|>' inserted at 347",
-    ): "words lost with no trace: begin, section",
-}
+KNOWN_BROKEN: dict[tuple[str, str], str] = {}
 
 
 @cache

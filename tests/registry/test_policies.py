@@ -37,6 +37,7 @@ from replyparse import (
 from replyparse.templates import RegistryEntry, get_entry, list_templates
 from replyparse.templates._family import load_family
 from replyparse.templates._policies import POLICIES, applies
+from tests.openai.openai_helpers import run_stream
 from tests.registry.helpers import corpus, requires_shared
 from tests.streaming import STEPS, chunked, parse_every_way
 
@@ -796,20 +797,25 @@ def test_a_malformed_call_named_in_its_opener_stays_a_call(family: str, value: s
     assert outcome.unclaimed == []
 
 
+def _chat_deltas(template: Any, prefix: str, text: str, step: int) -> tuple[Any, list[Any]]:
+    """A Chat Completions stream fed ``text`` in pieces of ``step``, and its deltas."""
+    from replyparse.openai import ChatCompletionStream, SequentialIds
+
+    stream = ChatCompletionStream(
+        template, prefix=prefix, model="m", ids=SequentialIds(), created=0
+    )
+    chunks = run_stream(stream, chunked(text, step))
+    return stream, [chunk["choices"][0]["delta"] for chunk in chunks if chunk["choices"]]
+
+
 @pytest.mark.parametrize("value", ["body", "text", "unclaimed"])
 def test_the_chat_stream_sends_the_content_the_message_has(value: str) -> None:
-    from replyparse.openai import ChatCompletionStream, SequentialIds
 
     entry = get_entry("hermes")
     prefix_name, text, opener, _, _, _ = UNREADABLE["hermes"]
     template = entry.template_with(malformed_calls=value)
     for step in (len(text), 1, 7):
-        stream = ChatCompletionStream(
-            template, prefix=entry.prefixes[prefix_name], model="m", ids=SequentialIds(), created=0
-        )
-        chunks = [chunk for piece in chunked(text, step) for chunk in stream.feed(piece)]
-        chunks += stream.finish()
-        deltas = [chunk["choices"][0]["delta"] for chunk in chunks if chunk["choices"]]
+        stream, deltas = _chat_deltas(template, entry.prefixes[prefix_name], text, step)
         streamed = "".join(delta.get("content") or "" for delta in deltas)
         assert not any("tool_calls" in delta for delta in deltas)
         assert streamed == _placed(template, entry.prefixes[prefix_name], text).message["content"]
@@ -851,6 +857,14 @@ def test_malformed_calls_is_a_template_key_off_its_default() -> None:
         load_template({**entry.response_template, "malformed_calls": "drop"})
     [issue] = caught.value.issues
     assert (issue.code, issue.path, issue.input) == ("invalid_value", ("malformed_calls",), "drop")
+    # The engines refuse the key: lint says so, for the copy given to them.
+    from replyparse.templates._lint import lint_template
+
+    report = lint_template(entry.response_template_with(malformed_calls="text"), ["transformers"])
+    assert [(finding.code, finding.path) for finding in report.findings] == [
+        ("unsupported_key", ("malformed_calls",))
+    ]
+    assert lint_template(entry.response_template, ["transformers"]).clean("transformers")
     with pytest.raises(TemplateError) as refused:
         get_entry("gemma2").template_with(malformed_calls="text")
     assert [issue.code for issue in refused.value.issues] == ["policy_not_applicable"]
@@ -865,3 +879,79 @@ def test_the_cli_takes_a_malformed_calls_value() -> None:
         stdin=text,
     )  # fmt: skip
     assert status == 0 and json.loads(out)["content"] == "Let me check."
+
+
+# -- Kimi K3: argument keys are escaped attribute values ------------------------------------
+
+#: Kimi-K3.jinja writes each argument key through its escape_attr macro (& as &amp;, " as
+#: &quot;); the model writes keys the same way. Values are not escaped.
+K3_CALL = (
+    "The budget lookup needs both keys.<|close|>think<|sep|><|open|>tools<|sep|>"
+    '<|open|>call tool="lookup_budget" index="1"<|sep|>'
+    '<|open|>argument key="R&amp;D &quot;core&quot;" type="string"<|sep|>Q3 &amp; Q4'
+    "<|close|>argument<|sep|>"
+    '<|open|>argument key="owner&#39;s &lt;team&gt;" type="number"<|sep|>12<|close|>argument<|sep|>'
+    "<|close|>call<|sep|><|close|>tools<|sep|><|close|>message<|sep|>"
+)
+K3_ARGUMENTS = {'R&D "core"': "Q3 &amp; Q4", "owner's <team>": 12}
+
+
+def test_kimi_k3_argument_keys_are_unescaped_every_way() -> None:
+    entry = get_entry("kimi-k3")
+    prefix = entry.prefixes["default"]
+    message, _ = parse_every_way(entry.template, K3_CALL, prefix=prefix)
+    assert message["tool_calls"] == [
+        {"type": "function", "function": {"name": "lookup_budget", "arguments": K3_ARGUMENTS}}
+    ]
+    recovered = every_chunking(entry.template, prefix, K3_CALL)
+    assert (recovered.message, recovered.issues) == (message, [])
+    # Cut inside the second key's entity: the call is in progress with the first key read.
+    cut = K3_CALL[: K3_CALL.index("&#39;") + 3]
+    partial = every_chunking(entry.template, prefix, cut, partial=True)
+    assert partial.in_progress is not None and partial.in_progress.field == "tool_calls"
+
+
+def test_kimi_k3_streamed_arguments_have_the_unescaped_keys() -> None:
+
+    entry = get_entry("kimi-k3")
+    for step in (1, 7, len(K3_CALL)):
+        _, deltas = _chat_deltas(entry.template, entry.prefixes["default"], K3_CALL, step)
+        streamed = "".join(
+            call["function"].get("arguments", "")
+            for delta in deltas
+            for call in delta.get("tool_calls", [])
+        )
+        assert json.loads(streamed) == K3_ARGUMENTS, f"step {step}"
+
+
+def test_unescape_keys_reads_xml_entities_once_and_keeps_the_rest() -> None:
+    fields = {
+        "tool_calls": {
+            "open_pattern": r"<call name=\"(?P<name>[^\"]+)\">",
+            "close": "</call>",
+            "repeats": True,
+            "content": "xml-inline",
+            "content_args": {
+                "tag_pattern": r"<arg key=\"(?P<key>[^\"]*)\">(?P<value>.*?)</arg>",
+                "unescape_keys": True,
+            },
+            "transform": {
+                "type": "function",
+                "function": {"name": "{name}", "arguments": "{content}"},
+            },
+        },
+        "content": {},
+    }
+    template = load_template({"start_anchor": "<|assistant|>", "fields": fields})
+    keys = {
+        "a&amp;amp;b": "a&amp;b",  # one level: &amp;amp; is the text &amp;
+        "&apos;&#x41;&#66;": "'AB",
+        "&copy; &nbsp": "&copy; &nbsp",  # HTML names are not XML entities
+        "&#0;&#xD800;&#1114112;": "&#0;&#xD800;&#1114112;",  # no character
+        "plain": "plain",
+    }
+    for written, read in keys.items():
+        text = f'<call name="f"><arg key="{written}">v</arg></call>'
+        message, _ = parse_every_way(template, text, prefix="<|assistant|>")
+        assert message["tool_calls"][0]["function"]["arguments"] == {read: "v"}
+    assert template.fields["tool_calls"].parser.to_args()["unescape_keys"] is True

@@ -189,10 +189,14 @@ def test_client_errors_name_no_server_path_or_function(tmp_path: Path) -> None:
 
 def test_template_that_runs_too_long_is_stopped(tmp_path: Path) -> None:
     # A loop that writes nothing: only the deadline stops it (range is capped at 100000,
-    # so nest three).
+    # so nest three; the deadline is read at each range call, every 1000 turns here). It
+    # loops on the request's one message only: the template's own probes (three messages,
+    # ChatTemplate.one_text_per_call_message) render at once.
     slow = ChatTemplate(
-        "{% for a in range(100000) %}{% for b in range(100000) %}{% for c in range(100000) %}"
+        "{% if messages | length == 1 %}"
+        "{% for a in range(100000) %}{% for b in range(100000) %}{% for c in range(1000) %}"
         "{% if c is none %}x{% endif %}{% endfor %}{% endfor %}{% endfor %}"
+        "{% endif %}"
     )
     replay = write_replay(tmp_path / "r.jsonl", FINAL_ANSWER)
     config = replace(

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
+from tests.tiers import examples
 
 from replyparse.coercion import coerce_to_schema, type_tool_call
 from replyparse.tools import normalize_tools, tools_by_name
@@ -744,7 +745,7 @@ def cases(draw: st.DrawFn) -> tuple[dict[str, Any], Any, Any]:
 
 
 PROPERTY_SETTINGS = settings(
-    max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+    max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow]
 )
 
 
@@ -852,7 +853,7 @@ def test_coercion_never_raises_on_arbitrary_schemas(schema: dict[str, Any], valu
     coerce_to_schema(value, schema)
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(cases())
 def test_generated_values_really_are_valid(case: tuple[Any, Any, Any]) -> None:
     # Checks the test strategy itself against an independent validator, when installed.

@@ -3,13 +3,24 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
 
 from replyparse import TemplateError, load_template
-from replyparse.content import CONTENT_PARSERS, Capabilities, capabilities_of
-from replyparse.grammar._call_syntax import WRITERS
+from replyparse.content import (
+    CONTENT_PARSERS,
+    Call,
+    CallSyntax,
+    Capabilities,
+    GrammarWriter,
+    Kit,
+    Placement,
+    ValueWriter,
+    capabilities_of,
+)
+from replyparse.content._writing import E
 
 
 def _template(field: dict[str, Any]) -> dict[str, Any]:
@@ -103,20 +114,54 @@ def test_unknown_names_have_no_capabilities() -> None:
 #: What an argument reader class must have (``replyparse.content.ArgumentReaderClass``).
 _READER_METHODS = ("streams", "start", "feed", "feed_string")
 
+#: What a grammar writer implements for each placement it declares
+#: (``replyparse.content.GrammarWriter``).
+_WRITER_METHODS: dict[str, tuple[str, ...]] = {
+    "group": ("body",),
+    "body": ("body",),
+    "each": ("item", "listing"),
+}
+
+
+def _writer_problems(name: str, writer: object) -> list[str]:
+    """What a declared grammar writer lacks: being one, or a method for a placement."""
+    if not isinstance(writer, GrammarWriter):
+        return [
+            f"content parser {name!r} declares the grammar {writer!r}, which is no grammar "
+            "writer (replyparse.content.GrammarWriter)"
+        ]
+    problems = []
+    kind = type(writer).__qualname__
+    if "value" in writer.placements and not isinstance(writer, ValueWriter):
+        problems.append(
+            f"content parser {name!r} declares the placement 'value' but its writer ({kind}) "
+            "is no ValueWriter"
+        )
+    for placement in sorted(writer.placements - {"value"}):
+        missing = [
+            method
+            for method in _WRITER_METHODS[placement]
+            if getattr(type(writer), method) is getattr(GrammarWriter, method)
+        ]
+        if missing:
+            problems.append(
+                f"content parser {name!r} declares the placement {placement!r} but its writer "
+                f"({kind}) has no {', '.join(missing)}"
+            )
+    return problems
+
 
 def _missing_capabilities(registry: Mapping[str, Any]) -> list[str]:
     """A message for every capability a registered format declares but nothing provides:
-    a grammar form no grammar writer writes, an argument reader without the reader's
-    methods, or argument streaming without a grammar writer for call bodies."""
+    a grammar that is no writer, a placement its writer has no method for, an argument
+    reader without the reader's methods, or argument streaming without a grammar writer
+    for call bodies."""
     problems = []
     for name, registered in registry.items():
         declared = registered.capabilities
-        written = WRITERS.get(declared.grammar) if declared.grammar is not None else None
-        if declared.grammar is not None and written is None:
-            problems.append(
-                f"content parser {name!r} declares the grammar form {declared.grammar!r} but no "
-                "grammar writer writes it (replyparse.grammar._call_syntax.WRITERS)"
-            )
+        writer = declared.grammar
+        if writer is not None:
+            problems += _writer_problems(name, writer)
         reader = declared.arguments
         if reader is None:
             continue
@@ -128,7 +173,7 @@ def _missing_capabilities(registry: Mapping[str, Any]) -> list[str]:
                 f"content parser {name!r} declares an argument reader "
                 f"({reader.__qualname__}) without {', '.join(missing)}"
             )
-        if not (written or frozenset()) - {"value"}:
+        if writer is None or not writer.placements - {"value"}:
             problems.append(
                 f"content parser {name!r} declares argument streaming but no grammar writer "
                 "for call bodies"
@@ -152,13 +197,34 @@ def test_a_missing_capability_is_named() -> None:
     class Dotted:
         capabilities = Capabilities("object", grammar="dotted")  # type: ignore[arg-type]
 
-    assert _missing_capabilities({"kv-lines": KvLines, "dotted": Dotted}) == [
+    @dataclass(frozen=True)
+    class Listless(GrammarWriter):
+        placements: frozenset[Placement] = frozenset({"group", "each"})
+
+        def item(self, kit: Kit[E], call: Call[E], syntax: CallSyntax) -> E:
+            return call.arguments("json")
+
+    class Lines:
+        capabilities = Capabilities("list", grammar=Listless("lines"))
+
+    class Number:
+        capabilities = Capabilities("number", grammar=GrammarWriter("n", frozenset({"value"})))
+
+    assert _missing_capabilities(
+        {"kv-lines": KvLines, "dotted": Dotted, "lines": Lines, "number": Number}
+    ) == [
         "content parser 'kv-lines' declares an argument reader "
         "(test_a_missing_capability_is_named.<locals>.Streams) without start, feed, feed_string",
         "content parser 'kv-lines' declares argument streaming but no grammar writer for call "
         "bodies",
-        "content parser 'dotted' declares the grammar form 'dotted' but no grammar writer "
-        "writes it (replyparse.grammar._call_syntax.WRITERS)",
+        "content parser 'dotted' declares the grammar 'dotted', which is no grammar writer "
+        "(replyparse.content.GrammarWriter)",
+        "content parser 'lines' declares the placement 'each' but its writer "
+        "(test_a_missing_capability_is_named.<locals>.Listless) has no listing",
+        "content parser 'lines' declares the placement 'group' but its writer "
+        "(test_a_missing_capability_is_named.<locals>.Listless) has no body",
+        "content parser 'number' declares the placement 'value' but its writer (GrammarWriter) "
+        "is no ValueWriter",
     ]
 
 

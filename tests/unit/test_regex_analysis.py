@@ -7,7 +7,6 @@ import pytest
 import regex
 
 from replyparse._regex_analysis import (
-    all_required_literals,
     analyse,
     consuming_texts,
     end_literal,
@@ -53,7 +52,6 @@ def test_literal_runs_and_token_loops_read_possessive_patterns() -> None:
     loop = find_token_loop(r"(?:<c>\w++|\s*<k>)*\s*to=x")
     assert loop is not None
     assert find_token_loop(r"(?:<c>\w+|\s*<k>)*+\s*to=x") is None  # a possessive loop
-    assert all_required_literals(r"(?>ab)cde\s*+<\|m\|>") == ("cde", "<|m|>")
 
 
 @pytest.mark.parametrize(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 import regex
 
@@ -10,6 +12,7 @@ from replyparse._regex_syntax import (
     REGEX_FLAGS,
     Alt,
     Anchor,
+    Backref,
     Chars,
     Group,
     Look,
@@ -135,3 +138,40 @@ def test_flags_that_change_the_tree_are_refused(pattern: str) -> None:
     with pytest.raises(UnreadablePattern) as caught:
         read(pattern, exact=True)
     assert caught.value.kind == "construct"
+
+
+#: Texts where ``regex`` and ``re`` part: ``\x1c``-``\x1f`` are ``str.isspace`` (``re``'s
+#: ``\s``) but not White_Space (``regex``'s), and non-ASCII letters and digits.
+_PARTING = ["", "<a>", "<b>x</b>", " \t\n", "\x1c\x1f", "\x85\u2028\u3000", "é٣", "a<b>\x1cc"]
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    [
+        r"<(?P<key>[^<>/\s]+)>(?P<value>.*?)</(?P=key)>",
+        r"(a|b)\1",
+        r"[^\S]+",
+        r"\S+\s*",
+        r"[\s<]+|[^\s<>]+",
+    ],
+)
+def test_a_pattern_written_for_re_matches_there_what_it_matches_in_regex(pattern: str) -> None:
+    stdlib = re.compile(write(read(pattern, exact=True, backrefs=True), stdlib=True), re.DOTALL)
+    reference = regex.compile(pattern, REGEX_FLAGS)
+    for text in [*_PARTING, "".join(_PARTING)]:
+        assert [m.group() for m in stdlib.finditer(text)] == [
+            m.group() for m in reference.finditer(text)
+        ], text
+
+
+@pytest.mark.parametrize("pattern", [r"<(?P<key>\w+)>", r"\bx", r"[\d.]+"])
+def test_what_reads_differently_in_re_is_not_written_for_it(pattern: str) -> None:
+    with pytest.raises(ValueError):
+        write(read(pattern, exact=True), stdlib=True)
+
+
+def test_a_backreference_is_read_only_when_asked() -> None:
+    with pytest.raises(UnreadablePattern, match="backreference"):
+        read(r"<(?P<key>a)>(?P=key)", exact=True)
+    tree = read(r"<(?P<key>a)>(?P=key)", exact=True, backrefs=True)
+    assert isinstance(tree, Seq) and tree.items[-1] == Backref(1, "key")

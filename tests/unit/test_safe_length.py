@@ -13,6 +13,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tests.tiers import examples
 
 from replyparse import ResponseParser, parse_response
 from replyparse._scanner import Delimiter, Scanner
@@ -84,7 +85,7 @@ def test_registry_templates_take_the_anchored_fast_path() -> None:
     assert len(SCANNERS) >= 50
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(data=st.data())
 def test_safe_text_is_never_past_what_a_scan_emits(data: st.DataObject) -> None:
     scanner = data.draw(st.sampled_from(SCANNERS))
@@ -141,7 +142,7 @@ def test_most_registry_states_judge_a_piece_by_its_characters() -> None:
 
 
 @pytest.mark.fast_plan
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(data=st.data())
 def test_a_piece_all_safe_by_its_characters_begins_no_delimiter(data: st.DataObject) -> None:
     """The parser streams such a piece whole without a scan (``ResponseParser.feed``)."""

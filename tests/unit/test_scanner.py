@@ -18,7 +18,7 @@ import pytest
 import regex
 
 from replyparse import ResponseParser, load_template
-from replyparse._regex_analysis import all_required_literals, possessive_source
+from replyparse._regex_analysis import possessive_source
 from replyparse._scanner import REGEX_FLAGS, Delimiter, Scanner
 from replyparse.templates import get_entry, list_templates
 
@@ -308,12 +308,6 @@ def test_work_per_character_stays_flat_on_gpt_oss_header_runs(
     small = _examined("gpt-oss", make(2_000), step, counter, recover) / 2_000
     large = _examined("gpt-oss", make(16_000), step, counter, recover) / 16_000
     assert large <= 2 * small + 64, (small, large)
-
-
-def test_required_literals_are_read_from_the_top_level_sequence() -> None:
-    assert all_required_literals(r"a(?:bcd|efg)hij(?=<\|m\|>)") == ("hij", "<|m|>")
-    assert all_required_literals(r"(?:abc)?(?!xyz)x(?P<n>abc)y") == ("abc",)
-    assert all_required_literals(r"(?:abc)+|def") == ()
 
 
 def test_a_failed_token_loop_start_keeps_the_match_after_its_run() -> None:

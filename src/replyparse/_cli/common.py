@@ -8,6 +8,7 @@ and how a failure becomes one line on stderr (:class:`CliError`).
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from collections.abc import Iterator, Mapping, Sequence
@@ -24,6 +25,8 @@ from replyparse.tools import normalize_tools
 __all__ = [
     "CliError",
     "TemplateChoice",
+    "add_policy_argument",
+    "add_when_argument",
     "decode_escapes",
     "dump_json",
     "is_jsonl",
@@ -33,6 +36,7 @@ __all__ = [
     "read_policies",
     "resolve_prefix",
     "resolve_template",
+    "when",
 ]
 
 JSONL_SUFFIXES = (".jsonl", ".ndjson")
@@ -125,6 +129,18 @@ def _family_file(path: Path) -> RegistryEntry | None:
             lines=tuple(f"error[{issue.code}] {issue}" for issue in loaded.issues),
         )
     return loaded.entry
+
+
+def add_policy_argument(parser: argparse.ArgumentParser, family: str) -> None:
+    """The ``--policy NAME=VALUE`` option (read by :func:`read_policies`); ``family`` names
+    the option that chooses the family whose policies it sets."""
+    parser.add_argument(
+        "--policy",
+        action="append",
+        metavar="NAME=VALUE",
+        help=f"an output policy of the {family} (calls_in_reasoning=reasoning...; "
+        "repeatable; docs/recover.md)",
+    )
 
 
 def read_policies(values: Sequence[str] | None) -> dict[str, str]:
@@ -309,3 +325,15 @@ def _ascii_only(stream: IO[str]) -> bool:
 def dump_json(value: Any, stream: IO[str], *, indent: int | None = None) -> None:
     """Write one JSON document and a newline (escaped to ASCII on a non-UTF terminal)."""
     stream.write(json.dumps(value, ensure_ascii=_ascii_only(stream), indent=indent) + "\n")
+
+
+def add_when_argument(parser: argparse.ArgumentParser, option: str, help: str) -> None:
+    """An ``auto|always|never`` option (default ``auto``) turning on a terminal feature;
+    :func:`when` reads it."""
+    parser.add_argument(option, choices=("auto", "always", "never"), default="auto", help=help)
+
+
+def when(value: str, stream: IO[str], *, auto: bool = True) -> bool:
+    """Whether an :func:`add_when_argument` option with ``value`` is on for output to
+    ``stream``: ``auto`` when ``stream`` is a terminal and ``auto`` holds too."""
+    return value == "always" or (value == "auto" and auto and stream.isatty())

@@ -21,7 +21,7 @@ import os
 import time
 from typing import IO, Any
 
-from replyparse._cli.common import CliError, dump_json
+from replyparse._cli.common import CliError, add_when_argument, dump_json, when
 from replyparse.demo import DemoGeneration, load_generations
 from replyparse.openai import ChatCompletionStream, SequentialIds, to_response_output
 from replyparse.templates import get_entry
@@ -51,11 +51,10 @@ def add_demo_arguments(parser: argparse.ArgumentParser) -> None:
         help="only this family's generation (repeatable); see --list",
     )
     parser.add_argument("--list", action="store_true", help="list the bundled generations")
-    parser.add_argument(
+    add_when_argument(
+        parser,
         "--color",
-        choices=("auto", "always", "never"),
-        default="auto",
-        help="colours and live pacing (auto: when stdout is a terminal and NO_COLOR is unset)",
+        "colours and live pacing (auto: when stdout is a terminal and NO_COLOR is unset)",
     )
     parser.add_argument(
         "--delay",
@@ -237,9 +236,7 @@ def run_demo(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
             raise CliError(f"no bundled generation for {unknown}; available: {sorted(known)}")
         generations = [generation for generation in generations if generation.family in args.family]
     terminal = stdout.isatty()
-    color = args.color == "always" or (
-        args.color == "auto" and terminal and not os.environ.get("NO_COLOR")
-    )
+    color = when(args.color, stdout, auto=not os.environ.get("NO_COLOR"))
     delay = args.delay if args.delay is not None else (0.015 if terminal else 0.0)
     as_json = args.json if args.json is not None else not terminal
     painter = _Painter(stdout, color)

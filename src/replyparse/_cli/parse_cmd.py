@@ -34,6 +34,8 @@ from typing import IO, Any
 from replyparse._cli.common import (
     CliError,
     TemplateChoice,
+    add_policy_argument,
+    add_when_argument,
     dump_json,
     is_jsonl,
     jsonl_rows,
@@ -43,6 +45,7 @@ from replyparse._cli.common import (
     read_policies,
     resolve_prefix,
     resolve_template,
+    when,
 )
 from replyparse._cli.progress import Progress
 from replyparse.batch import BatchParser, OpenAIShape, output_columns
@@ -89,13 +92,7 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
         help="a registry prefix (default, thinking, no_thinking...); registry default otherwise",
     )
     parser.add_argument("--tools", metavar="FILE", help="a JSON array of tools: types arguments")
-    parser.add_argument(
-        "--policy",
-        action="append",
-        metavar="NAME=VALUE",
-        help="an output policy of the family (calls_in_reasoning=reasoning...; repeatable; "
-        "docs/recover.md)",
-    )
+    add_policy_argument(parser, "--template family")
     parser.add_argument(
         "--input-format",
         choices=("text", "jsonl", "parquet"),
@@ -155,11 +152,10 @@ def add_parse_arguments(parser: argparse.ArgumentParser) -> None:
         help="recover mode: output that does not fit is kept and reported as warnings "
         "(Parquet: the issues column) instead of failing the row",
     )
-    parser.add_argument(
+    add_when_argument(
+        parser,
         "--progress",
-        choices=("auto", "always", "never"),
-        default="auto",
-        help="a progress bar on stderr for JSONL/Parquet input (auto: when stderr is a terminal)",
+        "a progress bar on stderr for JSONL/Parquet input (auto: when stderr is a terminal)",
     )
     parser.add_argument(
         "--indent", type=int, default=2, metavar="N", help="JSON indent of text input output"
@@ -223,17 +219,10 @@ class _Options:
     text_column: str
 
     def parser(self) -> BatchParser:
-        return BatchParser(
-            load_choice(self.source),
-            prefix=self.prefix,
-            tools=self.tools,
-            recover=self.recover,
-            openai=self.openai,
-            model=self.model,
-            text_column=self.text_column,
-        )
+        return BatchParser(load_choice(self.source), **self.parser_kwargs())
 
-    def ray_kwargs(self) -> dict[str, Any]:
+    def parser_kwargs(self) -> dict[str, Any]:
+        """BatchParser's keyword arguments (a Ray actor builds its own from them)."""
         return {
             "prefix": self.prefix,
             "tools": self.tools,
@@ -333,7 +322,7 @@ def _ray_outputs(
                 options.source,
                 concurrency=min(workers, len(tables)),  # more actors than blocks idle
                 batch_size=CHUNK_ROWS,
-                **options.ray_kwargs(),
+                **options.parser_kwargs(),
             )
             rows = iter(dataset.iter_rows())
         for chunk in chunks:
@@ -590,8 +579,9 @@ def _parse_rows(
             if args.output is not None:
                 stream = stack.enter_context(_open_output(args.output))
             writer = _JsonlWriter(stream, args.format, key)
-        show = args.progress == "always" or (args.progress == "auto" and stderr.isatty())
-        progress = Progress(stderr, total=total, enabled=show, unit=f"{key}s")
+        progress = Progress(
+            stderr, total=total, enabled=when(args.progress, stderr), unit=f"{key}s"
+        )
         stack.callback(progress.close)
         failures = _write_rows(
             _outputs(options, chunks, args.workers, args.engine, args.ray_address),

@@ -21,6 +21,7 @@ from typing import IO, Any
 from replyparse._cli.common import (
     CliError,
     TemplateChoice,
+    add_policy_argument,
     read_policies,
     resolve_prefix,
     resolve_template,
@@ -59,13 +60,7 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
         "from the chat template)",
     )
     template.add_argument("--response-template", metavar="FILE", help="a response template file")
-    parser.add_argument(
-        "--policy",
-        action="append",
-        metavar="NAME=VALUE",
-        help="an output policy of the --template family (calls_in_reasoning=reasoning...; "
-        "repeatable; docs/recover.md)",
-    )
+    add_policy_argument(parser, "--template family")
     parser.add_argument(
         "--chat-template",
         metavar="PATH",
@@ -199,6 +194,16 @@ def _template_kwargs(text: str | None) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise CliError("--chat-template-kwargs must be a JSON object", status=2)
     return value
+
+
+def _policy_compiler(choice: TemplateChoice, served: dict[str, str]) -> Any:
+    """How the server compiles a request's policies (``replyparse.policies``): the family's
+    template under the values ``--policy`` chose, overridden by the request's; None for a
+    template that is no registry family."""
+    entry = choice.entry
+    if entry is None:
+        return None
+    return lambda chosen: entry.template_with(**{**served, **chosen})
 
 
 def _detected(
@@ -382,6 +387,7 @@ def run_serve(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int
         custom_tool_deltas=args.custom_tool_deltas,
         upstream_engine=None if args.upstream_engine == "none" else args.upstream_engine,
         call_id_form=args.call_id_form or (choice.entry.call_id_form if choice.entry else "openai"),
+        policies=_policy_compiler(choice, read_policies(args.policy)),
         limits=Limits(
             max_body_bytes=args.max_body_bytes,
             max_depth=args.max_json_depth,

@@ -32,7 +32,7 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import IO, Any
 
@@ -150,7 +150,7 @@ def _lint_choice(args: argparse.Namespace) -> tuple[str, dict[str, Any], LintRep
     return choice.label, data, lint_template(data, targets)
 
 
-def _lint(args: argparse.Namespace, stdout: IO[str]) -> int:
+def _lint(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
     label, _data, report = _lint_choice(args)
     if args.json:
         dump_json(
@@ -218,7 +218,7 @@ def _export(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
     return 0
 
 
-def _detect(args: argparse.Namespace, stdout: IO[str]) -> int:
+def _detect(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
     path = Path(args.path)
     try:
         folder = read_model_folder(path)
@@ -297,7 +297,7 @@ def _entry_json(name: str) -> dict[str, Any]:
     }
 
 
-def _list(args: argparse.Namespace, stdout: IO[str]) -> int:
+def _list(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
     names = list_templates()
     if args.json:
         records = [
@@ -316,7 +316,7 @@ def _list(args: argparse.Namespace, stdout: IO[str]) -> int:
     return 0
 
 
-def _show(args: argparse.Namespace, stdout: IO[str]) -> int:
+def _show(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
     path = Path(args.name)
     if path.is_file():
         if args.entry:
@@ -396,22 +396,26 @@ def _check_file(args: argparse.Namespace, stdout: IO[str]) -> int:
     return 0
 
 
-def run_templates(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
-    """Run a ``templates`` subcommand; return the exit status."""
-    if args.templates_command == "list":
-        return _list(args, stdout)
-    if args.templates_command == "show":
-        return _show(args, stdout)
-    if args.templates_command == "draft":
-        return _draft(args, stdout, stderr)
-    if args.templates_command == "detect":
-        return _detect(args, stdout)
-    if args.templates_command == "lint":
-        return _lint(args, stdout)
-    if args.templates_command == "export":
-        return _export(args, stdout, stderr)
+def _check(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
     if args.file is None:
         if args.sample:
             raise CliError("--sample needs a template FILE", status=2)
         return _check_registry(stdout)
     return _check_file(args, stdout)
+
+
+#: Each ``templates`` subcommand's runner: ``(args, stdout, stderr) -> exit status``.
+_COMMANDS: dict[str, Callable[[argparse.Namespace, IO[str], IO[str]], int]] = {
+    "list": _list,
+    "show": _show,
+    "check": _check,
+    "draft": _draft,
+    "detect": _detect,
+    "lint": _lint,
+    "export": _export,
+}
+
+
+def run_templates(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
+    """Run a ``templates`` subcommand; return the exit status."""
+    return _COMMANDS[args.templates_command](args, stdout, stderr)

@@ -18,6 +18,7 @@ from typing import Any, ClassVar, Literal, NamedTuple, Protocol, TypeVar, runtim
 import regex
 
 from replyparse.content._arguments import CallTarget, Coerce, Path
+from replyparse.content._writing import GrammarWriter
 from replyparse.errors import ReplyparseError, TemplateIssue
 
 __all__ = [
@@ -36,7 +37,6 @@ __all__ = [
     "ContentParserFactory",
     "Engine",
     "EngineSupport",
-    "GrammarForm",
     "Recovered",
     "RecoveringParser",
     "Severity",
@@ -100,19 +100,6 @@ def nesting_error(
 
 #: What a content parser's values are: ``any`` when the body decides (JSON).
 ValueKind = Literal["string", "integer", "number", "boolean", "object", "list", "any"]
-#: How a grammar writes a body this parser reads (``replyparse.grammar``);
-#: ``first-alternative``: as its first alternative (``first-of``).
-GrammarForm = Literal[
-    "text",
-    "integer",
-    "number",
-    "boolean",
-    "json",
-    "json-lines",
-    "xml-inline",
-    "pythonic",
-    "first-alternative",
-]
 #: How a tool's JSON Schema types the arguments a content parser reads
 #: (``replyparse.coercion``): ``text``, values the model wrote as bare text (xml-inline and
 #: kv-lines tags, by default), typed wherever the schema allows another type; ``typed``,
@@ -213,7 +200,8 @@ class Capabilities:
 
     Attributes:
         value: the kind of value ``parse`` returns (``join`` needs ``string`` or ``any``).
-        grammar: how a grammar writes its bodies; None when no grammar can.
+        grammar: the format's grammar writer (``content._writing.GrammarWriter``): what a
+            grammar writes of it and how; None when no grammar can.
         arguments: the format's incremental argument reader (its class): how a tool
             call's arguments are written, fragment by fragment, from a partial body; None
             when they are only known once the region closes.
@@ -227,7 +215,7 @@ class Capabilities:
     """
 
     value: ValueKind
-    grammar: GrammarForm | None = None
+    grammar: GrammarWriter | None = None
     arguments: ArgumentReaderClass | None = None
     engines: EngineSupport = EngineSupport()
     engine_args: tuple[tuple[str, EngineSupport], ...] = ()

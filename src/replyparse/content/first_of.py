@@ -10,13 +10,32 @@ template lists as its fallback.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from replyparse.content._base import ArgsReader, Capabilities, ContentError, ContentParser
+from replyparse.content._base import (
+    ArgsReader,
+    Capabilities,
+    ContentError,
+    ContentParser,
+    Recovered,
+    RecoveringParser,
+)
 from replyparse.content._nested import read_value_parser, value_parser_to_args
+from replyparse.content._writing import GrammarWriter
 
-__all__ = ["FirstOfParser"]
+__all__ = ["FirstOfParser", "FirstOfWriter"]
+
+
+@dataclass(frozen=True)
+class FirstOfWriter(GrammarWriter):
+    """A grammar writes ``first-of`` bodies in its first alternative's form."""
+
+    name: str = "first-alternative"
+
+    def alternatives(self, args: Mapping[str, Any]) -> list[tuple[object, Mapping[str, Any]]]:
+        return [(parser["name"], parser.get("args", {})) for parser in args["parsers"]]
 
 
 @dataclass(frozen=True)
@@ -30,7 +49,7 @@ class FirstOfParser:
 
     parsers: tuple[ContentParser, ...]
     name: str = "first-of"
-    capabilities: ClassVar[Capabilities] = Capabilities("any", grammar="first-alternative")
+    capabilities: ClassVar[Capabilities] = Capabilities("any", grammar=FirstOfWriter())
 
     @property
     def dirty(self) -> bool:
@@ -55,6 +74,18 @@ class FirstOfParser:
                     failure.position,
                 )
         assert error is not None  # build() guarantees at least one alternative
+        raise error
+
+    def recover(self, body: str) -> Recovered:
+        """What the first alternative that can recover reads of a body no alternative
+        accepts (DSML's parameters around a stray token); ``ContentError`` when none can."""
+        error = ContentError("no alternative can read the body", 0)
+        for parser in self.parsers:
+            if isinstance(parser, RecoveringParser):
+                try:
+                    return parser.recover(body)
+                except ContentError as failure:
+                    error = failure
         raise error
 
     def to_args(self) -> dict[str, Any]:

@@ -8,7 +8,7 @@ over; it accepts standard JSON plus exactly the configured deviations, nothing g
 from __future__ import annotations
 
 import json as _json
-from collections.abc import Callable
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -21,9 +21,17 @@ from replyparse.content._base import (
     Recovered,
     nesting_error,
 )
+from replyparse.content._writing import Call, CallSyntax, Dialect, E, GrammarWriter, Kit, Placement
 from replyparse.content.json_arguments import JsonArgumentReader
 
-__all__ = ["JsonParser", "json_error"]
+__all__ = [
+    "JSON_WRITER",
+    "JsonCallWriter",
+    "JsonParser",
+    "bracketed_list",
+    "json_error",
+    "repeated",
+]
 
 _DECODER = _json.JSONDecoder()
 _WHITESPACE = " \t\n\r"
@@ -85,6 +93,117 @@ def json_error(error: ValueError, position: int | None) -> ContentError:
 
 
 @dataclass(frozen=True)
+class JsonCallWriter(GrammarWriter):
+    """How a grammar writes JSON call bodies: the arguments as one JSON object (``group``),
+    an object with the call's name and arguments (``body``), or a bracketed,
+    comma-separated list of such objects (``each``)."""
+
+    name: str = "json"
+    placements: frozenset[Placement] = frozenset({"group", "body", "each"})
+    value_dialect: Dialect | None = "json"
+    unreadable: str = (
+        "a call object written after the open delimiter does not read back, with the name "
+        "key first or last"
+    )
+
+    def forms(self, syntax: CallSyntax) -> Mapping[Hashable, str]:
+        """The two key orders of a call object: the name first, or the arguments first."""
+        name_key, arguments_key = _json.dumps(syntax.name_key), _json.dumps(syntax.arguments_key)
+        texts: dict[Hashable, str] = {
+            "name": f'{{{name_key}: "f", {arguments_key}: {{}}}}',
+            "arguments": f'{{{arguments_key}: {{}}, {name_key}: "f"}}',
+        }
+        if syntax.placement != "each":
+            return texts
+        return {key: self.list_of(text) for key, text in texts.items()}
+
+    def list_of(self, call: str) -> str:
+        """A list holding the one call ``call``, as the format writes it."""
+        return f"[{call}]"
+
+    def body(self, kit: Kit[E], call: Call[E], syntax: CallSyntax) -> E:
+        if syntax.placement == "body":
+            return kit.seq(kit.whitespace, self.item(kit, call, syntax))
+        return kit.seq(kit.whitespace, call.arguments("json"))
+
+    def item(self, kit: Kit[E], call: Call[E], syntax: CallSyntax) -> E:
+        """``{"name": N, "arguments": A}`` with the template's key names, in each key order
+        that reads back."""
+        name = kit.seq(
+            kit.literal(_json.dumps(syntax.name_key)),
+            kit.punct(":", before=True, after=True),
+            kit.literal(_json.dumps(call.name, ensure_ascii=False)),
+        )
+        arguments = kit.seq(
+            kit.literal(_json.dumps(syntax.arguments_key)),
+            kit.punct(":", before=True, after=True),
+            call.arguments("json"),
+        )
+        comma = kit.punct(",", before=True, after=True)
+        orders = {
+            "name": kit.seq(name, comma, arguments),
+            "arguments": kit.seq(arguments, comma, name),
+        }
+        return kit.seq(
+            kit.punct("{", before=False, after=True),
+            kit.alt(*(orders[str(first)] for first in kit.readable())),
+            kit.punct("}", before=True, after=False),
+        )
+
+    def listing(self, kit: Kit[E], item: E, high: int | None) -> E:
+        return bracketed_list(kit, item, high)
+
+
+def bracketed_list(kit: Kit[E], item: E, high: int | None) -> E:
+    """``[item, item, ...]`` with at most ``high`` items (None: any number)."""
+    return kit.seq(
+        kit.punct("[", before=True, after=True),
+        repeated(kit, item, kit.punct(",", before=True, after=True), high),
+        kit.punct("]", before=True, after=False),
+    )
+
+
+def repeated(kit: Kit[E], item: E, separator: E, high: int | None) -> E:
+    """One to ``high`` (None: any number of) ``item`` s, ``separator`` between them."""
+    if high == 1:
+        return item
+    more = kit.repeat(kit.seq(separator, item), 0, None if high is None else high - 1)
+    return kit.seq(item, more)
+
+
+#: How a grammar writes ``json`` bodies.
+JSON_WRITER = JsonCallWriter()
+
+
+def _closed_elements(body: str, start: int) -> tuple[list[Any], int] | None:
+    """The elements of the array at ``start`` up to the first one that does not close (the
+    array is cut or broken there), and where the text after them starts (past a comma);
+    None when the body is no array or not even its first element closes. Each element is
+    read once: linear in the body."""
+    if not body.startswith("[", start):
+        return None
+    elements: list[Any] = []
+    position = start + 1
+    end = position
+    while True:
+        while position < len(body) and body[position] in _WHITESPACE:
+            position += 1
+        try:
+            element, position = _DECODER.raw_decode(body, position)
+        except ValueError:
+            break
+        elements.append(element)
+        end = position
+        while position < len(body) and body[position] in _WHITESPACE:
+            position += 1
+        if not body.startswith(",", position):
+            break
+        position += 1
+        end = position
+    return (elements, end) if elements else None
+
+
+@dataclass(frozen=True)
 class JsonParser:
     """``json``: the body as JSON.
 
@@ -101,7 +220,7 @@ class JsonParser:
     name: str = "json"
     capabilities: ClassVar[Capabilities] = Capabilities(
         "any",
-        grammar="json",
+        grammar=JSON_WRITER,
         arguments=JsonArgumentReader,
         argument_typing="typed",
         engines=EVERY_ENGINE,
@@ -147,7 +266,9 @@ class JsonParser:
 
     def recover(self, body: str) -> Recovered:
         """A JSON value followed by prose (``{"a": 1} Let me know...``): the value, and the
-        prose as stray text. Raises ContentError when the body does not start with one."""
+        prose as stray text; or an array that never closes (a list of calls cut by the end
+        of the generation, ``[{...}, {"tool_c``): the elements that closed, and the rest
+        as stray text. Raises ContentError when the body does not start with either."""
         too_deep = nesting_error(body)
         if too_deep is not None:
             raise too_deep
@@ -155,7 +276,10 @@ class JsonParser:
         try:
             value, end = _DECODER.raw_decode(body, start)
         except ValueError as error:
-            raise json_error(error, None) from None
+            elements = _closed_elements(body, start)
+            if elements is None:
+                raise json_error(error, None) from None
+            value, end = elements
         rest = body[end:]
         if not rest.strip():
             return Recovered(value, ())
@@ -285,33 +409,40 @@ class _DialectReader:
 
     def read_object(self, position: int) -> tuple[dict[str, Any], int]:
         result: dict[str, Any] = {}
-        position = self.skip_whitespace(position)
-        if position < len(self.text) and self.text[position] == "}":
-            return result, position + 1
-        while True:
-            position = self.skip_whitespace(position)
+
+        def member(position: int) -> int:
             key, position = self.read_key(position)
             position = self.skip_whitespace(position)
             if position >= len(self.text) or self.text[position] != ":":
                 raise self.fail("expected ':' after an object key", position)
-            position = self.skip_whitespace(position + 1)
-            result[key], position = self.read_value(position)
-            closed, position = self.after_member(position, "}", "an object")
-            if closed:
-                return result, position
+            result[key], position = self.read_value(self.skip_whitespace(position + 1))
+            return position
+
+        return result, self.read_members(position, "}", "an object", member)
 
     def read_array(self, position: int) -> tuple[list[Any], int]:
         result: list[Any] = []
-        position = self.skip_whitespace(position)
-        if position < len(self.text) and self.text[position] == "]":
-            return result, position + 1
-        while True:
-            position = self.skip_whitespace(position)
+
+        def member(position: int) -> int:
             value, position = self.read_value(position)
             result.append(value)
-            closed, position = self.after_member(position, "]", "an array")
+            return position
+
+        return result, self.read_members(position, "]", "an array", member)
+
+    def read_members(
+        self, position: int, close: str, container: str, member: Callable[[int], int]
+    ) -> int:
+        """Read the members of ``container`` up to its ``close``, each by ``member`` (from
+        its first character to the position after it); the position after ``close``."""
+        position = self.skip_whitespace(position)
+        if position < len(self.text) and self.text[position] == close:
+            return position + 1
+        while True:
+            position = member(self.skip_whitespace(position))
+            closed, position = self.after_member(position, close, container)
             if closed:
-                return result, position
+                return position
 
     def after_member(self, position: int, close: str, container: str) -> tuple[bool, int]:
         """Read what follows a member of ``container``: ``,`` (False: another member

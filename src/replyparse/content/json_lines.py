@@ -13,12 +13,33 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from replyparse.content._base import Capabilities, TakesNoArgs, nesting_error
-from replyparse.content.json import json_error
+from replyparse.content._writing import Dialect, E, Kit, Placement
+from replyparse.content.json import JsonCallWriter, json_error, repeated
 
-__all__ = ["JsonLinesParser"]
+__all__ = ["JSON_LINES_WRITER", "JsonLinesParser"]
 
 _DECODER = _json.JSONDecoder()
 _WHITESPACE = " \t\n\r"
+
+
+@dataclass(frozen=True)
+class JsonLinesWriter(JsonCallWriter):
+    """How a grammar writes ``json-lines`` bodies: call objects one after another,
+    whitespace between them, no brackets."""
+
+    name: str = "json-lines"
+    placements: frozenset[Placement] = frozenset({"each"})
+    value_dialect: Dialect | None = None
+
+    def list_of(self, call: str) -> str:
+        return call
+
+    def listing(self, kit: Kit[E], item: E, high: int | None) -> E:
+        return kit.seq(kit.whitespace, repeated(kit, item, kit.whitespace, high))
+
+
+#: How a grammar writes ``json-lines`` bodies.
+JSON_LINES_WRITER = JsonLinesWriter()
 
 
 @dataclass(frozen=True)
@@ -31,7 +52,7 @@ class JsonLinesParser(TakesNoArgs):
 
     name: str = "json-lines"
     capabilities: ClassVar[Capabilities] = Capabilities(
-        "list", grammar="json-lines", argument_typing="typed"
+        "list", grammar=JSON_LINES_WRITER, argument_typing="typed"
     )
     dirty: bool = True
     strips: bool = True

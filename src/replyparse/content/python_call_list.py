@@ -32,6 +32,7 @@ from typing import Any, ClassVar, NoReturn
 
 from replyparse._json_types import JSON_ESCAPES
 from replyparse.content._base import ArgsReader, Capabilities, ContentError, EngineSupport
+from replyparse.content.pythonic import PYTHONIC_WRITER
 
 __all__ = ["MAX_CALL_LIST_NESTING", "MAX_SAFE_INTEGER", "PythonCallListParser"]
 
@@ -76,7 +77,7 @@ class PythonCallListParser:
     name: str = "python-call-list"
     capabilities: ClassVar[Capabilities] = Capabilities(
         "list",
-        grammar="pythonic",
+        grammar=PYTHONIC_WRITER,
         argument_typing="typed",
         engines=EngineSupport(
             frozenset({"transformers"}),

@@ -29,16 +29,65 @@ import io
 import math
 import re
 import tokenize
+from collections.abc import Hashable
 from dataclasses import dataclass
 from keyword import iskeyword
 from typing import Any, ClassVar
 
 from replyparse.content._base import ArgsReader, Capabilities, ContentError, nesting_error
+from replyparse.content._writing import Call, CallSyntax, E, GrammarWriter, Kit, Placement
+from replyparse.content.json import bracketed_list, repeated
 
-__all__ = ["PythonicParser"]
+__all__ = ["PYTHONIC_WRITER", "PythonicParser", "PythonicWriter"]
 
 #: JSON spellings that models write inside Python calls (``f(enabled=true)``).
 _JSON_NAMES: dict[str, Any] = {"true": True, "false": False, "null": None}
+
+
+@dataclass(frozen=True)
+class PythonicWriter(GrammarWriter):
+    """How a grammar writes a list of Python-style calls, ``f(a=1), g(b="x")``: bracketed,
+    or bare, in whichever of the two forms the template's parser reads back."""
+
+    name: str = "pythonic"
+    placements: frozenset[Placement] = frozenset({"each"})
+    call_keys: tuple[str, str] | None = ("name", "arguments")
+    unreadable: str = (
+        "Python-style calls written between the delimiters do not parse back, with or "
+        "without brackets"
+    )
+
+    def forms(self, syntax: CallSyntax) -> dict[Hashable, str]:
+        """Bracketed (True) or bare (False)."""
+        return {True: "[f(a=1)]", False: "f(a=1)"}
+
+    def item(self, kit: Kit[E], call: Call[E], syntax: CallSyntax) -> E:
+        return kit.seq(
+            kit.literal(call.name),
+            kit.punct("(", before=False, after=True),
+            call.keyword_arguments(),
+            kit.punct(")", before=True, after=False),
+        )
+
+    def listing(self, kit: Kit[E], item: E, high: int | None) -> E:
+        # Without brackets the body is read as Python statements, where a line break ends
+        # one: no whitespace before the comma between calls (``f()\n, g()`` is refused),
+        # and after it no indentation once a line has ended (``f(),\n g()`` is an
+        # unexpected indent).
+        bare = repeated(kit, item, kit.pattern(_BARE_SEPARATOR), high)
+        return kit.alt(
+            *(
+                bracketed_list(kit, item, high) if brackets else kit.seq(kit.whitespace, bare)
+                for brackets in kit.readable()
+            )
+        )
+
+
+#: Between two calls of a list without brackets: a comma, spaces, then any line breaks.
+_BARE_SEPARATOR = ",[ \t]*[\n\r]*"
+
+#: How a grammar writes Python-style call lists (``pythonic``, ``python-call-list``).
+PYTHONIC_WRITER = PythonicWriter()
 
 
 @dataclass(frozen=True)
@@ -54,7 +103,7 @@ class PythonicParser:
     json_calls: bool = False
     name: str = "pythonic"
     capabilities: ClassVar[Capabilities] = Capabilities(
-        "list", grammar="pythonic", argument_typing="typed"
+        "list", grammar=PYTHONIC_WRITER, argument_typing="typed"
     )
     dirty: bool = True
     strips: bool = True

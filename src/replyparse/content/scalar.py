@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar
 
 from replyparse.content._base import (
     EVERY_ENGINE,
@@ -16,11 +16,12 @@ from replyparse.content._base import (
     Capabilities,
     ContentError,
     TakesNoArgs,
+    ValueKind,
 )
+from replyparse.content._writing import ValueWriter
 
 __all__ = ["BoolParser", "FloatParser", "IntParser", "TextParser"]
 
-_Number = TypeVar("_Number", int, float)
 _TRUE = frozenset({"true"})
 _FALSE = frozenset({"false"})
 
@@ -32,7 +33,10 @@ class TextParser:
     strip: bool = True
     name: str = "text"
     capabilities: ClassVar[Capabilities] = Capabilities(
-        "string", grammar="text", engines=EVERY_ENGINE, engine_args=(("strip", EVERY_ENGINE),)
+        "string",
+        grammar=ValueWriter("text"),
+        engines=EVERY_ENGINE,
+        engine_args=(("strip", EVERY_ENGINE),),
     )
     dirty: bool = False
     strips: bool = True  # always equal to ``strip``; read on the streaming hot path
@@ -54,64 +58,58 @@ class TextParser:
         return cls(strip=reader.get_bool("strip", True))
 
 
-def _convert(body: str, convert: Callable[[str], _Number], expected: str) -> _Number:
-    """``convert`` of the stripped body; a ``ContentError`` naming ``expected`` when it fails."""
-    text = body.strip()
-    try:
-        return convert(text)
-    except ValueError:
-        raise ContentError(f"expected {expected}; got {text!r}") from None
-
-
 @dataclass(frozen=True)
-class IntParser(TakesNoArgs):
-    """``int``: a whole number, surrounding whitespace ignored."""
+class _Scalar(TakesNoArgs):
+    """A scalar content parser: the stripped body converted (``convert``), a
+    ``ContentError`` naming what was ``expected`` when that fails. Its grammar writes the
+    value as its ``capabilities`` declare."""
 
-    name: str = "int"
-    capabilities: ClassVar[Capabilities] = Capabilities(
-        "integer", grammar="integer", engines=EVERY_ENGINE
-    )
     dirty: bool = False
     strips: bool = True
+    name: ClassVar[str]
+    capabilities: ClassVar[Capabilities]
+    expected: ClassVar[str]
+    convert: ClassVar[Callable[[str], Any]]
 
-    def parse(self, body: str) -> int:
-        """Convert to int."""
-        return _convert(body, int, "an integer")
-
-
-@dataclass(frozen=True)
-class FloatParser(TakesNoArgs):
-    """``float``: a number, surrounding whitespace ignored."""
-
-    name: str = "float"
-    capabilities: ClassVar[Capabilities] = Capabilities(
-        "number", grammar="number", engines=EVERY_ENGINE
-    )
-    dirty: bool = False
-    strips: bool = True
-
-    def parse(self, body: str) -> float:
-        """Convert to float."""
-        return _convert(body, float, "a number")
-
-
-@dataclass(frozen=True)
-class BoolParser(TakesNoArgs):
-    """``bool``: ``true`` or ``false`` in any letter case, surrounding whitespace ignored."""
-
-    name: str = "bool"
-    capabilities: ClassVar[Capabilities] = Capabilities(
-        "boolean", grammar="boolean", engines=EVERY_ENGINE
-    )
-    dirty: bool = False
-    strips: bool = True
-
-    def parse(self, body: str) -> bool:
-        """Convert to bool."""
+    def parse(self, body: str) -> Any:
+        """Convert the stripped body."""
         text = body.strip()
-        lowered = text.lower()
-        if lowered in _TRUE:
-            return True
-        if lowered in _FALSE:
-            return False
-        raise ContentError(f"expected 'true' or 'false'; got {text!r}")
+        try:
+            return type(self).convert(text)
+        except ValueError:
+            raise ContentError(f"expected {self.expected}; got {text!r}") from None
+
+
+def _scalar(
+    name: str, kind: ValueKind, pattern: str, expected: str, convert: Callable[[str], Any]
+) -> type[_Scalar]:
+    """The content parser class ``name``: ``kind`` values read by ``convert``, written by a
+    grammar as ``pattern``; ``expected`` names them in errors."""
+    declared = {
+        "__doc__": f"``{name}``: {expected}, surrounding whitespace ignored.",
+        "__module__": __name__,
+        "name": name,
+        "capabilities": Capabilities(
+            kind, grammar=ValueWriter(kind, pattern=pattern), engines=EVERY_ENGINE
+        ),
+        "expected": expected,
+        "convert": staticmethod(convert),
+    }
+    return type(f"{name.title()}Parser", (_Scalar,), declared)
+
+
+def _boolean(text: str) -> bool:
+    """``true`` or ``false`` in any letter case."""
+    lowered = text.lower()
+    if lowered in _TRUE:
+        return True
+    if lowered in _FALSE:
+        return False
+    raise ValueError(text)
+
+
+IntParser = _scalar("int", "integer", r"-?(?:0|[1-9][0-9]{0,18})", "an integer", int)
+FloatParser = _scalar(
+    "float", "number", r"-?(?:0|[1-9][0-9]{0,15})(?:\.[0-9]{1,16})?", "a number", float
+)
+BoolParser = _scalar("bool", "boolean", "true|false", "'true' or 'false'", _boolean)

@@ -8,6 +8,7 @@ text, which recover mode turns into content.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import warnings
 from collections.abc import Callable
@@ -16,7 +17,10 @@ from typing import Any, ClassVar
 
 import regex
 
+from replyparse import _regex_syntax as RX
+from replyparse._charset import CharSet
 from replyparse._json_types import with_text
+from replyparse._regex_tree import first_chars, walk
 from replyparse.content._base import (
     EVERY_ENGINE,
     ArgsReader,
@@ -34,167 +38,167 @@ from replyparse.content._nested import (
     value_parser_to_args,
 )
 from replyparse.content.xml_inline_arguments import XmlTagArgumentReader
+from replyparse.content.xml_inline_writer import XML_INLINE_WRITER
 
 __all__ = ["XmlInlineParser"]
 
 _FLAGS = regex.DOTALL | regex.UNICODE
-#: A gap made only of markup (``</function>``, ``<function=f>``) is layout, like whitespace.
-_MARKUP = regex.compile(r"<[^<>]*>(?:\s*<[^<>]*>)*")
+#: Closing tags after the last tag (``</function>`` before a ``</tool_call>`` close: the
+#: close of a header the opener read, as the spec's Qwen example writes it) are layout, like
+#: whitespace. Any other text outside the tags, markup included (a special token, a foreign
+#: ``</iquest_tool_call>`` between two parameters), is the model's, never dropped.
+_CLOSING_TAGS = regex.compile(r"</[A-Za-z_][\w.\-]*>(?:\s*</[A-Za-z_][\w.\-]*>)*")
 
-#: ``regex``'s ``\s`` (the Unicode White_Space property) as the items of a class for the
-#: standard library's ``re``, whose ``\s`` also matches ``\x1c``-``\x1f`` (``str.isspace``).
-_WHITE_SPACE = r"\t-\r\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
-#: Escapes whose meaning differs between ``regex`` and ``re`` (Unicode word and digit
-#: definitions): a pattern using them keeps ``regex``.
-_DIFFERING_ESCAPES = frozenset("wWdDbB")
-#: What may follow ``(?`` for a pattern to stay with ``re``: groups and lookarounds, never
-#: inline flags (case folding differs).
-_GROUP_STARTS = frozenset("P:=!<>")
-
-
-def _value_lead(source: str) -> tuple[int, str, int] | None:
-    r"""Where an optional character stands in ``source``, which, and its width there, when
-    the pattern ends ``(?P<value>.*?)C?LITERAL`` with ``C`` one character that ``LITERAL``
-    (plain characters) does not hold: qwen3-coder's ``\n?</parameter>``. The lazy value then ends at the
-    literal's first occurrence, less a ``C`` just before it: the same as the pattern
-    without ``C?``, its value less one trailing ``C``. The standard library's engine runs
-    over a value before one character (``[^<]*+``) several times faster than over a value
-    before either of two (``[^\n<]*+``, a class tested per character). None otherwise."""
-    value = "(?P<value>.*?)"
-    at = source.rfind(value)
-    if at < 0 or source.count(value) != 1:
-        return None
-    index = at + len(value)
-    if source.startswith("\\n?", index):
-        char, width = "\n", 3
-    elif source[index : index + 1] not in _SPECIAL and source[index + 1 : index + 2] == "?":
-        char, width = source[index], 2
-    else:
-        return None
-    literal = source[index + width :]
-    if not literal or any(item in _SPECIAL for item in literal) or char in literal:
-        return None  # (a quantifier after ``C?`` is special too)
-    return index, char, width
+#: A ``.*?`` becomes a run (``_lazy_run``) when what follows it begins with one of at most
+#: this many characters (``\s`` is 25).
+_RUN_CHARS = 64
 
 
 def stdlib_twin(source: str) -> re.Pattern[str] | None:
     r"""``source`` (compiled by ``regex`` with DOTALL and UNICODE) for the standard library's
-    ``re``, which scans a lazy ``.*?`` about 1.5x faster, when the two find the same
-    matches: the constructs both read alike (``\s`` spelled out as ``regex`` means it), or
-    None (a construct that differs or that ``re`` does not know). A ``.*?`` whose follower
-    must begin with one of a few characters runs over the others in one step
-    (``_lazy_run``). Linear in the source."""
-    out: list[str] = []
-    in_class = False
-    class_start = -1  # index in source of the class's first item
-    # Per open group: whether it is a lookaround (what follows its close does not follow
-    # the text inside it).
-    groups: list[bool] = []
-    index = 0
-    while index < len(source):
-        char = source[index]
-        if not in_class and source.startswith(".*?", index):
-            run = _lazy_run(source, index + 3, groups)
-            if run is not None:
-                out.append(run)
-                index += 3
-                continue
-        if char == "\\":
-            escape = source[index + 1 : index + 2]
-            if not escape or escape in _DIFFERING_ESCAPES:
-                return None
-            if escape == "s":
-                out.append(_WHITE_SPACE if in_class else f"[{_WHITE_SPACE}]")
-            elif escape == "S":
-                if in_class:
-                    return None
-                out.append(f"[^{_WHITE_SPACE}]")
-            else:
-                out.append(source[index : index + 2])
-            index += 2
-            continue
-        if in_class:
-            if char == "[":
-                return None  # a nested set (regex V1) or a literal: re warns
-            if char == "]" and index > class_start:
-                in_class = False
-        elif char == "[":
-            in_class = True
-            class_start = index + 1
-            if source[class_start : class_start + 1] == "^":
-                class_start += 1
-        elif char == "(":
-            if source[index + 1 : index + 2] == "?":
-                if source[index + 2 : index + 3] not in _GROUP_STARTS:
-                    return None
-                groups.append(source[index + 2 : index + 3] in "=!<")
-            else:
-                groups.append(False)
-        elif char == ")" and groups:
-            groups.pop()
-        out.append(char)
-        index += 1
+    ``re``, which scans a lazy ``.*?`` about 1.5x faster, when the two find the same matches:
+    the pattern read by the one reader and written back for ``re`` (classes as the characters
+    they hold, so ``\s`` as ``regex`` means it), or None (a construct that reads differently,
+    ``\w``, ``\d``, ````, or that ``re`` does not know). A ``.*?`` whose follower must begin
+    with one of a few characters runs over the others in one step (``_lazy_run``)."""
     try:
+        tree = RX.read(source, exact=True, backrefs=True)
+    except RX.UnreadablePattern:
+        return None
+    return _twin_of(tree)
+
+
+def _twin_of(tree: RX.Node) -> re.Pattern[str] | None:
+    try:
+        written = RX.write(_lazy_runs(tree, ()), stdlib=True)
         with warnings.catch_warnings():
             warnings.simplefilter("error")
-            return re.compile("".join(out), re.DOTALL)
-    except (re.error, Warning, RecursionError, OverflowError):
+            return re.compile(written, re.DOTALL)
+    except (ValueError, re.error, Warning, RecursionError, OverflowError):
         return None
 
 
-#: Characters that mean something in a pattern outside a class (a follower of ``.*?`` that
-#: begins with one is not read by ``_lazy_run``).
-_SPECIAL = frozenset(".^$*+?{}[]|()\\")
-#: Escapes of one character that ``_lazy_run`` reads (``\s`` apart): the same in a class.
-_CHARACTER_ESCAPES = frozenset("ntrfv")
+def _finder(source: str) -> tuple[re.Pattern[str] | None, str | None]:
+    """The ``re`` twin of a tag pattern and the character its values are trimmed of
+    (``_value_lead``), or ``(None, None)`` when the pattern has no twin."""
+    try:
+        tree = RX.read(source, exact=True, backrefs=True)
+    except RX.UnreadablePattern:
+        return None, None
+    lead = _value_lead(tree)
+    if lead is not None:
+        char, shortened = lead
+        finder = _twin_of(shortened)
+        if finder is not None:
+            return finder, char
+    return _twin_of(tree), None
 
 
-def _lazy_run(source: str, index: int, groups: list[bool]) -> str | None:
-    r"""A replacement for the ``.*?`` (DOTALL) that ends at ``source[index]``, or None.
+def _is_lazy_dot(node: RX.Node) -> bool:
+    """Whether ``node`` is ``.*?`` (DOTALL)."""
+    return (
+        isinstance(node, RX.Repeat)
+        and (node.low, node.high) == (0, None)
+        and not node.greedy
+        and isinstance(node.item, RX.Chars)
+        and node.item.chars == CharSet.any()
+    )
 
-    When every way through what follows it (its follower) begins with a character of a set
-    ``F`` (``\n?</parameter>``: ``\n`` or ``<``), the ``.*?`` can end only before such a
-    character: ``[^F]*+(?:[F][^F]*+)*?`` tries those ends in the same order (shortest
-    first), and runs over the other characters in one step instead of trying the follower
-    after each of them (about 3x faster on long values). Read: closes of groups (not of a
-    lookaround, and not quantified), then optional single characters (``x?``, ``\s*``),
-    then a required one (``<``, ``\n``, ``\s+``); anything else gives None. ``groups``
-    holds the open groups (True for a lookaround), innermost last."""
-    items: list[str] = []
-    depth = len(groups)
-    while index < len(source):
-        char = source[index]
-        if char == ")":
-            if depth == 0 or groups[depth - 1]:
-                return None  # the follower would be outside a lookaround, or none at all
-            depth -= 1
-            index += 1
-            if source[index : index + 1] in ("?", "*", "+", "{"):
-                return None  # a quantified group: its text may come again
-            continue
-        if char == "\\":
-            escape = source[index + 1 : index + 2]
-            if escape == "s":
-                items.append(_WHITE_SPACE)
-            elif escape in _CHARACTER_ESCAPES or (escape and not escape.isalnum()):
-                items.append(source[index : index + 2])
-            else:
+
+def _value_lead(tree: RX.Node) -> tuple[str, RX.Node] | None:
+    r"""The optional character ``C`` and the tree without it, when the pattern ends
+        ``(?P<value>.*?)C?LITERAL`` with ``C`` one character that ``LITERAL`` (plain characters)
+        does not hold: qwen3-coder's ``
+    ?</parameter>``. The lazy value then ends at the
+        literal's first occurrence, less a ``C`` just before it: the same as the pattern without
+        ``C?``, its value less one trailing ``C``. The standard library's engine runs over a
+        value before one character (``[^<]*+``) several times faster than over a value before
+        either of two (``[^
+    <]*+``, a class tested per character). None otherwise."""
+    items = tree.items if isinstance(tree, RX.Seq) else ()
+    values = [
+        node
+        for node in walk(tree)
+        if isinstance(node, RX.Group)
+        and node.name is not None
+        and RX.base_name(node.name) == "value"
+    ]
+    if len(values) != 1 or not _is_lazy_dot(values[0].item):
+        return None
+    at = next((index for index, item in enumerate(items) if item is values[0]), -1)
+    if at < 0 or at + 2 >= len(items):
+        return None
+    optional = items[at + 1]
+    if not (
+        isinstance(optional, RX.Repeat)
+        and (optional.low, optional.high) == (0, 1)
+        and optional.greedy
+        and not optional.possessive
+        and isinstance(optional.item, RX.Chars)
+    ):
+        return None
+    char = optional.item.chars.single()
+    literal = [
+        item.chars.single() if isinstance(item, RX.Chars) else None for item in items[at + 2 :]
+    ]
+    if char is None or None in literal or char in literal:
+        return None
+    return char, RX.Seq(items[: at + 1] + items[at + 2 :])
+
+
+#: What follows a node up to the end of the pattern: ``(sequence items, index of the next
+#: one)`` frames, innermost first.
+_Follower = tuple[tuple[tuple[RX.Node, ...], int], ...]
+
+
+def _lazy_runs(node: RX.Node, after: _Follower | None) -> RX.Node:
+    """``node`` with each ``.*?`` whose follower is read (``after``; None: not read, inside
+    a repeat, a lookaround or an atomic group) replaced by its run (``_lazy_run``)."""
+    if isinstance(node, RX.Seq):
+        return RX.Seq(
+            tuple(
+                _lazy_runs(item, None if after is None else ((node.items, index + 1), *after))
+                for index, item in enumerate(node.items)
+            )
+        )
+    if isinstance(node, RX.Alt):
+        return RX.Alt(tuple(_lazy_runs(option, after) for option in node.options))
+    if isinstance(node, RX.Group):
+        return dataclasses.replace(node, item=_lazy_runs(node.item, None if node.atomic else after))
+    if isinstance(node, RX.Look):
+        return dataclasses.replace(node, item=_lazy_runs(node.item, None))
+    if isinstance(node, RX.Repeat):
+        run = _lazy_run(after) if after is not None and _is_lazy_dot(node) else None
+        return (
+            run if run is not None else dataclasses.replace(node, item=_lazy_runs(node.item, None))
+        )
+    return node
+
+
+def _lazy_run(after: _Follower) -> RX.Node | None:
+    r"""A replacement for a ``.*?`` (DOTALL) followed by ``after``, or None.
+
+        When every way through its follower begins with a character of a set ``F``
+        (``
+    ?</parameter>``: ``
+    `` or ``<``), the ``.*?`` can end only before such a
+        character: ``[^F]*+(?:[F][^F]*+)*?`` tries those ends in the same order (shortest
+        first), and runs over the other characters in one step instead of trying the follower
+        after each of them (about 3x faster on long values). None when the follower may be
+        empty, begins with an assertion or backreference, or with any of many characters."""
+    stops = CharSet()
+    for items, start in after:
+        for index in range(start, len(items)):
+            found = first_chars(items[index])
+            stops |= found.charset
+            if found.asserts or stops.size > _RUN_CHARS:
                 return None
-            index += 2
-        elif char in _SPECIAL:
-            return None
-        else:
-            items.append(f"\\{char}" if char in "^-" else char)
-            index += 1
-        quantifier = source[index : index + 1]
-        if quantifier in ("?", "*"):
-            # Optional (lazy or possessive alike): the follower may begin after it.
-            index += 2 if source[index + 1 : index + 2] in ("?", "+") else 1
-            continue
-        if quantifier == "{":
-            return None
-        stop = "".join(items)
-        return f"(?:[^{stop}]*+(?:[{stop}][^{stop}]*+)*?)"
+            if not found.nullable:
+                stop, other = RX.exact_chars(stops), RX.exact_chars(stops.complement())
+                rest = RX.Repeat(
+                    RX.Seq((stop, RX.Repeat(other, 0, None, possessive=True))), 0, None, False
+                )
+                return RX.Seq((RX.Repeat(other, 0, None, possessive=True), rest))
     return None
 
 
@@ -211,16 +215,20 @@ class XmlInlineParser:
             ``tag_pattern`` captured (DSML's ``string="true|false"``); ``value_parser`` for a
             capture without an entry or a group that did not take part. The model's output
             then says how to read each value, so no tool schema types these arguments.
+        unescape_keys: the key is an XML attribute value the chat template escaped (Kimi
+            K3's ``key="a&amp;b"``): its entities (``&amp;`` ``&lt;`` ``&gt;`` ``&quot;``
+            ``&apos;`` and character references such as ``&#39;``) are read back.
     """
 
     tag_pattern: regex.Pattern[str]
     value_parser: ContentParser | None = None
     merge_duplicates: bool = False
     value_parser_by: ValueParserBy | None = None
+    unescape_keys: bool = False
     name: str = "xml-inline"
     capabilities: ClassVar[Capabilities] = Capabilities(
         "object",
-        grammar="xml-inline",
+        grammar=XML_INLINE_WRITER,
         arguments=XmlTagArgumentReader,
         engines=EVERY_ENGINE,
         engine_args=(
@@ -243,6 +251,15 @@ class XmlInlineParser:
                     "read every value with value_parser",
                 ),
             ),
+            (
+                "unescape_keys",
+                EngineSupport(
+                    frozenset(),
+                    "replyparse's own; the engines ignore it and keep a key's entities as "
+                    "written (a&amp;b)",
+                    severity="warning",
+                ),
+            ),
         ),
     )
     dirty: bool = True
@@ -259,18 +276,10 @@ class XmlInlineParser:
     )
 
     def __post_init__(self) -> None:
-        source = self.tag_pattern.pattern
-        finder = None
-        lead = _value_lead(source)
-        if lead is not None:
-            # The twin reads the value up to the literal, and ``_trim`` drops the optional
-            # character the pattern would have left out of it.
-            at, char, width = lead
-            finder = stdlib_twin(source[:at] + source[at + width :])
-            if finder is not None:
-                object.__setattr__(self, "_trim", char)
-        if finder is None:
-            finder = stdlib_twin(source)
+        # The twin reads a value up to its closing literal, and ``_trim`` drops the optional
+        # character the pattern would have left out of it.
+        finder, trim = _finder(self.tag_pattern.pattern)
+        object.__setattr__(self, "_trim", trim)
         object.__setattr__(self, "_finder", finder)
         if finder is not None:
             by = self.value_parser_by
@@ -286,6 +295,12 @@ class XmlInlineParser:
     #: ahead of the literal that closes it, when the twin (``_finder``) reads the value up
     #: to that literal instead (``_value_lead``); None otherwise, and always without a twin.
     _trim: str | None = field(init=False, repr=False, compare=False, default=None)
+
+    def read_key(self, key: str) -> str:
+        """A tag's key as the message has it (``unescape_keys``: entities read back)."""
+        if self.unescape_keys and "&" in key:
+            return _ENTITY.sub(_entity_text, key)
+        return key
 
     def parse(self, body: str) -> dict[str, Any]:
         """Collect every tag of the body into a dict; text between tags is an error."""
@@ -333,11 +348,14 @@ class XmlInlineParser:
             self.value_parser.parse if self.value_parser is not None else None
         )
         by = self.value_parser_by
+        unescape = self.unescape_keys
         for index in range(0, last, stride):
             gap = parts[index]
             key = parts[index + key_at]
             if (gap and not gap.isspace()) or key is None:
                 return None
+            if unescape:
+                key = self.read_key(key)
             value: Any = parts[index + value_at]
             if value is None:
                 value = ""
@@ -375,11 +393,12 @@ class XmlInlineParser:
         for match in finder.finditer(body):
             start, end = match.span()
             if start > last_end and not body[last_end:start].isspace():
-                _note_gap(body, last_end, start, stray)
+                _note_gap(body, last_end, start, stray, tail=False)
             last_end = end
             key, raw_value = match.group("key", "value")
             if key is None:
                 raise ContentError("a tag matched without its 'key' group", start)
+            key = self.read_key(key)
             value: Any = raw_value if raw_value is not None else ""
             if trim is not None and value.endswith(trim):
                 value = value[:-1]
@@ -400,7 +419,7 @@ class XmlInlineParser:
         # Past the last tag: nothing, or layout (whitespace) in the common body.
         if last_end < len(body) and not body[last_end:].isspace():
             self._check_not_truncated(body, last_end)
-            _note_gap(body, last_end, len(body), stray)
+            _note_gap(body, last_end, len(body), stray, tail=True)
         return result, stray
 
     def _value_parse_for(self, capture: str | None) -> Callable[[str], Any] | None:
@@ -431,6 +450,8 @@ class XmlInlineParser:
             args["merge_duplicates"] = True
         if self.value_parser_by is not None:
             args["value_parser_by"] = value_parser_by_to_args(self.value_parser_by)
+        if self.unescape_keys:
+            args["unescape_keys"] = True
         return args
 
     @classmethod
@@ -438,6 +459,7 @@ class XmlInlineParser:
         """Build from content_args; ``tag_pattern`` is required."""
         source = reader.get_str("tag_pattern", None, non_empty=True)
         merge_duplicates = reader.get_bool("merge_duplicates", False)
+        unescape_keys = reader.get_bool("unescape_keys", False)
         value_parser = read_value_parser(reader, "value_parser")
         pattern = None
         if source is not None:
@@ -480,17 +502,36 @@ class XmlInlineParser:
             value_parser=value_parser,
             merge_duplicates=merge_duplicates,
             value_parser_by=value_parser_by,
+            unescape_keys=unescape_keys,
         )
 
 
-def _note_gap(body: str, start: int, end: int, stray: list[tuple[int, str]]) -> None:
-    """Record the non-whitespace text of ``body[start:end]`` (between two tags)."""
+def _note_gap(body: str, start: int, end: int, stray: list[tuple[int, str]], *, tail: bool) -> None:
+    """Record the non-whitespace text of ``body[start:end]`` (outside the tags); ``tail``:
+    the gap follows the last tag, where closing tags are layout."""
     if start >= end:
         return
     gap = body[start:end]
     text = gap.strip()
-    if text and not _MARKUP.fullmatch(text):
+    if text and not (tail and _CLOSING_TAGS.fullmatch(text)):
         stray.append((start + gap.index(text[0]), text))
+
+
+#: An XML entity or character reference (``unescape_keys``).
+_ENTITY = re.compile(r"&(?:(amp|lt|gt|quot|apos)|#([0-9]{1,7})|#[xX]([0-9a-fA-F]{1,6}));")
+_NAMED_ENTITIES = {"amp": "&", "lt": "<", "gt": ">", "quot": '"', "apos": "'"}
+
+
+def _entity_text(match: re.Match[str]) -> str:
+    """The character an entity stands for; a reference to no character (0, a surrogate,
+    past Unicode) stays as written."""
+    name, decimal, hexadecimal = match.groups()
+    if name is not None:
+        return _NAMED_ENTITIES[name]
+    code = int(decimal, 10) if decimal is not None else int(hexadecimal, 16)
+    if code == 0 or 0xD800 <= code <= 0xDFFF or code > 0x10FFFF:
+        return match.group()
+    return chr(code)
 
 
 def _merge(result: dict[str, Any], merged: set[str], key: str, value: Any) -> None:

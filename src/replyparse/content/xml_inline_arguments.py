@@ -20,15 +20,15 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import regex
 
-from replyparse._charset import CharSet
 from replyparse._json_types import arguments_json
-from replyparse._regex_syntax import Alt, Chars, Group, Node, Repeat, Seq, UnreadablePattern, read
+from replyparse._regex_syntax import Alt, exact_tree
+from replyparse._regex_tree import first_chars
 from replyparse.content._arguments import (
     CallTarget,
     Coerce,
@@ -66,8 +66,11 @@ def _value_suffix(pattern: regex.Pattern[str]) -> regex.Pattern[str] | None:
     """
     source = pattern.pattern
     marker = "(?P<value>.*?)"
-    if source.count(marker) != 1 or "|" in source or not pattern.flags & regex.DOTALL:
+    if source.count(marker) != 1 or not pattern.flags & regex.DOTALL:
         return None
+    branches = exact_tree(source)
+    if branches is None or isinstance(branches, Alt):
+        return None  # unreadable, or more than one branch (an escaped ``\|`` or one inside a group is not)
     suffix = source.split(marker, 1)[1]
     if not suffix:
         return None
@@ -92,39 +95,16 @@ def _value_prefix(pattern: regex.Pattern[str]) -> regex.Pattern[str] | None:
     return compiled if "key" in compiled.groupindex else None
 
 
-def _first_chars(node: Node) -> tuple[CharSet | None, bool]:
-    """The characters a match of ``node`` can begin with (None: not known, e.g. after an
-    anchor or a lookaround), and whether it can match the empty string."""
-    if isinstance(node, Chars):
-        return node.chars, False
-    if isinstance(node, Group):
-        return _first_chars(node.item)
-    if isinstance(node, Repeat):
-        first, empty = _first_chars(node.item)
-        return first, empty or node.low == 0
-    if isinstance(node, Alt | Seq):
-        found = CharSet()
-        for item in node.options if isinstance(node, Alt) else node.items:
-            first, empty = _first_chars(item)
-            if first is None:
-                return None, False
-            found = found | first
-            if isinstance(node, Seq) and not empty:
-                return found, False
-        return found, isinstance(node, Seq) or any(_first_chars(o)[1] for o in node.options)
-    return None, False
-
-
 @functools.lru_cache(maxsize=64)
 def _close_lead_chars(source: str) -> str | None:
     """The characters a match of the close ``source`` (a :func:`_value_suffix`) can begin
     with, e.g. ``<`` for ``</arg_value>``; None when they are not few or not known."""
-    try:
-        tree = read(source, exact=True)
-    except UnreadablePattern:
+    tree = exact_tree(source)
+    if tree is None:
         return None
-    first, empty = _first_chars(tree)
-    if first is None or empty or not first or first.size > 16:
+    found = first_chars(tree)
+    first = found.charset
+    if found.asserts or found.nullable or not first or first.size > 16:
         return None
     return "".join(chr(point) for low, high in first.ranges for point in range(low, high + 1))
 
@@ -184,6 +164,8 @@ class _XmlArgumentsWriter:
         self, parser: Any, schema: Mapping[str, Any] | None, coerce: Coerce | None
     ) -> None:
         self._pattern: regex.Pattern[str] = parser.tag_pattern
+        #: The key as the message has it (``XmlInlineParser.read_key``: entities unescaped).
+        self._read_key: Callable[[str], str] = parser.read_key
         reading = _tag_reading(self._pattern)
         self._streams_partial_values = reading.streams_partial_values
         self._suffix = reading.suffix
@@ -278,7 +260,7 @@ class _XmlArgumentsWriter:
                     continue
                 out.append(
                     self._stream_partial(
-                        match.group("key") if match.start("key") >= 0 else None,
+                        self._read_key(match.group("key")) if match.start("key") >= 0 else None,
                         match.group("value") if match.start("value") >= 0 else None,
                     )
                 )
@@ -297,7 +279,9 @@ class _XmlArgumentsWriter:
                 if match.start() > 0:
                     self._tail = body[match.start() :]
                 break
-            out.append(self._complete(match.group("key"), match.group("value") or ""))
+            out.append(
+                self._complete(self._read_key(match.group("key")), match.group("value") or "")
+            )
             self._tail = body[match.end() :]
         return "".join(out)
 
@@ -346,7 +330,7 @@ class _XmlArgumentsWriter:
         if self._suffix is None or match.start("key") < 0:
             return None
         if match.start("value") >= 0:
-            return match.group("key"), match.start("value")
+            return self._read_key(match.group("key")), match.start("value")
         if self._prefix is None:
             return None
         opened = self._prefix.match(body, match.start(), partial=True)
@@ -355,7 +339,7 @@ class _XmlArgumentsWriter:
         if opened.start("key") < 0:
             return None  # pragma: no cover - defensive: the prefix holds the key group
         self._choose(opened)
-        return opened.group("key"), opened.end()
+        return self._read_key(opened.group("key")), opened.end()
 
     def _begin_open_value(self, key: str, start: int) -> None:
         self._open_key = key
@@ -450,7 +434,10 @@ class _XmlArgumentsWriter:
 
     def _stream_partial(self, key: str | None, raw: str | None) -> str:
         """Stream a partial tag match read whole (the pattern has not the simple shape)."""
-        if not self._streams_partial_values or key is None or raw is None:
+        if not self._streams_partial_values or key is None or not raw:
+            # (Not an empty value either: a partial match reports the value group while it
+            # is empty, not always once it holds text; a string is opened at its first
+            # character, so every chunking of the body sends the same.)
             return ""
         if self._streaming_key is not None and key != self._streaming_key:
             return ""  # pragma: no cover - defensive: the key group re-matched differently

@@ -35,8 +35,10 @@ from typing import Any
 
 import regex
 
+from replyparse import _regex_syntax as RX
 from replyparse._charset import CharSet
-from replyparse.content import GrammarForm
+from replyparse._regex_tree import nullable
+from replyparse.content import GrammarWriter, ValueWriter
 from replyparse.grammar import _ir as G
 from replyparse.grammar import _regex as R
 from replyparse.grammar._call_bodies import CallWriter
@@ -63,17 +65,16 @@ from replyparse.tools import responses_shapes
 
 __all__ = ["build_ir"]
 
-#: The scalar values the grammar writes, by the content parser's declared grammar form.
-_SCALARS: dict[GrammarForm | None, str] = {
-    "integer": r"-?(?:0|[1-9][0-9]{0,18})",
-    "number": r"-?(?:0|[1-9][0-9]{0,15})(?:\.[0-9]{1,16})?",
-    "boolean": r"true|false",
-}
 
-
-def _form(spec: FieldSpec) -> GrammarForm | None:
+def _writer(spec: FieldSpec) -> GrammarWriter | None:
     """How the grammar writes the field's bodies, as its content parser declares."""
     return spec.parser.capabilities.grammar
+
+
+def _value(spec: FieldSpec) -> ValueWriter | None:
+    """The writer of the field's whole value (free text or a scalar), if it has one."""
+    writer = _writer(spec)
+    return writer if isinstance(writer, ValueWriter) else None
 
 
 State = tuple[int, int | None]
@@ -102,7 +103,8 @@ class _Builder:
             if self.implicit is not None and template.end_of_turn is not None
             else None
         )
-        if self.implicit is not None and _form(self.implicit) != "text":
+        implicit_value = _value(self.implicit) if self.implicit is not None else None
+        if self.implicit is not None and (implicit_value is None or implicit_value.pattern):
             raise GrammarError(
                 f"$.fields.{self.implicit.name}.content: the implicit field must be text to be "
                 f"written as free text; got {self.implicit.content!r}."
@@ -110,7 +112,9 @@ class _Builder:
         self.opens: dict[str, Delimiter] = {}
         self.closes: dict[str, Delimiter | None] = {}
         for spec in template.field_list:
-            if spec.is_implicit:
+            # A markup field is never written: its markup in free text would only be read
+            # out of the text around it, which keeps the message valid.
+            if spec.is_implicit or spec.is_markup:
                 continue
             self.opens[spec.name] = read_delimiter(spec.open, field_path(spec, "open"))
             self.closes[spec.name] = (
@@ -118,7 +122,7 @@ class _Builder:
                 if spec.close is not None
                 else None
             )
-        forbid: list[R.Node] = []
+        forbid: list[RX.Node] = []
         for name in self.opens:
             forbid += self.opens[name].forbid()
         if self.end is not None:
@@ -135,15 +139,16 @@ class _Builder:
             spec
             for spec in template.field_list
             if not spec.is_implicit
+            and not spec.is_markup
             and spec.name != "tool_calls"
             and (self.rules.free_text or spec.name != "content")
             and spec.transform is None
-            and (_form(spec) == "text" or _form(spec) in _SCALARS)
+            and _value(spec) is not None
         ]
         self.call_field = template.fields.get("tool_calls") if self.rules.tools else None
         # llguidance's lexer is greedy: every free-text lexeme that may be read at one point
         # must stop where any of them ends, so they all forbid every delimiter that ends one.
-        ending: list[R.Node] = []
+        ending: list[RX.Node] = []
         for spec in self.plain_fields:
             ending += [
                 node for node, _ in written_forms(self.opens[spec.name], self.closes[spec.name])
@@ -180,25 +185,25 @@ class _Builder:
 
     # -- text --------------------------------------------------------------------------
 
-    def text_then(self, following: R.Node | None, *, extra: Sequence[R.Node] = ()) -> G.Piece:
+    def text_then(self, following: RX.Node | None, *, extra: Sequence[RX.Node] = ()) -> G.Piece:
         """Outside text, before ``following`` (None: at the end of the generation)."""
         if not self.free_text:
             return G.Piece(WS)
         forbid = list(self.outside_forbid) + list(self.outside_terminators) + list(extra)
-        no_end: tuple[R.Node, ...] = ()
+        no_end: tuple[RX.Node, ...] = ()
         if following is not None:
             forbid += terminator(following)
             no_end = boundary(forbid, following)
         return G.Piece(ANY_TEXT, unique(forbid), no_end)
 
-    def body_then(self, close: Delimiter | None, following: R.Node | None) -> G.Piece:
+    def body_then(self, close: Delimiter | None, following: RX.Node | None) -> G.Piece:
         """A text region's body, before ``following`` (its close, or the end of the turn)."""
         forbid = list(close.forbid() if close is not None else ()) + list(self.end_forbid)
         endings = [node for node, _ in close.options] if close is not None else []
         if self.end is not None:
             endings += [node for node, _ in self.end.options]
         forbid += [t for node in endings for t in terminator(node)]
-        no_end: tuple[R.Node, ...] = ()
+        no_end: tuple[RX.Node, ...] = ()
         if following is not None:
             forbid += terminator(following)
             no_end = boundary(forbid, following)
@@ -298,7 +303,8 @@ class _Builder:
                 for node, empty in written_forms(open_, close)
             ]
         )
-        scalar = _SCALARS.get(_form(spec))
+        value = _value(spec)
+        scalar = value.pattern if value is not None else None
         results: list[G.Expr] = []
         for head, empty in heads:
             if empty:
@@ -395,24 +401,24 @@ class _Builder:
             return heads
         for before, after in self.name_splits(entry):
             first = G.Term((*lead, self.text_then(before), G.Piece(before)))
-            name = G.Term((G.Piece(R.literal(entry.name)), G.Piece(after)))
+            name = G.Term((G.Piece(RX.literal(entry.name)), G.Piece(after)))
             heads.append((first, [name]))
         return heads
 
-    def name_splits(self, entry: ToolEntry | None) -> list[tuple[R.Node, R.Node]]:
+    def name_splits(self, entry: ToolEntry | None) -> list[tuple[RX.Node, RX.Node]]:
         """The open delimiter around the call's name: ``(before, after)`` pairs."""
         assert self.syntax is not None
         open_ = self.opens["tool_calls"]
         marker = "replyparse_call_name"
-        name = R.literal(entry.name) if entry is not None else R.Chars(CharSet.of("x"))
-        pairs: list[tuple[R.Node, R.Node]] = []
+        name = RX.literal(entry.name) if entry is not None else RX.Chars(CharSet.of("x"))
+        pairs: list[tuple[RX.Node, RX.Node]] = []
         for node, _ in open_.raw:
-            named = R.substitute_group(node, self.syntax.name_key, R.Group(name, marker))
+            named = R.substitute_group(node, self.syntax.name_key, RX.Group(name, marker))
             pruned = R.prune(R.resolve_lookaheads(named))
             if pruned is None:
                 continue
             for before, after in R.split_at_group(pruned, marker, where=open_.where):
-                if R.nullable(before):
+                if nullable(before):
                     raise GrammarError(
                         f"{open_.where}: the call's name is written first, with no fixed text "
                         "before it, so free text cannot be kept from reading as a call."
@@ -480,7 +486,7 @@ class _Builder:
     def glue(self, close: Delimiter) -> str | None:
         """The text a zero-width close waits for, when it is the call's own open."""
         for node, look in close.raw:
-            if look is not None and node == R.EMPTY:
+            if look is not None and node == RX.EMPTY:
                 text = R.literal_text(look.item)
                 open_ = self.opens["tool_calls"]
                 if text and all(
@@ -489,7 +495,7 @@ class _Builder:
                     return text
         return None
 
-    def final(self, close: Delimiter, node: R.Node, lead: Lead) -> G.Expr:
+    def final(self, close: Delimiter, node: RX.Node, lead: Lead) -> G.Expr:
         """What may follow a close delimiter whose lookahead demands the end of the turn."""
         compiled = regex.compile(str(close.source), regex.DOTALL)
         text = R.canonical(node)
@@ -512,7 +518,7 @@ class _Builder:
     may_end_open: bool = True
     #: Forms of the call's close that a written call does not read back with (set by
     #: :meth:`probe_calls`); they are not written.
-    refused_closes: set[R.Node] = field(default_factory=set)
+    refused_closes: set[RX.Node] = field(default_factory=set)
 
     # -- the start ---------------------------------------------------------------------
 
@@ -522,8 +528,6 @@ class _Builder:
         if self.call_field is None:
             high = 0
         open_field = open_after_prefix(self.template, self.prefix)
-        if self.calls is not None and self.calls.syntax.form == "pythonic":
-            self.calls.pythonic_brackets = self.calls.choose_pythonic_form()
         if self.call_field is not None and high != 0:
             self.probe_calls()
         if open_field is None:
@@ -541,8 +545,11 @@ class _Builder:
     def probe_calls(self) -> None:
         """Check every tool's call reads back; decide whether a call may end unclosed.
 
-        An open delimiter that ends with a lookahead (GLM's ``(?=\\s*(?:<arg_key>|</tool_call>))``)
-        fails at the end of the output right after a short body: then the call must close.
+        A call may be left open at the end of the output only when the shortest call the
+        grammar writes reads back there. It does not when an open delimiter ends with a
+        lookahead (GLM's ``(?=\\s*(?:<arg_key>|</tool_call>))``) that fails right after a
+        short body, nor when that body is empty (an xml-inline call to a loose tool with no
+        parameter: the parser reads a call cut right after its header as unfinished).
         """
         looks = any(look is not None for _, look in self.opens["tool_calls"].raw)
         ends = [""] + ([R.canonical(node) for node, _ in self.end.options] if self.end else [])
@@ -550,7 +557,7 @@ class _Builder:
         for entry in self.rules.tools:
             for text in self.probe(entry):
                 written.append(text)
-                if looks and not all(reads_one_call(self.template, text + end) for end in ends):
+                if not all(reads_one_call(self.template, text + end) for end in ends):
                     self.may_end_open = False
         close = self.closes["tool_calls"]
         if looks and close is not None:

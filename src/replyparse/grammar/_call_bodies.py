@@ -1,29 +1,33 @@
-"""Tool-call bodies in a template's call syntax: JSON objects, ``xml-inline`` tags and
-Python-style calls, with each tool's arguments as its schema allows (:mod:`._schema`).
+"""Tool-call bodies in a template's call syntax, as the content format's writer writes them.
 
-A call body never contains the region's close delimiter or the end of the turn; every form
-written is one the parser reads back (:mod:`._readback` checks the key order of call objects
-and the bracketing of Python-style lists on canonical calls).
+The format's writer (``Capabilities.grammar``, ``replyparse.content.GrammarWriter``) decides
+the shape of a body: a JSON object, parameter tags, Python-style calls. :class:`CallWriter`
+is the kit it writes with: the grammar's expressions, and each tool's arguments as its schema
+allows (:mod:`._schema`). A call body never contains the region's close delimiter or the end
+of the turn; of the forms a writer offers, only those the parser reads back on a sample call
+are written (:mod:`._readback`).
 
-This module knows nothing of the call count, free text or output formats.
+This module knows nothing of the call count, free text or output formats, and compares no
+format names.
 """
 
 from __future__ import annotations
 
 import functools
-import json
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NoReturn
 
+from replyparse import _regex_syntax as RX
 from replyparse._charset import CharSet
+from replyparse.content import CallSyntax, Dialect, GrammarWriter
 from replyparse.grammar import _ir as G
 from replyparse.grammar import _regex as R
-from replyparse.grammar._call_syntax import CallSyntax, grammar_form
+from replyparse.grammar._call_syntax import writer_of
 from replyparse.grammar._delimiters import WS, Delimiter, field_path, terminator, unique
 from replyparse.grammar._errors import GrammarError
 from replyparse.grammar._readback import reads_one_call
-from replyparse.grammar._schema import Dialect, ValueCompiler, punct
+from replyparse.grammar._schema import ValueCompiler, punct
 from replyparse.request._call_rules import ToolEntry
 from replyparse.template import FieldSpec, ResponseTemplate
 from replyparse.tools import CustomTool, FunctionTool
@@ -33,7 +37,8 @@ __all__ = ["CallWriter"]
 
 @dataclass
 class CallWriter:
-    """Writes tool-call bodies for one template and grammar.
+    """Writes tool-call bodies for one template and grammar: the kit the format's writer is
+    handed (``replyparse.content.Kit``), and each call's parts (:class:`_Call`).
 
     Attributes:
         template: the template, to read canonical calls back.
@@ -42,7 +47,6 @@ class CallWriter:
         call_spec: the tool_calls field.
         open_: its open delimiter; ``close``: its close delimiter, if any.
         end_forbid: what marks the end of the turn, which no body may contain.
-        pythonic_brackets: the bracketings of Python-style call lists that read back.
     """
 
     template: ResponseTemplate
@@ -51,15 +55,14 @@ class CallWriter:
     call_spec: FieldSpec
     open_: Delimiter
     close: Delimiter | None
-    end_forbid: tuple[R.Node, ...]
-    pythonic_brackets: tuple[bool, ...] = (True,)
+    end_forbid: tuple[RX.Node, ...]
 
-    def body_forbid(self) -> tuple[R.Node, ...]:
+    def body_forbid(self) -> tuple[RX.Node, ...]:
         """What no call body may contain: its close delimiter and the end of the turn."""
         close = self.close
         return unique(list(close.forbid() if close is not None else ()) + list(self.end_forbid))
 
-    def compiler(self, entry: ToolEntry, extra: Sequence[R.Node] = ()) -> ValueCompiler:
+    def compiler(self, entry: ToolEntry, extra: Sequence[RX.Node] = ()) -> ValueCompiler:
         tool = entry.tool
         root = tool.parameters if isinstance(tool, FunctionTool) else {}
         for node in self.body_forbid():
@@ -73,7 +76,9 @@ class CallWriter:
             self.grammar, unique(list(self.body_forbid()) + list(extra)), entry.name, root
         )
 
-    def arguments(self, entry: ToolEntry, dialect: Dialect, extra: Sequence[R.Node] = ()) -> G.Expr:
+    def arguments(
+        self, entry: ToolEntry, dialect: Dialect, extra: Sequence[RX.Node] = ()
+    ) -> G.Expr:
         """A call's arguments as one value (JSON bodies)."""
         compiler = self.compiler(entry, extra)
         tool = entry.tool
@@ -90,165 +95,123 @@ class CallWriter:
         if form.get("syntax") == "regex":
             where = f"tool {tool.name!r}: format.definition"
             node = R.parse(str(form.get("definition")), where=where, exact=False, dotall=False)
-            items = list(node.items) if isinstance(node, R.Seq) else [node]
+            items = list(node.items) if isinstance(node, RX.Seq) else [node]
             while (
                 items
-                and isinstance(items[0], R.Anchor)
+                and isinstance(items[0], RX.Anchor)
                 and items[0].kind in ("beginning", "beginning_string")
             ):
                 items = items[1:]
             while (
                 items
-                and isinstance(items[-1], R.Anchor)
+                and isinstance(items[-1], RX.Anchor)
                 and items[-1].kind in ("end", "end_string")
             ):
                 items = items[:-1]
-            inner = R.seq(*items) if items else R.EMPTY
+            inner = R.seq(*items) if items else RX.EMPTY
             if R.contains_look(inner):
                 raise GrammarError(f"{where}: lookarounds and inner anchors cannot be compiled.")
             plain = CharSet.of('"\\').complement() - CharSet.span(0, 0x1F)
             if dialect == "raw":
                 return G.Term((G.Piece(inner, compiler.forbid),))
-            content = R.Repeat(R.Chars(plain), 0, None)
+            content = RX.Repeat(RX.Chars(plain), 0, None)
             return compiler.quoted(content, (inner,))
         raise GrammarError(
             f"tool {tool.name!r}: custom tools with a {form.get('syntax')!r} grammar cannot be "
             "compiled into a call body yet; use a regex grammar or text."
         )
 
-    def call_body(self, entry: ToolEntry) -> G.Expr:
-        if self.syntax.placement == "body":
-            return G.seq(G.term(WS), self.named_object(entry))
-        if self.syntax.form == "json":
-            return G.seq(G.term(WS), self.arguments(entry, "json"))
-        return self.xml_tags(entry)
+    # -- what a format's writer is handed (``replyparse.content.Kit``) ---------------------
 
-    def named_object(self, entry: ToolEntry) -> G.Expr:
-        """``{"name": N, "arguments": A}`` with the template's key names, in either order."""
-        name = G.seq(
-            G.lit(json.dumps(self.syntax.name_key)),
-            punct(":", before=True, after=True),
-            G.lit(json.dumps(entry.name, ensure_ascii=False)),
-        )
-        arguments = G.seq(
-            G.lit(json.dumps(self.syntax.arguments_key)),
-            punct(":", before=True, after=True),
-            self.arguments(entry, "json"),
-        )
-        comma = punct(",", before=True, after=True)
-        orders = {"name": G.seq(name, comma, arguments), "arguments": G.seq(arguments, comma, name)}
-        return G.seq(
-            punct("{", before=False, after=True),
-            G.alt(*(orders[first] for first in self.object_orders)),
-            punct("}", before=True, after=False),
-        )
+    @property
+    def whitespace(self) -> G.Expr:
+        return G.term(WS)
+
+    def literal(self, text: str) -> G.Expr:
+        return G.lit(text)
+
+    def pattern(self, source: str) -> G.Expr:
+        return G.term(R.parse(source, where=self.syntax.content, exact=False))
+
+    def punct(self, text: str, *, before: bool, after: bool) -> G.Expr:
+        return punct(text, before=before, after=after)
+
+    def seq(self, *parts: G.Expr) -> G.Expr:
+        return G.seq(*parts)
+
+    def alt(self, *options: G.Expr) -> G.Expr:
+        return G.alt(*options)
+
+    def optional(self, part: G.Expr) -> G.Expr:
+        return G.opt(part)
+
+    def repeat(self, part: G.Expr, low: int, high: int | None) -> G.Expr:
+        return G.Repeat(part, low, high)
+
+    def rule(self, stem: str, body: G.Expr) -> G.Expr:
+        return self.grammar.add(self.grammar.fresh(stem), body)
+
+    def refuse(self, key: str, message: str) -> NoReturn:
+        raise GrammarError(f"{field_path(self.call_spec, key)}: {message}")
+
+    def writer_of(self, content: object) -> GrammarWriter | None:
+        return writer_of(content)
+
+    def readable(self) -> tuple[Hashable, ...]:
+        return self.forms
 
     @functools.cached_property
-    def object_orders(self) -> tuple[str, ...]:
-        """The key orders of call objects that read back after every form of the open.
+    def forms(self) -> tuple[Hashable, ...]:
+        """The forms of the format's call bodies (:meth:`GrammarWriter.forms`) that read
+        back after every written form of the open delimiter and before every close.
 
         An open delimiter may look ahead for the name key (xLAM's ``(?=\\[\\s*\\{\\s*"name")``):
-        then only the name-first order is written.
+        then only the call objects with the name first are written.
         """
         open_ = self.open_
         close = self.close
         tails = [R.canonical(node) for node, _ in close.options] if close is not None else []
         heads = [R.canonical(node) for node, _ in open_.options]
-        name_key, arguments_key = (
-            json.dumps(self.syntax.name_key),
-            json.dumps(self.syntax.arguments_key),
-        )
-        texts = {
-            "name": f'{{{name_key}: "f", {arguments_key}: {{}}}}',
-            "arguments": f'{{{arguments_key}: {{}}, {name_key}: "f"}}',
-        }
-        if self.syntax.placement == "each" and self.syntax.form == "json":
-            texts = {key: f"[{text}]" for key, text in texts.items()}
-        orders = tuple(
-            first
-            for first, body in texts.items()
+        forms = tuple(
+            form
+            for form, body in self.syntax.writer.forms(self.syntax).items()
             if all(
                 reads_one_call(self.template, head + body + tail)
                 for head in heads
                 for tail in tails or [""]
             )
         )
-        if not orders:
-            raise GrammarError(
-                f"{open_.where}: a call object written after the open delimiter does not read "
-                "back, with the name key first or last."
-            )
-        return orders
+        if not forms:
+            raise GrammarError(f"{open_.where}: {self.syntax.writer.unreadable}.")
+        return forms
+
+    # -- call bodies, as the format's writer writes them -------------------------------
+
+    def call_body(self, entry: ToolEntry) -> G.Expr:
+        """The body of a region that holds one call to ``entry`` (``group``, ``body``)."""
+        return self.syntax.writer.body(self, _Call(self, entry), self.syntax)
 
     def call_list(self, tools: Sequence[ToolEntry], high: int | None) -> G.Expr:
         """The body of a region that holds a list of calls to ``tools`` (``transform_each``)."""
-        if self.syntax.form == "pythonic":
-            calls = G.alt(*(self.python_call(entry) for entry in tools))
-        else:
-            calls = G.alt(*(self.named_object(entry) for entry in tools))
-        name = self.grammar.fresh("call_item")
-        item = self.grammar.add(name, calls)
-        if self.syntax.form == "json-lines":
-            separator: G.Expr = G.term(WS)
-        else:
-            separator = punct(",", before=True, after=True)
-        more = G.Repeat(G.seq(separator, item), 0, None if high is None else high - 1)
-        items = G.seq(item, more) if high != 1 else item
-        bracketed = G.seq(
-            punct("[", before=True, after=True), items, punct("]", before=True, after=False)
-        )
-        if self.syntax.form == "json":
-            return bracketed
-        if self.syntax.form == "pythonic":
-            # Without brackets the body is read as Python statements, where a line break ends
-            # one: no whitespace before the comma between calls (``f()\n, g()`` is refused),
-            # and after it no indentation once a line has ended (``f(),\n g()`` is an
-            # unexpected indent).
-            bare_separator = G.term(R.seq(R.literal(","), _SPACES, _LINE_BREAKS))
-            bare_more = G.Repeat(G.seq(bare_separator, item), 0, None if high is None else high - 1)
-            bare = G.seq(item, bare_more) if high != 1 else item
-            forms = [
-                bracketed if brackets else G.seq(G.term(WS), bare)
-                for brackets in self.pythonic_brackets
-            ]
-            return G.alt(*forms)
-        return G.seq(G.term(WS), items)
+        writer = self.syntax.writer
+        calls = G.alt(*(writer.item(self, _Call(self, entry), self.syntax) for entry in tools))
+        return writer.listing(self, self.rule("call_item", calls), high)
 
-    def python_call(self, entry: ToolEntry) -> G.Expr:
+    def python_arguments(self, entry: ToolEntry) -> G.Expr:
+        """A call's arguments as Python keyword arguments."""
         compiler = self.compiler(entry)
         tool = entry.tool
         if isinstance(tool, CustomTool):
             value = self.custom_input(compiler, tool, "python")
-            arguments: G.Expr = G.seq(G.lit("input"), punct("=", before=True, after=True), value)
-        else:
-            arguments = compiler.python_arguments(tool.parameters, entry.strict)
-        return G.seq(
-            G.lit(entry.name),
-            punct("(", before=False, after=True),
-            arguments,
-            punct(")", before=True, after=False),
-        )
+            return G.seq(G.lit("input"), punct("=", before=True, after=True), value)
+        return compiler.python_arguments(tool.parameters, entry.strict)
 
-    def xml_tags(self, entry: ToolEntry) -> G.Expr:
-        """The tags of an ``xml-inline`` body, one per argument, in schema order."""
+    def tags(self, entry: ToolEntry, pattern: str, dialect: Dialect) -> list[tuple[G.Expr, bool]]:
+        """Each argument of a call to ``entry`` as a tag of ``pattern`` (named groups
+        ``key`` and ``value``), in schema order, with whether it is required."""
         where = field_path(self.call_spec, "content_args.tag_pattern")
-        args = self.syntax.content_args
-        if args.get("value_parser_by") is not None:
-            raise GrammarError(
-                f"{field_path(self.call_spec, 'content_args.value_parser_by')}: tags whose value "
-                "parser a capture chooses cannot be compiled; write one value_parser."
-            )
-        value_parser = args.get("value_parser")
-        dialect: Dialect = "raw"
-        if value_parser is not None:
-            if grammar_form(value_parser.get("name")) != "json":
-                raise GrammarError(
-                    f"{field_path(self.call_spec, 'content_args.value_parser')}: only the json value "
-                    f"parser can be compiled; got {value_parser.get('name')!r}."
-                )
-            dialect = "json"
-        tag = R.parse(str(args["tag_pattern"]), where=where, exact=False)
-        shapes: list[tuple[R.Node, R.Node, R.Node]] = []
+        tag = R.parse(pattern, where=where, exact=False)
+        shapes: list[tuple[RX.Node, RX.Node, RX.Node]] = []
         for option in R.top_options(tag):
             pruned = R.prune(option)
             if pruned is None:
@@ -270,7 +233,7 @@ class CallWriter:
         # The tag's own free parts (gigachat's ``string="(?:false|[^"]*)"``) are inside the
         # region too: they hold no close delimiter and no end of the turn.
         forbid = self.body_forbid()
-        for key, sub, required in members:
+        for key, sub, is_required in members:
             options = []
             for before, middle, after in shapes:
                 compiler = self.compiler(entry, terminator(after))
@@ -284,52 +247,37 @@ class CallWriter:
                     (
                         G.Piece(WS),
                         _tag_piece(before, forbid),
-                        G.Piece(R.literal(key)),
+                        G.Piece(RX.literal(key)),
                         _tag_piece(middle, forbid),
                     )
                 )
                 options.append(G.seq(head, _then(value, (_tag_piece(after, forbid),))))
-            expressions.append((G.alt(*options), required))
-        if not expressions:
-            return G.Seq(())
-        if all(required for _, required in expressions):
-            return G.seq(*(expression for expression, _ in expressions))
-        return G.seq(
-            *(expression if required else G.opt(expression) for expression, required in expressions)
-        )
-
-    def choose_pythonic_form(self) -> tuple[bool, ...]:
-        """The forms of Python-style call lists (bracketed or not) the parser reads back.
-
-        A form counts when it reads back between every written open and close delimiter.
-        """
-        open_ = self.open_
-        close = self.close
-        tails = [R.canonical(node) for node, _ in close.options] if close is not None else [""]
-        heads = [R.canonical(node) for node, _ in open_.options]
-        forms = tuple(
-            brackets
-            for brackets in (True, False)
-            if all(
-                reads_one_call(self.template, head + ("[f(a=1)]" if brackets else "f(a=1)") + tail)
-                for head in heads
-                for tail in tails or [""]
-            )
-        )
-        if forms:
-            return forms
-        raise GrammarError(
-            f"{open_.where}: Python-style calls written between the delimiters do not parse "
-            "back, with or without brackets."
-        )
+            expressions.append((G.alt(*options), is_required))
+        return expressions
 
 
-#: Whitespace on one line, and line breaks (Python statements: no indentation after them).
-_SPACES = R.Repeat(R.Chars(CharSet.of(" \t")), 0, None)
-_LINE_BREAKS = R.Repeat(R.Chars(CharSet.of("\n\r")), 0, None)
+@dataclass(frozen=True)
+class _Call:
+    """One call to one tool, as a format's writer reads it (``replyparse.content.Call``)."""
+
+    writer: CallWriter
+    entry: ToolEntry
+
+    def arguments(self, dialect: Dialect) -> G.Expr:
+        return self.writer.arguments(self.entry, dialect)
+
+    def keyword_arguments(self) -> G.Expr:
+        return self.writer.python_arguments(self.entry)
+
+    def tags(self, pattern: str, dialect: Dialect) -> list[tuple[G.Expr, bool]]:
+        return self.writer.tags(self.entry, pattern, dialect)
+
+    @property
+    def name(self) -> str:
+        return self.entry.name
 
 
-def _tag_piece(node: R.Node, forbid: tuple[R.Node, ...]) -> G.Piece:
+def _tag_piece(node: RX.Node, forbid: tuple[RX.Node, ...]) -> G.Piece:
     """A fixed part of a tag; when it has free text, that text holds nothing of ``forbid``."""
     return G.Piece(node) if R.literal_text(node) is not None else G.Piece(node, forbid)
 

@@ -15,7 +15,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from replyparse import _regex_syntax as RX
 from replyparse._charset import CharSet
+from replyparse._regex_tree import any_required_literals, first_chars, nullable
 from replyparse.grammar import _ir as G
 from replyparse.grammar import _regex as R
 from replyparse.grammar._errors import GrammarError
@@ -37,7 +39,7 @@ __all__ = [
 ]
 
 #: Any text at all (optional whitespace, WS, is the JSON one of _schema).
-ANY_TEXT = R.Repeat(R.Chars(CharSet.any()), 0, None)
+ANY_TEXT = RX.Repeat(RX.Chars(CharSet.any()), 0, None)
 #: Pieces carried into the next lexeme (the optional tail of a close delimiter).
 Lead = tuple[G.Piece, ...]
 
@@ -59,18 +61,18 @@ class Delimiter:
     """
 
     where: str
-    exact: R.Node
-    options: tuple[tuple[R.Node, R.Look | None], ...]
+    exact: RX.Node
+    options: tuple[tuple[RX.Node, RX.Look | None], ...]
     source: Any
-    raw: tuple[tuple[R.Node, R.Look | None], ...] = ()
+    raw: tuple[tuple[RX.Node, RX.Look | None], ...] = ()
 
-    def forbid(self) -> tuple[R.Node, ...]:
+    def forbid(self) -> tuple[RX.Node, ...]:
         """Patterns whose absence guarantees the delimiter cannot match inside a text."""
-        found = R.any_required_literals(self.exact)
+        found = any_required_literals(self.exact)
         if found and min(map(len, found)) >= 2:
-            return tuple(R.literal(text) for text in sorted(found))
+            return tuple(RX.literal(text) for text in sorted(found))
         consumed = R.as_consumed(self.exact)
-        if R.nullable(consumed):
+        if nullable(consumed):
             raise GrammarError(
                 f"{self.where}: the delimiter can match without any fixed text, so the text "
                 "around it cannot be kept from matching it; got "
@@ -81,7 +83,7 @@ class Delimiter:
 
 def read_delimiter(delimiter: Any, where: str) -> Delimiter:
     if delimiter.pattern is None:
-        nodes = [R.literal(text) for text in delimiter.literals]
+        nodes = [RX.literal(text) for text in delimiter.literals]
         plain = tuple((node, None) for node in nodes)
         return Delimiter(where, R.alt(*nodes), plain, delimiter.to_json(), plain)
     source = delimiter.pattern.pattern
@@ -93,13 +95,13 @@ def read_delimiter(delimiter: Any, where: str) -> Delimiter:
         rest, look = R.trailing_lookahead(option)
         raw.append((rest, look))
         pruned = R.prune(R.resolve_lookaheads(rest))
-        if pruned is None or R.nullable(pruned):
+        if pruned is None or nullable(pruned):
             continue  # needs a lookaround in the middle, or is zero-width: never written
         options.append((pruned, look))
     return Delimiter(where, exact, tuple(options), source, tuple(raw))
 
 
-def written_forms(delimiter: Delimiter, close: Delimiter | None) -> list[tuple[R.Node, bool]]:
+def written_forms(delimiter: Delimiter, close: Delimiter | None) -> list[tuple[RX.Node, bool]]:
     """The forms of a text region's open delimiter the grammar writes, each with whether the
     region's body must then be empty.
 
@@ -124,17 +126,17 @@ def written_forms(delimiter: Delimiter, close: Delimiter | None) -> list[tuple[R
     return forms
 
 
-def terminator(node: R.Node) -> tuple[R.Node, ...]:
+def terminator(node: RX.Node) -> tuple[RX.Node, ...]:
     """What text before ``node`` must not contain, so that a lexeme ends with ``node``."""
-    found = R.any_required_literals(node)
+    found = any_required_literals(node)
     if found:
-        return tuple(R.literal(text) for text in sorted(found))
+        return tuple(RX.literal(text) for text in sorted(found))
     return (node,)
 
 
-def boundary(forbid: Sequence[R.Node], following: R.Node) -> tuple[R.Node, ...]:
+def boundary(forbid: Sequence[RX.Node], following: RX.Node) -> tuple[RX.Node, ...]:
     """Ends of a text that ``following`` would complete into a forbidden literal."""
-    first = R.first_chars(following)
+    first = first_chars(following).charset
     endings = []
     for node in forbid:
         text = R.literal_text(node)
@@ -142,29 +144,29 @@ def boundary(forbid: Sequence[R.Node], following: R.Node) -> tuple[R.Node, ...]:
             continue
         for cut in range(1, len(text)):
             if text[cut] in first:
-                endings.append(R.literal(text[:cut]))
+                endings.append(RX.literal(text[:cut]))
     return tuple(dict.fromkeys(endings))
 
 
-def split_tail(node: R.Node) -> list[tuple[R.Node, Lead]]:
+def split_tail(node: RX.Node) -> list[tuple[RX.Node, Lead]]:
     """A close delimiter as its cores (up to the last required part) and optional tails.
 
     Tails are carried into the next lexeme, so that llguidance's greedy lexer never has to
     choose between extending the close and starting what follows. A final alternation is
     split into its options first (each may have its own tail).
     """
-    items = list(node.items) if isinstance(node, R.Seq) else [node]
+    items = list(node.items) if isinstance(node, RX.Seq) else [node]
     last = items[-1] if items else None
-    while isinstance(last, R.Group):
+    while isinstance(last, RX.Group):
         last = last.item
-    if isinstance(last, R.Alt):
+    if isinstance(last, RX.Alt):
         return [pair for option in last.options for pair in split_tail(R.seq(*items[:-1], option))]
     cut = len(items)
-    while cut > 1 and R.nullable(items[cut - 1]):
+    while cut > 1 and nullable(items[cut - 1]):
         cut -= 1
     core, tail = R.seq(*items[:cut]), items[cut:]
     return [(core, (G.Piece(R.seq(*tail)),) if tail else ())]
 
 
-def unique(nodes: Sequence[R.Node]) -> tuple[R.Node, ...]:
+def unique(nodes: Sequence[RX.Node]) -> tuple[RX.Node, ...]:
     return tuple(dict.fromkeys(nodes))

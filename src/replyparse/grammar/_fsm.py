@@ -15,13 +15,18 @@ This module knows nothing of templates or grammar formats.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import TypeVar
 
+from replyparse import _regex_syntax as RX
 from replyparse._charset import CharSet
 from replyparse.grammar import _regex as R
 
 __all__ = ["Dfa", "build_dfa", "restrict"]
+
+#: A state of a construction: a set of NFA states, or a tuple of DFA states.
+_State = TypeVar("_State", bound=Hashable)
 
 
 @dataclass
@@ -34,23 +39,23 @@ class _Nfa:
         self.edges.append([])
         return len(self.epsilon) - 1
 
-    def build(self, node: R.Node, start: int, end: int) -> None:
+    def build(self, node: RX.Node, start: int, end: int) -> None:
         """Add ``node`` between ``start`` and ``end``."""
-        if isinstance(node, R.Chars):
+        if isinstance(node, RX.Chars):
             self.edges[start].append((node.chars, end))
-        elif isinstance(node, R.Seq):
+        elif isinstance(node, RX.Seq):
             current = start
             for item in node.items:
                 following = self.state()
                 self.build(item, current, following)
                 current = following
             self.epsilon[current].append(end)
-        elif isinstance(node, R.Alt):
+        elif isinstance(node, RX.Alt):
             for option in node.options:
                 self.build(option, start, end)
-        elif isinstance(node, R.Group):
+        elif isinstance(node, RX.Group):
             self.build(node.item, start, end)
-        elif isinstance(node, R.Repeat):
+        elif isinstance(node, RX.Repeat):
             current = start
             for _ in range(node.low):
                 following = self.state()
@@ -113,67 +118,69 @@ def _partition(edges: Sequence[tuple[CharSet, int]]) -> list[tuple[CharSet, froz
     return [(CharSet.from_ranges(ranges), targets) for targets, ranges in blocks.items()]
 
 
-def build_dfa(node: R.Node, *, anywhere: bool = False) -> Dfa:
+def _explore(
+    start: _State,
+    accepts: Callable[[_State], bool],
+    moves: Callable[[_State], Iterable[tuple[CharSet, _State]]],
+) -> Dfa:
+    """The automaton of the states reachable from ``start``, numbered in the order they are
+    found: ``moves`` gives a state's edges, ``accepts`` whether it accepts. Each state is
+    explored once."""
+    index = {start: 0}
+    order = [start]
+    rows: list[list[tuple[CharSet, int]]] = []
+    accepting: set[int] = set()
+    position = 0
+    while position < len(order):
+        current = order[position]
+        if accepts(current):
+            accepting.add(position)
+        row: list[tuple[CharSet, int]] = []
+        for chars, following in moves(current):
+            if following not in index:
+                index[following] = len(order)
+                order.append(following)
+            row.append((chars, index[following]))
+        rows.append(row)
+        position += 1
+    return Dfa(rows, accepting)
+
+
+def build_dfa(node: RX.Node, *, anywhere: bool = False) -> Dfa:
     """The automaton of ``node``; with ``anywhere``, of "some suffix of the text matches"."""
     nfa = _Nfa()
     start, end = nfa.state(), nfa.state()
     if anywhere:
         nfa.edges[start].append((CharSet.any(), start))
     nfa.build(node, start, end)
-    first = nfa.closure({start})
-    index = {first: 0}
-    order = [first]
-    transitions: list[list[tuple[CharSet, int]]] = []
-    accepting: set[int] = set()
-    position = 0
-    while position < len(order):
-        current = order[position]
-        if end in current:
-            accepting.add(position)
+
+    def moves(current: frozenset[int]) -> list[tuple[CharSet, frozenset[int]]]:
         edges = [edge for state in current for edge in nfa.edges[state]]
-        row: list[tuple[CharSet, int]] = []
-        for chars, targets in _partition(edges):
-            following = nfa.closure(set(targets))
-            if following not in index:
-                index[following] = len(order)
-                order.append(following)
-            row.append((chars, index[following]))
-        transitions.append(row)
-        position += 1
-    return Dfa(transitions, accepting)
+        return [(chars, nfa.closure(set(targets))) for chars, targets in _partition(edges)]
+
+    return _explore(nfa.closure({start}), lambda current: end in current, moves)
 
 
 def intersect(first: Dfa, second: Dfa) -> Dfa:
     """The texts both automata accept."""
-    index = {(0, 0): 0}
-    order = [(0, 0)]
-    rows: list[list[tuple[CharSet, int]]] = []
-    accepting: set[int] = set()
-    position = 0
-    while position < len(order):
-        a, b = order[position]
-        if a in first.accepting and b in second.accepting:
-            accepting.add(position)
-        row: list[tuple[CharSet, int]] = []
-        for chars_a, next_a in first.transitions[a]:
-            for chars_b, next_b in second.transitions[b]:
+
+    def moves(pair: tuple[int, int]) -> Iterator[tuple[CharSet, tuple[int, int]]]:
+        for chars_a, next_a in first.transitions[pair[0]]:
+            for chars_b, next_b in second.transitions[pair[1]]:
                 chars = chars_a & chars_b
                 if chars:
-                    key = (next_a, next_b)
-                    if key not in index:
-                        index[key] = len(order)
-                        order.append(key)
-                    row.append((chars, index[key]))
-        rows.append(row)
-        position += 1
-    return Dfa(rows, accepting)
+                    yield chars, (next_a, next_b)
+
+    return _explore(
+        (0, 0), lambda pair: pair[0] in first.accepting and pair[1] in second.accepting, moves
+    )
 
 
 def restrict(
     base: Dfa,
-    forbid: Sequence[R.Node],
-    no_end: Sequence[R.Node],
-    within: Sequence[R.Node] = (),
+    forbid: Sequence[RX.Node],
+    no_end: Sequence[RX.Node],
+    within: Sequence[RX.Node] = (),
 ) -> Dfa:
     """``base`` limited by the other patterns, trimmed to states that can still accept.
 
@@ -185,37 +192,25 @@ def restrict(
     forbidden = build_dfa(R.alt(*forbid), anywhere=True) if forbid else None
     ending = build_dfa(R.alt(*no_end), anywhere=True) if no_end else None
 
-    def moves(dfa: Dfa | None, state: int) -> list[tuple[CharSet, int]]:
+    def edges(dfa: Dfa | None, state: int) -> list[tuple[CharSet, int]]:
         return [(CharSet.any(), 0)] if dfa is None else dfa.transitions[state]
 
-    start = (0, 0, 0)
-    index = {start: 0}
-    order = [start]
-    rows: list[list[tuple[CharSet, int]]] = []
-    accepting: set[int] = set()
-    position = 0
-    while position < len(order):
-        b, f, e = order[position]
-        if b in base.accepting and (ending is None or e not in ending.accepting):
-            accepting.add(position)
-        row: list[tuple[CharSet, int]] = []
+    def accepts(states: tuple[int, int, int]) -> bool:
+        return states[0] in base.accepting and (ending is None or states[2] not in ending.accepting)
+
+    def moves(states: tuple[int, int, int]) -> Iterator[tuple[CharSet, tuple[int, int, int]]]:
+        b, f, e = states
         for chars_b, next_b in base.transitions[b]:
-            for chars_f, next_f in moves(forbidden, f):
+            for chars_f, next_f in edges(forbidden, f):
                 both = chars_b & chars_f
                 if not both or (forbidden is not None and next_f in forbidden.accepting):
                     continue
-                for chars_e, next_e in moves(ending, e):
+                for chars_e, next_e in edges(ending, e):
                     chars = both & chars_e
-                    if not chars:
-                        continue
-                    key = (next_b, next_f, next_e)
-                    if key not in index:
-                        index[key] = len(order)
-                        order.append(key)
-                    row.append((chars, index[key]))
-        rows.append(row)
-        position += 1
-    return _trim(Dfa(rows, accepting))
+                    if chars:
+                        yield chars, (next_b, next_f, next_e)
+
+    return _trim(_explore((0, 0, 0), accepts, moves))
 
 
 def _trim(dfa: Dfa) -> Dfa:

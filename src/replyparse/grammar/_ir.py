@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TypeAlias
 
+from replyparse import _regex_syntax as RX
 from replyparse.grammar import _regex as R
 
 __all__ = [
@@ -44,10 +45,10 @@ class Piece:
     with no ``no_end`` match.
     """
 
-    pattern: R.Node
-    forbid: tuple[R.Node, ...] = ()
-    no_end: tuple[R.Node, ...] = ()
-    within: tuple[R.Node, ...] = ()
+    pattern: RX.Node
+    forbid: tuple[RX.Node, ...] = ()
+    no_end: tuple[RX.Node, ...] = ()
+    within: tuple[RX.Node, ...] = ()
 
     @property
     def plain(self) -> bool:
@@ -123,15 +124,15 @@ Expr: TypeAlias = Term | Ref | Seq | Alt | Repeat | Json
 
 def lit(text: str) -> Term:
     """The lexeme of exactly ``text``."""
-    return Term((Piece(R.literal(text)),))
+    return Term((Piece(RX.literal(text)),))
 
 
-def term(*pieces: Piece | R.Node | str) -> Term:
+def term(*pieces: Piece | RX.Node | str) -> Term:
     """A lexeme from pieces, regex nodes (plain pieces) or literal texts."""
     converted = []
     for piece in pieces:
         if isinstance(piece, str):
-            converted.append(Piece(R.literal(piece)))
+            converted.append(Piece(RX.literal(piece)))
         elif isinstance(piece, Piece):
             converted.append(piece)
         else:
@@ -141,12 +142,7 @@ def term(*pieces: Piece | R.Node | str) -> Term:
 
 def seq(*items: Expr) -> Expr:
     """A flattened sequence."""
-    flat: list[Expr] = []
-    for item in items:
-        if isinstance(item, Seq):
-            flat.extend(item.items)
-        else:
-            flat.append(item)
+    flat = R.spliced(items, Seq)
     return flat[0] if len(flat) == 1 else Seq(tuple(flat))
 
 

@@ -3,8 +3,9 @@
 Patterns are read by the package's one regex reader (:mod:`replyparse._regex_syntax`, whose
 ``exact`` reading forbids a superset and whose generating reading writes a subset);
 :func:`parse` adds the template path to its refusals. This module answers the questions the
-grammar builder asks of a delimiter: where its named group sits, which literals every match
-contains, one canonical text that matches, and rewrites it for generation. The same language
+grammar builder asks of a delimiter: where its named group sits, one canonical text that
+matches, and rewrites it for generation (what a node begins with and which literals its
+matches require: :mod:`replyparse._regex_tree`). The same language
 is written for each engine by :mod:`._regex_writers`.
 
 Lookarounds, anchors and backreferences have no counterpart in a grammar; the builder removes
@@ -17,41 +18,19 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar
 
+from replyparse import _regex_syntax as RX
 from replyparse._charset import CharSet
-from replyparse._regex_syntax import (
-    EMPTY,
-    Alt,
-    Anchor,
-    Chars,
-    Group,
-    Look,
-    Node,
-    Repeat,
-    Seq,
-    UnreadablePattern,
-    literal,
-    read,
-)
-from replyparse._regex_syntax import base_name as _base_name
+from replyparse._regex_tree import walk
 from replyparse.grammar._errors import GrammarError
 
+T = TypeVar("T")
+
 __all__ = [
-    "EMPTY",
-    "Alt",
-    "Anchor",
-    "Chars",
-    "Group",
-    "Look",
-    "Node",
-    "Repeat",
-    "Seq",
-    "any_required_literals",
     "canonical",
     "contains_look",
-    "literal",
-    "literal_runs",
     "parse",
     "prune",
     "quantifier",
@@ -60,7 +39,7 @@ __all__ = [
 ]
 
 
-def parse(pattern: str, *, where: str, exact: bool, dotall: bool = True) -> Node:
+def parse(pattern: str, *, where: str, exact: bool, dotall: bool = True) -> RX.Node:
     r"""Read a template pattern into a tree (:func:`replyparse._regex_syntax.read`).
 
     Args:
@@ -76,8 +55,8 @@ def parse(pattern: str, *, where: str, exact: bool, dotall: bool = True) -> Node
             (``\p{...}``...), a backreference, or case folding.
     """
     try:
-        return read(pattern, exact=exact, dotall=dotall)
-    except UnreadablePattern as error:
+        return RX.read(pattern, exact=exact, dotall=dotall)
+    except RX.UnreadablePattern as error:
         if error.kind == "syntax":
             message = (
                 f"the pattern {pattern!r} uses syntax the grammar translator does not read "
@@ -93,192 +72,88 @@ def parse(pattern: str, *, where: str, exact: bool, dotall: bool = True) -> Node
 # -- questions about a tree --------------------------------------------------------------
 
 
-def children(node: Node) -> tuple[Node, ...]:
-    """The direct sub-trees of ``node``."""
-    if isinstance(node, Seq):
-        return node.items
-    if isinstance(node, Alt):
-        return node.options
-    if isinstance(node, (Repeat, Group, Look)):
-        return (node.item,)
-    return ()
-
-
-def walk(node: Node) -> Iterator[Node]:
-    """``node`` and every node below it."""
-    yield node
-    for child in children(node):
-        yield from walk(child)
-
-
-def is_atomic(node: Node) -> bool:
+def is_atomic(node: RX.Node) -> bool:
     """Whether ``node`` is a possessive repeat or an atomic group: it never gives back what
     it matched, so what it matches depends on what follows, as a lookaround's does."""
-    return (isinstance(node, Repeat) and node.possessive) or (
-        isinstance(node, Group) and node.atomic
+    return (isinstance(node, RX.Repeat) and node.possessive) or (
+        isinstance(node, RX.Group) and node.atomic
     )
 
 
-def contains_look(node: Node) -> bool:
+def contains_look(node: RX.Node) -> bool:
     """Whether a lookaround, anchor, possessive repeat or atomic group occurs anywhere in
     ``node``."""
-    return any(isinstance(item, (Look, Anchor)) or is_atomic(item) for item in walk(node))
+    return any(isinstance(item, (RX.Look, RX.Anchor)) or is_atomic(item) for item in walk(node))
 
 
-def has_group(node: Node, name: str) -> bool:
+def has_group(node: RX.Node, name: str) -> bool:
     """Whether a group named ``name`` (or one of its numbered repeats) occurs in ``node``."""
     return any(
-        isinstance(item, Group) and item.name is not None and _base_name(item.name) == name
+        isinstance(item, RX.Group) and item.name is not None and RX.base_name(item.name) == name
         for item in walk(node)
     )
 
 
-def group_names(node: Node) -> set[str]:
+def group_names(node: RX.Node) -> set[str]:
     """The names of every named group of ``node``."""
     return {
-        _base_name(item.name)
+        RX.base_name(item.name)
         for item in walk(node)
-        if isinstance(item, Group) and item.name is not None
+        if isinstance(item, RX.Group) and item.name is not None
     }
 
 
-def seq(*items: Node) -> Node:
-    """A flattened sequence (single items are returned as they are)."""
-    flat: list[Node] = []
+def spliced(items: Iterable[T], kind: type[Any]) -> list[T]:
+    """``items`` with each one of type ``kind`` (a sequence: regex nodes' or the grammar's)
+    replaced by its ``items``."""
+    flat: list[T] = []
     for item in items:
-        if isinstance(item, Seq):
+        if isinstance(item, kind):
             flat.extend(item.items)
         else:
             flat.append(item)
-    return flat[0] if len(flat) == 1 else Seq(tuple(flat))
+    return flat
 
 
-def alt(*options: Node) -> Node:
+def seq(*items: RX.Node) -> RX.Node:
+    """A flattened sequence (single items are returned as they are)."""
+    flat = spliced(items, RX.Seq)
+    return flat[0] if len(flat) == 1 else RX.Seq(tuple(flat))
+
+
+def alt(*options: RX.Node) -> RX.Node:
     """An alternation (a single option is returned as it is)."""
-    return options[0] if len(options) == 1 else Alt(tuple(options))
+    return options[0] if len(options) == 1 else RX.Alt(tuple(options))
 
 
-def nullable(node: Node) -> bool:
-    """Whether ``node`` matches the empty string."""
-    if isinstance(node, Chars):
-        return False
-    if isinstance(node, Seq):
-        return all(nullable(item) for item in node.items)
-    if isinstance(node, Alt):
-        return any(nullable(option) for option in node.options)
-    if isinstance(node, Repeat):
-        return node.low == 0 or nullable(node.item)
-    if isinstance(node, Group):
-        return nullable(node.item)
-    return True
-
-
-def any_required_literals(node: Node) -> frozenset[str] | None:
-    """Literals of which every match of ``node`` contains at least one (any of them); None
-    if unknown. (``_regex_analysis.all_required_literals``: literals every match contains,
-    all of them.)
-
-    A positive lookahead counts as text (the match sits right before it), so a delimiter
-    written ``(?=</think>)`` requires ``</think>``.
-    """
-    if isinstance(node, Chars):
-        char = node.chars.single()
-        return frozenset({char}) if char is not None else None
-    if isinstance(node, (Group, Look)):
-        if isinstance(node, Look) and (node.negative or not node.ahead):
-            return None
-        return any_required_literals(node.item)
-    if isinstance(node, Repeat):
-        return any_required_literals(node.item) if node.low >= 1 else None
-    if isinstance(node, Alt):
-        result: set[str] = set()
-        for option in node.options:
-            found = any_required_literals(option)
-            if found is None:
-                return None
-            result |= found
-        return frozenset(result)
-    if isinstance(node, Seq):
-        candidates: list[frozenset[str]] = []
-        for part in literal_runs(node.items):
-            found = frozenset({part}) if isinstance(part, str) else any_required_literals(part)
-            if found is not None:
-                candidates.append(found)
-        if not candidates:
-            return None
-        return max(candidates, key=lambda found: (min(map(len, found)), -len(found)))
-    return None
-
-
-def literal_runs(items: Sequence[Node]) -> Iterator[str | Node]:
-    """A sequence's items, with every run of single characters merged into its text."""
-    run = ""
-    for item in items:
-        char = item.chars.single() if isinstance(item, Chars) else None
-        if char is not None:
-            run += char
-            continue
-        if run:
-            yield run
-            run = ""
-        yield item
-    if run:
-        yield run
-
-
-def first_chars(node: Node) -> CharSet:
-    """The characters a match of ``node`` can start with (lookarounds ignored)."""
-    if isinstance(node, Chars):
-        return node.chars
-    if isinstance(node, Seq):
-        result = CharSet()
-        for item in node.items:
-            result |= first_chars(item)
-            if not nullable(item):
-                break
-        return result
-    if isinstance(node, Alt):
-        result = CharSet()
-        for option in node.options:
-            result |= first_chars(option)
-        return result
-    if isinstance(node, (Repeat, Group)):
-        return (
-            first_chars(node.item)
-            if not (isinstance(node, Repeat) and node.high == 0)
-            else CharSet()
-        )
-    return CharSet()
-
-
-def canonical(node: Node) -> str:
+def canonical(node: RX.Node) -> str:
     """One short text that ``node`` matches (lookarounds ignored)."""
-    if isinstance(node, Chars):
+    if isinstance(node, RX.Chars):
         return node.chars.first()
-    if isinstance(node, Seq):
+    if isinstance(node, RX.Seq):
         return "".join(canonical(item) for item in node.items)
-    if isinstance(node, Alt):
+    if isinstance(node, RX.Alt):
         plain = [option for option in node.options if not contains_look(option)]
         return canonical((plain or list(node.options))[0])
-    if isinstance(node, Repeat):
+    if isinstance(node, RX.Repeat):
         return canonical(node.item) * node.low
-    if isinstance(node, Group):
+    if isinstance(node, RX.Group):
         return canonical(node.item)
     return ""
 
 
-def literal_text(node: Node) -> str | None:
+def literal_text(node: RX.Node) -> str | None:
     """The text ``node`` matches when it matches exactly one (no lookarounds)."""
-    if isinstance(node, Chars):
+    if isinstance(node, RX.Chars):
         return node.chars.single()
-    if isinstance(node, Seq):
+    if isinstance(node, RX.Seq):
         parts = [literal_text(item) for item in node.items]
         return None if any(part is None for part in parts) else "".join(parts)  # type: ignore[arg-type]
-    if isinstance(node, Group):
+    if isinstance(node, RX.Group):
         return literal_text(node.item)
-    if isinstance(node, Alt) and len(node.options) == 1:
+    if isinstance(node, RX.Alt) and len(node.options) == 1:
         return literal_text(node.options[0])
-    if isinstance(node, Repeat) and node.low == node.high:
+    if isinstance(node, RX.Repeat) and node.low == node.high:
         inner = literal_text(node.item)
         return None if inner is None else inner * node.low
     return None
@@ -287,19 +162,19 @@ def literal_text(node: Node) -> str | None:
 # -- rewriting ---------------------------------------------------------------------------
 
 
-def map_tree(node: Node, function: Callable[[Node], Node | None]) -> Node:
+def map_tree(node: RX.Node, function: Callable[[RX.Node], RX.Node | None]) -> RX.Node:
     """Rebuild ``node`` bottom-up; ``function`` may replace each rebuilt node."""
-    if isinstance(node, Seq):
-        node = Seq(tuple(map_tree(item, function) for item in node.items))
-    elif isinstance(node, Alt):
-        node = Alt(tuple(map_tree(option, function) for option in node.options))
-    elif isinstance(node, (Repeat, Group, Look)):
+    if isinstance(node, RX.Seq):
+        node = RX.Seq(tuple(map_tree(item, function) for item in node.items))
+    elif isinstance(node, RX.Alt):
+        node = RX.Alt(tuple(map_tree(option, function) for option in node.options))
+    elif isinstance(node, (RX.Repeat, RX.Group, RX.Look)):
         node = dataclasses.replace(node, item=map_tree(node.item, function))
     replaced = function(node)
     return node if replaced is None else replaced
 
 
-def prune(node: Node) -> Node | None:
+def prune(node: RX.Node) -> RX.Node | None:
     """Remove every optional part that holds a lookaround or anchor (or a possessive repeat
     or atomic group, :func:`is_atomic`).
 
@@ -309,22 +184,22 @@ def prune(node: Node) -> Node | None:
     """
     if not contains_look(node):
         return node
-    if isinstance(node, (Look, Anchor)):
+    if isinstance(node, (RX.Look, RX.Anchor)):
         return None
     if is_atomic(node):  # a grammar has no possessive repeats: like a lookaround
-        return EMPTY if isinstance(node, Repeat) and node.low == 0 else None
-    if isinstance(node, Alt):
+        return RX.EMPTY if isinstance(node, RX.Repeat) and node.low == 0 else None
+    if isinstance(node, RX.Alt):
         kept = [pruned for option in node.options if (pruned := prune(option)) is not None]
         return alt(*kept) if kept else None
-    if isinstance(node, Repeat):
+    if isinstance(node, RX.Repeat):
         inner = prune(node.item)
         if inner is None:
-            return EMPTY if node.low == 0 else None
-        return Repeat(inner, node.low, node.high)
-    if isinstance(node, Group):
+            return RX.EMPTY if node.low == 0 else None
+        return RX.Repeat(inner, node.low, node.high)
+    if isinstance(node, RX.Group):
         inner = prune(node.item)
-        return None if inner is None else Group(inner, node.name)
-    if isinstance(node, Seq):
+        return None if inner is None else RX.Group(inner, node.name)
+    if isinstance(node, RX.Seq):
         items = []
         for item in node.items:
             pruned = prune(item)
@@ -335,34 +210,34 @@ def prune(node: Node) -> Node | None:
     return node  # pragma: no cover - Chars never holds a lookaround
 
 
-def as_consumed(node: Node) -> Node:
+def as_consumed(node: RX.Node) -> RX.Node:
     """``node`` with positive lookaheads read as text and negative lookarounds dropped.
 
     A superset of the texts where ``node`` matches, for the grammar to forbid.
     """
 
-    def rewrite(item: Node) -> Node | None:
-        if isinstance(item, Look):
-            return item.item if item.ahead and not item.negative else EMPTY
-        if isinstance(item, Anchor):
-            return EMPTY
+    def rewrite(item: RX.Node) -> RX.Node | None:
+        if isinstance(item, RX.Look):
+            return item.item if item.ahead and not item.negative else RX.EMPTY
+        if isinstance(item, RX.Anchor):
+            return RX.EMPTY
         return None
 
     return map_tree(node, rewrite)
 
 
-def substitute_group(node: Node, name: str, replacement: Node) -> Node:
+def substitute_group(node: RX.Node, name: str, replacement: RX.Node) -> RX.Node:
     """Replace every group named ``name`` by ``replacement``."""
 
-    def rewrite(item: Node) -> Node | None:
-        if isinstance(item, Group) and item.name is not None and _base_name(item.name) == name:
+    def rewrite(item: RX.Node) -> RX.Node | None:
+        if isinstance(item, RX.Group) and item.name is not None and RX.base_name(item.name) == name:
             return replacement
         return None
 
     return map_tree(node, rewrite)
 
 
-def split_at_group(node: Node, name: str, *, where: str) -> list[tuple[Node, Node]]:
+def split_at_group(node: RX.Node, name: str, *, where: str) -> list[tuple[RX.Node, RX.Node]]:
     """Every way a match of ``node`` can use the group ``name``: ``(before, after)`` pairs.
 
     The texts matched through a pair are ``before + <group> + after``; matches that do not
@@ -371,24 +246,24 @@ def split_at_group(node: Node, name: str, *, where: str) -> list[tuple[Node, Nod
     Raises:
         GrammarError: the group sits inside a repetition or a lookaround.
     """
-    if isinstance(node, Group) and node.name is not None and _base_name(node.name) == name:
-        return [(EMPTY, EMPTY)]
+    if isinstance(node, RX.Group) and node.name is not None and RX.base_name(node.name) == name:
+        return [(RX.EMPTY, RX.EMPTY)]
     if not has_group(node, name):
         return []
-    if isinstance(node, Group):
+    if isinstance(node, RX.Group):
         return split_at_group(node.item, name, where=where)
-    if isinstance(node, Alt):
+    if isinstance(node, RX.Alt):
         return [
             pair for option in node.options for pair in split_at_group(option, name, where=where)
         ]
-    if isinstance(node, Repeat):
+    if isinstance(node, RX.Repeat):
         if node.high == 1:
             return split_at_group(node.item, name, where=where)
         raise GrammarError(
             f"{where}: the named group {name!r} sits inside a repetition, so a call's name "
             "cannot be placed in a grammar."
         )
-    if isinstance(node, Seq):
+    if isinstance(node, RX.Seq):
         holders = [index for index, item in enumerate(node.items) if has_group(item, name)]
         if len(holders) > 1:
             raise GrammarError(f"{where}: the named group {name!r} occurs twice in one match.")
@@ -401,18 +276,18 @@ def split_at_group(node: Node, name: str, *, where: str) -> list[tuple[Node, Nod
     raise GrammarError(f"{where}: the named group {name!r} sits inside a lookaround.")
 
 
-def top_options(node: Node) -> list[Node]:
+def top_options(node: RX.Node) -> list[RX.Node]:
     """The top-level alternatives of ``node`` (through plain groups)."""
-    if isinstance(node, Group):
+    if isinstance(node, RX.Group):
         return top_options(node.item)
-    if isinstance(node, Alt):
+    if isinstance(node, RX.Alt):
         return [option for item in node.options for option in top_options(item)]
     return [node]
 
 
-def to_python(node: Node) -> str:
+def to_python(node: RX.Node) -> str:
     """``node`` in the ``regex`` module's syntax (lookarounds included)."""
-    if isinstance(node, Chars):
+    if isinstance(node, RX.Chars):
         single = node.chars.single()
         if single is not None:
             return re.escape(single)
@@ -424,28 +299,30 @@ def to_python(node: Node) -> str:
             last = f"\\U{high:08X}" if high > 0xFFFF else f"\\u{high:04X}"
             parts.append(first if low == high else f"{first}-{last}")
         return "[" + "".join(parts) + "]"
-    if isinstance(node, Seq):
+    if isinstance(node, RX.Seq):
         return "".join(f"(?:{to_python(item)})" for item in node.items)
-    if isinstance(node, Alt):
+    if isinstance(node, RX.Alt):
         return "|".join(to_python(option) for option in node.options)
-    if isinstance(node, Repeat):
+    if isinstance(node, RX.Repeat):
         inner = to_python(node.item)
         return f"(?:{inner})" + quantifier(node.low, node.high) if inner else ""
-    if isinstance(node, Group):
+    if isinstance(node, RX.Group):
         return f"(?:{to_python(node.item)})"
-    if isinstance(node, Look):
+    if isinstance(node, RX.Look):
         kind = (
             ("=" if not node.negative else "!")
             if node.ahead
             else ("<=" if not node.negative else "<!")
         )
         return f"(?{kind}{to_python(node.item)})"
+    if isinstance(node, RX.Backref):
+        raise ValueError("a backreference has no form without its groups")
     return {"beginning": "^", "beginning_string": r"\A", "end": "$", "end_string": r"\Z"}.get(
         node.kind, r"\b" if node.kind == "boundary" else r"\B"
     )
 
 
-def resolve_lookaheads(node: Node) -> Node:
+def resolve_lookaheads(node: RX.Node) -> RX.Node:
     """Decide lookaheads that are followed by fixed text within their sequence.
 
     A lookahead that always holds on that text is removed; one that never holds is kept
@@ -453,13 +330,13 @@ def resolve_lookaheads(node: Node) -> Node:
     """
     import regex as _regex
 
-    def rewrite(item: Node) -> Node | None:
-        if not isinstance(item, Seq):
+    def rewrite(item: RX.Node) -> RX.Node | None:
+        if not isinstance(item, RX.Seq):
             return None
         items = list(item.items)
         changed = False
         for index, part in enumerate(items):
-            if not isinstance(part, Look) or not part.ahead:
+            if not isinstance(part, RX.Look) or not part.ahead:
                 continue
             following = literal_text(seq(*items[index + 1 :])) if index + 1 < len(items) else ""
             if following is None:
@@ -468,20 +345,20 @@ def resolve_lookaheads(node: Node) -> Node:
             holds = match is not None and not match.partial
             fails = match is None
             if (holds and not part.negative) or (fails and part.negative):
-                items[index] = EMPTY
+                items[index] = RX.EMPTY
                 changed = True
         return seq(*items) if changed else None
 
     return map_tree(node, rewrite)
 
 
-def trailing_lookahead(node: Node) -> tuple[Node, Look | None]:
+def trailing_lookahead(node: RX.Node) -> tuple[RX.Node, RX.Look | None]:
     """Split a final positive lookahead off a sequence: ``(rest, lookahead)``."""
-    if isinstance(node, Look) and node.ahead and not node.negative:
-        return EMPTY, node
-    if isinstance(node, Seq) and node.items:
+    if isinstance(node, RX.Look) and node.ahead and not node.negative:
+        return RX.EMPTY, node
+    if isinstance(node, RX.Seq) and node.items:
         last = node.items[-1]
-        if isinstance(last, Look) and last.ahead and not last.negative:
+        if isinstance(last, RX.Look) and last.ahead and not last.negative:
             return seq(*node.items[:-1]), last
     return node, None
 

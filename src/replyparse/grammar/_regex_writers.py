@@ -10,8 +10,10 @@ This module knows nothing of templates or grammars; it writes one tree at a time
 from __future__ import annotations
 
 from replyparse._charset import CharSet
+from replyparse._regex_syntax import Alt, Chars, Group, Node, Repeat, Seq
+from replyparse._regex_tree import literal_runs
 from replyparse.grammar._errors import GrammarError
-from replyparse.grammar._regex import Alt, Chars, Group, Node, Repeat, Seq, literal_runs, quantifier
+from replyparse.grammar._regex import quantifier
 
 __all__ = ["gbnf_class", "gbnf_literal", "rust_class", "rust_literal", "to_gbnf", "to_rust"]
 

@@ -29,8 +29,9 @@ import json
 import keyword
 import math
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Any
 
+from replyparse import _regex_syntax as RX
 from replyparse._charset import CharSet
 from replyparse._json_types import json_type
 from replyparse._schema_ref import SchemaReferenceError, resolve_reference
@@ -42,13 +43,12 @@ from replyparse._schema_walk import (
     map_schema,
     without_nullable,
 )
+from replyparse.content import Dialect
 from replyparse.grammar import _ir as G
 from replyparse.grammar import _regex as R
 from replyparse.grammar._errors import GrammarError
 
 __all__ = ["ANNOTATIONS", "Dialect", "ValueCompiler", "exact_formats", "punct"]
-
-Dialect = Literal["json", "python", "raw"]
 
 #: The most whitespace the grammar allows at one place (between JSON tokens, around
 #: delimiters). The parser reads any amount; a grammar bounds it so that a sampler cannot spend
@@ -57,61 +57,62 @@ Dialect = Literal["json", "python", "raw"]
 #: eight levels deep at four spaces.
 MAX_WHITESPACE = 33
 #: Optional whitespace as JSON reads it; also what the grammar allows around delimiters.
-WS = R.Repeat(R.Chars(CharSet.of(" \t\n\r")), 0, MAX_WHITESPACE)
-_HEX = R.Chars(CharSet.span("0", "9") | CharSet.span("a", "f") | CharSet.span("A", "F"))
-_DIGIT = R.Chars(CharSet.span("0", "9"))
-_DIGIT19 = R.Chars(CharSet.span("1", "9"))
+WS = RX.Repeat(RX.Chars(CharSet.of(" \t\n\r")), 0, MAX_WHITESPACE)
+_HEX = RX.Chars(CharSet.span("0", "9") | CharSet.span("a", "f") | CharSet.span("A", "F"))
+_DIGIT = RX.Chars(CharSet.span("0", "9"))
+_DIGIT19 = RX.Chars(CharSet.span("1", "9"))
 #: A character a JSON (or Python) string may hold unescaped.
 _PLAIN = CharSet.of('"\\').complement() - CharSet.span(0, 0x1F) - CharSet.of("\x7f")
 _SAFE_PLAIN = _PLAIN  # characters that read the same in JSON and in a Python literal
 
 
-def _escape(letters: str) -> R.Node:
+def _escape(letters: str) -> RX.Node:
     r"""A backslash escape: one of ``letters``, or ``\uXXXX`` outside the surrogates."""
     not_surrogate = R.alt(
         R.seq(
-            R.Chars(CharSet.span("0", "9") | CharSet.span("a", "c") | CharSet.span("A", "C")),
-            R.Repeat(_HEX, 3, 3),
+            RX.Chars(CharSet.span("0", "9") | CharSet.span("a", "c") | CharSet.span("A", "C")),
+            RX.Repeat(_HEX, 3, 3),
         ),
-        R.seq(R.Chars(CharSet.of("dD")), R.Chars(CharSet.span("0", "7")), R.Repeat(_HEX, 2, 2)),
-        R.seq(R.Chars(CharSet.of("efEF")), R.Repeat(_HEX, 3, 3)),
+        R.seq(RX.Chars(CharSet.of("dD")), RX.Chars(CharSet.span("0", "7")), RX.Repeat(_HEX, 2, 2)),
+        R.seq(RX.Chars(CharSet.of("efEF")), RX.Repeat(_HEX, 3, 3)),
     )
     return R.seq(
-        R.literal("\\"), R.alt(R.Chars(CharSet.of(letters)), R.seq(R.literal("u"), not_surrogate))
+        RX.literal("\\"),
+        R.alt(RX.Chars(CharSet.of(letters)), R.seq(RX.literal("u"), not_surrogate)),
     )
 
 
-_JSON_UNIT = R.alt(R.Chars(_PLAIN), _escape('"\\/bfnrt'))
-_PYTHON_UNIT = R.alt(R.Chars(_SAFE_PLAIN), _escape('"\\bfnrt'))
+_JSON_UNIT = R.alt(RX.Chars(_PLAIN), _escape('"\\/bfnrt'))
+_PYTHON_UNIT = R.alt(RX.Chars(_SAFE_PLAIN), _escape('"\\bfnrt'))
 #: The body of a single-quoted Python string (Python's own escapes of quotes included).
 _PYTHON_SINGLE_UNIT = R.alt(
-    R.Chars(CharSet.of("'\\").complement() - CharSet.span(0, 0x1F) - CharSet.of("\x7f")),
+    RX.Chars(CharSet.of("'\\").complement() - CharSet.span(0, 0x1F) - CharSet.of("\x7f")),
     _escape("'\"\\bfnrt"),
 )
 
 
-def _integer(digits: int) -> R.Node:
+def _integer(digits: int) -> RX.Node:
     """An integer of at most ``digits`` digits, JSON's way (no leading zeros)."""
     return R.seq(
-        R.Repeat(R.literal("-"), 0, 1),
-        R.alt(R.literal("0"), R.seq(_DIGIT19, R.Repeat(_DIGIT, 0, digits - 1))),
+        RX.Repeat(RX.literal("-"), 0, 1),
+        R.alt(RX.literal("0"), R.seq(_DIGIT19, RX.Repeat(_DIGIT, 0, digits - 1))),
     )
 
 
-_FRACTION = R.seq(R.literal("."), R.Repeat(_DIGIT, 1, 64))
+_FRACTION = R.seq(RX.literal("."), RX.Repeat(_DIGIT, 1, 64))
 _EXPONENT = R.seq(
-    R.Chars(CharSet.of("eE")), R.Repeat(R.Chars(CharSet.of("+-")), 0, 1), R.Repeat(_DIGIT, 1, 2)
+    RX.Chars(CharSet.of("eE")), RX.Repeat(RX.Chars(CharSet.of("+-")), 0, 1), RX.Repeat(_DIGIT, 1, 2)
 )
 _SHORT_INTEGER = _integer(16)
 
 
-def _number(integer: R.Node) -> R.Node:
+def _number(integer: RX.Node) -> RX.Node:
     """``integer``, or a float that always reads back finite (bounded digits before an
     exponent)."""
     return R.alt(
         integer,
         R.seq(_SHORT_INTEGER, _FRACTION),
-        R.seq(_SHORT_INTEGER, R.Repeat(_FRACTION, 0, 1), _EXPONENT),
+        R.seq(_SHORT_INTEGER, RX.Repeat(_FRACTION, 0, 1), _EXPONENT),
     )
 
 
@@ -123,7 +124,7 @@ _PYTHON_INTEGER = _integer(15)
 _PYTHON_NUMBER = _number(_PYTHON_INTEGER)
 
 
-def _rx(pattern: str) -> R.Node:
+def _rx(pattern: str) -> RX.Node:
     return R.parse(pattern, where="format", exact=False)
 
 
@@ -215,10 +216,10 @@ _HANDLED = frozenset(
 
 def punct(text: str, *, before: bool, after: bool) -> G.Term:
     """A JSON punctuation mark with the whitespace allowed around it."""
-    items: list[R.Node] = []
+    items: list[RX.Node] = []
     if before:
         items.append(WS)
-    items.append(R.literal(text))
+    items.append(RX.literal(text))
     if after:
         items.append(WS)
     return G.term(R.seq(*items))
@@ -238,7 +239,7 @@ class ValueCompiler:
     def __init__(
         self,
         grammar: G.Grammar,
-        forbid: tuple[R.Node, ...],
+        forbid: tuple[RX.Node, ...],
         tool: str,
         root: Mapping[str, Any],
         where: str | None = None,
@@ -255,15 +256,15 @@ class ValueCompiler:
 
     # -- strings ---------------------------------------------------------------------------
 
-    def quoted(self, content: R.Node, within: tuple[R.Node, ...] = ()) -> G.Term:
+    def quoted(self, content: RX.Node, within: tuple[RX.Node, ...] = ()) -> G.Term:
         """A double-quoted string whose body matches ``content`` (and every ``within``)."""
         body = G.Piece(content, self.forbid, within=within)
-        return G.Term((G.Piece(R.literal('"')), body, G.Piece(R.literal('"'))))
+        return G.Term((G.Piece(RX.literal('"')), body, G.Piece(RX.literal('"'))))
 
     def single_quoted(self) -> G.Term:
         """A single-quoted Python string."""
-        body = G.Piece(R.Repeat(_PYTHON_SINGLE_UNIT, 0, None), self.forbid)
-        return G.Term((G.Piece(R.literal("'")), body, G.Piece(R.literal("'"))))
+        body = G.Piece(RX.Repeat(_PYTHON_SINGLE_UNIT, 0, None), self.forbid)
+        return G.Term((G.Piece(RX.literal("'")), body, G.Piece(RX.literal("'"))))
 
     def literal_value(self, value: Any, dialect: Dialect, path: str) -> G.Expr:
         """One fixed value (from ``enum`` / ``const``)."""
@@ -282,7 +283,7 @@ class ValueCompiler:
                     "template's syntax; it cannot be written.",
                 )
         if dialect == "raw":
-            return G.Term((G.Piece(R.literal(text), self.forbid),)) if text else G.Seq(())
+            return G.Term((G.Piece(RX.literal(text), self.forbid),)) if text else G.Seq(())
         return G.lit(text)
 
     # -- values ----------------------------------------------------------------------------
@@ -468,17 +469,17 @@ class ValueCompiler:
             )
         constrained = pattern is not None or form is not None
         if dialect == "raw":
-            unit: R.Node = R.Chars(CharSet.any())
+            unit: RX.Node = RX.Chars(CharSet.any())
         elif constrained:
             # Patterns and formats apply to the decoded text: keep to characters that are
             # written as themselves, so that the written text is the decoded text.
-            unit = R.Chars(_PLAIN)
+            unit = RX.Chars(_PLAIN)
         else:
             unit = _JSON_UNIT if dialect == "json" else _PYTHON_UNIT
         if not isinstance(low, int) or (high is not None and not isinstance(high, int)):
             raise self.fail(path, "'minLength' / 'maxLength' must be integers.")
-        content: R.Node = R.Repeat(unit, low, high)
-        within: list[R.Node] = []
+        content: RX.Node = RX.Repeat(unit, low, high)
+        within: list[RX.Node] = []
         if pattern is not None:
             within.append(self.pattern(str(pattern), path))
         if form is not None:
@@ -487,30 +488,30 @@ class ValueCompiler:
             return G.Term((G.Piece(content, self.forbid, within=tuple(within)),))
         return self.quoted(content, tuple(within))
 
-    def pattern(self, pattern: str, path: str) -> R.Node:
+    def pattern(self, pattern: str, path: str) -> RX.Node:
         node = R.parse(pattern, where=f"{self.where}{path}.pattern", exact=False)
-        items = list(node.items) if isinstance(node, R.Seq) else [node]
+        items = list(node.items) if isinstance(node, RX.Seq) else [node]
         anchored_start = (
             bool(items)
-            and isinstance(items[0], R.Anchor)
+            and isinstance(items[0], RX.Anchor)
             and items[0].kind in ("beginning", "beginning_string")
         )
         anchored_end = (
             bool(items)
-            and isinstance(items[-1], R.Anchor)
+            and isinstance(items[-1], RX.Anchor)
             and items[-1].kind in ("end", "end_string")
         )
         if anchored_start:
             items = items[1:]
         if anchored_end:
             items = items[:-1]
-        inner = R.seq(*items) if items else R.EMPTY
+        inner = R.seq(*items) if items else RX.EMPTY
         if R.contains_look(inner):
             raise self.fail(
                 path,
                 f"the pattern {pattern!r} uses lookarounds or anchors, which cannot be compiled.",
             )
-        anything = R.Repeat(R.Chars(CharSet.any()), 0, None)
+        anything = RX.Repeat(RX.Chars(CharSet.any()), 0, None)
         return R.seq(
             *(() if anchored_start else (anything,)), inner, *(() if anchored_end else (anything,))
         )
@@ -590,14 +591,14 @@ class ValueCompiler:
     def any_value(self, dialect: Dialect) -> G.Expr:
         """Any value: any JSON value (as Python literals in ``python``; any text in ``raw``)."""
         if dialect == "raw":
-            return G.Term((G.Piece(R.Repeat(R.Chars(CharSet.any()), 0, None), self.forbid),))
+            return G.Term((G.Piece(RX.Repeat(RX.Chars(CharSet.any()), 0, None), self.forbid),))
         key = (dialect, "<any>")
         if key not in self.refs:
             name = self.grammar.fresh(f"any_{dialect}_value")
             self.refs[key] = G.Ref(name)
             words: tuple[str, ...] = ("true", "false", "null")
             unit = _JSON_UNIT if dialect == "json" else _PYTHON_UNIT
-            string: G.Expr = self.quoted(R.Repeat(unit, 0, None))
+            string: G.Expr = self.quoted(RX.Repeat(unit, 0, None))
             if dialect == "python":
                 # Models write Python literals with either quote, and JSON's names too.
                 words = ("True", "False", "None", *words)
@@ -627,7 +628,7 @@ class ValueCompiler:
             self.refs[key] = G.Ref(name)
             unit = _JSON_UNIT if dialect == "json" else _PYTHON_UNIT
             pair = G.seq(
-                self.quoted(R.Repeat(unit, 0, None)), punct(":", before=True, after=True), value
+                self.quoted(RX.Repeat(unit, 0, None)), punct(":", before=True, after=True), value
             )
             comma = punct(",", before=True, after=True)
             self.grammar.add(

@@ -34,12 +34,13 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from replyparse import _regex_syntax as RX
 from replyparse.grammar import _ir as G
 from replyparse.grammar import _regex as R
 from replyparse.grammar import _regex_writers as W
 from replyparse.grammar import _xml_styles as S
 from replyparse.grammar._build import _Builder, build_ir
-from replyparse.grammar._call_syntax import grammar_form
+from replyparse.grammar._call_syntax import writer_of
 from replyparse.grammar._errors import GrammarError
 from replyparse.grammar._gbnf_lark import gbnf_to_char_lark
 from replyparse.grammar._readback import open_after_prefix
@@ -52,7 +53,7 @@ from replyparse.tools import FunctionTool, responses_shapes
 __all__ = ["structural_tag_to_lark", "to_structural_tag"]
 
 
-def _fixed(node: R.Node, where: str) -> str:
+def _fixed(node: RX.Node, where: str) -> str:
     """The delimiter's fixed text; for a pattern, its canonical text.
 
     The canonical text is the shortest form, which the builder's probe checked reads back.
@@ -61,7 +62,7 @@ def _fixed(node: R.Node, where: str) -> str:
     return text if text is not None else R.canonical(node)
 
 
-def _texts(nodes: tuple[R.Node, ...]) -> list[str]:
+def _texts(nodes: tuple[RX.Node, ...]) -> list[str]:
     """The fixed texts of delimiters a text must exclude (a structural tag's ``excludes``)."""
     texts = []
     for node in nodes:
@@ -92,16 +93,18 @@ def _has_length_bounds(schema: Any) -> bool:
 
 
 def _has_xml_alternative(field: FieldSpec) -> bool:
-    """Whether the field's content parser is, or tries (``first-of``), one that reads XML
-    parameter tags: then an XML style may write its bodies."""
-    name: object = field.content
-    args: Mapping[str, Any] = field.content_args
-    form = grammar_form(name)
-    if form == "first-alternative":
+    """Whether the field's content parser writes, or tries (``first-of``), XML parameter
+    tags: then an XML style may write its bodies."""
+    writer = writer_of(field.content)
+    if writer is None:
+        return False
+    alternatives = writer.alternatives(field.content_args)
+    if alternatives:
         return any(
-            grammar_form(parser.get("name")) == "xml-inline" for parser in args.get("parsers", [])
+            (tried := writer_of(name)) is not None and tried.parameter_tags
+            for name, _ in alternatives
         )
-    return form == "xml-inline"
+    return writer.parameter_tags
 
 
 def _call_texts(builder: _Builder, entry: ToolEntry, end: str) -> tuple[str, str]:
@@ -278,7 +281,8 @@ def to_structural_tag(template: ResponseTemplate, rules: CallRules, prefix: str)
         and builder.call_field is not None
         and _has_xml_alternative(builder.call_field)
     )
-    if not xml_possible and (syntax.form != "json" or syntax.placement == "each"):
+    json_arguments = syntax.writer.value_dialect == "json"
+    if not xml_possible and (not json_arguments or syntax.placement == "each"):
         raise GrammarError(
             f"$.fields.tool_calls.content: {syntax.content!r} calls"
             + (" listed in one region" if syntax.placement == "each" else "")
@@ -294,7 +298,7 @@ def to_structural_tag(template: ResponseTemplate, rules: CallRules, prefix: str)
     style = _xml_style(builder, rules, end, excludes, tools) if xml_possible else None
     # Why the arguments are not a json_schema of the tag (None: they are).
     refusal: GrammarError | None = None
-    if style is None and syntax.form != "json":
+    if style is None and not json_arguments:
         names = ", ".join(item.name for item in S.STYLES)
         refusal = GrammarError(
             "$.fields.tool_calls.content_args: the template's parameter tags do not read "
@@ -330,7 +334,7 @@ def to_structural_tag(template: ResponseTemplate, rules: CallRules, prefix: str)
                 builder.opens["tool_calls"].options[0][0], builder.opens["tool_calls"].where
             )
             opening = open_text
-            name_first = "name" in calls_writer.object_orders
+            name_first = "name" in calls_writer.forms
             if not name_first:
                 raise GrammarError(
                     "$.fields.tool_calls.open: call objects must start with the arguments, "

@@ -18,9 +18,10 @@ from __future__ import annotations
 
 import json
 
+from replyparse import _regex_syntax as RX
+from replyparse._regex_tree import literal_runs
 from replyparse.grammar import _fsm
 from replyparse.grammar import _ir as G
-from replyparse.grammar import _regex as R
 from replyparse.grammar import _regex_writers as W
 from replyparse.grammar._errors import GrammarError
 
@@ -83,7 +84,7 @@ class _LarkWriter:
             "~/"
             + _ANY
             + "(?:"
-            + "|".join(W.to_rust(R.literal(t)) for t in self.tokens)
+            + "|".join(W.to_rust(RX.literal(t)) for t in self.tokens)
             + ")"
             + _ANY
             + "/"
@@ -135,7 +136,7 @@ class _LarkWriter:
             if is_token:
                 parts.append(str(part))
             else:
-                node = R.literal(part) if isinstance(part, str) else part
+                node = RX.literal(part) if isinstance(part, str) else part
                 parts.append(G.Piece(node))
         return parts
 
@@ -178,19 +179,7 @@ class _LarkWriter:
             if len(options) < len(expr.options):
                 return f"({text})?"
             return text if top else f"({text})"
-        atom = self.atom(expr.item, wrap_all=True)
-        low, high = expr.low, expr.high
-        if (low, high) == (0, None):
-            return f"{atom}*"
-        if (low, high) == (1, None):
-            return f"{atom}+"
-        if (low, high) == (0, 1):
-            return f"{atom}?"
-        if high is None:
-            return f"{atom}{{{low},}}"
-        if low == high:
-            return f"{atom}{{{low}}}"
-        return f"{atom}{{{low},{high}}}"
+        return _repeated(self.atom(expr.item, wrap_all=True), expr)
 
     def atom(self, expr: G.Expr, *, wrap_all: bool = False) -> str:
         text = self.expr(expr)
@@ -201,12 +190,12 @@ class _LarkWriter:
         return text
 
 
-def _runs(piece: G.Piece) -> list[str | R.Node]:
+def _runs(piece: G.Piece) -> list[str | RX.Node]:
     """A plain piece's top-level sequence: literal runs (text) and other nodes."""
     if piece.literal:
         return [piece.literal]
-    if piece.plain and isinstance(piece.pattern, R.Seq):
-        return list(R.literal_runs(piece.pattern.items))
+    if piece.plain and isinstance(piece.pattern, RX.Seq):
+        return list(literal_runs(piece.pattern.items))
     return []
 
 
@@ -269,18 +258,23 @@ class _GbnfWriter:
         inner = self.expr(expr.item)
         if " " in inner:
             inner = f"({inner})"
-        low, high = expr.low, expr.high
-        if (low, high) == (0, None):
-            return f"{inner}*"
-        if (low, high) == (1, None):
-            return f"{inner}+"
-        if (low, high) == (0, 1):
-            return f"{inner}?"
-        if high is None:
-            return f"{inner}{{{low},}}"
-        if low == high:
-            return f"{inner}{{{low}}}"
-        return f"{inner}{{{low},{high}}}"
+        return _repeated(inner, expr)
+
+
+def _repeated(item: str, repeat: G.Repeat) -> str:
+    """``item`` with the quantifier of ``repeat`` (Lark and GBNF write them alike)."""
+    low, high = repeat.low, repeat.high
+    if (low, high) == (0, None):
+        return f"{item}*"
+    if (low, high) == (1, None):
+        return f"{item}+"
+    if (low, high) == (0, 1):
+        return f"{item}?"
+    if high is None:
+        return f"{item}{{{low},}}"
+    if low == high:
+        return f"{item}{{{low}}}"
+    return f"{item}{{{low},{high}}}"
 
 
 def to_gbnf(grammar: G.Grammar) -> str:

@@ -19,9 +19,12 @@ How (theory of operation):
 * A format without a reader (other content parsers), ``transform_each`` or no transform
   streams at region close, as one fragment.
 
-Invariant: every fragment is a prefix-extension of the final ``arguments`` string as the
-whole-message conversion writes it (``json.dumps(arguments, ensure_ascii=False,
-separators=(",", ":"))``). :meth:`ToolCallStreamer.finish` checks it and returns the rest.
+Invariant: the fragments join to the call's ``arguments`` in the stream's message, which are
+this reading's: where the parser read the body (its arguments are an object), they extend a
+prefix of the compact JSON it gives (``json.dumps(arguments, ensure_ascii=False,
+separators=(",", ":"))``, checked by :meth:`ToolCallStreamer.close`); where it kept the body
+as written (it did not parse, in recover mode, or was cut), they are what this reading sent,
+then the rest as written (:func:`raw_rest`).
 """
 
 from __future__ import annotations
@@ -33,8 +36,9 @@ from typing import Any
 from replyparse._json_types import arguments_json
 from replyparse.content import ArgumentReader, ArgumentReaderClass, ArgumentTyping, argument_typing
 from replyparse.content._arguments import CallTarget, Coerce, Path, escape_json_text
+from replyparse.request._calls import ResolvedCall
 from replyparse.template import FieldSpec
-from replyparse.template._call_shape import CallShape
+from replyparse.template._call_shape import CallShape, json_chars
 
 __all__ = [
     "CallTarget",
@@ -44,6 +48,7 @@ __all__ = [
     "analyze_tool_call_field",
     "arguments_json",
     "escape_json_text",
+    "raw_rest",
 ]
 
 
@@ -228,19 +233,46 @@ class ToolCallStreamer:
             self._emitted.append(text)
         return text
 
-    def finish(self, final: str) -> tuple[str, bool]:
-        """Close the call whose complete argument (or input) text is ``final``.
+    def close(self, call: ResolvedCall) -> tuple[str, str | None]:
+        """End the call the parser read as ``call`` (its region closed).
 
         Returns:
-            ``(rest, consistent)``: the text still to send so that every fragment joined is
-            ``final``, and whether the fragments sent so far were a prefix of it (when not,
-            ``rest`` is only what was produced but not yet sent, and the caller decides).
+            ``(rest, text)``: what is still to send, and the call's whole ``arguments`` (or
+            custom ``input``) as this reading gives them, which every fragment sent joins
+            to: the parser's when the fragments sent are a prefix of it; for arguments the
+            parser kept as written (not an object: the body did not parse, or was cut),
+            what was sent then the rest as written. ``text`` is None when neither holds
+            (a bug; ``rest`` is then only what was produced but not yet sent).
         """
         unsent = self.take()  # produced since the last take(): not sent yet, so sent now
         emitted = self.emitted
+        final = call.text
         if final.startswith(emitted):
             rest = final[len(emitted) :]
-            if rest:
-                self._emitted.append(rest)
-            return unsent + rest, True
-        return unsent, False
+        elif call.kind == "function" and isinstance(call.parsed_arguments, str):
+            rest = raw_rest(emitted, call.parsed_arguments)
+        else:
+            return unsent, None
+        if rest:
+            self._emitted.append(rest)
+        return unsent + rest, emitted + rest
+
+
+def raw_rest(emitted: str, raw: str) -> str:
+    """What follows, in ``raw`` (arguments as the model wrote them), the part already
+    streamed as ``emitted`` (the same JSON, written compactly): ``raw`` is walked skipping
+    whitespace outside strings while it matches ``emitted``. Empty when ``raw`` does not
+    start with the streamed text (an xml-inline body, streamed as JSON).
+    """
+    if not emitted:
+        return raw
+    matched = 0
+    for index, char, in_string in json_chars(raw):
+        if not in_string and char in " \t\r\n":
+            continue
+        if char != emitted[matched]:
+            return ""
+        matched += 1
+        if matched == len(emitted):
+            return raw[index + 1 :]
+    return ""

@@ -19,12 +19,12 @@ from typing import Any
 from replyparse.errors import ParserStateError
 from replyparse.issues import ParseIssue
 from replyparse.openai._ids import IdFactory
-from replyparse.openai._tracker import CallDone, MessageTracker, Update
+from replyparse.openai._tracker import MessageTracker, Update
 from replyparse.openai.errors import RuleViolation
 from replyparse.openai.messages import TOOL_CALLS_KEY, _Request
 from replyparse.openai.rules import check_calls, report
 from replyparse.parser import ResponseParser
-from replyparse.request._calls import ResolvedCall, ToolIndex, arguments_text, resolve_calls
+from replyparse.request._calls import ResolvedCall, ToolIndex
 from replyparse.template import ResponseTemplate, load_template
 
 __all__ = ["StreamBase"]
@@ -45,6 +45,8 @@ class StreamBase:
     ) -> None:
         loaded = load_template(template)
         self._request = _Request(tools, tool_choice, parallel_tool_calls)
+        #: The request's tools, normalized.
+        self.tools: ToolIndex = self._request.tools
         self._parser = ResponseParser(
             loaded, prefix, tools=self._request.raw_tools, include_groups=True, recover=recover
         )
@@ -65,11 +67,6 @@ class StreamBase:
     def issues(self) -> list[ParseIssue]:
         """What recover mode did about output that did not fit, so far (see ``ParseIssue``)."""
         return self._parser.issues
-
-    @property
-    def tools(self) -> ToolIndex:
-        """The request's tools, normalized."""
-        return self._request.tools
 
     def _check_open(self, action: str) -> None:
         if self._done:
@@ -150,14 +147,11 @@ class StreamBase:
         self._check_open("finish")
         message, events = self._parser.finalize(partial=partial)
         self._mark_done()
-        self.message = message
         updates, self._pending = self._pending, []
-        self._tracker.partial = partial
         updates += self._tracker.handle(events)
-        self._tracker.partial = False
-        _use_streamed_arguments(message, self._tracker.finished_calls)
-        calls = resolve_calls(message, self._request.tools)
-        updates += self._tracker.finish(message, calls)
+        message, calls, last = self._tracker.finish(message)
+        self.message = message
+        updates += last
         return message, updates, calls
 
     def _check_rules(self, calls: list[ResolvedCall], output: list[dict[str, Any]]) -> None:
@@ -167,23 +161,3 @@ class StreamBase:
             calls, tools, self._request.tool_choice, self._request.parallel_tool_calls
         )
         report(self.violations, tools, output)
-
-
-def _use_streamed_arguments(message: dict[str, Any], finished: Sequence[CallDone]) -> None:
-    """Where a call's arguments did not parse (or were cut), the stream sent what it could
-    read as JSON, then the rest as written; the message says the same, so that a whole
-    answer equals the accumulated stream."""
-    calls = message.get("tool_calls")
-    if not isinstance(calls, list) or len(calls) != len(finished):
-        return
-    for index, (call, done) in enumerate(zip(calls, finished, strict=True)):
-        function = call.get("function") if isinstance(call, dict) else None
-        if not isinstance(function, dict):
-            continue
-        arguments = function.get("arguments")
-        if (
-            isinstance(arguments, str)
-            and done.call.kind == "function"
-            and done.call.arguments != arguments_text(arguments)
-        ):
-            calls[index] = {**call, "function": {**function, "arguments": done.call.arguments}}

@@ -7,8 +7,10 @@ model has written the name), argument or input fragments, and an end. The adapte
 render these updates in their API's shape.
 
 Invariants: the text deltas of a key concatenate to the final message's value for that key;
-the fragments of a call concatenate to its final ``arguments`` (or custom ``input``). When
-either would not hold (a bug), a :class:`~.errors.StreamConsistencyWarning` is issued.
+the fragments of a call concatenate to its final ``arguments`` (or custom ``input``): each
+call's body is read once, by its :class:`~._arguments.ToolCallStreamer`, and the message the
+stream returns carries that reading (:meth:`MessageTracker.finish`). When either would not
+hold (a bug), a :class:`~.errors.StreamConsistencyWarning` is issued.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import warnings
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -34,7 +36,7 @@ from replyparse.openai.messages import (
 from replyparse.parser import CAPTURE_SEPARATOR
 from replyparse.request._calls import ResolvedCall, ToolIndex, resolve_call
 from replyparse.template import ResponseTemplate
-from replyparse.template._call_shape import json_chars
+from replyparse.template._call_shape import with_arguments
 
 __all__ = ["CallDelta", "CallDone", "CallStart", "MessageTracker", "TextDelta", "Update"]
 
@@ -115,26 +117,6 @@ class _OpenCall:
     given_id: str | None = None  # the model's own call id, from the open delimiter
 
 
-def raw_rest(emitted: str, raw: str) -> str:
-    """What follows, in ``raw`` (arguments as the model wrote them), the part already
-    streamed as ``emitted`` (the same JSON, written compactly): ``raw`` is walked skipping
-    whitespace outside strings while it matches ``emitted``. Empty when ``raw`` does not
-    start with the streamed text (an xml-inline body, streamed as JSON).
-    """
-    if not emitted:
-        return raw
-    matched = 0
-    for index, char, in_string in json_chars(raw):
-        if not in_string and char in " \t\r\n":
-            continue
-        if char != emitted[matched]:
-            return ""
-        matched += 1
-        if matched == len(emitted):
-            return raw[index + 1 :]
-    return ""
-
-
 def _warn(message: str) -> None:
     warnings.warn(StreamConsistencyWarning(message), stacklevel=4)
 
@@ -164,11 +146,9 @@ class MessageTracker:
         self._used_ids: set[str] = set()
         self.calls: list[CallStart] = []
         self.finished_calls: list[CallDone] = []
-        # The next call to close did not parse (recover mode), or was cut (a partial
-        # parse): its arguments are what was streamed, then the rest as the model wrote it.
-        self._lenient = False
-        #: Set by the stream while it handles the events of a partial finalize.
-        self.partial = False
+        # The calls (by their position in the message) whose arguments the parser kept as
+        # written and this reading gives otherwise: the message takes this reading's.
+        self._read_arguments: dict[int, str] = {}
 
     # -- text ---------------------------------------------------------------------------------
 
@@ -295,17 +275,15 @@ class MessageTracker:
                 updates.append(CallDelta(position, resolved.text))
             done = CallDone(position, resolved, resolved.text)
         else:
-            rest, consistent = call.streamer.finish(resolved.text)
-            if not consistent and (self._lenient or self.partial) and resolved.kind == "function":
-                emitted = call.streamer.emitted
-                rest += raw_rest(emitted, resolved.text)
-                resolved = dataclasses.replace(resolved, arguments=emitted + rest)
-                consistent = True
-            if not consistent:
+            rest, text = call.streamer.close(resolved)
+            if text is None:
                 _warn(
                     f"tool call {call.position}: streamed {call.streamer.emitted!r} is not a "
                     f"prefix of the final {resolved.text!r}"
                 )
+            elif text != resolved.text:
+                resolved = dataclasses.replace(resolved, arguments=text)
+                self._read_arguments[len(self.finished_calls)] = text
             if rest:
                 updates.append(CallDelta(call.position, rest))
             done = CallDone(call.position, resolved, resolved.text)
@@ -355,8 +333,7 @@ class MessageTracker:
                 elif field == TOOL_CALLS_KEY:
                     self._feed_call(event["text"], updates)
             elif event["type"] == "parse_issue":
-                if event["issue"].field == TOOL_CALLS_KEY:
-                    self._lenient = True
+                continue
             elif event["type"] == "region_open":
                 field = event["field"]
                 if field in _TEXT_KEY_SET:
@@ -369,12 +346,14 @@ class MessageTracker:
                     self._close_text(field, event["value"], updates)
                 elif field == TOOL_CALLS_KEY:
                     self._close_call(event["value"], updates)
-                    self._lenient = False
         return updates
 
-    def finish(self, message: Mapping[str, Any], calls: Sequence[ResolvedCall]) -> list[Update]:
-        """Reconcile with the final message (``calls``: its calls, resolved): send any text
-        the events did not carry."""
+    def finish(
+        self, message: dict[str, Any]
+    ) -> tuple[dict[str, Any], list[ResolvedCall], list[Update]]:
+        """Reconcile with the final message: the message with each call's arguments as the
+        stream read them (where the parser kept a body as written), its calls (resolved at
+        their region's close) and the updates that send any text the events did not carry."""
         updates: list[Update] = []
         for key in TEXT_KEYS:
             final = message_text(message, key)
@@ -386,8 +365,14 @@ class MessageTracker:
                     updates.append(TextDelta(key, final[len(streamed) :]))
             else:
                 _warn(f"{key}: streamed {streamed!r:.200} is not a prefix of {final!r:.200}")
-        if len(calls) != len(self.finished_calls):
-            _warn(
-                f"tool calls: {len(self.finished_calls)} streamed but the message has {len(calls)}"
-            )
-        return updates
+        written = message.get(TOOL_CALLS_KEY)
+        count = len(written) if isinstance(written, list) else 0
+        if count != len(self.finished_calls):
+            _warn(f"tool calls: {len(self.finished_calls)} streamed but the message has {count}")
+        elif self._read_arguments:
+            assert isinstance(written, list)
+            read = list(written)
+            for position, text in self._read_arguments.items():
+                read[position] = with_arguments(read[position], text)
+            message = {**message, TOOL_CALLS_KEY: read}
+        return message, [done.call for done in self.finished_calls], updates

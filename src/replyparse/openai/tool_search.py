@@ -368,14 +368,7 @@ def search_call_item(
     status: str = "completed",
 ) -> dict[str, Any]:
     """A ``tool_search_call`` output item."""
-    return {
-        "id": item_id,
-        "type": "tool_search_call",
-        "call_id": call_id,
-        "execution": execution,
-        "arguments": arguments,
-        "status": status,
-    }
+    return _search_item("tool_search_call", item_id, call_id, execution, status, arguments)
 
 
 def search_output_item(
@@ -386,12 +379,23 @@ def search_output_item(
     status: str = "completed",
 ) -> dict[str, Any]:
     """A ``tool_search_output`` item: the loaded functions, namespaces regrouped."""
+    return _search_item(
+        "tool_search_output", item_id, call_id, execution, status, responses_shapes(tools)
+    )
+
+
+def _search_item(
+    kind: str, item_id: str, call_id: str, execution: str, status: str, body: Any
+) -> dict[str, Any]:
+    """A tool search item of type ``kind``; ``body`` is its ``arguments`` (a call) or its
+    ``tools`` (an output), keyed as OpenAI orders them."""
+    key = "arguments" if kind == "tool_search_call" else "tools"
     return {
         "id": item_id,
-        "type": "tool_search_output",
+        "type": kind,
         "call_id": call_id,
         "execution": execution,
-        "tools": responses_shapes(tools),
+        key: body,
         "status": status,
     }
 

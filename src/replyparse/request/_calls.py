@@ -108,8 +108,9 @@ class ToolIndex:
         return resolve_tool_name(name, self._by_name) or name
 
     def target(self, name: str) -> CallTarget:
-        """What the argument streamer needs to know about ``name``."""
-        tool = self.find(name)
+        """What the argument streamer needs to know about the tool ``name`` means
+        (:meth:`meant`: the parser types a qualified name's arguments by that tool)."""
+        tool = self.find(self.meant(name))
         if isinstance(tool, CustomTool):
             return CallTarget("custom")
         if isinstance(tool, FunctionTool) and isinstance(tool.parameters, Mapping):

@@ -72,6 +72,7 @@ from replyparse.server.errors import Api, ApiError, to_api_error
 from replyparse.server.feeding import feed
 from replyparse.server.limits import Limits, decode_body
 from replyparse.server.messages_turn import read_messages_turn
+from replyparse.server.policies import Compile, PolicyTemplates, read_policies
 from replyparse.server.structured import log_content_problems
 from replyparse.server.tool_search import SearchTurn, prepare_search, respond_with_search
 from replyparse.server.turn import Turn, read_turn
@@ -118,6 +119,10 @@ class ServerConfig:
         call_id_form: the form of the tool-call ids the server makes, the one the chat
             template accepts back (a registry family's ``call_id_form``: ``"openai"`` or
             ``"alphanumeric9"``).
+        policies: compiles ``template`` under the policy values a request chooses
+            (``replyparse.policies``, :mod:`.policies`), the server's own values overridden;
+            None: requests cannot choose policies (a template that is no registry family).
+            A registry family's is ``lambda chosen: entry.template_with(**chosen)``.
     """
 
     model_name: str
@@ -131,6 +136,7 @@ class ServerConfig:
     upstream_engine: Engine | None = None
     limits: Limits = field(default_factory=Limits)
     call_id_form: str = "openai"
+    policies: Compile | None = None
 
 
 def _quietly(call: Callable[[], _T], on_rule_error: Callable[[ToolCallRuleError], _T]) -> _T:
@@ -208,6 +214,39 @@ class _Outcome:
         return stop if stop is not None and turn.stop and stop in turn.stop else None
 
 
+async def _relay(
+    stream: ChatCompletionStream | ResponsesStream | MessagesStream,
+    generation: Generation,
+    turn: Turn,
+    *,
+    body: Callable[[list[dict[str, Any]], bool], bytes],
+    finish: Callable[[_Outcome], list[dict[str, Any]]],
+    failure: Callable[[Exception], list[dict[str, Any]]],
+) -> AsyncIterator[bytes]:
+    """A streamed answer: the stream's start, then one SSE body per generation piece (its
+    frames joined: one write; none for a piece that renders nothing), then its finish
+    (``body``'s flag says last), or, on any failure, the API's error events."""
+    outcome = _Outcome()
+    try:
+        yield body(stream.start(), False)
+        async for delta in generation:
+            outcome.note(delta)
+            if delta.text:
+                pieces = await feed(stream, delta.text)
+                if pieces:
+                    yield body(pieces, False)
+        pieces = await asyncio.to_thread(
+            _quietly, lambda: finish(outcome), lambda error: list(error.result)
+        )
+        _log_issues(stream)
+        log_content_problems(turn.response_format, stream.message)
+        yield body(pieces, True)
+    except Exception as error:
+        yield body(failure(error), True)
+    finally:
+        await generation.aclose()
+
+
 class _Handler:
     """The request pipeline, shared by both APIs."""
 
@@ -223,6 +262,7 @@ class _Handler:
         self.preparing = ThreadPoolExecutor(
             PREPARE_WORKERS, thread_name_prefix="replyparse-prepare"
         )
+        self.templates = PolicyTemplates(config.template, config.policies)
 
     async def before_generation(self, function: Callable[..., _T], *args: Any) -> _T:
         """``function(*args)`` in a thread of the request-preparing pool (see
@@ -263,7 +303,11 @@ class _Handler:
                 "takes images"
             ) from None
 
-    def generation_request(self, turn: Turn, prompt: str) -> GenerationRequest:
+    def generation_request(
+        self, turn: Turn, prompt: str, template: ResponseTemplate | None = None
+    ) -> GenerationRequest:
+        """What to ask the backend; ``template`` is the request's (its policies), the
+        server's when None."""
         extra: dict[str, Any] = {}
         chat_template = self.config.chat_template
         bos = chat_template.special_tokens.get("bos_token") if chat_template else None
@@ -276,7 +320,8 @@ class _Handler:
             self.warn_unenforced_format(turn)
         if engine is not None:
             tokens = chat_template.added_tokens if chat_template else ()
-            extra.update(grammar_fields(engine, self.config.template, turn, prompt, tokens))
+            template = self.config.template if template is None else template
+            extra.update(grammar_fields(engine, template, turn, prompt, tokens))
         return GenerationRequest(
             prompt=prompt,
             max_tokens=turn.max_tokens,
@@ -300,27 +345,27 @@ class _Handler:
         )
 
     def stream(
-        self, turn: Turn, prompt: str
+        self, turn: Turn, prompt: str, template: ResponseTemplate | None = None
     ) -> ChatCompletionStream | ResponsesStream | MessagesStream:
-        settings: dict[str, Any] = {
-            "prefix": prompt,
-            "model": turn.model,
-            "tools": turn.tools,
-            "tool_choice": turn.tool_choice,
-            "parallel_tool_calls": turn.parallel_tool_calls,
-            "ids": self.ids,
-        }
+        """The stream that parses the generation; ``template`` is the request's (its
+        policies), the server's when None."""
+        template = self.config.template if template is None else template
+        settings = turn.stream_settings(prompt)
         if turn.api == "messages":
-            return MessagesStream(self.config.template, **{**settings, "ids": self.message_ids})
+            return MessagesStream(template, ids=self.message_ids, **settings)
         if turn.api == "chat":
             return ChatCompletionStream(
-                self.config.template,
+                template,
                 reasoning_keys=self.config.reasoning_keys,
                 custom_tool_calls=self.config.custom_tool_deltas,
+                ids=self.ids,
                 **settings,
             )
         return ResponsesStream(
-            self.config.template, reasoning_summary=turn.reasoning_summary, **settings
+            template,
+            reasoning_summary=turn.reasoning_summary,
+            ids=self.ids,
+            **settings,
         )
 
     async def body(self, request: Request) -> bytes:
@@ -373,12 +418,20 @@ class _Handler:
         """
         body = decode_body(raw, self.config.limits)
         turn = self.read(body, api)
+        # The request's output policies (``replyparse.policies``), checked before anything
+        # is rendered: a bad name or value is the request's 400.
+        template = self.templates.template_for(read_policies(body))
         # tool_search / defer_loading: its own rounds (the Messages API reads no search tools)
         search = prepare_search(turn, body) if api != "messages" else None
         if search is not None:
+            search.template = template
             return search
         prompt = self.prompt(turn)
-        return _Prepared(turn, self.stream(turn, prompt), self.generation_request(turn, prompt))
+        return _Prepared(
+            turn,
+            self.stream(turn, prompt, template),
+            self.generation_request(turn, prompt, template),
+        )
 
     # -- routes -------------------------------------------------------------------------------
 
@@ -490,91 +543,55 @@ class _Handler:
             result = turn.stamp(result)
         return JSONResponse(result)
 
-    async def chat_events(
+    def chat_events(
         self, stream: ChatCompletionStream, generation: Generation, turn: Turn
     ) -> AsyncIterator[bytes]:
-        # One body per generation piece (its frames joined: one write), none for a piece
-        # that renders no chunk.
-        outcome = _Outcome()
-        try:
-            yield chat_sse_body(stream.start(), done=False)
-            async for delta in generation:
-                outcome.note(delta)
-                if delta.text:
-                    chunks = await feed(stream, delta.text)
-                    if chunks:
-                        yield chat_sse_body(chunks, done=False)
-            usage = _chat_usage(outcome.usage) if turn.include_usage else None
-            chunks = await asyncio.to_thread(
-                _quietly,
-                lambda: stream.finish(finish_reason=outcome.finish_reason, usage=usage),
-                lambda error: list(error.result),
-            )
-            _log_issues(stream)
-            log_content_problems(turn.response_format, stream.message)
-            yield chat_sse_body(chunks)
-        except Exception as error:
-            yield chat_sse_body(_chat_failure(stream, _failure(error, "chat")))
-        finally:
-            await generation.aclose()
+        usage = _chat_usage if turn.include_usage else lambda usage: None
+        return _relay(
+            stream,
+            generation,
+            turn,
+            body=lambda chunks, last: chat_sse_body(chunks, done=last),
+            finish=lambda outcome: stream.finish(
+                finish_reason=outcome.finish_reason, usage=usage(outcome.usage)
+            ),
+            failure=lambda error: _chat_failure(stream, _failure(error, "chat")),
+        )
 
-    async def responses_events(
+    def responses_events(
         self, stream: ResponsesStream, generation: Generation, turn: Turn
     ) -> AsyncIterator[bytes]:
-        outcome = _Outcome()
-        try:
-            yield responses_sse_body(turn.stamp_events(stream.start()))
-            async for delta in generation:
-                outcome.note(delta)
-                if delta.text:
-                    events = await feed(stream, delta.text)
-                    if events:
-                        yield responses_sse_body(turn.stamp_events(events))
-            usage = _responses_usage(outcome.usage)
-            events = await asyncio.to_thread(
-                _quietly,
-                lambda: stream.finish(finish_reason=outcome.finish_reason, usage=usage),
-                lambda error: list(error.result),
-            )
-            _log_issues(stream)
-            log_content_problems(turn.response_format, stream.message)
-            yield responses_sse_body(turn.stamp_events(events))
-        except Exception as error:
-            failure = _responses_failure(stream, _failure(error, "responses"))
-            yield responses_sse_body(turn.stamp_events(failure))
-        finally:
-            await generation.aclose()
+        return _relay(
+            stream,
+            generation,
+            turn,
+            body=lambda events, last: responses_sse_body(turn.stamp_events(events)),
+            finish=lambda outcome: stream.finish(
+                finish_reason=outcome.finish_reason, usage=_responses_usage(outcome.usage)
+            ),
+            failure=lambda error: _responses_failure(stream, _failure(error, "responses")),
+        )
 
-    async def messages_events(
+    def messages_events(
         self, stream: MessagesStream, generation: Generation, turn: Turn
     ) -> AsyncIterator[bytes]:
+        def failure(error: Exception) -> list[dict[str, Any]]:
+            api_error = _failure(error, "messages")
+            return stream.fail(api_error.message, api_error.status)
+
         # Messages API events are named by their type, as Responses events are.
-        outcome = _Outcome()
-        try:
-            yield responses_sse_body(stream.start())
-            async for delta in generation:
-                outcome.note(delta)
-                if delta.text:
-                    events = await feed(stream, delta.text)
-                    if events:
-                        yield responses_sse_body(events)
-            events = await asyncio.to_thread(
-                _quietly,
-                lambda: stream.finish(
-                    finish_reason=outcome.finish_reason,
-                    usage=outcome.usage,
-                    stop_sequence=outcome.stop_sequence_of(turn),
-                ),
-                lambda error: list(error.result),
-            )
-            _log_issues(stream)
-            log_content_problems(turn.response_format, stream.message)
-            yield responses_sse_body(events)
-        except Exception as error:
-            failure = _failure(error, "messages")
-            yield responses_sse_body(stream.fail(failure.message, failure.status))
-        finally:
-            await generation.aclose()
+        return _relay(
+            stream,
+            generation,
+            turn,
+            body=lambda events, last: responses_sse_body(events),
+            finish=lambda outcome: stream.finish(
+                finish_reason=outcome.finish_reason,
+                usage=outcome.usage,
+                stop_sequence=outcome.stop_sequence_of(turn),
+            ),
+            failure=failure,
+        )
 
     def count_prompt(self, raw: bytes) -> str:
         """The prompt a ``/v1/messages/count_tokens`` body renders to (in a worker thread)."""

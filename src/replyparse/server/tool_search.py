@@ -89,7 +89,9 @@ class Host(Protocol):
 
     def prompt(self, turn: Turn) -> str: ...
 
-    def generation_request(self, turn: Turn, prompt: str) -> GenerationRequest: ...
+    def generation_request(
+        self, turn: Turn, prompt: str, template: ResponseTemplate | None = None
+    ) -> GenerationRequest: ...
 
 
 #: The server's way of running a conversion whose rule errors are logged, not raised.
@@ -158,6 +160,8 @@ class SearchTurn:
         every = [*tools, *([self.search_function] if self.search_function else [])]
         self.choice = parse_tool_choice(turn.tool_choice, ToolIndex(every))
         self.echo: list[Any] = responses_shapes(tools)
+        #: The request's template (its output policies); None: the server's.
+        self.template: ResponseTemplate | None = None
         if spec.source:
             self.echo.append(spec.source)
 
@@ -279,15 +283,12 @@ class _Loop:
     # -- one round ------------------------------------------------------------------------
 
     def stream(self, prompt: str, turn: Turn) -> ResponsesStream:
+        template = self.search.template
         return ResponsesStream(
-            self.host.config.template,
-            prefix=prompt,
-            model=turn.model,
-            tools=turn.tools,
-            tool_choice=turn.tool_choice,
-            parallel_tool_calls=turn.parallel_tool_calls,
+            self.host.config.template if template is None else template,
             response_id=self.response_id,
             ids=self.ids,
+            **turn.stream_settings(prompt),
         )
 
     def prepare(self) -> tuple[GenerationRequest, ResponsesStream]:
@@ -296,7 +297,7 @@ class _Loop:
         prompt = self.host.prompt(self.search.prompt_turn(self.messages))
         turn = self.search.round_turn(self.messages)
         stream = self.stream(prompt, turn)
-        return self.host.generation_request(turn, prompt), stream
+        return self.host.generation_request(turn, prompt, self.search.template), stream
 
     async def start(self) -> _Started:
         """Render, build the round's stream and start its generation."""

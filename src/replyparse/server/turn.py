@@ -68,6 +68,17 @@ class Turn:
     store: bool = True
     reasoning_summary: bool = False
 
+    def stream_settings(self, prompt: str) -> dict[str, Any]:
+        """The keyword arguments every answer stream of this turn takes (ids aside): the
+        prompt as the prefix, the model, the tools and how they may be called."""
+        return {
+            "prefix": prompt,
+            "model": self.model,
+            "tools": self.tools,
+            "tool_choice": self.tool_choice,
+            "parallel_tool_calls": self.parallel_tool_calls,
+        }
+
     def stamp(self, response: Mapping[str, Any]) -> dict[str, Any]:
         """A Responses ``response`` object with the request's fields it echoes (``store``)."""
         return {**response, "store": self.store}

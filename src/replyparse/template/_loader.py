@@ -92,6 +92,13 @@ class FieldSpec:
         return self.open is None
 
     @property
+    def is_markup(self) -> bool:
+        """Whether this field only marks text: its close is the empty pattern, so its region
+        holds nothing and its delimiters are markup read out of the text around them (the
+        ``citations`` policy's field for Cohere's ``<co>...</co: ...>``)."""
+        return self.close is not None and self.close.to_json() == ""
+
+    @property
     def group_names(self) -> frozenset[str]:
         """Named groups of the open and close patterns."""
         names: frozenset[str] = frozenset()

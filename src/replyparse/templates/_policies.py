@@ -220,14 +220,24 @@ def _citations(template: dict[str, Any], value: str) -> str | None:
     # text around it stays the implicit field's; kept unstripped, the pieces join with no
     # separator into the sentence as written ("is <co>blue</co: 0:[1]> today" -> "is blue
     # today").
-    # Whitespace that ends the text (before the end of the turn or of the output) is
-    # markup too: a stripped field would have dropped it, and a reply that is a tool call
-    # followed by a newline has no content. It starts only where a run of whitespace
-    # starts, so a long run is read once.
+    # Whitespace that ends a piece of text (before another region, the end of the turn or
+    # of the output) is markup too: a stripped field would have dropped it, and a reply
+    # that is a tool call followed by a newline has no content. It starts only where a run
+    # of whitespace starts, so a long run is read once.
     field = fields[name]
     field["content_args"] = {**field.get("content_args", {}), "strip": False}
-    end = _delimiter_pattern(field, "close")
-    ends = r"\Z" if end is None else f"(?=(?:{end}))|\\Z"
+    following = [_delimiter_pattern(field, "close")]
+    following.extend(
+        _delimiter_pattern(other, "open")
+        for other_name, other in fields.items()
+        if other_name != name and isinstance(other, Mapping)
+    )
+    ends = "|".join(
+        f"(?={_NAMED_GROUP.sub('(?:', pattern)})"
+        for pattern in following
+        if pattern and "(?P=" not in pattern and "\\g<" not in pattern
+    )
+    ends = f"{ends}|\\Z" if ends else r"\Z"
     fields[CITATION_FIELD] = {
         "open_pattern": f"{_CITATION_MARKUP}|(?<!\\s)\\s++(?:{ends})",
         "close_pattern": "",

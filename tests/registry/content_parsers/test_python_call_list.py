@@ -38,7 +38,8 @@ def test_registered_as_a_reference_parser() -> None:
     assert "python-call-list" in SPEC_PARSERS
     assert "python-call-list" not in EXTENSION_PARSERS
     capabilities = PythonCallListParser.capabilities
-    assert (capabilities.value, capabilities.grammar) == ("list", "pythonic")
+    assert capabilities.value == "list"
+    assert capabilities.grammar is not None and capabilities.grammar.name == "pythonic"
     assert capabilities.engines.engines == {"transformers"}
 
 

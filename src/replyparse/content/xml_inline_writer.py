@@ -1,0 +1,51 @@
+"""How a grammar writes ``xml-inline`` call bodies: one tag of ``tag_pattern`` per argument.
+
+The tags follow the tool's schema order; a strict tool's required parameters are always
+written, the others may be left out. Values are bare text, or JSON with a ``json``
+``value_parser``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from replyparse.content._writing import Call, CallSyntax, Dialect, E, GrammarWriter, Kit, Placement
+
+__all__ = ["XML_INLINE_WRITER", "XmlInlineWriter"]
+
+
+@dataclass(frozen=True)
+class XmlInlineWriter(GrammarWriter):
+    """Writes a call's arguments as parameter tags, the name in the open delimiter."""
+
+    name: str = "xml-inline"
+    placements: frozenset[Placement] = frozenset({"group"})
+    parameter_tags: bool = True
+
+    def body(self, kit: Kit[E], call: Call[E], syntax: CallSyntax) -> E:
+        args = syntax.content_args
+        if args.get("value_parser_by") is not None:
+            kit.refuse(
+                "content_args.value_parser_by",
+                "tags whose value parser a capture chooses cannot be compiled; write one "
+                "value_parser.",
+            )
+        value_parser = args.get("value_parser")
+        dialect: Dialect = "raw"
+        if value_parser is not None:
+            nested = kit.writer_of(value_parser.get("name"))
+            if nested is None or nested.value_dialect is None:
+                kit.refuse(
+                    "content_args.value_parser",
+                    f"only the json value parser can be compiled; got "
+                    f"{value_parser.get('name')!r}.",
+                )
+            dialect = nested.value_dialect
+        tags = call.tags(str(args["tag_pattern"]), dialect)
+        if all(required for _, required in tags):
+            return kit.seq(*(tag for tag, _ in tags))
+        return kit.seq(*(tag if required else kit.optional(tag) for tag, required in tags))
+
+
+#: How a grammar writes ``xml-inline`` bodies.
+XML_INLINE_WRITER = XmlInlineWriter()
