@@ -102,6 +102,11 @@ def recover_body(
                     )
                     for position, text in stray
                 ]
+                if not notes:
+                    # Nothing was left over (a list of calls that never closed, cut right
+                    # after an element): what raise mode rejects is still reported.
+                    kind = IssueKind.MALFORMED_CALL if field.call_shape else IssueKind.NEAR_MISS
+                    notes = [(kind, 0, body, f"{failure.detail}; read what the body closed")]
                 return value, stray, notes
     elif isinstance(failure, TransformError):
         try:

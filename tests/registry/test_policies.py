@@ -857,6 +857,14 @@ def test_malformed_calls_is_a_template_key_off_its_default() -> None:
         load_template({**entry.response_template, "malformed_calls": "drop"})
     [issue] = caught.value.issues
     assert (issue.code, issue.path, issue.input) == ("invalid_value", ("malformed_calls",), "drop")
+    # The engines refuse the key: lint says so, for the copy given to them.
+    from replyparse.templates._lint import lint_template
+
+    report = lint_template(entry.response_template_with(malformed_calls="text"), ["transformers"])
+    assert [(finding.code, finding.path) for finding in report.findings] == [
+        ("unsupported_key", ("malformed_calls",))
+    ]
+    assert lint_template(entry.response_template, ["transformers"]).clean("transformers")
     with pytest.raises(TemplateError) as refused:
         get_entry("gemma2").template_with(malformed_calls="text")
     assert [issue.code for issue in refused.value.issues] == ["policy_not_applicable"]

@@ -20,6 +20,7 @@ __all__ = [
     "CHAT_COMPLETION_PREFIX",
     "CUSTOM_TOOL_CALL_PREFIX",
     "FUNCTION_CALL_PREFIX",
+    "ITEM_PREFIXES",
     "MESSAGE_PREFIX",
     "REASONING_PREFIX",
     "RESPONSE_PREFIX",
@@ -45,6 +46,13 @@ FUNCTION_CALL_PREFIX = "fc_"
 CUSTOM_TOOL_CALL_PREFIX = "ctc_"
 #: ``id`` of a ``chat.completion`` (and of every chunk of its stream).
 CHAT_COMPLETION_PREFIX = "chatcmpl-"
+#: The ``id`` prefix of each Responses output item, by the item's ``type``.
+ITEM_PREFIXES = {
+    "reasoning": REASONING_PREFIX,
+    "message": MESSAGE_PREFIX,
+    "function_call": FUNCTION_CALL_PREFIX,
+    "custom_tool_call": CUSTOM_TOOL_CALL_PREFIX,
+}
 
 IdFactory = Callable[[str], str]
 """Makes a new identifier that starts with the given prefix."""

@@ -45,6 +45,8 @@ class StreamBase:
     ) -> None:
         loaded = load_template(template)
         self._request = _Request(tools, tool_choice, parallel_tool_calls)
+        #: The request's tools, normalized.
+        self.tools: ToolIndex = self._request.tools
         self._parser = ResponseParser(
             loaded, prefix, tools=self._request.raw_tools, include_groups=True, recover=recover
         )
@@ -65,11 +67,6 @@ class StreamBase:
     def issues(self) -> list[ParseIssue]:
         """What recover mode did about output that did not fit, so far (see ``ParseIssue``)."""
         return self._parser.issues
-
-    @property
-    def tools(self) -> ToolIndex:
-        """The request's tools, normalized."""
-        return self._request.tools
 
     def _check_open(self, action: str) -> None:
         if self._done:

@@ -19,10 +19,7 @@ from typing import Any, Literal
 from replyparse.openai._ids import (
     CALL_PREFIX,
     CHAT_COMPLETION_PREFIX,
-    CUSTOM_TOOL_CALL_PREFIX,
-    FUNCTION_CALL_PREFIX,
-    MESSAGE_PREFIX,
-    REASONING_PREFIX,
+    ITEM_PREFIXES,
     RESPONSE_PREFIX,
     Clock,
     IdFactory,
@@ -130,6 +127,11 @@ def message_item(item_id: str, text: str, status: str = "completed") -> dict[str
     }
 
 
+def call_item_type(custom: bool) -> str:
+    """The Responses item ``type`` of a call: ``custom_tool_call`` or ``function_call``."""
+    return "custom_tool_call" if custom else "function_call"
+
+
 def call_item(
     call: ResolvedCall, item_id: str, call_id: str, text: str, status: str = "completed"
 ) -> dict[str, Any]:
@@ -137,7 +139,7 @@ def call_item(
     if call.kind == "custom":
         item: dict[str, Any] = {
             "id": item_id,
-            "type": "custom_tool_call",
+            "type": call_item_type(custom=True),
             "call_id": call_id,
             "name": call.item_name,
             "input": text,
@@ -145,7 +147,7 @@ def call_item(
     else:
         item = {
             "id": item_id,
-            "type": "function_call",
+            "type": call_item_type(custom=False),
             "status": status,
             "call_id": call_id,
             "name": call.item_name,
@@ -397,16 +399,16 @@ def to_response_output(
             text = message_text(message, key)
             if text:
                 output.append(
-                    reasoning_item(ids(REASONING_PREFIX), text, summary=reasoning_summary)
+                    reasoning_item(ids(ITEM_PREFIXES["reasoning"]), text, summary=reasoning_summary)
                 )
         elif key == CONTENT_KEY:
             text = message_text(message, key)
             if text:
-                output.append(message_item(ids(MESSAGE_PREFIX), text))
+                output.append(message_item(ids(ITEM_PREFIXES["message"]), text))
         else:
             for call, call_id in zip(calls, call_ids, strict=True):
-                prefix = CUSTOM_TOOL_CALL_PREFIX if call.kind == "custom" else FUNCTION_CALL_PREFIX
-                output.append(call_item(call, ids(prefix), call_id, call.text))
+                item_id = ids(ITEM_PREFIXES[call_item_type(call.kind == "custom")])
+                output.append(call_item(call, item_id, call_id, call.text))
     # The cut item: text items end with the generation; a call item was complete when its
     # region closed (the stream has already finished it).
     incomplete = response_status(finish_reason)[0] == "incomplete"

@@ -29,10 +29,7 @@ from typing import Any
 
 from replyparse.errors import ResponseParseError
 from replyparse.openai._ids import (
-    CUSTOM_TOOL_CALL_PREFIX,
-    FUNCTION_CALL_PREFIX,
-    MESSAGE_PREFIX,
-    REASONING_PREFIX,
+    ITEM_PREFIXES,
     RESPONSE_PREFIX,
     Clock,
     IdFactory,
@@ -51,6 +48,7 @@ from replyparse.openai.messages import (
     REASONING_KEY,
     FinishReason,
     call_item,
+    call_item_type,
     message_item,
     output_text_part,
     reasoning_item,
@@ -194,10 +192,8 @@ class ResponsesStream(StreamBase):
 
     def _add_text_item(self, key: str, events: list[dict[str, Any]]) -> _Item:
         reasoning = key == REASONING_KEY
-        prefix = REASONING_PREFIX if reasoning else MESSAGE_PREFIX
-        item = _Item(
-            len(self._items), self._ids(prefix), "reasoning" if reasoning else "message", key=key
-        )
+        kind = "reasoning" if reasoning else "message"
+        item = _Item(len(self._items), self._ids(ITEM_PREFIXES[kind]), kind, key=key)
         item.delta_event = {
             "type": "response.reasoning_text.delta" if reasoning else "response.output_text.delta",
             "sequence_number": 0,
@@ -284,16 +280,12 @@ class ResponsesStream(StreamBase):
         if isinstance(update, CallStart):
             self._close_open_item(None, events)
             custom = update.custom
-            prefix = CUSTOM_TOOL_CALL_PREFIX if custom else FUNCTION_CALL_PREFIX
+            kind = call_item_type(custom)
             stem = (
                 "response.custom_tool_call_input" if custom else "response.function_call_arguments"
             )
             item = _Item(
-                len(self._items),
-                self._ids(prefix),
-                "custom_tool_call" if custom else "function_call",
-                start=update,
-                stem=stem,
+                len(self._items), self._ids(ITEM_PREFIXES[kind]), kind, start=update, stem=stem
             )
             item.delta_event = {
                 "type": f"{stem}.delta",

@@ -285,6 +285,17 @@ def _shared_findings(
 ) -> Iterator[LintFinding]:
     """What every engine's copy of the reference does differently from replyparse."""
     label = ENGINE_NAMES[engine]
+    if "malformed_calls" in template:
+        yield LintFinding(
+            engine,
+            "error",
+            "unsupported_key",
+            ("malformed_calls",),
+            f"{label} refuses top-level keys it does not know; 'malformed_calls' is replyparse's "
+            "own (what recover mode does with a call whose name cannot be read): drop it from "
+            "the copy given to the engine (a registry family: "
+            "response_template_with(malformed_calls='body')).",
+        )
     for field in compiled.field_list:
         path: tuple[str | int, ...] = ("fields", field.name)
         if field.repeats and field.transform_each:
