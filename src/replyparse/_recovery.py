@@ -104,6 +104,15 @@ def recover_body(
             except ResponseParseError as error:
                 failure = error  # the call is salvaged from ``parsed``; its stray text kept
             else:
+                if not stray_notes:
+                    # Nothing was left over (a list of calls that never closed, cut right
+                    # after an element): what raise mode rejects is still reported.
+                    kind = IssueKind.MALFORMED_CALL if field.call_shape else IssueKind.NEAR_MISS
+                    return (
+                        value,
+                        stray,
+                        [(kind, 0, body, f"{failure.detail}; read what the body closed")],
+                    )
                 return value, stray, stray_notes
     elif isinstance(failure, TransformError):
         try:

@@ -13,9 +13,12 @@ built here and run per feed from :mod:`replyparse._regex_search`:
 * ``find_anchors``: the literals every match begins with (after a run); ``start_literals``
   the same, longer and not merged;
 * ``end_literal``: a literal every match ends with, past which no way through it reads;
-* ``whitespace_only_as_lead``: whether whitespace begins a match only as a leading run.
+* ``whitespace_only_as_lead``: whether whitespace begins a match only as a leading run;
+* ``finite_texts``: every text a pattern of a few literals matches (searched as literals);
+  ``consuming_texts`` the same per option, leaving out lookaheads (the template loader's
+  and SGLang's literal delimiters).
 
-Two more answer questions of portability (``replyparse.templates``' lint):
+Three more answer questions of portability (``replyparse.templates``' lint):
 ``can_match_empty`` (a zero-width delimiter), ``may_both_match_empty`` (two delimiters that
 may both match empty at one position) and ``optional_groups`` (named groups a match
 may leave out).

@@ -16,7 +16,7 @@ from replyparse.grammar import (
     upstream_fields,
 )
 from replyparse.openai.errors import StrictSchemaError, ToolChoiceError
-from tests.grammar.helpers import TOOLS, WEATHER, problems
+from tests.grammar.helpers import TIME, TOOLS, WEATHER, problems
 
 pytest.importorskip("llguidance")
 
@@ -267,6 +267,24 @@ def test_xml_bodies_type_values_from_the_schema() -> None:
     assert accepts(grammar, good)
     assert not accepts(grammar, good.replace(">3<", ">three<"))
     assert problems(good, _load(XML), "", [tool], "required", True) == []
+
+
+@pytest.mark.parametrize(
+    ("text", "written"),
+    [
+        # Cut right after the header: an unfinished call, which the parser refuses.
+        ("<tool_call><function=get_time>", False),
+        ("<tool_call><function=get_time>\n", False),
+        # Cut after a parameter, closed with no parameter, or ended by the end of the turn.
+        ("<tool_call><function=get_time><parameter=zone>UTC</parameter>", True),
+        ("<tool_call><function=get_time></function>", True),
+        ("<tool_call><function=get_time><end>", True),
+    ],
+)
+def test_an_output_ends_inside_a_call_only_after_some_of_its_body(text: str, written: bool) -> None:
+    grammar = build_grammar(XML, tools=[TIME], tool_choice="required")
+    assert accepts(grammar, text) is written
+    assert (problems(text, _load(XML), "", [TIME], "required", True) == []) is written
 
 
 def _load(spec: dict[str, Any]) -> Any:

@@ -68,6 +68,9 @@ EXTRA_PATTERNS = [
     r"\[(?P<key>.*?)\]\s*(?P<value>.*?)\n??\t*+/",
     # Lazy dots whose follower is not read: a lookahead, a quantified group, a group, none.
     r"(?P<key>.*?)(?=\])(?P<value>.*?)\]",
+    # A lazy dot closing an atomic group: the group commits to its shortest way, so its
+    # follower is not what follows the group.
+    r"(?>(?P<key>k.*?))=(?P<value>v)",
     r"(?:(?P<key>k.*?)\])+(?P<value>v)",
     r"(?P<key>.*?)(?P<value>v+)",
     r"(?=(?P<key>k.*?))(?P<value>.*?)",

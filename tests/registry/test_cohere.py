@@ -10,13 +10,14 @@ Every output is parsed in raise, recover and partial mode, whole and in every ch
 from __future__ import annotations
 
 import re
+import warnings
 from typing import Any
 
 import pytest
 
 from replyparse import ResponseParser, parse_output, parse_response
 from replyparse.openai import ChatCompletionStream, SequentialIds
-from replyparse.templates import get_entry
+from replyparse.templates import get_entry, lint_template
 from replyparse.templates._policies import CITATION_FIELD, POLICIES
 from tests.registry.behaviour._modes import all_modes
 from tests.streaming import STEPS, chunked
@@ -285,3 +286,22 @@ def test_recover_reads_a_whole_action_list_as_before() -> None:
         assert outcome.message is not None, mode
         assert [call["id"] for call in outcome.message["tool_calls"]] == ["0", "1"], mode
         assert outcome.issues == (), mode
+
+
+@pytest.mark.parametrize("framing", FRAMINGS, ids=[framing[0] for framing in FRAMINGS])
+def test_the_reference_reads_the_reduced_citations_alike(framing: tuple[str, ...]) -> None:
+    """transformers' parser (the reference) on the exported template, without the
+    replyparse-only ``malformed_calls`` key that lint reports: the same message."""
+    chat_parsing = pytest.importorskip("transformers.utils.chat_parsing")
+    entry = get_entry(framing[0])
+    exported = entry.response_template
+    report = lint_template(exported, ["transformers"])
+    assert "unsupported_key" in [finding.code for finding in report.findings]
+    exported.pop("malformed_calls")
+    prefix = entry.prefixes[framing[1]]
+    text = _output(framing, ANSWER)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        reference = chat_parsing.parse_response(text, exported, prefix=prefix)
+    assert reference == parse_response(text, entry.template, prefix=prefix)
+    assert reference["content"] == REDUCED

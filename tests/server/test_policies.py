@@ -196,3 +196,28 @@ def test_each_combination_compiles_once() -> None:
     with pytest.raises(ApiError) as caught:
         read_policies(_choose(calls_in_reasoning="maybe"))
     assert caught.value.param == "replyparse.policies.calls_in_reasoning"
+
+
+def test_serve_compiles_a_request_over_its_policy_flags(tmp_path: Path) -> None:
+    """``replyparse serve -t cohere2-moe --policy citations=text``: requests start from the
+    flag's values and may change any; a hand-written template takes none."""
+    from replyparse import parse_response
+    from replyparse._cli.common import resolve_template
+    from replyparse._cli.serve_cmd import _policy_compiler
+
+    served = {"citations": "text"}
+    choice = resolve_template("cohere2-moe", served)
+    compile_for = _policy_compiler(choice, served)
+    prefix = get_entry("cohere2-moe").prefixes["default"]
+
+    def content(template: Any) -> Any:
+        return parse_response(COHERE_ANSWER, template, prefix=prefix)["content"]
+
+    assert content(choice.template) == WRITTEN
+    assert content(compile_for({"calls_in_reasoning": "end_reasoning"})) == WRITTEN
+    assert content(compile_for({"citations": "reduce"})) == REDUCED
+    path = tmp_path / "mine.json"
+    path.write_text(
+        '{"start_anchor": "A:", "fields": {"content": {"close": "<end>"}}}', encoding="utf-8"
+    )
+    assert _policy_compiler(resolve_template(str(path)), {}) is None

@@ -225,6 +225,22 @@ def test_prose_after_the_json_of_a_call_becomes_content() -> None:
     assert text[issue.offset :].startswith("I hope this helps!")
 
 
+def test_a_list_of_calls_that_never_closes_keeps_its_calls_and_says_so() -> None:
+    # openpangu-v2's <|tool_call_start|>[...]<|tool_call_end|> with the list's ']' never
+    # written: the calls that closed are kept, and what raise mode rejects is reported.
+    template = get_template("openpangu-v2")
+    text = (
+        '<|tool_call_start|>[{"name": "send_email", "arguments": {"user": "ALAN"}}<|tool_call_end|>'
+    )
+    with pytest.raises(ContentParseError):
+        parse_response(text, template, prefix="")
+    result = recover_every_way(template, text)
+    assert _calls(result.message) == [("send_email", {"user": "ALAN"})]
+    [issue] = result.issues
+    assert issue.kind is IssueKind.MALFORMED_CALL
+    assert issue.raw.startswith("[{")
+
+
 XML_PROSE = (
     "<tool_call>\n<function=book>\n<parameter=a>\n1\n</parameter>\nHIDDEN NOTE\n"
     "<parameter=b>\n2\n</parameter>\n</function>\n</tool_call><|im_end|>"

@@ -184,6 +184,13 @@ class GrammarWriter:
         """The body of a region that holds one call (``group`` and ``body`` placements)."""
         raise NotImplementedError(f"the {self.name!r} writer writes no single call bodies")
 
+    def filled(self, kit: Kit[E], call: Call[E], syntax: CallSyntax) -> Sequence[E] | None:
+        """When :meth:`body` may write a blank body: the bodies it writes that hold more than
+        whitespace, as alternatives (none when every body is blank); None when no body is
+        blank. A blank body at the end of the output is a call cut right after its header,
+        which the parser refuses, so the grammar ends the output there only after these."""
+        return None
+
     def item(self, kit: Kit[E], call: Call[E], syntax: CallSyntax) -> E:
         """One call in a list of calls (``each``)."""
         raise NotImplementedError(f"the {self.name!r} writer writes no calls in a list")

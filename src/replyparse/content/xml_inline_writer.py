@@ -7,6 +7,7 @@ written, the others may be left out. Values are bare text, or JSON with a ``json
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from replyparse.content._writing import Call, CallSyntax, Dialect, E, GrammarWriter, Kit, Placement
@@ -23,6 +24,27 @@ class XmlInlineWriter(GrammarWriter):
     parameter_tags: bool = True
 
     def body(self, kit: Kit[E], call: Call[E], syntax: CallSyntax) -> E:
+        tags = self.tags(kit, call, syntax)
+        if all(required for _, required in tags):
+            return kit.seq(*(tag for tag, _ in tags))
+        return kit.seq(*(tag if required else kit.optional(tag) for tag, required in tags))
+
+    def filled(self, kit: Kit[E], call: Call[E], syntax: CallSyntax) -> list[E] | None:
+        """With every tag optional: the first tag written, then any of the later ones (each
+        tail of optional tags one rule, so the alternatives grow linearly)."""
+        tags = self.tags(kit, call, syntax)
+        if any(required for _, required in tags):
+            return None
+        bodies: list[E] = []
+        rest = kit.seq()
+        for tag, _ in reversed(tags):
+            bodies.append(kit.seq(tag, rest))
+            rest = kit.rule("optional_tags", kit.seq(kit.optional(tag), rest))
+        return bodies[::-1]
+
+    def tags(self, kit: Kit[E], call: Call[E], syntax: CallSyntax) -> Sequence[tuple[E, bool]]:
+        """Each parameter's tag, with whether it is required; values as ``value_parser``
+        writes them (bare text without one)."""
         args = syntax.content_args
         if args.get("value_parser_by") is not None:
             kit.refuse(
@@ -41,10 +63,7 @@ class XmlInlineWriter(GrammarWriter):
                     f"{value_parser.get('name')!r}.",
                 )
             dialect = nested.value_dialect
-        tags = call.tags(str(args["tag_pattern"]), dialect)
-        if all(required for _, required in tags):
-            return kit.seq(*(tag for tag, _ in tags))
-        return kit.seq(*(tag if required else kit.optional(tag) for tag, required in tags))
+        return call.tags(str(args["tag_pattern"]), dialect)
 
 
 #: How a grammar writes ``xml-inline`` bodies.

@@ -37,7 +37,7 @@ import regex
 
 from replyparse import _regex_syntax as RX
 from replyparse._charset import CharSet
-from replyparse._regex_tree import nullable
+from replyparse._regex_tree import all_required_literals, nullable
 from replyparse.content import GrammarWriter, ValueWriter
 from replyparse.grammar import _ir as G
 from replyparse.grammar import _regex as R
@@ -111,10 +111,12 @@ class _Builder:
             )
         self.opens: dict[str, Delimiter] = {}
         self.closes: dict[str, Delimiter | None] = {}
+        markup: list[RX.Node] = []
         for spec in template.field_list:
-            # A markup field is never written: its markup in free text would only be read
-            # out of the text around it, which keeps the message valid.
-            if spec.is_implicit or spec.is_markup:
+            if spec.is_implicit:
+                continue
+            if spec.is_markup:
+                markup += _markup_forbid(read_delimiter(spec.open, field_path(spec, "open")))
                 continue
             self.opens[spec.name] = read_delimiter(spec.open, field_path(spec, "open"))
             self.closes[spec.name] = (
@@ -122,7 +124,7 @@ class _Builder:
                 if spec.close is not None
                 else None
             )
-        forbid: list[RX.Node] = []
+        forbid: list[RX.Node] = list(markup)
         for name in self.opens:
             forbid += self.opens[name].forbid()
         if self.end is not None:
@@ -379,11 +381,24 @@ class _Builder:
         close = self.closes["tool_calls"]
         if close is None or (not close.options and self.glue(close) is None):
             after = (0, 0)
+        # The parser refuses an output that ends right after a call's header (the name in
+        # the open delimiter, a blank body, no close): a call whose body may be blank ends
+        # the output only after a body that is not.
+        may_cut = (
+            self.syntax.placement == "group"
+            and close is not None
+            and after[0] == 0
+            and self.may_end_open
+        )
         for entry in self.rules.tools:
+            filled = self.calls.filled_bodies(entry) if may_cut else None
             for first, rest in self.call_heads(entry, lead):
-                results.append(
-                    G.seq(first, *rest, self.calls.call_body(entry), self.closing(after))
-                )
+                body = self.calls.call_body(entry)
+                if filled is None:
+                    results.append(G.seq(first, *rest, body, self.closing(after)))
+                    continue
+                results.append(G.seq(first, *rest, body, self.closing(after, cut=False)))
+                results += [G.seq(first, *rest, option, G.term(WS)) for option in filled]
         return results
 
     def call_heads(self, entry: ToolEntry, lead: Lead = ()) -> list[tuple[G.Expr, list[G.Expr]]]:
@@ -432,13 +447,14 @@ class _Builder:
             )
         return pairs
 
-    def closing(self, after: State) -> G.Expr:
-        """The close delimiter of a call region, then what may follow it."""
+    def closing(self, after: State, *, cut: bool = True) -> G.Expr:
+        """The close delimiter of a call region, then what may follow it; without ``cut``,
+        the output does not stop with the region still open (the turn may end)."""
         close = self.closes["tool_calls"]
         options: list[G.Expr] = []
-        if after[0] == 0 and self.may_end_open:
+        if after[0] == 0 and self.may_end_open and (cut or self.end is not None):
             # The generation may stop (or the turn end) with the last region still open.
-            options.append(self.closing_after_end(()))
+            options.append(self.closing_after_end((), stop=cut))
         if close is None:
             if after[0] != 0:
                 raise GrammarError(
@@ -477,8 +493,9 @@ class _Builder:
             )
         return G.alt(*options)
 
-    def closing_after_end(self, lead: Lead) -> G.Expr:
-        endings: list[G.Expr] = [G.Term((*lead, G.Piece(WS)))]
+    def closing_after_end(self, lead: Lead, *, stop: bool = True) -> G.Expr:
+        """The end of the turn, or (``stop``) of the output, after ``lead``."""
+        endings: list[G.Expr] = [G.Term((*lead, G.Piece(WS)))] if stop else []
         if self.end is not None:
             endings += [G.Term((*lead, G.Piece(WS), G.Piece(node))) for node, _ in self.end.options]
         return G.alt(*endings)
@@ -548,16 +565,27 @@ class _Builder:
         A call may be left open at the end of the output only when the shortest call the
         grammar writes reads back there. It does not when an open delimiter ends with a
         lookahead (GLM's ``(?=\\s*(?:<arg_key>|</tool_call>))``) that fails right after a
-        short body, nor when that body is empty (an xml-inline call to a loose tool with no
-        parameter: the parser reads a call cut right after its header as unfinished).
+        short body. A body that may be blank (an xml-inline call to a loose tool with no
+        parameter: the parser reads a call cut right after its header as unfinished) is the
+        shortest; the grammar then ends the output inside such a call only after a body that
+        is not blank (:meth:`_call_regions`), so that one case does not count here.
         """
         looks = any(look is not None for _, look in self.opens["tool_calls"].raw)
         ends = [""] + ([R.canonical(node) for node, _ in self.end.options] if self.end else [])
         written: list[str] = []
         for entry in self.rules.tools:
+            blank = (
+                not looks
+                and self.syntax is not None
+                and self.syntax.placement == "group"
+                and self.calls is not None
+                and self.calls.filled_bodies(entry) is not None
+            )
+            # The end of the output right after a blank body is not written (see above).
+            checked = [end for end in ends if end or not blank]
             for text in self.probe(entry):
                 written.append(text)
-                if not all(reads_one_call(self.template, text + end) for end in ends):
+                if not all(reads_one_call(self.template, text + end) for end in checked):
                     self.may_end_open = False
         close = self.closes["tool_calls"]
         if looks and close is not None:
@@ -591,6 +619,20 @@ class _Builder:
         tail = R.canonical(close.options[0][0]) if close is not None and close.options else ""
         tools = responses_shapes(self.rules.all_tools)  # namespaces regrouped, not flattened
         return check_call(self.template, self.grammar, options, tail, tools, entry.name)
+
+
+def _markup_forbid(open_delimiter: Delimiter) -> list[RX.Node]:
+    """What free text keeps out so that the grammar writes no markup of a markup field
+    (``FieldSpec.is_markup``, never written): each form of its open with fixed text (gpt-oss's
+    ``<|end|>``, Cohere's ``<co>``). A form without any (Cohere's run of whitespace before
+    the end) stays allowed: the parser reads it out of the text around it, and the message
+    is still the one the grammar wrote."""
+    forbid = []
+    for option in R.top_options(open_delimiter.exact):
+        consumed = R.as_consumed(option)
+        if all_required_literals(option) and not nullable(consumed):
+            forbid.append(consumed)
+    return forbid
 
 
 def build_ir(

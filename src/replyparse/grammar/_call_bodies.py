@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Hashable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
 from replyparse import _regex_syntax as RX
@@ -56,6 +56,7 @@ class CallWriter:
     open_: Delimiter
     close: Delimiter | None
     end_forbid: tuple[RX.Node, ...]
+    _filled: dict[str, Sequence[G.Expr] | None] = field(default_factory=dict)
 
     def body_forbid(self) -> tuple[RX.Node, ...]:
         """What no call body may contain: its close delimiter and the end of the turn."""
@@ -190,6 +191,15 @@ class CallWriter:
     def call_body(self, entry: ToolEntry) -> G.Expr:
         """The body of a region that holds one call to ``entry`` (``group``, ``body``)."""
         return self.syntax.writer.body(self, _Call(self, entry), self.syntax)
+
+    def filled_bodies(self, entry: ToolEntry) -> Sequence[G.Expr] | None:
+        """The bodies of a call to ``entry`` holding more than whitespace, when its body may
+        be blank (:meth:`GrammarWriter.filled`); None when it never is. Built once per tool."""
+        if entry.name not in self._filled:
+            self._filled[entry.name] = self.syntax.writer.filled(
+                self, _Call(self, entry), self.syntax
+            )
+        return self._filled[entry.name]
 
     def call_list(self, tools: Sequence[ToolEntry], high: int | None) -> G.Expr:
         """The body of a region that holds a list of calls to ``tools`` (``transform_each``)."""

@@ -216,16 +216,19 @@ def _citations(template: dict[str, Any], value: str) -> str | None:
     name = _implicit_field(fields)
     if name is None or fields[name].get("content", "text") != "text":
         return "the template has no implicit text field (content) to read citations in"
-    # The markup is a field of its own that captures nothing (its close is empty), so the
-    # text around it stays the implicit field's; kept unstripped, the pieces join with no
-    # separator into the sentence as written ("is <co>blue</co: 0:[1]> today" -> "is blue
-    # today").
+    # The markup is a field of its own that captures nothing (it closes at once), so the
+    # text around it stays the implicit field's; kept unstripped and joined with nothing
+    # (``repeats`` with ``join``, which the reference reads alike: it keeps only the last
+    # capture of a field that does not repeat), the pieces make the sentence as written
+    # ("is <co>blue</co: 0:[1]> today" -> "is blue today").
     # Whitespace that ends a piece of text (before another region, the end of the turn or
     # of the output) is markup too: a stripped field would have dropped it, and a reply
     # that is a tool call followed by a newline has no content. It starts only where a run
     # of whitespace starts, so a long run is read once.
     field = fields[name]
     field["content_args"] = {**field.get("content_args", {}), "strip": False}
+    field["repeats"] = True
+    field["join"] = ""
     following = [_delimiter_pattern(field, "close")]
     following.extend(
         _delimiter_pattern(other, "open")
@@ -240,7 +243,10 @@ def _citations(template: dict[str, Any], value: str) -> str | None:
     ends = f"{ends}|\\Z" if ends else r"\Z"
     fields[CITATION_FIELD] = {
         "open_pattern": f"{_CITATION_MARKUP}|(?<!\\s)\\s++(?:{ends})",
-        "close_pattern": "",
+        # Closed right after it opens: before the next character (a grammar cannot write
+        # an empty delimiter); markup at the very end of the output is left unclosed,
+        # having captured nothing.
+        "close_pattern": r"(?=[\s\S])",
     }
     return None
 
