@@ -117,20 +117,19 @@ def _compiled(source: str) -> tuple[regex.Pattern[str], regex.Pattern[str]]:
 class ReferenceScanner(Scanner):
     """A ``Scanner`` whose every answer is computed by ``reference_find`` per delimiter.
 
-    It gives the parser no shortcut: ``safe_length`` always asks for a scan, and the hints
-    of the fast path are off."""
+    It takes no shortcut: no text is judged by its characters (``all_safe`` always says
+    to ask, ``safe_length`` always asks for a scan)."""
 
     __slots__ = ()
 
     def __init__(self, entries: Sequence[tuple[Delimiter, int, int]]) -> None:
         super().__init__(entries)
-        self.start_chars = None
-        self.start_needles = {}
-        self.lead_chars = None
-        self.lead_only_chars = None
         self.next_final = self._next_final
 
-    def safe_length(self, text: str) -> int:
+    def _quick_test(self) -> Callable[[str], bool]:
+        return self._cannot_tell
+
+    def _safe_end(self, text: str, position: int) -> int:
         return -1
 
     def scan(

@@ -108,12 +108,9 @@ class Scanner:
         "_scan_entries",
         "_starts_cache",
         "_whitespace_leads",
+        "all_safe",
         "entries",
-        "lead_chars",
-        "lead_only_chars",
         "next_final",
-        "start_chars",
-        "start_needles",
     )
 
     def __init__(
@@ -204,47 +201,92 @@ class Scanner:
         #: ``scan_final``'s match as ``(start, end, target, groups)`` (``CompleteScan``), for
         #: a walk that unpacks it at once.
         self.next_final: NextFinal = self._complete.next_final
-        #: The characters that can begin a delimiter match (sorted, in one string), when
-        #: they and ``lead_chars`` are all that ``safe_length`` looks at: a text holding
-        #: none of them, and not ending in a lead character, is safe whole (a test the
-        #: parser makes per feed without calling ``safe_length``). None when more is
-        #: needed (a per-character test of patterns).
+        #: A quick answer for text that may continue: True when no character of ``text``
+        #: can begin a delimiter match, whatever follows (``next_delimiter`` would answer
+        #: ``(len(text), None)``), told by a test of its characters without a search; False
+        #: when the test cannot tell (ask ``next_delimiter``).
+        self.all_safe: Callable[[str], bool] = self._quick_test()
+
+    def _quick_test(self) -> Callable[[str], bool]:
+        """``all_safe`` for this state: the characters that can begin a match are known (a
+        state of literals or anchors), none of them in the text; a character all of whose
+        anchors begin with one needle (gpt-oss's ``to=``, ``to=assistant``: their ``t`` is
+        in most pieces of prose) only where that needle is, or a beginning of it at the
+        end; and the text not ending in a character of a lead run (``\\s*to=``: ASCII
+        characters tested, any other taken as a possible lead)."""
         chars = self._first_chars if self._anchor_search is None else self._anchor_firsts
-        self.start_chars: str | None = None if chars is None else "".join(sorted(chars))
-        #: For a character of ``start_chars`` whose anchors all begin with one of them (a
-        #: state whose ``safe_length`` searches anchors): that anchor and its proper
-        #: beginnings. A text that holds the character but neither that anchor nor, at its
-        #: end, a beginning of it is as safe as one without the character (gpt-oss's
-        #: ``to=``, ``to=assistant`` and ``to=functions.``: their ``t`` is in most pieces of
-        #: prose).
-        self.start_needles: dict[str, tuple[str, tuple[str, ...]]] = {}
-        if self._anchor_search is not None:
-            for char in self._anchor_firsts:
-                begun = [anchor for anchor in self._anchors if anchor[0] == char]
-                anchor = min(begun, key=len)
-                if len(anchor) > 1 and all(other.startswith(anchor) for other in begun):
-                    self.start_needles[char] = (
-                        anchor,
-                        tuple(anchor[:size] for size in range(1, len(anchor))),
-                    )
-        #: With a lead run before an anchor: the ASCII characters a lead run accepts (any
-        #: other character may be one too); None when no delimiter has a lead run.
-        self.lead_chars: frozenset[str] | None = (
+        if chars is None:
+            return self._cannot_tell
+        # Per character: the needle that must occur for it to begin a match and the
+        # beginnings of that needle a text must not end in (the character itself and none
+        # when it begins more than one needle).
+        tests = [self._needle(char) or (char, ()) for char in sorted(chars)]
+        leads = (
             frozenset(
                 char for char in map(chr, range(128)) if any(lead(char) for lead in self._leads)
             )
             if self._leads
             else None
         )
-        #: ``lead_chars`` when no anchor begins with a lead character: a run of them held at
-        #: the end of a text, followed by a text that holds no anchor and ends in no
-        #: beginning of one (and in no lead character), leads no match; else None.
-        self.lead_only_chars: frozenset[str] | None = (
-            self.lead_chars
-            if self.lead_chars is not None
-            and not any(lead(anchor[0]) for lead in self._leads for anchor in self._anchors)
-            else None
-        )
+        if len(tests) == 1 and leads is None:
+            ((char, needle, ends),) = [(needle[0], needle, ends) for needle, ends in tests]
+
+            def one_char(text: str) -> bool:
+                return char not in text or (needle not in text and not text.endswith(ends))
+
+            return one_char
+        if len(tests) == 1 and leads is not None:
+            ((char, needle, ends),) = [(needle[0], needle, ends) for needle, ends in tests]
+            lead_chars = leads
+
+            def one_char_then_lead(text: str) -> bool:
+                return (char not in text or (needle not in text and not text.endswith(ends))) and (
+                    text[-1] < "\x80" and text[-1] not in lead_chars
+                )
+
+            return one_char_then_lead
+        if len(tests) == 2:
+            (first, first_ends), (second, second_ends) = tests
+            first_char, second_char = first[0], second[0]
+
+            def two_chars(text: str) -> bool:
+                return (
+                    (
+                        first_char not in text
+                        or (first not in text and not text.endswith(first_ends))
+                    )
+                    and (
+                        second_char not in text
+                        or (second not in text and not text.endswith(second_ends))
+                    )
+                    and (leads is None or (text[-1] < "\x80" and text[-1] not in leads))
+                )
+
+            return two_chars
+
+        def any_chars(text: str) -> bool:
+            return all(
+                needle[0] not in text or (needle not in text and not text.endswith(ends))
+                for needle, ends in tests
+            ) and (leads is None or (text[-1] < "\x80" and text[-1] not in leads))
+
+        return any_chars
+
+    @staticmethod
+    def _cannot_tell(text: str) -> bool:
+        """``all_safe`` of a state whose characters tell nothing: ask ``next_delimiter``."""
+        return False
+
+    def _needle(self, char: str) -> tuple[str, tuple[str, ...]] | None:
+        """For a first character of the anchors whose anchors all begin with one of them,
+        longer than the character: that anchor and its proper beginnings; else None."""
+        if self._anchor_search is None:
+            return None
+        begun = [anchor for anchor in self._anchors if anchor[0] == char]
+        anchor = min(begun, key=len)
+        if len(anchor) > 1 and all(other.startswith(anchor) for other in begun):
+            return anchor, tuple(anchor[:size] for size in range(1, len(anchor)))
+        return None
 
     @property
     def plans(self) -> tuple[str, ...]:
@@ -257,32 +299,44 @@ class Scanner:
         ``len(text)`` when nothing in it can begin one; with whitespace-led patterns, the
         length before a trailing whitespace run; ``-1`` when a full scan is needed.
         """
+        return self._safe_end(text, 0)
+
+    def _safe_end(self, text: str, position: int) -> int:
+        """``position + safe_length(text[position:])``, or -1, without copying the text:
+        it stops at the first character that needs a scan."""
         search = self._anchor_search
         if search is not None:
             # Every delimiter has anchors: -1 when an anchor occurs (a match may be there:
             # scan), else the length before the earliest beginning of an anchor the text
             # ends in (or its end), less the lead run before it.
             leads = self._leads
-            if not leads and self._anchor_firsts.isdisjoint(text):
+            if not leads and not position and self._anchor_firsts.isdisjoint(text):
                 return len(text)
-            found = search(text)
+            found = search(text, position)
             if found is None:
                 end = len(text)
             elif found.group() in self._anchors:
                 return -1
             else:
                 end = found.start()
-            return self._complete.lead_run_start(text, end, 0, end) if leads else end
+            return self._complete.lead_run_start(text, end, position, end) if leads else end
         first_chars = self._first_chars
         if first_chars is not None:
-            return len(text) if first_chars.isdisjoint(text) else -1
+            if not position:
+                return len(text) if first_chars.isdisjoint(text) else -1
+            return (
+                -1
+                if any(text[index] in first_chars for index in range(position, len(text)))
+                else len(text)
+            )
         cache = self._starts_cache
         if cache is None:
             return -1
-        if self._safe_chars.issuperset(text):
+        if not position and self._safe_chars.issuperset(text):
             return len(text)
         whitespace_leads = self._whitespace_leads
-        for char in text:
+        for index in range(position, len(text)):
+            char = text[index]
             starts = cache.get(char)
             if starts is None:
                 starts = cache[char] = any(
@@ -297,7 +351,12 @@ class Scanner:
                 return -1
         # Only whitespace can begin a match here, and only as the lead of one: a match must
         # start inside the trailing whitespace run (anything after whitespace begins nothing).
-        return len(text.rstrip()) if whitespace_leads else len(text)
+        if whitespace_leads:
+            end = len(text)
+            while end > position and text[end - 1].isspace():
+                end -= 1
+            return end
+        return len(text)
 
     def next_delimiter(
         self,
@@ -320,16 +379,17 @@ class Scanner:
 
         The keyword arguments are ``scan``'s (``memo`` per buffer; ``stream`` and ``base``
         per stream) and only make it cheaper: the match is the same without them, though
-        ``stream`` may hold a header's text until it has doubled. Text that
-        ``safe_length`` can judge is answered without a search: all of it safe, or safe up
-        to a possible beginning of a delimiter (or a lead run of any delimiter's kind
-        before it, which the exact scan may emit). The parser needs no other hint."""
+        ``stream`` may hold a header's text until it has doubled. Text a test of its
+        characters can judge is answered without a search: all of it safe, or safe up to a
+        possible beginning of a delimiter (or a lead run of any delimiter's kind before it,
+        which the exact scan may emit). ``all_safe`` is the quickest such answer.
+        """
         if final:
             match = self.scan_final(buffer, position, {} if memo is None else memo, no_empty_at)
             return (len(buffer) if match is None else match.start), match
-        safe = self.safe_length(buffer[position:] if position else buffer)
+        safe = self._safe_end(buffer, position)
         if safe >= 0:
-            return position + safe, None
+            return safe, None
         return self.scan(buffer, position, False, memo, no_empty_at, stream, base)
 
     def scan_final(

@@ -258,15 +258,9 @@ class ResponseParser:
     def _reset_fast(self) -> None:
         """The fast path of ``feed`` off, its memo of the current state's tests cleared
         (``_update_fast`` sets them from the state)."""
-        # On while not None: the (first) character that can begin a delimiter in the
-        # current state, which a piece of the open region's text does not hold; "" when
-        # ``Scanner.safe_length`` tells instead.
-        self._fast: str | None = None
-        # A second such character, if any, or the one anchor it begins with the beginnings
-        # of that anchor a piece must not end in (``Scanner.start_needles``).
-        self._fast_second: str | None = None
-        self._fast_second_ends: tuple[str, ...] = ()
-        self._fast_leads: frozenset[str] | None = None  # ``Scanner.lead_chars``
+        # On while not None: the current state's ``Scanner.all_safe``, the test of a piece
+        # of the open region's text that needs no scan.
+        self._quick: Callable[[str], bool] | None = None
         # The pieces the fast path streamed since the last general step: the open region's
         # body and its offset take them at the next one (``_sync_base``).
         self._fast_pieces: list[str] = []
@@ -338,7 +332,7 @@ class ResponseParser:
         prefix_text = prefix_text[_find_anchor_end(self.template, prefix_text) :]
         self._state.buffer = prefix_text
         self._state.base = -len(prefix_text)
-        self._fast = None
+        self._quick = None
 
     # -- public API -------------------------------------------------------------------------
 
@@ -361,89 +355,84 @@ class ResponseParser:
         Any exception but ``ParserStateError`` leaves the parser ``FAILED``: further calls
         raise ``ParserStateError``.
         """
-        char = self._fast
-        scan = False
-        if char is not None and text.__class__ is str and text:
+        quick = self._quick
+        if quick is not None and text.__class__ is str and text:
+            state = self._state
             try:
-                # The fast path (``_update_fast``): a region is open and ``text`` is text of it
-                # up to where a delimiter could begin. Its length is counted into ``_base``
-                # later, from the body's size (``_sync_base``).
-                if (
-                    char
-                    and char not in text
-                    and (
-                        self._fast_second is None
-                        or (
-                            self._fast_second not in text
-                            and not text.endswith(self._fast_second_ends)
-                        )
-                    )
-                    and (
-                        (leads := self._fast_leads) is None
-                        or (text[-1] < "\x80" and text[-1] not in leads)
-                    )
-                ):
-                    # No character of ``text`` can begin a delimiter, and it does not end in
-                    # what may lead one (``Scanner.lead_chars``).
-                    whole = True
-                    if leads is not None and self._state.buffer:
-                        # A held lead run, which then leads nothing (``_hold_lead``).
-                        text = self._state.buffer + text
-                        self._state.buffer = ""
-                else:  # the scanner tells how much is safe
-                    state = self._state
-                    held = state.buffer
-                    pending = held + text if held else text
-                    state.scanner_calls += 1
-                    safe = state.scanner.safe_length(pending)
-                    whole = not held and safe == len(text)
-                    if not whole and safe > 0 and len(pending) - safe <= _RESCAN_AFTER:
-                        # Text before a run that may lead a delimiter (gpt-oss's ``\s*to=``
-                        # after every space of its content): the chunk is streamed as below,
-                        # the run held, as ``_feed_safe`` would, without its general steps.
-                        whole = True
-                        text = pending[:safe]
-                        if safe == len(pending):
-                            self._state.buffer = ""
-                            self._choose_test()
-                        else:
-                            self._hold_lead(pending[safe:])
-                    elif not whole and safe >= 0:
-                        return self._feed_safe(pending, safe, held)
-                if whole:
-                    # Nothing is held and all of ``text`` is safe: it is the region's next
-                    # chunk, streamed as ``_append_body`` would.
-                    pieces = self._fast_pieces
-                    pieces.append(text)
-                    if len(pieces) >= _FAST_PIECES:
-                        self._sync_base()
-                    if self._fast_strips:  # no whitespace run is held (``_update_fast``)
-                        state = self._state
-                        kept = text.rstrip()
-                        if kept is not text:  # trailing whitespace (rstrip returns the same object)
-                            if not kept:
-                                self._hold_whitespace(text, kept)
-                                return []
-                            held = state.pending_whitespace
-                            state.pending_whitespace = text[len(kept) :]
-                            text = held + kept if held else kept
-                        elif state.pending_whitespace:
-                            text = state.pending_whitespace + text
-                            state.pending_whitespace = ""
-                    event = self._fast_event.copy()  # a copy of a small dict is cheaper to build
-                    event["text"] = text
-                    return [event]
+                # The fast path (``_update_fast``): a region is open, nothing is deferred.
+                if state.buffer or not quick(text):
+                    # Held text, or a piece its characters cannot tell safe: ask.
+                    piece = self._safe_piece(text)
+                    if piece.__class__ is not str:
+                        return self._feed_general(text, piece)  # type: ignore[arg-type]
+                    if not piece:
+                        return []
+                    text = piece
+                # ``text`` is the region's next chunk, streamed as ``_append_body`` would;
+                # its length is counted into ``base`` later, from the body (``_sync_base``).
+                pieces = self._fast_pieces
+                pieces.append(text)
+                if len(pieces) >= _FAST_PIECES:
+                    self._sync_base()
+                if self._fast_strips:  # no whitespace run is held (``_update_fast``)
+                    kept = text.rstrip()
+                    if kept is not text:  # trailing whitespace (rstrip returns the same object)
+                        if not kept:
+                            self._hold_whitespace(text, kept)
+                            return []
+                        held = state.pending_whitespace
+                        state.pending_whitespace = text[len(kept) :]
+                        text = held + kept if held else kept
+                    elif state.pending_whitespace:
+                        text = state.pending_whitespace + text
+                        state.pending_whitespace = ""
+                event = self._fast_event.copy()  # a copy of a small dict is cheaper to build
+                event["text"] = text
+                return [event]
             except BaseException:
                 # As in ``_feed``: whatever went wrong, the parser is spent.
-                self._state.phase = ParserPhase.FAILED
-                self._fast = None
+                state.phase = ParserPhase.FAILED
+                self._quick = None
                 raise
-            scan = True  # the scanner said a scan is needed
+        return self._feed_general(text, None)
+
+    def _safe_piece(self, text: str) -> str | tuple[int, DelimiterMatch | None]:
+        """The fast path for a piece after held text, or one its characters cannot tell
+        safe: what of the held text and ``text`` to stream now ("" for nothing), the rest
+        held; or the scanner's answer, for the general path (a delimiter, or a long held
+        rest)."""
+        state = self._state
+        held = state.buffer
+        pending = held + text if held else text
+        if held and self._quick is not None and self._quick(pending):
+            state.buffer = ""  # a held lead run that leads nothing
+            return pending
+        self._sync_base()  # the offsets, for the scanner's stream memo
+        state.scanner_calls += 1
+        answer = state.scanner.next_delimiter(
+            pending,
+            memo={},
+            no_empty_at=state.empty_match_at - state.base,
+            stream=state.stream,
+            base=state.base,
+        )
+        safe, match = answer
+        if match is not None or len(pending) - safe > _RESCAN_AFTER:
+            return answer
+        # Text before what may begin a delimiter (gpt-oss's ``\s*to=`` after every space of
+        # its content): streamed, the rest held, without the general path's steps.
+        state.buffer = pending[safe:]
+        return pending[:safe]
+
+    def _feed_general(
+        self, text: str | Sequence[int], answer: tuple[int, DelimiterMatch | None] | None
+    ) -> list[Event]:
+        """``feed`` off its fast path (``answer``: the scanner's, if the fast path asked)."""
         if self._state.input_pieces is not None and text.__class__ is str:
             self._state.input_pieces.append(text)
-        self._fast = None
+        self._quick = None
         self._sync_base()
-        events = self._feed(text, scan)
+        events = self._feed(text, answer)
         self._update_fast()
         return events
 
@@ -482,62 +471,11 @@ class ResponseParser:
             raise
         return unshadow(events) if tokens.shadowed else events
 
-    def _hold_lead(self, run: str) -> None:
-        """Hold ``run``, the end of a piece the fast path streamed the rest of. When it is
-        a lead run only (``Scanner.lead_only_chars``: whitespace before gpt-oss's ``to=``),
-        the characters' test stays on: a next piece that passes it begins no anchor, so the
-        run leads nothing and the piece streams after it. Anything else held (a beginning
-        of an anchor) turns the test off: it cannot see held text."""
-        self._state.buffer = run
-        chars = self._state.scanner.lead_only_chars
-        if chars is None or not chars.issuperset(run):
-            self._fast = ""
-
-    def _feed_safe(self, pending: str, safe: int, held: str) -> list[Event]:
-        """The fast path for a piece that is not all safe, or follows held text: ``held``
-        and the piece are ``pending``, whose first ``safe`` characters can begin no
-        delimiter (``Scanner.safe_length``); the general path's chunk and hold step,
-        without the rest of the general path."""
-        state = self._state
-        self._sync_base()  # what the characters' test took, before the pieces change
-        events: list[Event] = []
-        self._take_safe(pending, safe, events)
-        if state.rescan_at:  # deferred from now on
-            self._fast = None
-        elif self._fast is not None:  # (not a long whitespace run)
-            if state.buffer:
-                self._fast = ""  # the characters' test cannot see held text
-            elif held:
-                self._choose_test()  # nothing held any more: the characters' test may do
-        return events
-
-    def _take_safe(self, pending: str, safe: int, events: list[Event]) -> None:
-        """Nothing in ``pending[:safe]`` can begin a delimiter (``Scanner.safe_length``):
-        it is text of the current state; the rest (a trailing run that may lead a
-        delimiter, or a beginning of one) stays held."""
-        size = len(pending)
-        if safe:
-            chunk = pending if safe == size else pending[:safe]
-            field = self._state.field
-            if field is not None:
-                self._append_body(field, chunk, events)
-            elif self._state.implicit_open:
-                self._append_body(self._implicit_field, chunk, events)
-            else:
-                self._take_text(chunk, 0, safe, events)
-            self._state.base += safe
-            if self._context_size:
-                self._state.context = (self._state.context + chunk)[-self._context_size :]
-        if safe == size:
-            self._state.buffer = ""
-        else:
-            rest = self._state.buffer = pending[safe:]
-            if len(rest) > _RESCAN_AFTER:  # as ``_set_rescan``: _rescan_at is 0 here
-                self._state.rescan_at = 2 * len(rest)
-
-    def _feed(self, text: str | Sequence[int], scan: bool = False) -> list[Event]:
-        """``feed`` off its fast path; ``scan``: ``_feed_safe`` found that the held text
-        and ``text`` need a scan."""
+    def _feed(
+        self, text: str | Sequence[int], answer: tuple[int, DelimiterMatch | None] | None = None
+    ) -> list[Event]:
+        """``feed`` off its fast path; ``answer``: the scanner's answer for the held text and
+        ``text``, when the fast path asked."""
         state = self._state
         ended = state.phase is not _STREAMING
         if ended:
@@ -555,17 +493,7 @@ class ResponseParser:
                 if deferred is None:
                     return []
                 text = deferred
-            if scan:
-                return self._run(text, final=False)
-            held = state.buffer
-            pending = held + text if held else text
-            state.scanner_calls += 1
-            safe = state.scanner.safe_length(pending)
-            if safe < 0:
-                return self._run(text, final=False)
-            events: list[Event] = []
-            self._take_safe(pending, safe, events)
-            return events
+            return self._run(text, final=False, answer=answer)
         except ParserStateError:
             raise
         except BaseException:
@@ -598,7 +526,7 @@ class ResponseParser:
             ParserStateError: the parser already finished or failed.
         """
         state = self._state
-        self._fast = None
+        self._quick = None
         self._sync_base()
         self._check_usable("finalize")
         tokens = state.tokens
@@ -625,7 +553,7 @@ class ResponseParser:
         (``PrimedParser``): the same message, issues and state, without building the events
         of ``text`` (region text is collected and parsed at its close, never cut into
         chunks)."""
-        self._fast = None
+        self._quick = None
         self._sync_base()
         self._check_usable("finalize")
         try:
@@ -805,10 +733,17 @@ class ResponseParser:
         held = len(self._state.buffer)
         self._state.rescan_at = 2 * held if held > _RESCAN_AFTER else 0
 
-    def _run(self, text: str, final: bool, whole: bool = False) -> list[Event]:
+    def _run(
+        self,
+        text: str,
+        final: bool,
+        whole: bool = False,
+        answer: tuple[int, DelimiterMatch | None] | None = None,
+    ) -> list[Event]:
         """Scan the held buffer and ``text``; return the events. ``whole`` (only with
         ``final``): the caller wants the message, not the events, so region text is only
-        collected, never streamed as chunks (``finish``)."""
+        collected, never streamed as chunks (``finish``). ``answer``: the scanner's first
+        answer, already asked (no context is kept)."""
         state = self._state
         events: list[Event] = []
         # Consumed text is kept before the buffer as context for lookbehinds and "^", so
@@ -817,7 +752,7 @@ class ResponseParser:
         buffer = context + state.buffer + text if (context or state.buffer) else text
         state.base -= len(context)
         try:
-            consumed = self._scan(buffer, len(context), final, events, whole)
+            consumed = self._scan(buffer, len(context), final, events, whole, answer)
         except ResponseParseError as error:
             state.buffer = ""
             self._fail(error)
@@ -829,30 +764,34 @@ class ResponseParser:
         return events
 
     def _scan(
-        self, buffer: str, position: int, final: bool, events: list[Event], whole: bool = False
+        self,
+        buffer: str,
+        position: int,
+        final: bool,
+        events: list[Event],
+        whole: bool = False,
+        answer: tuple[int, DelimiterMatch | None] | None = None,
     ) -> int:
-        """Act on every delimiter in ``buffer[position:]``; return where consumption ended."""
+        """Act on every delimiter in ``buffer[position:]``; return where consumption ended.
+        ``answer``: the scanner's answer at ``position``, already asked."""
         state = self._state
         template = self.template
         memo: dict[Any, Any] = {}
         while True:
             field = state.field
-            scanner = state.scanner
-            no_empty_at = state.empty_match_at - state.base
-            state.scanner_calls += 1
-            if final:  # a complete text: nothing is held back
-                match = scanner.scan_final(buffer, position, memo, no_empty_at)
-                safe_end = len(buffer) if match is None else match.start
-            else:
-                safe_end, match = scanner.scan(
+            if answer is None:
+                state.scanner_calls += 1
+                safe_end, match = state.scanner.next_delimiter(
                     buffer,
                     position,
                     final,
-                    memo,
-                    no_empty_at,
-                    state.stream,
-                    state.base,
+                    memo=memo,
+                    no_empty_at=state.empty_match_at - state.base,
+                    stream=state.stream,
+                    base=state.base,
                 )
+            else:
+                (safe_end, match), answer = answer, None
             if safe_end > position:
                 self._take_text(buffer, position, safe_end, events, whole)
             if match is None:
@@ -922,13 +861,11 @@ class ResponseParser:
         a region is open, and a stripping clean field has begun its value with no long
         whitespace run held. The fast path keeps every one of these true, but for a long
         whitespace run, which turns it off (``_hold_whitespace``). It tests a piece with
-        ``in`` when one or two characters can begin a delimiter (``Scanner.start_chars``),
-        else with ``Scanner.safe_length``."""
-        self._fast = None
+        the state's ``Scanner.all_safe``, else asks ``Scanner.next_delimiter``."""
+        self._quick = None
         state = self._state
-        # Context sensitive delimiters (the only ones ``safe_length`` cannot judge) need
-        # the consumed text kept as context: never on the fast path; nor extended events
-        # (everything fed is kept as ``input_text``).
+        # Context sensitive delimiters need the consumed text kept as context: never on
+        # the fast path; nor extended events (everything fed is kept as ``input_text``).
         if state.rescan_at or self._context_size or state.phase is not _STREAMING:
             return
         if self._extended:
@@ -951,26 +888,7 @@ class ResponseParser:
                 "dirty": parser.dirty,
             }
             self._fast_strips = strips
-        self._choose_test()
-
-    def _choose_test(self) -> None:
-        """The fast path's test of a piece: ``in`` when one or two characters can begin a
-        delimiter and nothing is held (and a look at the last one where a lead run may
-        begin one), else ``Scanner.safe_length`` (``_fast`` "")."""
-        scanner = self._state.scanner
-        chars = scanner.start_chars
-        if chars and len(chars) <= 2 and not self._state.buffer:
-            if len(chars) == 2:
-                second = chars[1]
-                self._fast_second, self._fast_second_ends = scanner.start_needles.get(
-                    second, (second, ())
-                )
-            else:
-                self._fast_second = None
-            self._fast_leads = scanner.lead_chars
-            self._fast = chars[0]
-        else:
-            self._fast = ""
+        self._quick = state.scanner.all_safe
 
     def _sync_base(self) -> None:
         """Hand the pieces the fast path streamed to the open region's body, and count
@@ -1042,7 +960,7 @@ class ResponseParser:
         run.append(held)
         run.append(text)
         state.pending_whitespace = ""
-        self._fast = None
+        self._quick = None
         return ""
 
     def _take_whitespace(self) -> str:

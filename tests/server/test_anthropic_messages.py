@@ -27,6 +27,7 @@ from tests.server.helpers import (  # noqa: E402
     FINAL,
     FINAL_ANSWER,
     PARALLEL_CALLS,
+    TLS,
     family_server_config,
     qwen3_config,
     running,
@@ -39,7 +40,11 @@ USER = [{"role": "user", "content": "Weather in Lisbon and Oslo?"}]
 
 def _client(url: str) -> Any:
     return anthropic.Anthropic(
-        base_url=url.removesuffix("/v1"), api_key="unused", max_retries=0, timeout=30
+        base_url=url.removesuffix("/v1"),
+        api_key="unused",
+        max_retries=0,
+        timeout=30,
+        http_client=anthropic.DefaultHttpxClient(verify=TLS),
     )
 
 
@@ -379,7 +384,9 @@ def test_a_bad_request_is_answered_in_the_api_shape(
     replay: Any, body: Any, status: int, text: str
 ) -> None:
     client = replay(FINAL_ANSWER)
-    response = httpx.post(f"{str(client.base_url).rstrip('/')}/v1/messages", json=body, timeout=30)
+    response = httpx.post(
+        f"{str(client.base_url).rstrip('/')}/v1/messages", json=body, timeout=30, verify=TLS
+    )
     assert response.status_code == status
     error = response.json()
     assert error["type"] == "error" and set(error["error"]) == {"type", "message"}
@@ -424,13 +431,15 @@ def test_bytes_that_are_no_request_are_a_400(replay: Any, body: bytes) -> None:
 def test_a_body_over_the_limit_is_a_413(replay: Any) -> None:
     client = replay(FINAL_ANSWER)
     huge = {**GOOD, "messages": [{"role": "user", "content": "x" * (17 * 1024 * 1024)}]}
-    response = httpx.post(f"{str(client.base_url).rstrip('/')}/v1/messages", json=huge, timeout=60)
+    response = httpx.post(
+        f"{str(client.base_url).rstrip('/')}/v1/messages", json=huge, timeout=60, verify=TLS
+    )
     assert response.status_code == 413
     assert response.json()["error"]["type"] == "request_too_large"
 
 
 def test_a_wrong_method_is_answered_in_the_api_shape(replay: Any) -> None:
     client = replay(FINAL_ANSWER)
-    response = httpx.get(f"{str(client.base_url).rstrip('/')}/v1/messages", timeout=30)
+    response = httpx.get(f"{str(client.base_url).rstrip('/')}/v1/messages", timeout=30, verify=TLS)
     assert response.status_code == 405
     assert response.json()["type"] == "error"

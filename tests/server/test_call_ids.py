@@ -19,7 +19,7 @@ from replyparse.openai import call_id_factory  # noqa: E402
 from replyparse.openai._ids import CALL_PREFIX  # noqa: E402
 from replyparse.server import ChatTemplate, ReplayBackend, ServerConfig  # noqa: E402
 from replyparse.templates import get_entry  # noqa: E402
-from tests.server.helpers import CHAT_TOOLS, RESPONSES_TOOLS, running, write_replay  # noqa: E402
+from tests.server.helpers import CHAT_TOOLS, RESPONSES_TOOLS, openai_client, running, write_replay  # noqa: E402
 
 CHAT_TEMPLATES = Path(__file__).resolve().parents[2] / ".." / "shared" / "chat_templates"
 CALL = {
@@ -60,7 +60,7 @@ def _config(family: str, tmp_path: Path) -> ServerConfig:
 @pytest.mark.parametrize("family", sorted(CALL))
 def test_mistral_chat_tool_round_trip(family: str, tmp_path: Path) -> None:
     with running(_config(family, tmp_path)) as url:
-        client = openai.OpenAI(base_url=url, api_key="unused", max_retries=0, timeout=20)
+        client = openai_client(url, timeout=20)
         first = client.chat.completions.create(model="m", messages=USER, tools=CHAT_TOOLS)
         (call,) = first.choices[0].message.tool_calls
         assert re.fullmatch(r"[A-Za-z0-9]{9}", call.id), call.id
@@ -76,7 +76,7 @@ def test_mistral_chat_tool_round_trip(family: str, tmp_path: Path) -> None:
 @pytest.mark.parametrize("family", sorted(CALL))
 def test_mistral_responses_tool_round_trip(family: str, tmp_path: Path) -> None:
     with running(_config(family, tmp_path)) as url:
-        client = openai.OpenAI(base_url=url, api_key="unused", max_retries=0, timeout=20)
+        client = openai_client(url, timeout=20)
         first = client.responses.create(model="m", input=USER, tools=RESPONSES_TOOLS)
         (call,) = [item for item in first.output if item.type == "function_call"]
         assert re.fullmatch(r"[A-Za-z0-9]{9}", call.call_id), call.call_id
@@ -93,7 +93,7 @@ def test_openai_form_ids_are_refused_by_the_mistral_template(tmp_path: Path) -> 
     """Why the form matters: with OpenAI-form ids the round trip fails (400)."""
     config = replace(_config("mistral-v11", tmp_path), call_id_form="openai")
     with running(config) as url:
-        client = openai.OpenAI(base_url=url, api_key="unused", max_retries=0, timeout=20)
+        client = openai_client(url, timeout=20)
         first = client.chat.completions.create(model="m", messages=USER, tools=CHAT_TOOLS)
         (call,) = first.choices[0].message.tool_calls
         messages: list[Any] = [
@@ -238,7 +238,7 @@ def test_a_model_written_id_round_trips_through_chat(
     """The 9-character id the model wrote is the call's id, and the real Mistral chat
     template accepts it back."""
     with running(_written_id_config(family, tmp_path)) as url:
-        client = openai.OpenAI(base_url=url, api_key="unused", max_retries=0, timeout=20)
+        client = openai_client(url, timeout=20)
         if stream:
             with client.chat.completions.stream(
                 model="m", messages=USER, tools=CHAT_TOOLS
@@ -263,7 +263,7 @@ def test_a_model_written_id_round_trips_through_responses(
     family: str, stream: bool, tmp_path: Path
 ) -> None:
     with running(_written_id_config(family, tmp_path)) as url:
-        client = openai.OpenAI(base_url=url, api_key="unused", max_retries=0, timeout=20)
+        client = openai_client(url, timeout=20)
         if stream:
             with client.responses.stream(model="m", input=USER, tools=RESPONSES_TOOLS) as events:
                 first = events.get_final_response()
@@ -301,7 +301,7 @@ def test_a_cohere_tool_call_id_round_trips(tmp_path: Path) -> None:
         call_id_form=entry.call_id_form,
     )
     with running(config) as url:
-        client = openai.OpenAI(base_url=url, api_key="unused", max_retries=0, timeout=20)
+        client = openai_client(url, timeout=20)
         first = client.chat.completions.create(model="m", messages=USER, tools=CHAT_TOOLS)
         (tool_call,) = first.choices[0].message.tool_calls
         assert tool_call.id == "0"

@@ -26,6 +26,7 @@ from tests.server.helpers import (  # noqa: E402
     CHATML,
     FINAL_ANSWER,
     RESPONSES_TOOLS,
+    TLS,
     qwen3_config,
     running,
     write_replay,
@@ -149,11 +150,14 @@ def post(base: str, path: str, body: Any, timeout: float = 30) -> Any:
         content=content,
         headers={"Content-Type": "application/json"},
         timeout=timeout,
+        verify=TLS,
     )
 
 
 def assert_up(base: str) -> None:
-    assert httpx2.get(base.removesuffix("/v1") + "/health", timeout=30).json() == {"status": "ok"}
+    assert httpx2.get(base.removesuffix("/v1") + "/health", timeout=30, verify=TLS).json() == {
+        "status": "ok"
+    }
     answer = post(base, "chat/completions", chat())
     assert answer.status_code == 200, answer.text
     assert answer.json()["choices"][0]["message"]["content"].startswith("Lisbon is 21")
@@ -247,7 +251,10 @@ def test_pathological_patterns_do_not_block_the_server(
 
         worker = threading.Thread(target=slow)
         worker.start()
-        health = [httpx2.get(url.removesuffix("/v1") + "/health", timeout=30) for _ in range(5)]
+        health = [
+            httpx2.get(url.removesuffix("/v1") + "/health", timeout=30, verify=TLS)
+            for _ in range(5)
+        ]
         worker.join()
     assert all(answer.json() == {"status": "ok"} for answer in health)
     answer = results["slow"]

@@ -20,6 +20,7 @@ from tests.server.helpers import (  # noqa: E402
     FINAL_ANSWER,
     PARALLEL_CALLS,
     RESPONSES_TOOLS,
+    openai_client,
     qwen3_config,
     running,
     write_replay,
@@ -39,7 +40,7 @@ def client_for(tmp_path: Path) -> Iterator[Callable[..., Any]]:
         context = running(qwen3_config(ReplayBackend(replay, chunk_size=chunk_size)))
         stack.append(context)
         url = context.__enter__()
-        client = openai.OpenAI(base_url=url, api_key="unused", max_retries=0, timeout=20)
+        client = openai_client(url, timeout=20)
         clients.append(client)
         return client
 
@@ -279,7 +280,7 @@ def test_length_cut_is_incomplete(tmp_path: Path) -> None:
         encoding="utf-8",
     )
     with running(qwen3_config(ReplayBackend(replay))) as url:
-        client = openai.OpenAI(base_url=url, api_key="unused", max_retries=0)
+        client = openai_client(url)
         chat = client.chat.completions.create(model="test-model", messages=USER)
         response = client.responses.create(model="test-model", input="hi")
     assert chat.choices[0].finish_reason == "length"
@@ -332,7 +333,7 @@ def test_custom_tool_calls_as_function_deltas(tmp_path: Path) -> None:
     replay = write_replay(tmp_path / "custom.jsonl", CUSTOM_CALL)
     config = replace(qwen3_config(ReplayBackend(replay)), custom_tool_deltas="function")
     with running(config) as url:
-        client = openai.OpenAI(base_url=url, api_key="unused", max_retries=0)
+        client = openai_client(url)
         with client.chat.completions.stream(
             model="test-model",
             messages=USER,

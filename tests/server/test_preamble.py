@@ -20,7 +20,7 @@ from replyparse.server import (  # noqa: E402
     ServerConfig,
 )
 from replyparse.templates import get_template  # noqa: E402
-from tests.server.helpers import CHAT_TOOLS, RESPONSES_TOOLS, running, write_replay  # noqa: E402
+from tests.server.helpers import CHAT_TOOLS, RESPONSES_TOOLS, openai_client, running, write_replay  # noqa: E402
 
 GPT_OSS = Path(__file__).resolve().parents[2] / ".." / "shared" / "chat_templates" / "gpt-oss.jinja"
 CALL = (
@@ -74,7 +74,7 @@ def _serve(template: ChatTemplate, tmp_path: Path) -> Any:
 
 def test_responses_round_trip_with_a_preamble(template: ChatTemplate, tmp_path: Path) -> None:
     with _serve(template, tmp_path) as url:
-        client = openai.OpenAI(base_url=url, api_key="unused", max_retries=0, timeout=20)
+        client = openai_client(url, timeout=20)
         first = client.responses.create(model="gpt-oss", input=USER, tools=RESPONSES_TOOLS)
         assert [item.type for item in first.output] == ["reasoning", "message", "function_call"]
         assert first.output[1].content[0].text == "Let me check the weather."
@@ -90,7 +90,7 @@ def test_responses_round_trip_with_a_preamble(template: ChatTemplate, tmp_path: 
 
 def test_chat_round_trip_with_a_preamble(template: ChatTemplate, tmp_path: Path) -> None:
     with _serve(template, tmp_path) as url:
-        client = openai.OpenAI(base_url=url, api_key="unused", max_retries=0, timeout=20)
+        client = openai_client(url, timeout=20)
         first = client.chat.completions.create(model="gpt-oss", messages=USER, tools=CHAT_TOOLS)
         message = first.choices[0].message
         assert message.content == "Let me check the weather."

@@ -22,7 +22,7 @@ pytest.importorskip("uvicorn")
 from openai.lib.streaming.chat import ChatCompletionStreamState  # noqa: E402
 
 from replyparse.server import ReplayBackend  # noqa: E402
-from tests.server.helpers import CHAT_TOOLS, RESPONSES_TOOLS, qwen3_config, running  # noqa: E402
+from tests.server.helpers import CHAT_TOOLS, RESPONSES_TOOLS, openai_client, qwen3_config, running  # noqa: E402
 
 USER = [{"role": "user", "content": "Weather in Lisbon and Oslo?"}]
 
@@ -55,7 +55,7 @@ def client(tmp_path: Path) -> Iterator[Any]:
     )
     with (
         running(qwen3_config(ReplayBackend(replay, chunk_size=3))) as url,
-        openai.OpenAI(base_url=url, api_key="unused", max_retries=0, timeout=20) as sdk,
+        openai_client(url, timeout=20) as sdk,
     ):
         yield sdk
 
@@ -157,7 +157,7 @@ def test_call_to_a_tool_that_was_not_offered_is_passed_through(
     with (
         caplog.at_level("WARNING", logger="replyparse.server"),
         running(qwen3_config(ReplayBackend(replay))) as url,
-        openai.OpenAI(base_url=url, api_key="unused", max_retries=0, timeout=20) as sdk,
+        openai_client(url, timeout=20) as sdk,
     ):
         chat = sdk.chat.completions.create(model="test-model", messages=USER, tools=CHAT_TOOLS)
         response = sdk.responses.create(model="test-model", input="hi", tools=RESPONSES_TOOLS)
@@ -233,7 +233,7 @@ def test_an_image_part_to_a_text_only_chat_template_is_a_400_saying_so(tmp_path:
     ]
     with (
         running(config) as url,
-        openai.OpenAI(base_url=url, api_key="unused", max_retries=0, timeout=20) as sdk,
+        openai_client(url, timeout=20) as sdk,
         pytest.raises(openai.BadRequestError) as caught,
     ):
         sdk.chat.completions.create(model="test-model", messages=messages)

@@ -18,7 +18,7 @@ httpx2 = pytest.importorskip("httpx2")
 pytest.importorskip("starlette")
 
 from replyparse.server import ReplayBackend  # noqa: E402
-from tests.server.helpers import qwen3_config, running, write_replay  # noqa: E402
+from tests.server.helpers import openai_client, qwen3_config, running, write_replay  # noqa: E402
 
 
 class Weather(pydantic.BaseModel):
@@ -42,7 +42,7 @@ SCHEMA = {
 
 
 def _client(url: str) -> Any:
-    return openai.OpenAI(base_url=url, api_key="unused", max_retries=0, timeout=20)
+    return openai_client(url, timeout=20)
 
 
 def test_sdk_parse_helpers_get_the_parsed_object(tmp_path: Path) -> None:

@@ -34,7 +34,7 @@ from replyparse.server import (  # noqa: E402
 )
 from replyparse.server.tool_search import MAX_SEARCH_ROUNDS  # noqa: E402
 from replyparse.templates import get_template  # noqa: E402
-from tests.server.helpers import running, write_replay  # noqa: E402
+from tests.server.helpers import openai_client, running, write_replay  # noqa: E402
 from tests.server.tool_search_cases import (  # noqa: E402
     CHAT_TEMPLATES,
     CRM,
@@ -58,7 +58,7 @@ FAMILY_IDS = [family.name for family in FAMILIES]
 
 
 def _sdk(url: str) -> Any:
-    return openai.OpenAI(base_url=url, api_key="unused", max_retries=0, timeout=30)
+    return openai_client(url, timeout=30)
 
 
 def _whole(url: str, body: dict[str, Any]) -> dict[str, Any]:
@@ -106,7 +106,7 @@ def client() -> Iterator[Any]:
     made: list[Any] = []
 
     def make(url: str) -> Any:
-        made.append(openai.OpenAI(base_url=url, api_key="unused", max_retries=0, timeout=30))
+        made.append(_sdk(url))
         return made[-1]
 
     yield make

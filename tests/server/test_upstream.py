@@ -22,7 +22,7 @@ pytest.importorskip("starlette")
 
 from replyparse.server import UpstreamBackend  # noqa: E402
 from replyparse.server.backends import DEFAULT_MAX_TOKENS, completions_url  # noqa: E402
-from tests.server.helpers import CHAT_TOOLS, PARALLEL_CALLS, qwen3_config, running  # noqa: E402
+from tests.server.helpers import CHAT_TOOLS, PARALLEL_CALLS, openai_client, qwen3_config, running  # noqa: E402
 
 USER = [{"role": "user", "content": "Weather in Lisbon and Oslo?"}]
 
@@ -209,7 +209,7 @@ def upstream() -> Iterator[FakeUpstream]:
 def client(upstream: FakeUpstream) -> Iterator[Any]:
     backend = UpstreamBackend(upstream.url + "/v1", model="upstream-model", timeout=10)
     with running(qwen3_config(backend)) as url:
-        yield openai.OpenAI(base_url=url, api_key="unused", max_retries=0, timeout=20)
+        yield openai_client(url, timeout=20)
 
 
 def test_completions_url_forms() -> None:
@@ -317,7 +317,7 @@ def test_unreachable_upstream_is_a_502() -> None:
     url = probe.url
     probe.server_close()  # nothing listens there any more
     with running(qwen3_config(UpstreamBackend(url, model="m", timeout=5))) as base:
-        client = openai.OpenAI(base_url=base, api_key="unused", max_retries=0)
+        client = openai_client(base)
         with pytest.raises(openai.InternalServerError, match="cannot reach the upstream"):
             client.responses.create(model="test-model", input="hi")
 
@@ -343,7 +343,7 @@ def test_upstream_timeout_is_a_504_naming_its_cause(upstream: FakeUpstream) -> N
     upstream.mode = "silent"
     backend = UpstreamBackend(upstream.url, model="m", timeout=0.5)
     with running(qwen3_config(backend)) as url:
-        client = openai.OpenAI(base_url=url, api_key="unused", max_retries=0, timeout=20)
+        client = openai_client(url, timeout=20)
         with pytest.raises(openai.APIStatusError) as caught:
             client.chat.completions.create(model="test-model", messages=USER)
     assert caught.value.status_code == 504
@@ -363,7 +363,7 @@ def test_model_and_context_length_come_from_the_upstreams_model_list(
 ) -> None:
     backend = UpstreamBackend(upstream.url, timeout=10)
     with running(qwen3_config(backend)) as base:
-        client = openai.OpenAI(base_url=base, api_key="unused", max_retries=0, timeout=20)
+        client = openai_client(base, timeout=20)
         client.chat.completions.create(model="test-model", messages=USER)
         client.chat.completions.create(model="test-model", messages=USER, stream=True)
     assert [body["model"] for body in upstream.bodies] == ["/models/tiny-qwen3"] * 2
@@ -374,7 +374,7 @@ def test_model_and_context_length_come_from_the_upstreams_model_list(
 def test_an_explicit_max_tokens_is_kept(upstream: FakeUpstream) -> None:
     backend = UpstreamBackend(upstream.url, timeout=10, max_tokens=300)
     with running(qwen3_config(backend)) as base:
-        client = openai.OpenAI(base_url=base, api_key="unused", max_retries=0, timeout=20)
+        client = openai_client(base, timeout=20)
         client.chat.completions.create(model="test-model", messages=USER)
     (body,) = upstream.bodies
     assert body["max_tokens"] == 300 and body["model"] == "/models/tiny-qwen3"
@@ -385,7 +385,7 @@ def test_no_model_list_is_a_502_that_says_what_to_pass(
 ) -> None:
     upstream.models = None
     with running(qwen3_config(UpstreamBackend(upstream.url, timeout=10))) as base:
-        client = openai.OpenAI(base_url=base, api_key="unused", max_retries=0, timeout=20)
+        client = openai_client(base, timeout=20)
         with (
             caplog.at_level("ERROR", logger="replyparse.server"),
             pytest.raises(openai.InternalServerError) as caught,

@@ -28,6 +28,7 @@ from tests.server.helpers import (  # noqa: E402
     CHAT_TOOLS,
     PARALLEL_CALLS,
     RESPONSES_TOOLS,
+    openai_client,
     qwen3_config,
     running,
 )
@@ -76,7 +77,7 @@ def _client(config: ServerConfig) -> Iterator[Any]:
     """An OpenAI client of a running server for ``config``, closed afterwards."""
     with (
         running(config) as url,
-        openai.OpenAI(base_url=url, api_key="unused", max_retries=0, timeout=30) as client,
+        openai_client(url, timeout=30) as client,
     ):
         yield client
 

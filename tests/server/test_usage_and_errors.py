@@ -15,7 +15,7 @@ httpx2 = pytest.importorskip("httpx2")
 pytest.importorskip("starlette")
 
 from replyparse.server import BackendError, Delta, GenerationRequest, ReplayBackend  # noqa: E402
-from tests.server.helpers import FINAL_ANSWER, qwen3_config, running  # noqa: E402
+from tests.server.helpers import FINAL_ANSWER, openai_client, qwen3_config, running  # noqa: E402
 
 USER = [{"role": "user", "content": "Weather?"}]
 USAGE = {"prompt_tokens": 40, "completion_tokens": 25}
@@ -30,7 +30,7 @@ def _replay(tmp_path: Path, *records: dict[str, Any]) -> ReplayBackend:
 def test_replay_usage_is_passed_through(tmp_path: Path) -> None:
     backend = _replay(tmp_path, {"text": FINAL_ANSWER, "usage": USAGE})
     with running(qwen3_config(backend)) as url:
-        client = openai.OpenAI(base_url=url, api_key="unused", max_retries=0, timeout=20)
+        client = openai_client(url, timeout=20)
         whole = client.chat.completions.create(model="test-model", messages=USER)
         chunks = list(
             client.chat.completions.create(
@@ -51,7 +51,7 @@ def test_replay_usage_is_passed_through(tmp_path: Path) -> None:
 
 def test_replay_without_counts_reports_no_usage(tmp_path: Path) -> None:
     with running(qwen3_config(_replay(tmp_path, {"text": FINAL_ANSWER}))) as url:
-        client = openai.OpenAI(base_url=url, api_key="unused", max_retries=0, timeout=20)
+        client = openai_client(url, timeout=20)
         assert client.chat.completions.create(model="test-model", messages=USER).usage is None
 
 
@@ -117,7 +117,7 @@ def test_responses_echo_store(tmp_path: Path, store: bool | None) -> None:
     extra: dict[str, Any] = {} if store is None else {"store": store}
     expected = store is not False
     with running(qwen3_config(backend)) as url:
-        client = openai.OpenAI(base_url=url, api_key="unused", max_retries=0, timeout=20)
+        client = openai_client(url, timeout=20)
         whole = client.responses.create(model="test-model", input="Weather?", **extra)
         events = list(
             client.responses.create(model="test-model", input="Weather?", stream=True, **extra)

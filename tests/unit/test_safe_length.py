@@ -1,4 +1,5 @@
-"""The scanner's fast path (``Scanner.safe_length``) on patterns with anchors (issue 13).
+"""The scanner's quick answers (``Scanner.safe_length``, ``Scanner.all_safe``) on patterns
+with anchors.
 
 ``safe_length`` tells the parser how much of a piece it may emit without a scan. With
 patterns whose every match begins with known literals after a lead run at most
@@ -98,46 +99,61 @@ def test_safe_text_is_never_past_what_a_scan_emits(data: st.DataObject) -> None:
         assert match is None or safe <= match.start
 
 
-def start_char_scanners() -> list[Scanner]:
-    """Every registry template's scanners that know the characters beginning a delimiter."""
+def quick_scanners() -> list[Scanner]:
+    """Every registry template's scanner whose characters' test (``Scanner.all_safe``) can
+    tell a plain word safe."""
     scanners = []
     for family in list_templates():
         template = get_entry(family).template
         for scanner in (template.outside_scanner, *template.region_scanners):
-            if scanner.start_chars:
+            if scanner.all_safe("x") or scanner.all_safe("0"):
                 scanners.append(scanner)
     return scanners
 
 
-START_CHAR_SCANNERS = start_char_scanners()
+QUICK_SCANNERS = quick_scanners()
 
 
 @pytest.mark.fast_plan
-def test_start_chars_are_known_where_safe_length_tests_only_characters() -> None:
-    header = header_scanner()  # "\s*to=": a lead run before the anchor
-    assert header.start_chars == "<t"
-    assert header.lead_chars is not None and {" ", "\n"} <= header.lead_chars
-    assert "t" not in header.lead_chars
+@pytest.mark.parametrize(
+    ("text", "safe"),
+    [
+        ("hello world", True),  # spaces and "t" alone begin nothing
+        ("at the top", True),
+        ("stop", True),
+        ("hello to", False),  # "to" may become "to=" (the test cannot say how much)
+        ("hello t", False),
+        ("hello ", False),  # a trailing space may lead a match
+        ("a\u00a0", False),  # any non-ASCII character may be whitespace that leads one
+        ("a <en", False),  # may become "<end>"
+        ("a <e x", True),  # "<" begins only "<end>": no "<end>", nor a beginning of it at the end
+        ("a to=b", False),
+    ],
+)
+def test_a_piece_is_all_safe_by_its_characters(text: str, safe: bool) -> None:
+    assert header_scanner().all_safe(text) is safe
+
+
+@pytest.mark.fast_plan
+def test_most_registry_states_judge_a_piece_by_its_characters() -> None:
     scanner = Scanner([(Delimiter.from_literals(["</think>", "<|im_end|>"]), 0, 0)])
-    assert (scanner.start_chars, scanner.lead_chars) == ("<", None)
-    assert len(START_CHAR_SCANNERS) >= 200
+    assert scanner.all_safe("so far, so good") and not scanner.all_safe("so far <")
+    assert len(QUICK_SCANNERS) >= 200
 
 
 @pytest.mark.fast_plan
 @settings(max_examples=examples(400), deadline=None)
 @given(data=st.data())
-def test_text_without_a_start_char_begins_no_delimiter(data: st.DataObject) -> None:
-    """The parser streams such a piece whole without a scan (``ResponseParser.feed``),
-    unless it ends in what may lead a delimiter (``lead_chars``, or any non-ASCII)."""
-    scanner = data.draw(st.sampled_from(START_CHAR_SCANNERS))
-    assert scanner.start_chars is not None
-    parts = data.draw(st.lists(st.sampled_from(fragments(scanner)), max_size=12))
-    text = "".join(char for char in "".join(parts) if char not in scanner.start_chars)
-    leads = scanner.lead_chars
-    if leads is not None and text and (text[-1] >= "\x80" or text[-1] in leads):
-        text += next(char for char in "xqz0" if char not in scanner.start_chars + "".join(leads))
-    assert scanner.safe_length(text) == len(text)
-    assert scanner.scan(text, 0) == (len(text), None)
+def test_a_piece_all_safe_by_its_characters_begins_no_delimiter(data: st.DataObject) -> None:
+    """The parser streams such a piece whole without a scan (``ResponseParser.feed``)."""
+    scanner = data.draw(st.sampled_from(QUICK_SCANNERS))
+    parts = data.draw(st.lists(st.sampled_from(fragments(scanner)), min_size=1, max_size=12))
+    text = "".join(parts)
+    # Also the text without the characters that begin something alone.
+    for piece in (text, "".join(char for char in text if scanner.all_safe(char + "x")) + "x"):
+        if scanner.all_safe(piece):
+            assert scanner.safe_length(piece) == len(piece)
+            assert scanner.scan(piece, 0) == (len(piece), None)
 
 
 # -- the streaming search of patterns with anchors ------------------------------------------
