@@ -24,9 +24,9 @@ the events (``messages.stream()``'s ``get_final_message()``).
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Unpack
 
 from replyparse.anthropic._json_close import json_completion
 from replyparse.anthropic.messages import (
@@ -42,8 +42,7 @@ from replyparse.anthropic.messages import (
 )
 from replyparse.errors import ResponseParseError
 from replyparse.openai import FinishReason
-from replyparse.openai._ids import IdFactory, random_id
-from replyparse.openai._stream_base import StreamBase
+from replyparse.openai._stream_base import StreamBase, StreamRequest
 from replyparse.openai._tracker import CallDelta, CallStart, TextDelta, Update
 from replyparse.openai.messages import REASONING_KEY
 from replyparse.template import ResponseTemplate
@@ -84,17 +83,14 @@ class MessagesStream(StreamBase):
 
     Args:
         template: the response template (dict, JSON text or ``ResponseTemplate``).
-        prefix: the prompt sent to the model (see ``ResponseParser``); ``""`` opts out.
-        model: the ``model`` of the message.
-        tools: the request's tools, as function tools
-            (:func:`~replyparse.anthropic.conversation.to_function_tools`).
-        tool_choice: the request's ``tool_choice`` in OpenAI's shape
-            (:func:`~replyparse.anthropic.conversation.to_tool_choice`).
-        parallel_tool_calls: False for ``disable_parallel_tool_use``.
         message_id: the ``msg_...`` id; made with ``ids`` when None.
-        ids: the identifier factory (``tool_use_ids`` of one, for ``toolu_`` ids).
-        recover: parse in recover mode (the default): what the model wrote never fails
-            the stream; ``issues`` lists what did not fit.
+        **request: ``prefix`` and ``model`` (the message's), and optionally ``tools`` (as
+            function tools: :func:`~replyparse.anthropic.conversation.to_function_tools`),
+            ``tool_choice`` (in OpenAI's shape:
+            :func:`~replyparse.anthropic.conversation.to_tool_choice`),
+            ``parallel_tool_calls`` (False for ``disable_parallel_tool_use``), ``ids`` (the
+            ``tool_use_ids`` of one, for ``toolu_`` ids), ``recover``: see
+            :class:`~replyparse.openai._stream_base.StreamRequest`.
 
     Raises:
         StrictSchemaError, ToolDefinitionError, ToolChoiceError: the request is invalid.
@@ -116,21 +112,12 @@ class MessagesStream(StreamBase):
         self,
         template: Mapping[str, Any] | ResponseTemplate | str,
         *,
-        prefix: str | Sequence[int],
-        model: str,
-        tools: Any = None,
-        tool_choice: Any = None,
-        parallel_tool_calls: bool = True,
         message_id: str | None = None,
-        ids: IdFactory = random_id,
-        recover: bool = True,
+        **request: Unpack[StreamRequest],
     ) -> None:
         """Check the request and start a parser; see the class docstring."""
-        super().__init__(
-            template, prefix, tools, tool_choice, parallel_tool_calls, ids, recover=recover
-        )
-        self._model = model
-        self._id = message_id or ids(MESSAGE_PREFIX)
+        super().__init__(template, **request)
+        self._id = message_id or self._ids(MESSAGE_PREFIX)
         self._blocks: list[_Block] = []
         self._call_blocks: dict[int, _Block] = {}
         #: The thinking or text block being written, if any: at most one is open.

@@ -14,11 +14,11 @@ its arguments so far.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Required, TypedDict
 
 from replyparse.errors import ParserStateError
 from replyparse.issues import ParseIssue
-from replyparse.openai._ids import IdFactory
+from replyparse.openai._ids import IdFactory, random_id
 from replyparse.openai._tracker import MessageTracker, Update
 from replyparse.openai.errors import RuleViolation
 from replyparse.openai.messages import TOOL_CALLS_KEY, _Request
@@ -27,23 +27,58 @@ from replyparse.parser import ResponseParser
 from replyparse.request._calls import ResolvedCall, ToolIndex
 from replyparse.template import ResponseTemplate, load_template
 
-__all__ = ["StreamBase"]
+__all__ = ["StreamBase", "StreamRequest"]
+
+
+class StreamRequest(TypedDict, total=False):
+    """The keyword arguments every stream takes (``ChatCompletionStream``,
+    ``ResponsesStream``, ``MessagesStream``), besides its own.
+
+    Attributes:
+        prefix: the prompt sent to the model (see ``ResponseParser``); ``""`` opts out.
+            Required.
+        model: the ``model`` the stream reports. Required.
+        tools: the request's tools; they type arguments and tell custom tools apart.
+        tool_choice: the request's ``tool_choice`` (either OpenAI API's shape).
+        parallel_tool_calls: the request's ``parallel_tool_calls`` (default True).
+        ids: the identifier factory (inject :class:`~._ids.SequentialIds` in tests).
+        recover: parse in recover mode (the default): what the model wrote never fails
+            the stream; ``issues`` lists what did not fit. False raises
+            ``ResponseParseError`` as the parser does.
+    """
+
+    prefix: Required[str | Sequence[int]]
+    model: Required[str]
+    tools: Any
+    tool_choice: Any
+    parallel_tool_calls: bool
+    ids: IdFactory
+    recover: bool
 
 
 class StreamBase:
-    """The request checks and parser plumbing of one streamed response."""
+    """The request checks and parser plumbing of one streamed response.
+
+    Raises:
+        StrictSchemaError, ToolDefinitionError, ToolChoiceError: the request is invalid.
+    """
 
     def __init__(
         self,
         template: Mapping[str, Any] | ResponseTemplate | str,
+        *,
         prefix: str | Sequence[int],
-        tools: Any,
-        tool_choice: Any,
-        parallel_tool_calls: bool,
-        ids: IdFactory,
+        model: str,
+        tools: Any = None,
+        tool_choice: Any = None,
+        parallel_tool_calls: bool = True,
+        ids: IdFactory = random_id,
         recover: bool = True,
     ) -> None:
+        """Check the request and start a parser (:class:`StreamRequest` says each argument)."""
         loaded = load_template(template)
+        self._model = model
+        self._ids = ids
         self._request = _Request(tools, tool_choice, parallel_tool_calls)
         #: The request's tools, normalized.
         self.tools: ToolIndex = self._request.tools

@@ -13,12 +13,12 @@ Invariant: accumulating the chunks (as the SDK's stream helper does) gives exact
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal
+from typing import Any, Literal, Unpack
 
 from replyparse.errors import ResponseParseError
 from replyparse.openai._arguments import escape_json_text
-from replyparse.openai._ids import CHAT_COMPLETION_PREFIX, Clock, IdFactory, random_id, system_clock
-from replyparse.openai._stream_base import StreamBase
+from replyparse.openai._ids import CHAT_COMPLETION_PREFIX, Clock, system_clock
+from replyparse.openai._stream_base import StreamBase, StreamRequest
 from replyparse.openai._tracker import (
     CallDelta,
     CallDone,
@@ -42,18 +42,9 @@ class ChatCompletionStream(StreamBase):
 
     Args:
         template: the response template (dict, JSON text or ``ResponseTemplate``).
-        prefix: the prompt sent to the model (see ``ResponseParser``); ``""`` opts out.
-        model: the ``model`` every chunk reports.
-        tools: the request's tools; they type arguments and tell custom tools apart.
-        tool_choice: the request's ``tool_choice`` (either API's shape).
-        parallel_tool_calls: the request's ``parallel_tool_calls``.
         completion_id: the ``chatcmpl-...`` id of every chunk; made with ``ids`` when None.
         created: Unix seconds of every chunk; ``clock()`` when None.
-        ids: the identifier factory (inject :class:`~._ids.SequentialIds` in tests).
         clock: the time source.
-        recover: parse in recover mode (the default): what the model wrote never fails
-            the stream; ``issues`` lists what did not fit. False raises
-            ``ResponseParseError`` as the parser does.
         reasoning_keys: the delta keys carrying reasoning text (an extension; see
             :func:`~.messages.to_chat_completion_message`).
         custom_tool_calls: how a custom tool call streams. ``"custom"`` (default) sends
@@ -61,6 +52,9 @@ class ChatCompletionStream(StreamBase):
             shape OpenAI's API sends, which the 3.57 SDK's ``ChoiceDeltaToolCall`` does not
             declare; ``"function"`` sends an SDK-typed function delta whose arguments are
             ``{"input": <raw input>}``.
+        **request: ``prefix`` and ``model`` (every chunk reports it), and optionally
+            ``tools``, ``tool_choice``, ``parallel_tool_calls``, ``ids``, ``recover``: see
+            :class:`~._stream_base.StreamRequest`.
 
     Raises:
         StrictSchemaError, ToolDefinitionError, ToolChoiceError: the request is invalid.
@@ -80,25 +74,16 @@ class ChatCompletionStream(StreamBase):
         self,
         template: Mapping[str, Any] | ResponseTemplate | str,
         *,
-        prefix: str | Sequence[int],
-        model: str,
-        tools: Any = None,
-        tool_choice: Any = None,
-        parallel_tool_calls: bool = True,
         completion_id: str | None = None,
         created: int | None = None,
-        ids: IdFactory = random_id,
         clock: Clock = system_clock,
-        recover: bool = True,
         reasoning_keys: Sequence[str] = (REASONING_KEY,),
         custom_tool_calls: Literal["custom", "function"] = "custom",
+        **request: Unpack[StreamRequest],
     ) -> None:
         """Check the request and start a parser; see the class docstring."""
-        super().__init__(
-            template, prefix, tools, tool_choice, parallel_tool_calls, ids, recover=recover
-        )
-        self._model = model
-        self._id = completion_id or ids(CHAT_COMPLETION_PREFIX)
+        super().__init__(template, **request)
+        self._id = completion_id or self._ids(CHAT_COMPLETION_PREFIX)
         self._created = created if created is not None else int(clock())
         self._reasoning_keys = tuple(reasoning_keys)
         self._reasoning_set = frozenset(self._reasoning_keys)

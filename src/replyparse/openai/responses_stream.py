@@ -23,20 +23,18 @@ interleaved); every ``.delta`` sequence concatenates to its ``.done`` value.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Unpack
 
 from replyparse.errors import ResponseParseError
 from replyparse.openai._ids import (
     ITEM_PREFIXES,
     RESPONSE_PREFIX,
     Clock,
-    IdFactory,
-    random_id,
     system_clock,
 )
-from replyparse.openai._stream_base import StreamBase
+from replyparse.openai._stream_base import StreamBase, StreamRequest
 from replyparse.openai._tracker import (
     CallDelta,
     CallDone,
@@ -95,23 +93,17 @@ class ResponsesStream(StreamBase):
 
     Args:
         template: the response template (dict, JSON text or ``ResponseTemplate``).
-        prefix: the prompt sent to the model (see ``ResponseParser``); ``""`` opts out.
-        model: the ``model`` reported in every ``response``.
-        tools: the request's tools; they type arguments, tell custom tools apart and are
-            echoed in every ``response``.
-        tool_choice: the request's ``tool_choice`` (either API's shape).
-        parallel_tool_calls: the request's ``parallel_tool_calls``.
         response_id: the ``resp_...`` id; made with ``ids`` when None.
         created_at: Unix seconds; ``clock()`` when None.
-        ids: the identifier factory (inject :class:`~._ids.SequentialIds` in tests).
         clock: the time source (also gives ``completed_at``).
-        recover: parse in recover mode (the default): what the model wrote never fails
-            the stream; ``issues`` lists what did not fit. False raises
-            ``ResponseParseError`` as the parser does.
         reasoning_summary: the request asked for ``reasoning.summary``: reasoning is also
             streamed as the item's summary (``reasoning_summary_part.*`` and
             ``reasoning_summary_text.*`` events, see ``messages.summary_parts``), which is
             what clients that show reasoning read.
+        **request: ``prefix`` and ``model`` (reported in every ``response``), and
+            optionally ``tools`` (also echoed in every ``response``), ``tool_choice``,
+            ``parallel_tool_calls``, ``ids``, ``recover``: see
+            :class:`~._stream_base.StreamRequest`.
 
     Raises:
         StrictSchemaError, ToolDefinitionError, ToolChoiceError: the request is invalid.
@@ -131,27 +123,17 @@ class ResponsesStream(StreamBase):
         self,
         template: Mapping[str, Any] | ResponseTemplate | str,
         *,
-        prefix: str | Sequence[int],
-        model: str,
-        tools: Any = None,
-        tool_choice: Any = None,
-        parallel_tool_calls: bool = True,
         response_id: str | None = None,
         created_at: float | None = None,
-        ids: IdFactory = random_id,
         clock: Clock = system_clock,
-        recover: bool = True,
         reasoning_summary: bool = False,
+        **request: Unpack[StreamRequest],
     ) -> None:
         """Check the request and start a parser; see the class docstring."""
-        super().__init__(
-            template, prefix, tools, tool_choice, parallel_tool_calls, ids, recover=recover
-        )
-        self._ids = ids
+        super().__init__(template, **request)
         self._clock = clock
-        self._model = model
         self._summary = reasoning_summary
-        self._id = response_id or ids(RESPONSE_PREFIX)
+        self._id = response_id or self._ids(RESPONSE_PREFIX)
         self._created_at = created_at if created_at is not None else int(clock())
         self._sequence = 0
         self._items: list[_Item] = []
