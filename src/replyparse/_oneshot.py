@@ -9,7 +9,7 @@ reference's way to a streaming parser. Each whole text is parsed from a primed s
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, overload
+from typing import Any, TypeAlias, TypedDict, Unpack, overload
 
 from replyparse.errors import ResponseParseError
 from replyparse.parser import PREFIX_REQUIRED, ParseResult, PrimedParser, ResponseParser
@@ -17,6 +17,20 @@ from replyparse.template import ResponseTemplate, load_template
 from replyparse.tokens import TokenizerLike
 
 __all__ = ["get_response_parser", "parse_output", "parse_response"]
+
+_Template: TypeAlias = Mapping[str, Any] | ResponseTemplate | str | None
+#: One generation's prompt, and a batch's prompts.
+_Prefix: TypeAlias = str | Sequence[int] | None
+_Prefixes: TypeAlias = Sequence[str] | Sequence[Sequence[int]] | None
+
+
+class _Options(TypedDict, total=False):
+    """The keyword arguments of ``parse_response`` and ``parse_output`` but ``prefix``."""
+
+    tools: Iterable[Any] | None
+    tokenizer: TokenizerLike | None
+    recover: bool
+    partial: bool
 
 
 def get_response_parser(
@@ -37,38 +51,25 @@ def get_response_parser(
 @overload
 def parse_response(
     text: str | Sequence[int],
-    template: Mapping[str, Any] | ResponseTemplate | str | None = None,
+    template: _Template = None,
     *,
-    prefix: str | Sequence[int] | None,
-    tools: Iterable[Any] | None = None,
-    tokenizer: TokenizerLike | None = None,
-    recover: bool = False,
-    partial: bool = False,
+    prefix: _Prefix,
+    **options: Unpack[_Options],
 ) -> dict[str, Any]: ...
 
 
 @overload
 def parse_response(
     text: list[str] | list[list[int]],
-    template: Mapping[str, Any] | ResponseTemplate | str | None = None,
+    template: _Template = None,
     *,
-    prefix: Sequence[str] | Sequence[Sequence[int]] | None,
-    tools: Iterable[Any] | None = None,
-    tokenizer: TokenizerLike | None = None,
-    recover: bool = False,
-    partial: bool = False,
+    prefix: _Prefixes,
+    **options: Unpack[_Options],
 ) -> list[dict[str, Any]]: ...
 
 
 def parse_response(
-    text: Any,
-    template: Mapping[str, Any] | ResponseTemplate | str | None = None,
-    *,
-    prefix: Any,
-    tools: Iterable[Any] | None = None,
-    tokenizer: TokenizerLike | None = None,
-    recover: bool = False,
-    partial: bool = False,
+    text: Any, template: _Template = None, *, prefix: Any, **options: Unpack[_Options]
 ) -> dict[str, Any] | list[dict[str, Any]]:
     """Parse a whole generation (or a batch of them) into message dicts.
 
@@ -100,15 +101,9 @@ def parse_response(
         >>> parse_response("<think>hmm</think>Hi<end>", template, prefix="")
         {'reasoning_content': 'hmm', 'content': 'Hi'}
     """
-    result: ParseResult | list[ParseResult] = parse_output(
-        text,
-        template,
-        prefix=prefix,
-        tools=tools,
-        tokenizer=tokenizer,
-        recover=recover,
-        partial=partial,
-    )
+    # Raise mode is this function's default (``parse_output``'s is recover mode).
+    options.setdefault("recover", False)
+    result: ParseResult | list[ParseResult] = parse_output(text, template, prefix=prefix, **options)
     if isinstance(result, list):
         return [item.message for item in result]
     return result.message
@@ -117,26 +112,20 @@ def parse_response(
 @overload
 def parse_output(
     text: str | Sequence[int],
-    template: Mapping[str, Any] | ResponseTemplate | str | None = None,
+    template: _Template = None,
     *,
-    prefix: str | Sequence[int] | None,
-    tools: Iterable[Any] | None = None,
-    tokenizer: TokenizerLike | None = None,
-    recover: bool = True,
-    partial: bool = False,
+    prefix: _Prefix,
+    **options: Unpack[_Options],
 ) -> ParseResult: ...
 
 
 @overload
 def parse_output(
     text: list[str] | list[list[int]],
-    template: Mapping[str, Any] | ResponseTemplate | str | None = None,
+    template: _Template = None,
     *,
-    prefix: Sequence[str] | Sequence[Sequence[int]] | None,
-    tools: Iterable[Any] | None = None,
-    tokenizer: TokenizerLike | None = None,
-    recover: bool = True,
-    partial: bool = False,
+    prefix: _Prefixes,
+    **options: Unpack[_Options],
 ) -> list[ParseResult]: ...
 
 

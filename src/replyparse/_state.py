@@ -1,7 +1,8 @@
 """``ParseState``: everything one text's parse has changed, in one copyable object.
 
 The parser (``replyparse.parser``) reads and changes it; the template, the tools and the
-parser's options, which never change, are not in it. A copy (``ParseState.copy``) parses
+parser's options, which never change, are not in it. It owns how text goes into the open
+region's body (stripping, held whitespace, chunk events). A copy (``ParseState.copy``) parses
 another text from the same point: a batch primes one state per prompt and copies it for
 each row that needs the general path. Knows nothing of scanning or values.
 """
@@ -34,6 +35,10 @@ class ParserPhase(enum.Enum):
     #: A ResponseParseError was raised; the parser is spent (see ``partial_message``).
     FAILED = "failed"
 
+
+#: Whitespace held at the end of a stripping field's body is kept in one string up to this
+#: length (a bounded copy per feed), then in an accumulator (``hold_whitespace``).
+_HELD_WHITESPACE = 256
 
 #: The fields whose values are never changed in place: a copy shares them (the other
 #: slots, mutable, are copied by ``ParseState.copy``).
@@ -161,3 +166,76 @@ class ParseState:
         copied.input_pieces = None if self.input_pieces is None else list(self.input_pieces)
         copied.tokens = None if self.tokens is None else self.tokens.fresh()
         return copied
+
+    # -- the open region's body ----------------------------------------------------------
+
+    def begin_body(self, offset: int) -> None:
+        """A region's body begins at ``offset``."""
+        if self.body:
+            self.body = TextAccumulator()
+        self.body_offset = offset
+        self.started = False
+        self.pending_whitespace = ""
+        self.whitespace_run = None
+
+    def append_body(self, field: FieldSpec, text: str, events: list[Event]) -> None:
+        """``text`` of the open region of ``field``: into its body, and streamed as a chunk
+        event (a stripping clean field's leading whitespace dropped, its trailing
+        whitespace held until more text follows)."""
+        self.body.append(text)
+        parser = field.parser
+        if parser.dirty or not parser.strips:
+            events.append(
+                {"type": "region_chunk", "field": field.name, "text": text, "dirty": parser.dirty}
+            )
+            return
+        if not self.started:
+            text = text.lstrip()
+            if not text:
+                return
+            self.started = True
+        kept = text.rstrip()
+        if kept is not text:  # trailing whitespace (rstrip returns the same object)
+            text = self.hold_whitespace(text, kept)
+            if not text:
+                return
+        elif self.pending_whitespace or self.whitespace_run is not None:
+            text = self.take_whitespace() + text
+        events.append({"type": "region_chunk", "field": field.name, "text": text, "dirty": False})
+
+    def hold_whitespace(self, text: str, kept: str) -> str:
+        """A stripping clean field's ``text`` ends in whitespace (``kept`` is the rest):
+        return what to stream now, the held whitespace and ``kept`` ("" when ``text`` is
+        all whitespace), and hold ``text``'s trailing whitespace: it is part of the value
+        only if more text follows before the region closes. A long run is held in an
+        accumulator (``whitespace_run``: the parser's fast path is off until it ends)."""
+        if kept:
+            trailing = text[len(kept) :]
+            if self.pending_whitespace or self.whitespace_run is not None:
+                kept = self.take_whitespace() + kept
+            self.pending_whitespace = trailing
+            return kept
+        run = self.whitespace_run
+        if run is not None:
+            run.append(text)
+            return ""
+        held = self.pending_whitespace
+        if len(held) + len(text) <= _HELD_WHITESPACE:
+            self.pending_whitespace = held + text
+            return ""
+        # A long run: an accumulator from here on (one string would be copied at each piece).
+        run = self.whitespace_run = TextAccumulator()
+        run.append(held)
+        run.append(text)
+        self.pending_whitespace = ""
+        return ""
+
+    def take_whitespace(self) -> str:
+        """The held whitespace, no longer held."""
+        held = self.pending_whitespace
+        self.pending_whitespace = ""
+        run = self.whitespace_run
+        if run is None:
+            return held
+        self.whitespace_run = None
+        return run.getvalue() + held

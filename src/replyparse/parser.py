@@ -95,9 +95,6 @@ PREFIX_REQUIRED = (
 _STREAMING = ParserPhase.STREAMING
 # Held text longer than this is scanned again only once it has doubled (``_defer``).
 _RESCAN_AFTER = 128
-# Whitespace held at the end of a stripping field's body is kept in one string up to this
-# length (a bounded copy per feed), then in an accumulator (``_hold_whitespace``).
-_HELD_WHITESPACE = 256
 # The fast path hands its pieces to the body at least this often (``_sync_base``).
 _FAST_PIECES = 32
 
@@ -272,7 +269,7 @@ class ResponseParser:
             "text": "",
             "dirty": False,
         }
-        self._fast_strips = False  # the field strips and is clean (``_append_body``)
+        self._fast_strips = False  # the field strips and is clean (``ParseState.append_body``)
 
     @property
     def phase(self) -> ParserPhase:
@@ -368,7 +365,7 @@ class ResponseParser:
                     if not piece:
                         return []
                     text = piece
-                # ``text`` is the region's next chunk, streamed as ``_append_body`` would;
+                # ``text`` is the region's next chunk, streamed as ``ParseState.append_body`` would;
                 # its length is counted into ``base`` later, from the body (``_sync_base``).
                 pieces = self._fast_pieces
                 pieces.append(text)
@@ -378,7 +375,9 @@ class ResponseParser:
                     kept = text.rstrip()
                     if kept is not text:  # trailing whitespace (rstrip returns the same object)
                         if not kept:
-                            self._hold_whitespace(text, kept)
+                            state.hold_whitespace(text, kept)
+                            if state.whitespace_run is not None:
+                                self._quick = None  # a long run: off until it ends
                             return []
                         held = state.pending_whitespace
                         state.pending_whitespace = text[len(kept) :]
@@ -843,7 +842,7 @@ class ResponseParser:
                         return
                 state.implicit_open = True
                 state.open_groups = {}
-                self._begin_body(state.base + start)
+                self._state.begin_body(state.base + start)
                 open_event: RegionOpenEvent = {"type": "region_open", "field": field.name}
                 if self._include_groups:
                     open_event["groups"] = {}
@@ -853,14 +852,14 @@ class ResponseParser:
         if whole:  # no chunk events: the body is only parsed at its close
             state.body.append(buffer[start:end])
         else:
-            self._append_body(field, buffer[start:end], events)
+            state.append_body(field, buffer[start:end], events)
 
     def _update_fast(self) -> None:
         """Turn ``feed``'s fast path on or off for the state ``_feed`` left: on while the
         parser streams, holds no text (nothing deferred, no context kept for lookbehinds),
         a region is open, and a stripping clean field has begun its value with no long
         whitespace run held. The fast path keeps every one of these true, but for a long
-        whitespace run, which turns it off (``_hold_whitespace``). It tests a piece with
+        whitespace run, which turns it off (``ParseState.hold_whitespace``). It tests a piece with
         the state's ``Scanner.all_safe``, else asks ``Scanner.next_delimiter``."""
         self._quick = None
         state = self._state
@@ -902,84 +901,12 @@ class ResponseParser:
             state.body.append(text)
             state.base += len(text)
 
-    def _begin_body(self, offset: int) -> None:
-        state = self._state
-        if state.body:
-            state.body = TextAccumulator()
-        state.body_offset = offset
-        state.started = False
-        state.pending_whitespace = ""
-        state.whitespace_run = None
-
-    def _append_body(self, field: FieldSpec, text: str, events: list[Event]) -> None:
-        state = self._state
-        state.body.append(text)
-        parser = field.parser
-        if parser.dirty or not parser.strips:
-            events.append(
-                {"type": "region_chunk", "field": field.name, "text": text, "dirty": parser.dirty}
-            )
-            return
-        if not state.started:
-            text = text.lstrip()
-            if not text:
-                return
-            state.started = True
-        kept = text.rstrip()
-        if kept is not text:  # trailing whitespace (rstrip returns the same object)
-            text = self._hold_whitespace(text, kept)
-            if not text:
-                return
-        elif state.pending_whitespace or state.whitespace_run is not None:
-            text = self._take_whitespace() + text
-        events.append({"type": "region_chunk", "field": field.name, "text": text, "dirty": False})
-
-    def _hold_whitespace(self, text: str, kept: str) -> str:
-        """A stripping clean field's ``text`` ends in whitespace (``kept`` is the rest):
-        return what to stream now, the held whitespace and ``kept`` ("" when ``text`` is
-        all whitespace), and hold ``text``'s trailing whitespace: it is part of the value
-        only if more text follows before the region closes."""
-        state = self._state
-        if kept:
-            trailing = text[len(kept) :]
-            if state.pending_whitespace or state.whitespace_run is not None:
-                kept = self._take_whitespace() + kept
-            state.pending_whitespace = trailing
-            return kept
-        run = state.whitespace_run
-        if run is not None:
-            run.append(text)
-            return ""
-        held = state.pending_whitespace
-        if len(held) + len(text) <= _HELD_WHITESPACE:
-            state.pending_whitespace = held + text
-            return ""
-        # A long run: an accumulator from here on (one string would be copied at each
-        # piece); ``feed``'s fast path is off until it ends (``_update_fast``).
-        run = state.whitespace_run = TextAccumulator()
-        run.append(held)
-        run.append(text)
-        state.pending_whitespace = ""
-        self._quick = None
-        return ""
-
-    def _take_whitespace(self) -> str:
-        """The held whitespace, no longer held."""
-        state = self._state
-        held = state.pending_whitespace
-        state.pending_whitespace = ""
-        run = state.whitespace_run
-        if run is None:
-            return held
-        state.whitespace_run = None
-        return run.getvalue() + held
-
     def _open_region(self, field: FieldSpec, match: DelimiterMatch, events: list[Event]) -> None:
         state = self._state
         state.field = field
         state.scanner = self.template.region_scanners[field.index]
         state.open_groups = match.groups
-        self._begin_body(state.base + match.end)
+        self._state.begin_body(state.base + match.end)
         event: RegionOpenEvent = {"type": "region_open", "field": field.name}
         if self._include_groups:
             event["groups"] = {

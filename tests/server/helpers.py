@@ -145,6 +145,20 @@ def openai_client(url: str, **options: Any) -> Any:
     )
 
 
+def anthropic_client(url: str) -> Any:
+    """The official Anthropic client of a test server at ``url`` (its ``/v1`` base URL): no
+    retries, the shared :data:`TLS` context."""
+    import anthropic
+
+    return anthropic.Anthropic(
+        base_url=url.removesuffix("/v1"),
+        api_key="unused",
+        max_retries=0,
+        timeout=30,
+        http_client=anthropic.DefaultHttpxClient(verify=TLS),
+    )
+
+
 @contextmanager
 def running(config: ServerConfig) -> Iterator[str]:
     """Serve ``config`` on a free loopback port in a thread; yield the ``/v1`` base URL."""

@@ -28,6 +28,7 @@ from tests.server.helpers import (  # noqa: E402
     FINAL_ANSWER,
     PARALLEL_CALLS,
     TLS,
+    anthropic_client,
     family_server_config,
     qwen3_config,
     running,
@@ -36,16 +37,6 @@ from tests.server.helpers import (  # noqa: E402
 
 TOOLS = ANTHROPIC_TOOLS
 USER = [{"role": "user", "content": "Weather in Lisbon and Oslo?"}]
-
-
-def _client(url: str) -> Any:
-    return anthropic.Anthropic(
-        base_url=url.removesuffix("/v1"),
-        api_key="unused",
-        max_retries=0,
-        timeout=30,
-        http_client=anthropic.DefaultHttpxClient(verify=TLS),
-    )
 
 
 @pytest.fixture
@@ -62,7 +53,7 @@ def replay(tmp_path: Path) -> Iterator[Any]:
         context = running(qwen3_config(ReplayBackend(path, chunk_size=3)))
         url = context.__enter__()
         stack.append(context)
-        return _client(url)
+        return anthropic_client(url)
 
     yield serve
     for context in reversed(stack):
@@ -111,7 +102,7 @@ def test_a_tool_loop_in_each_family(family: str, tmp_path: Path) -> None:
         }
     ]
     with running(config) as url:
-        client = _client(url)
+        client = anthropic_client(url)
         request: dict[str, Any] = {
             "model": "test-model",
             "max_tokens": 512,

@@ -20,6 +20,7 @@ from replyparse.server import ServerConfig, UpstreamBackend  # noqa: E402
 from tests.server.helpers import (  # noqa: E402
     ANTHROPIC_TOOLS,
     FAMILIES,
+    anthropic_client,
     family_server_config,
     qwen3_config,
     running,
@@ -45,9 +46,7 @@ def upstream() -> Iterator[FakeUpstream]:
 @contextmanager
 def _client(config: ServerConfig) -> Iterator[Any]:
     with running(config) as url:
-        yield anthropic.Anthropic(
-            base_url=url.removesuffix("/v1"), api_key="unused", max_retries=0, timeout=30
-        )
+        yield anthropic_client(url)
 
 
 def _backend(upstream: FakeUpstream) -> UpstreamBackend:

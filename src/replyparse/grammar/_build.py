@@ -37,7 +37,7 @@ import regex
 
 from replyparse import _regex_syntax as RX
 from replyparse._charset import CharSet
-from replyparse._regex_tree import nullable
+from replyparse._regex_tree import all_required_literals, nullable
 from replyparse.content import GrammarWriter, ValueWriter
 from replyparse.grammar import _ir as G
 from replyparse.grammar import _regex as R
@@ -111,10 +111,12 @@ class _Builder:
             )
         self.opens: dict[str, Delimiter] = {}
         self.closes: dict[str, Delimiter | None] = {}
+        markup: list[RX.Node] = []
         for spec in template.field_list:
-            # A markup field is never written: its markup in free text would only be read
-            # out of the text around it, which keeps the message valid.
-            if spec.is_implicit or spec.is_markup:
+            if spec.is_implicit:
+                continue
+            if spec.is_markup:
+                markup += _markup_forbid(read_delimiter(spec.open, field_path(spec, "open")))
                 continue
             self.opens[spec.name] = read_delimiter(spec.open, field_path(spec, "open"))
             self.closes[spec.name] = (
@@ -122,7 +124,7 @@ class _Builder:
                 if spec.close is not None
                 else None
             )
-        forbid: list[RX.Node] = []
+        forbid: list[RX.Node] = list(markup)
         for name in self.opens:
             forbid += self.opens[name].forbid()
         if self.end is not None:
@@ -617,6 +619,20 @@ class _Builder:
         tail = R.canonical(close.options[0][0]) if close is not None and close.options else ""
         tools = responses_shapes(self.rules.all_tools)  # namespaces regrouped, not flattened
         return check_call(self.template, self.grammar, options, tail, tools, entry.name)
+
+
+def _markup_forbid(open_delimiter: Delimiter) -> list[RX.Node]:
+    """What free text keeps out so that the grammar writes no markup of a markup field
+    (``FieldSpec.is_markup``, never written): each form of its open with fixed text (gpt-oss's
+    ``<|end|>``, Cohere's ``<co>``). A form without any (Cohere's run of whitespace before
+    the end) stays allowed: the parser reads it out of the text around it, and the message
+    is still the one the grammar wrote."""
+    forbid = []
+    for option in R.top_options(open_delimiter.exact):
+        consumed = R.as_consumed(option)
+        if all_required_literals(option) and not nullable(consumed):
+            forbid.append(consumed)
+    return forbid
 
 
 def build_ir(

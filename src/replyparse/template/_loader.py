@@ -18,6 +18,8 @@ from typing import Any
 import regex
 
 from replyparse._regex_analysis import consuming_texts
+from replyparse._regex_syntax import exact_tree
+from replyparse._regex_tree import first_chars
 from replyparse._scan_plans import scanner_plan
 from replyparse._scanner import Delimiter, Scanner, is_context_sensitive
 from replyparse.content import ContentParser, build_content_parser, capabilities_of
@@ -93,10 +95,18 @@ class FieldSpec:
 
     @property
     def is_markup(self) -> bool:
-        """Whether this field only marks text: its close is the empty pattern, so its region
-        holds nothing and its delimiters are markup read out of the text around them (the
-        ``citations`` policy's field for Cohere's ``<co>...</co: ...>``)."""
-        return self.close is not None and self.close.to_json() == ""
+        """Whether this field only marks text: its close matches, reading nothing, right
+        where its open ended (the empty pattern, or a lookahead at any character), so its
+        region holds nothing and its delimiters are markup read out of the text around them
+        (the ``citations`` policy's field for Cohere's ``<co>...</co: ...>``)."""
+        close = self.close
+        if close is None or close.pattern is None:
+            return False
+        tree = exact_tree(close.pattern.pattern)
+        if tree is None or first_chars(tree).chars:
+            return False  # unreadable, or it reads characters
+        ahead = first_chars(tree, lookahead=True)
+        return (ahead.nullable and not ahead.asserts) or not ahead.charset.complement()
 
     @property
     def group_names(self) -> frozenset[str]:
