@@ -556,31 +556,10 @@ class ResponseParser(RegionSteps):
         return message
 
     def _walk_start(self) -> WalkStart | None:
-        """The state a walk of a whole text begins from (``replyparse._walk``), read now;
-        valid while this parser is not fed. None when no text can be walked from it (the
-        turn ended, text is deferred, or token ids are decoded as they come)."""
-        if (
-            self._state.phase is not _STREAMING
-            or self._state.rescan_at
-            or self._state.tokens is not None
-        ):
-            return None
+        """The state a walk of a whole text begins from (``WalkStart.read``), read now;
+        valid while this parser is not fed."""
         self._sync_base()
-        context = self._state.context
-        return WalkStart(
-            before=context + self._state.buffer,
-            base=self._state.base - len(context),
-            position=len(context),
-            field=self._state.field,
-            scanner=self._state.scanner,
-            implicit_open=self._state.implicit_open,
-            groups=self._state.open_groups,
-            carried=self._state.body.getvalue()
-            if self._state.body
-            else "",  # a body begun in the prefix
-            empty_at=self._state.empty_match_at,
-            captures=self._state.captures,
-        )
+        return WalkStart.read(self._state)
 
     def _finalize(
         self, partial: bool, text: str | Sequence[int], whole: bool = False
