@@ -79,35 +79,41 @@ def recover_body(
         failure = error
     parser = field.parser
     parsed: Any = _NOTHING
+    stray: tuple[tuple[int, str], ...] = ()
+    stray_notes: list[Note] = []
     if isinstance(failure, ContentParseError) and isinstance(parser, RecoveringParser):
         try:
             parsed, stray = parser.recover(body)
         except ContentError:
             parsed = _NOTHING
         if parsed is not _NOTHING:
+            # A call region's other text follows malformed_calls (parser._close_region).
+            unclaimed = malformed_calls == "unclaimed" and field.call_shape is not None
+            became = "unclaimed_text" if unclaimed else "content"
+            stray_notes = [
+                (
+                    IssueKind.STRAY_TEXT,
+                    position,
+                    text,
+                    f"{failure.detail}; the value was read and the text became {became}",
+                )
+                for position, text in stray
+            ]
             try:
                 value = reader.finish_value(field, parsed, body, groups, offset)
             except ResponseParseError as error:
-                failure = error
+                failure = error  # the call is salvaged from ``parsed``; its stray text kept
             else:
-                # A call region's other text follows malformed_calls (parser._close_region).
-                unclaimed = malformed_calls == "unclaimed" and field.call_shape is not None
-                became = "unclaimed_text" if unclaimed else "content"
-                notes = [
-                    (
-                        IssueKind.STRAY_TEXT,
-                        position,
-                        text,
-                        f"{failure.detail}; the value was read and the text became {became}",
-                    )
-                    for position, text in stray
-                ]
-                if not notes:
+                if not stray_notes:
                     # Nothing was left over (a list of calls that never closed, cut right
                     # after an element): what raise mode rejects is still reported.
                     kind = IssueKind.MALFORMED_CALL if field.call_shape else IssueKind.NEAR_MISS
-                    notes = [(kind, 0, body, f"{failure.detail}; read what the body closed")]
-                return value, stray, notes
+                    return (
+                        value,
+                        stray,
+                        [(kind, 0, body, f"{failure.detail}; read what the body closed")],
+                    )
+                return value, stray, stray_notes
     elif isinstance(failure, TransformError):
         try:
             parsed = parser.parse(body)
@@ -134,9 +140,9 @@ def recover_body(
         return DEMOTED, (), [note]
     if read_as_meant:
         message = f"{failure.detail}; read as the call to {name!r} the model meant"
-        return value, (), [(IssueKind.NEAR_MISS, 0, body, message)]
+        return value, stray, [(IssueKind.NEAR_MISS, 0, body, message), *stray_notes]
     message = f"{failure.detail}; kept as a call to {name!r} with its arguments as written"
-    return value, (), [(IssueKind.MALFORMED_CALL, 0, body, message)]
+    return value, stray, [(IssueKind.MALFORMED_CALL, 0, body, message), *stray_notes]
 
 
 def salvage_call(

@@ -384,3 +384,26 @@ def test_a_call_cut_after_its_header_gives_the_same_outcome_whole_and_streamed(
     assert parser.finalize()[0] == whole.message
     assert [issue.kind.value for issue in whole.issues] == ["unclosed_region"]
     assert tuple(parser.issues) == whole.issues
+
+
+def test_prose_after_a_call_whose_arguments_are_not_an_object_is_content() -> None:
+    from replyparse import parse_output
+
+    # The JSON is read, its transform fails ("arguments" is a string), and the call is kept
+    # as written; the prose after the JSON is content with its own issue, never lost.
+    entry = get_entry("hermes")
+    text = (
+        '<tool_call>\n{"name": "get_weather", "arguments": "Paris"}\nThat is all.\n</tool_call>'
+        "<|im_end|>"
+    )
+    result = parse_output(text, entry.template, prefix=entry.prefixes["default"])
+    assert result.message["tool_calls"] == [
+        {"type": "function", "function": {"name": "get_weather", "arguments": "Paris"}}
+    ]
+    assert result.message["content"] == "That is all."
+    assert [issue.kind.value for issue in result.issues] == ["malformed_call", "stray_text"]
+    parser = ResponseParser(entry.template, entry.prefixes["default"], recover=True)
+    for char in text:
+        parser.feed(char)
+    assert parser.finalize()[0] == result.message
+    assert tuple(parser.issues) == result.issues
