@@ -22,7 +22,7 @@ from replyparse.openai._ids import IdFactory, random_id
 from replyparse.openai._tracker import MessageTracker, Update
 from replyparse.openai.errors import RuleViolation
 from replyparse.openai.messages import TOOL_CALLS_KEY, _Request
-from replyparse.openai.rules import check_calls, report
+from replyparse.openai.rules import report
 from replyparse.parser import ResponseParser
 from replyparse.request._calls import ResolvedCall, ToolIndex
 from replyparse.template import ResponseTemplate, load_template
@@ -191,8 +191,5 @@ class StreamBase:
 
     def _check_rules(self, calls: list[ResolvedCall], output: list[dict[str, Any]]) -> None:
         """Check the calls against the request; report (warn, or raise with ``output``)."""
-        tools = self._request.tools
-        self.violations = check_calls(
-            calls, tools, self._request.tool_choice, self._request.parallel_tool_calls
-        )
-        report(self.violations, tools, output)
+        self.violations = self._request.violations(calls)
+        report(self.violations, self.tools, output)

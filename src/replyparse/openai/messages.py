@@ -31,7 +31,7 @@ from replyparse.openai.conversation import (
     from_chat_messages,
     from_responses_input,
 )
-from replyparse.openai.errors import MessageShapeError
+from replyparse.openai.errors import MessageShapeError, RuleViolation
 from replyparse.openai.rules import ToolChoice, check_calls, check_request, report
 from replyparse.request._calls import ResolvedCall, ToolIndex, resolve_calls, unique_call_ids
 from replyparse.tools import responses_shapes
@@ -236,6 +236,10 @@ class _Request:
         self.tool_choice = check_request(self.tools, tool_choice, parallel_tool_calls)
         self.parallel_tool_calls: bool = parallel_tool_calls
 
+    def violations(self, calls: list[ResolvedCall]) -> list[RuleViolation]:
+        """The request's rules ``calls`` broke (report them with ``rules.report``)."""
+        return check_calls(calls, self.tools, self.tool_choice, self.parallel_tool_calls)
+
 
 def _now(clock: Clock) -> int:
     return int(clock())
@@ -356,8 +360,7 @@ def to_chat_completion(
     }
     if usage is not None:
         completion["usage"] = dict(usage)
-    violations = check_calls(calls, request.tools, request.tool_choice, request.parallel_tool_calls)
-    report(violations, request.tools, completion)
+    report(request.violations(calls), request.tools, completion)
     return completion
 
 
@@ -483,7 +486,5 @@ def to_response(
         completed_at=_now(clock) if status == "completed" else None,
         usage=usage,
     )
-    calls = resolve_calls(message, request.tools)
-    violations = check_calls(calls, request.tools, request.tool_choice, request.parallel_tool_calls)
-    report(violations, request.tools, response)
+    report(request.violations(resolve_calls(message, request.tools)), request.tools, response)
     return response
