@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any, TypeAlias
 
 from replyparse._scanner import Scanner
+from replyparse._state import ParserPhase, ParseState
 from replyparse._values import ValueReader, region_groups
 from replyparse.content import ContentError
 from replyparse.errors import ResponseParseError
@@ -68,6 +69,27 @@ class WalkStart:
     carried: str
     empty_at: int
     captures: dict[str, list[Any]]
+
+    @classmethod
+    def read(cls, state: ParseState) -> WalkStart | None:
+        """Where a walk begins from ``state`` (shared, not copied: the walk changes
+        nothing); None when no text can be walked from it (the turn ended, text is
+        deferred, or token ids are decoded as they come)."""
+        if state.phase is not ParserPhase.STREAMING or state.rescan_at or state.tokens is not None:
+            return None
+        context = state.context
+        return cls(
+            before=context + state.buffer,
+            base=state.base - len(context),
+            position=len(context),
+            field=state.field,
+            scanner=state.scanner,
+            implicit_open=state.implicit_open,
+            groups=state.open_groups,
+            carried=state.body.getvalue() if state.body else "",  # a body begun in the prefix
+            empty_at=state.empty_match_at,
+            captures=state.captures,
+        )
 
 
 def _holds_any(body: str, stray_closes: tuple[tuple[FieldSpec, str], ...]) -> bool:

@@ -1,0 +1,309 @@
+"""What happens when a region opens or closes: its events, its value, recover mode's notes.
+
+``RegionSteps`` is the part of ``ResponseParser`` (``replyparse.parser``) that acts on a
+delimiter the scanner found: it opens a region (its ``region_open`` event, the body begun),
+closes one (the body's value from the ``ValueReader``, or in recover mode from
+``replyparse._recovery``, its ``region_close`` or ``region_malformed`` event, the captured
+value), closes what is open at the end of the generation, and records recover mode's issues.
+It reads and changes only the parser's ``ParseState``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, cast
+
+from replyparse._recovery import (
+    DEMOTED,
+    Note,
+    demoted_text,
+    meant_name_notes,
+    recover_body,
+    salvage_call,
+    stray_close_notes,
+)
+from replyparse._scanner import DelimiterMatch
+from replyparse._state import ParseState
+from replyparse._values import ValueReader, close_name, region_groups
+from replyparse.content import ContentError
+from replyparse.errors import ContentParseError, ResponseParseError
+from replyparse.events import (
+    Event,
+    RegionCloseEvent,
+    RegionMalformedEvent,
+    RegionOpenEvent,
+)
+from replyparse.issues import InProgressRegion, IssueKind, ParseIssue
+from replyparse.template import FieldSpec, ResponseTemplate
+from replyparse.transform import TransformPathError, apply_transform
+
+__all__ = ["RegionSteps"]
+
+
+class RegionSteps:
+    """The region steps of ``ResponseParser`` (see the module docstring)."""
+
+    # Set by ``ResponseParser``: its template and options, and the state of its text.
+    template: ResponseTemplate
+    recover: bool
+    _values: ValueReader
+    _include_groups: bool
+    _extended: bool
+    _state: ParseState
+
+    def _open_region(self, field: FieldSpec, match: DelimiterMatch, events: list[Event]) -> None:
+        state = self._state
+        state.field = field
+        state.scanner = self.template.region_scanners[field.index]
+        state.open_groups = match.groups
+        self._state.begin_body(state.base + match.end)
+        event: RegionOpenEvent = {"type": "region_open", "field": field.name}
+        if self._include_groups:
+            event["groups"] = {
+                name: value for name, value in match.groups.items() if value is not None
+            }
+        if self._extended:
+            self._extend_open(event, field, match)
+        events.append(event)
+
+    def _span(self, event: Any, start: int, end: int) -> None:
+        """Extended events: ``start``/``end`` from offsets in the generation to offsets in
+        ``input_text`` (which begins with the prefix after the start anchor)."""
+        event["start"] = start + self._state.input_offset
+        event["end"] = end + self._state.input_offset
+
+    def _extend_open(self, event: RegionOpenEvent, field: FieldSpec, match: DelimiterMatch) -> None:
+        self._span(event, self._state.base + match.start, self._state.base + match.end)
+        captures = {name: value for name, value in match.groups.items() if value is not None}
+        event["captures"] = captures
+        if field.transform is not None and not field.transform_each and captures:
+            # What the opener fixes: every name optional, so the body's (``content``) and
+            # any group that did not match leave their entries out.
+            try:
+                provisional = apply_transform(field.transform, captures, ())
+            except TransformPathError:
+                return
+            if provisional:
+                event["provisional"] = provisional
+
+    def _close_open_regions(self, events: list[Event], match: DelimiterMatch | None = None) -> None:
+        state = self._state
+        end = state.base + (match.start if match is not None else len(state.buffer))
+        if state.field is not None:
+            field = state.field
+            if state.partial and match is None:
+                self._close_in_progress(field, events)
+            else:
+                body = state.body.getvalue()
+                cut_header = (
+                    match is None
+                    and field.close is not None
+                    and field.call_shape is not None
+                    and not field.call_shape.name_in_body  # the opener wrote the name
+                    and not body.strip()
+                )
+                if cut_header and not self.recover:
+                    raise ContentParseError(
+                        f"the generation ended right after the header of a tool call, with no "
+                        f"close delimiter ({close_name(field)}): an unfinished call, not one "
+                        f"with no arguments; parse with partial=True for a cut generation, or "
+                        f"recover=True to keep the call",
+                        field=field.name,
+                        raw=state.open_text + body,
+                        offset=state.body_offset - len(state.open_text),
+                        partial_message=self._build_message(),
+                    )
+                if cut_header:
+                    self._note(
+                        IssueKind.UNCLOSED_REGION,
+                        field.name,
+                        state.body_offset - len(state.open_text),
+                        state.open_text + body,
+                        f"the generation ended right after the header of a tool call, with no "
+                        f"close delimiter ({close_name(field)}); kept as an unfinished call "
+                        f"with no arguments",
+                        events,
+                    )
+                elif self.recover and match is None and field.close is not None and body.strip():
+                    self._note(
+                        IssueKind.UNCLOSED_REGION,
+                        field.name,
+                        state.body_offset,
+                        body,
+                        f"the region has no close delimiter ({close_name(field)}); it was "
+                        "closed where the generation ends",
+                        events,
+                    )
+                self._close_region(field, {}, end - state.base, events)
+            state.field = None
+            state.scanner = self.template.outside_scanner
+        elif state.implicit_open:
+            assert self.template.implicit_field is not None
+            groups = match.groups if match is not None else {}
+            size = 0 if match is None else match.end - match.start
+            self._close_region(
+                self.template.implicit_field, groups, end - state.base, events, close_size=size
+            )
+
+    def _close_in_progress(self, field: FieldSpec, events: list[Event]) -> None:
+        """Close the region a cut generation ended in (``finalize(partial=True)``)."""
+        state = self._state
+        body = state.body.take()
+        value: Any = None
+        try:
+            value = self._values.parse_body(field, body, state.open_groups, state.body_offset)
+        except ResponseParseError:
+            shape = field.call_shape
+            if shape is not None and shape.rebuilds_calls:
+                value = salvage_call(self._values, field, shape, body, state.open_groups, None)[0]
+            else:
+                value = body.strip() if field.parser.strips else body
+        state.in_progress = InProgressRegion(field.name, state.body_offset, body, value is not None)
+        close: RegionCloseEvent = {"type": "region_close", "field": field.name, "value": value}
+        if self._extended:
+            end = state.base + len(state.buffer)
+            self._span(close, end, end)
+        events.append(close)
+        if value is not None:
+            state.captures.setdefault(field.name, []).append(value)
+
+    def _close_region(
+        self,
+        field: FieldSpec,
+        close_groups: Mapping[str, str | None],
+        end: int,
+        events: list[Event],
+        close_text: str = "",
+        close_size: int | None = None,
+    ) -> None:
+        """Close the region of ``field`` at ``end`` (an index into the buffer); its close
+        delimiter is ``close_text`` (``close_size`` characters, when not given as text)."""
+        state = self._state
+        body = state.body.take()
+        state.implicit_open = False if field.is_implicit else state.implicit_open
+        groups = region_groups(state.open_groups, close_groups)
+        size = len(close_text) if close_size is None else close_size
+        close: RegionCloseEvent
+        if not self.recover:
+            try:
+                value = self._values.parse_body(field, body, groups, state.body_offset)
+            except ResponseParseError as error:
+                if not self._extended:
+                    raise
+                # The copies' dialect: the region is malformed, parsing goes on.
+                error.partial_message = self._build_message()
+                malformed: RegionMalformedEvent = {
+                    "type": "region_malformed",
+                    "field": field.name,
+                    "start": 0,
+                    "end": 0,
+                    "error": error,
+                }
+                self._span(malformed, state.base + end, state.base + end + size)
+                events.append(cast(Event, malformed))
+                state.malformed.add(field.name)
+                return
+            meant = self._values.meant
+            if meant is not None:
+                self._note_all(field.name, meant_name_notes(meant, field, value, body), events)
+            close = {"type": "region_close", "field": field.name, "value": value}
+            if self._extended:
+                self._span(close, state.base + end, state.base + end + size)
+            events.append(close)
+            state.captures.setdefault(field.name, []).append(value)
+            return
+        value, stray, notes = recover_body(
+            self._values, field, body, groups, state.body_offset, self.template.malformed_calls
+        )
+        self._note_all(field.name, notes, events)
+        meant = self._values.meant
+        if meant is not None and value is not DEMOTED:
+            self._note_all(field.name, meant_name_notes(meant, field, value, body), events)
+        close = {"type": "region_close", "field": field.name, "value": None}
+        if self._extended:
+            self._span(close, state.base + end, state.base + end + size)
+        if value is DEMOTED:
+            # The region cannot be used as its field: its text goes where the template's
+            # malformed_calls says (its body as content, by default).
+            events.append(close)
+            start = state.body_offset - len(state.open_text)
+            position, text, as_content = demoted_text(
+                self.template.malformed_calls, state.open_text, body, close_text
+            )
+            if as_content:
+                self._add_as_content(start + position, text, events)
+            elif text.strip():
+                state.unclaimed_text.append((start, text))
+            return
+        if field.is_implicit and self.template.stray_closes:
+            self._note_all(field.name, stray_close_notes(self.template, field, body), events)
+        close["value"] = value
+        events.append(close)
+        state.captures.setdefault(field.name, []).append(value)
+        # Text a call region holds besides its calls (a cut call after the whole ones) is
+        # none of it content under malformed_calls = unclaimed.
+        unclaimed = self.template.malformed_calls == "unclaimed" and field.call_shape is not None
+        for position, text in stray:
+            if unclaimed:
+                state.unclaimed_text.append((state.body_offset + position, text))
+            else:
+                self._add_as_content(state.body_offset + position, text, events)
+
+    # -- recover mode -----------------------------------------------------------------------
+
+    def _note(
+        self,
+        kind: IssueKind,
+        field: str | None,
+        offset: int,
+        raw: str,
+        message: str,
+        events: list[Event],
+    ) -> None:
+        issue = ParseIssue(kind, field, offset, raw, message)
+        self._state.issues.append(issue)
+        events.append({"type": "parse_issue", "issue": issue})
+
+    def _note_all(self, field: str, notes: list[Note], events: list[Event]) -> None:
+        """Record recover mode's notes on the open region's body as issues."""
+        for kind, position, raw, message in notes:
+            self._note(kind, field, self._state.body_offset + position, raw, message, events)
+
+    def _add_as_content(self, offset: int, text: str, events: list[Event]) -> None:
+        """Model text that recover mode could not place: content at its position (or
+        unclaimed text, for a template without an implicit field)."""
+        if not text.strip():
+            return
+        field = self.template.implicit_field
+        if field is None:
+            self._state.unclaimed_text.append((offset, text))
+            return
+        # Only called once the region it came from closed: the implicit region is not open.
+        open_event: RegionOpenEvent = {"type": "region_open", "field": field.name}
+        if self._include_groups:
+            open_event["groups"] = {}
+        if self._extended:
+            self._span(open_event, offset, offset)
+        events.append(open_event)
+        value = text.strip() if field.parser.strips else text
+        events.append(
+            {
+                "type": "region_chunk",
+                "field": field.name,
+                "text": value,
+                "dirty": field.parser.dirty,
+            }
+        )
+        try:
+            parsed = field.parser.parse(text)
+        except ContentError:
+            parsed = value
+        close: RegionCloseEvent = {"type": "region_close", "field": field.name, "value": parsed}
+        if self._extended:
+            self._span(close, offset + len(text), offset + len(text))
+        events.append(close)
+        self._state.captures.setdefault(field.name, []).append(parsed)
+
+    def _build_message(self) -> dict[str, Any]:
+        """The message of the regions closed so far."""
+        return self._values.build_message(self._state.captures)
