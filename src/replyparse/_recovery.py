@@ -9,14 +9,20 @@ Pure: a body comes in, a value and ``Note``s go out; the parser records the note
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any, TypeAlias
+from typing import Any, Literal, TypeAlias
 
 from replyparse._values import ValueReader, transform_value
 from replyparse.content import ContentError, RecoveringParser
 from replyparse.errors import ContentParseError, ResponseParseError, TransformError
 from replyparse.issues import IssueKind
 from replyparse.template import FieldSpec, ResponseTemplate
-from replyparse.template._call_shape import ARGUMENT_KEYS, CallShape, find_call_parts, function_of
+from replyparse.template._call_shape import (
+    ARGUMENT_KEYS,
+    CallShape,
+    find_call_parts,
+    function_of,
+    read_call_parts,
+)
 from replyparse.transform import TransformPathError
 
 __all__ = [
@@ -33,6 +39,10 @@ __all__ = [
 #: about and the message.
 Note: TypeAlias = tuple[IssueKind, int, str, str]
 
+#: How ``salvage_call`` read a call: as the model meant it (a near miss), with its arguments
+#: as written, or in part (its name and arguments, where the body also holds text a call has
+#: no place for).
+Reading: TypeAlias = Literal["meant", "as written", "in part"]
 #: Marks a region that recover mode turns into content instead of a value of its field.
 DEMOTED: Any = object()
 #: No value could be read.
@@ -129,7 +139,7 @@ def recover_body(
             f"{failure.detail}; the value is the text as written",
         )
         return raw, (), [note]
-    value, name, read_as_meant = salvage_call(reader, field, shape, body, groups, parsed)
+    value, name, reading, other = salvage_call(reader, field, shape, body, groups, parsed)
     if value is None:
         note = (
             IssueKind.UNREADABLE_CALL,
@@ -138,9 +148,21 @@ def recover_body(
             f"{failure.detail}; no tool name could be read, so {_DEMOTED_TO[malformed_calls]}",
         )
         return DEMOTED, (), [note]
-    if read_as_meant:
+    if reading == "meant":
         message = f"{failure.detail}; read as the call to {name!r} the model meant"
         return value, stray, [(IssueKind.NEAR_MISS, 0, body, message), *stray_notes]
+    if reading == "in part":
+        # The body's other text covers any the content parser's recovery left over.
+        became = "unclaimed_text" if malformed_calls == "unclaimed" else "content"
+        message = f"{failure.detail}; kept as a call to {name!r} with its arguments as written"
+        if other:
+            message += f"; the body's other text became {became}"
+        notes: list[Note] = [(IssueKind.MALFORMED_CALL, 0, body, message)]
+        notes += [
+            (IssueKind.STRAY_TEXT, position, text, f"not part of the call to {name!r}")
+            for position, text in other
+        ]
+        return value, other, notes
     message = f"{failure.detail}; kept as a call to {name!r} with its arguments as written"
     return value, stray, [(IssueKind.MALFORMED_CALL, 0, body, message), *stray_notes]
 
@@ -152,16 +174,21 @@ def salvage_call(
     body: str,
     groups: Mapping[str, str | None],
     parsed: Any = _NOTHING,
-) -> tuple[Any, str, bool]:
+) -> tuple[Any, str, Reading, tuple[tuple[int, str], ...]]:
     """A tool call built from what can be read of a rejected body (None when no name can
-    be read), the name it calls, and whether it was read as meant (a near miss such as ``arguments`` for ``parameters``, with object
-    arguments) rather than kept with its arguments as written.
+    be read), the name it calls, and how it was read (``Reading``): as meant (a near miss
+    such as ``arguments`` for ``parameters``, with object arguments), with its arguments as
+    written, or in part when the body also holds text a call has no place for (a foreign
+    delimiter, a misspelt key): the call the model meant is kept, its name and arguments
+    as written (none when they cannot be found). Last, that other text with its positions
+    in the body (only when read in part).
 
     ``parsed`` is the body's value when only the transform failed, else left out.
     """
     name: Any = None
     arguments: Any = None
-    near_miss = False
+    near_miss = partly = False
+    other: tuple[tuple[int, str], ...] = ()
     if shape.name_in_body:
         if shape.each and isinstance(parsed, list) and len(parsed) == 1:
             parsed = parsed[0]
@@ -177,14 +204,21 @@ def salvage_call(
             else:
                 arguments = {}
             if set(parsed) - {"name", used}:
-                return None, "", False  # other keys would be lost: the region becomes content
+                name = None  # other keys would be lost: only the name is kept, if any
         elif body.count('"name"') == 1 or not shape.each:
             name, arguments = find_call_parts(body)
+        if (not isinstance(name, str) or not name.strip()) and (
+            body.count('"name"') == 1 or not shape.each
+        ):
+            read = read_call_parts(body)
+            if read is not None:
+                name, arguments, other, _ = read
+                partly, near_miss = True, False
     else:
         name = groups.get(shape.name_group or "")
         arguments = body.strip()
     if not isinstance(name, str) or not name.strip():
-        return None, "", False
+        return None, "", "as written", ()
     if isinstance(arguments, str) and not arguments.strip():
         arguments = "{}"
     if arguments is None:
@@ -208,7 +242,10 @@ def salvage_call(
         value = {"type": "function", "function": {"name": name, "arguments": arguments}}
     if isinstance(arguments, Mapping):
         value = reader.type_arguments(field, value)
-    return value, name, near_miss and isinstance(arguments, Mapping)
+    if partly:
+        return value, name, "in part", other
+    reading: Reading = "meant" if near_miss and isinstance(arguments, Mapping) else "as written"
+    return value, name, reading, ()
 
 
 def meant_name_notes(

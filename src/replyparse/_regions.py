@@ -149,15 +149,7 @@ class RegionSteps:
         """Close the region a cut generation ended in (``finalize(partial=True)``)."""
         state = self._state
         body = state.body.take()
-        value: Any = None
-        try:
-            value = self._values.parse_body(field, body, state.open_groups, state.body_offset)
-        except ResponseParseError:
-            shape = field.call_shape
-            if shape is not None and shape.rebuilds_calls:
-                value = salvage_call(self._values, field, shape, body, state.open_groups, None)[0]
-            else:
-                value = body.strip() if field.parser.strips else body
+        value = self._read_in_progress(field, body)
         state.in_progress = InProgressRegion(field.name, state.body_offset, body, value is not None)
         close: RegionCloseEvent = {"type": "region_close", "field": field.name, "value": value}
         if self._extended:
@@ -166,6 +158,27 @@ class RegionSteps:
         events.append(close)
         if value is not None:
             state.captures.setdefault(field.name, []).append(value)
+
+    def _read_in_progress(self, field: FieldSpec, body: str) -> Any:
+        """The value of a cut region's body: as written, else without the start of its
+        close delimiter the generation was cut in (``}<`` after a whole call), else the
+        call salvaged from it (None when no name can be read), else the text."""
+        state = self._state
+        safe, _ = self.template.region_scanners[field.index].next_delimiter(body)
+        bodies = (body, body[:safe]) if 0 <= safe < len(body) else (body,)
+        for text in bodies:
+            try:
+                return self._values.parse_body(field, text, state.open_groups, state.body_offset)
+            except ResponseParseError:
+                continue
+        shape = field.call_shape
+        if shape is None or not shape.rebuilds_calls:
+            return body.strip() if field.parser.strips else body
+        for text in bodies:
+            value = salvage_call(self._values, field, shape, text, state.open_groups, None)[0]
+            if value is not None:
+                return value
+        return None
 
     def _close_region(
         self,

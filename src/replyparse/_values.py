@@ -114,6 +114,25 @@ class PreparedTools:
         self.meant: Callable[[str], str | None] = meant
 
 
+def _check_function_keys(field: FieldSpec, call: Any, body: str, offset: int) -> None:
+    """A call a call-building transform made whose ``function`` object lacks ``name`` or
+    ``arguments`` (the body's ``"name"`` key misspelt, ``"name<think>"``) is a malformed
+    call, not a value to pass on: nothing downstream reads it as a call."""
+    if field.call_shape is None or not isinstance(call, dict):
+        return
+    function = call.get("function")
+    if call.get("type", "function") != "function" or not isinstance(function, dict):
+        return
+    missing = [key for key in ("name", "arguments") if key not in function]
+    raise TransformError(
+        f"the tool call has no {' or '.join(map(repr, missing))} key; got keys "
+        f"{', '.join(map(repr, function))}",
+        field=field.name,
+        raw=body,
+        offset=offset,
+    )
+
+
 class ValueReader:
     """Reads region values for one template and one set of tools; never changes.
 
@@ -213,6 +232,7 @@ class ValueReader:
         if isinstance(value, dict):  # one value, most often a well-formed call
             function = function_of(value)
             if function is None:
+                _check_function_keys(field, value, body, offset)
                 return value
             name = function["name"]
             if isinstance(function["arguments"], dict) and isinstance(name, str) and name:
@@ -222,6 +242,7 @@ class ValueReader:
         for index, call in enumerate(calls):
             function = function_of(call)
             if function is None:
+                _check_function_keys(field, call, body, offset)
                 continue
             name, arguments = function["name"], function["arguments"]
             problem = None

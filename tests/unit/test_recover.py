@@ -199,6 +199,93 @@ def test_empty_name_becomes_content() -> None:
     assert [i.kind for i in result.issues] == [IssueKind.UNREADABLE_CALL]
 
 
+# -- a call the model meant, in a body that is not a call -------------------------------------
+
+LONGCAT_THINK_IN_KEY = (
+    '<longcat_tool_call>{"name<think>": "get_weather", "arguments": {"city": "Tokyo"}}'
+    "</longcat_tool_call>"
+)
+
+
+@pytest.mark.parametrize("partial", [False, True])
+def test_a_call_whose_name_key_is_broken_is_content_not_a_value_in_tool_calls(
+    partial: bool,
+) -> None:
+    # LongCat's corpus output with '<think>' written into the "name" key: the transform
+    # builds {"function": {"name<think>": ...}}, which is no call; raise mode refuses it.
+    template = get_template("longcat")
+    with pytest.raises(TransformError, match="no 'name' key"):
+        parse_response(LONGCAT_THINK_IN_KEY, template, prefix="")
+    result = recover_every_way(template, LONGCAT_THINK_IN_KEY, partial=partial)
+    assert "tool_calls" not in result.message
+    assert result.message["content"] == (
+        '{"name<think>": "get_weather", "arguments": {"city": "Tokyo"}}'
+    )
+    [issue] = result.issues
+    assert issue.kind is IssueKind.UNREADABLE_CALL
+    assert "'name<think>'" in issue.message
+
+
+QWEN3_VL_TWO_CALLS = (
+    '<tool_call>{"name":"first","arguments":{"a":"1"}}</tool_call>'
+    '<tool_call>{"name":"second","arguments":{"b":"2"}}</tool_call>'
+)
+
+
+@pytest.mark.parametrize("cut", ["<", "</", "</tool_ca"])
+def test_a_partial_parse_cut_in_the_close_of_a_whole_call_keeps_the_call(cut: str) -> None:
+    # qwen3-vl's two-call corpus output, cut in the second call's close delimiter.
+    end = QWEN3_VL_TWO_CALLS.rindex("</tool_call>") + len(cut)
+    text = QWEN3_VL_TWO_CALLS[:end]
+    result = recover_every_way(get_template("qwen3-vl"), text, partial=True)
+    assert _calls(result.message) == [("first", {"a": "1"}), ("second", {"b": "2"})]
+    assert result.issues == ()
+    assert result.in_progress is not None
+    assert result.in_progress.in_message
+    assert result.in_progress.text == '{"name":"second","arguments":{"b":"2"}}' + cut
+
+
+GIGACHAT3 = get_template("gigachat3")
+GIGACHAT3_CALL = (
+    'function call{"name": "manage_user_memory", "arguments": {"action": "create", '
+    '"id": "preferences"}}'
+)
+
+
+def test_a_call_cut_in_its_arguments_key_keeps_its_name() -> None:
+    # GigaChat3's corpus output cut inside '"arguments': the stream has announced
+    # manage_user_memory; the message keeps it, with no arguments written.
+    text = GIGACHAT3_CALL[: GIGACHAT3_CALL.index('": {"action"')]
+    assert text.endswith('"arguments')
+    result = recover_every_way(GIGACHAT3, text)
+    assert _calls(result.message) == [("manage_user_memory", "{}")]
+    assert [i.kind for i in result.issues] == [
+        IssueKind.UNCLOSED_REGION,
+        IssueKind.MALFORMED_CALL,
+    ]
+    partial = recover_every_way(GIGACHAT3, text, partial=True)
+    assert _calls(partial.message) == [("manage_user_memory", "{}")]
+    assert partial.issues == ()
+    assert partial.in_progress is not None and partial.in_progress.in_message
+
+
+def test_a_foreign_delimiter_inside_a_call_body_is_content_and_the_call_is_kept() -> None:
+    at = GIGACHAT3_CALL.index('"arguments"')
+    text = GIGACHAT3_CALL[:at] + "</think>" + GIGACHAT3_CALL[at:]
+    result = recover_every_way(GIGACHAT3, text)
+    assert _calls(result.message) == [
+        ("manage_user_memory", '{"action": "create", "id": "preferences"}')
+    ]
+    assert result.message["content"] == "</think>"
+    assert [i.kind for i in result.issues] == [
+        IssueKind.UNCLOSED_REGION,
+        IssueKind.MALFORMED_CALL,
+        IssueKind.STRAY_TEXT,
+    ]
+    stray = result.issues[2]
+    assert text[stray.offset :].startswith("</think>")
+
+
 # -- near misses and stray text -----------------------------------------------------------------
 
 

@@ -24,6 +24,7 @@ __all__ = [
     "find_call_parts",
     "function_of",
     "json_chars",
+    "read_call_parts",
     "with_arguments",
 ]
 
@@ -187,15 +188,24 @@ def find_call_parts(body: str) -> tuple[str | None, str | None]:
     punctuation) is read, so that no text of it is lost; otherwise ``(None, None)``.
     Linear in the body.
     """
-    name_at = _value_start(body, "name")
-    if name_at is None or name_at >= len(body) or body[name_at] != '"':
+    read = read_call_parts(body)
+    if read is None or read[2] or read[3]:
         return None, None
-    try:
-        name, name_end = json.JSONDecoder().raw_decode(body, name_at)
-    except ValueError:
-        return None, None
-    if not isinstance(name, str) or not name:
-        return None, None
+    return read[0], read[1]
+
+
+def read_call_parts(
+    body: str,
+) -> tuple[str, str | None, tuple[tuple[int, str], ...], bool] | None:
+    """``find_call_parts`` whatever other text the body holds: the name, the arguments as
+    written (None when no arguments key was written), each other text (a foreign
+    delimiter, a misspelt key) with its position, JSON punctuation around it left out, and
+    whether a bracket is outside the two (the call is in a list). None when no name can be
+    read. Linear in the body."""
+    found = _call_name(body)
+    if found is None:
+        return None
+    name, name_at, name_end = found
     spans = [(body.rfind('"name"', 0, name_at), name_end)]
     arguments = None
     for key in ARGUMENT_KEYS:
@@ -204,21 +214,54 @@ def find_call_parts(body: str) -> tuple[str | None, str | None]:
             arguments = _value_text(body, start)
             spans.append((body.rfind(json.dumps(key), 0, start), start + len(arguments)))
             break
+    else:
+        spans.append((_cut_key_start(body), len(body)))
     spans.sort()
-    leftover = []
+    other: list[tuple[int, str]] = []
+    bracketed = False
     position = 0
-    for start, end in spans:
+    for start, end in [*spans, (len(body), len(body))]:
         if start < position:
-            return None, None
-        leftover.append(body[position:start])
+            return None
+        gap = body[position:start]
+        text = gap.strip(_SCAFFOLDING)
+        if text:
+            other.append((position + len(gap) - len(gap.lstrip(_SCAFFOLDING)), text))
+        bracketed = bracketed or "[" in gap or "]" in gap
         position = end
-    leftover.append(body[position:])
-    if any(char not in _SCAFFOLDING for char in "".join(leftover)):
-        return None, None
-    return name, arguments
+    return name, arguments, tuple(other), bracketed
 
 
-_SCAFFOLDING = frozenset(' \t\r\n{}:,"')
+def _call_name(body: str) -> tuple[str, int, int] | None:
+    """The name of a JSON-like call body (the string value of its first ``"name":`` key,
+    whatever else the body holds), where that value starts and ends; None when there is
+    none. Linear in the body."""
+    name_at = _value_start(body, "name")
+    if name_at is None or name_at >= len(body) or body[name_at] != '"':
+        return None
+    try:
+        name, name_end = json.JSONDecoder().raw_decode(body, name_at)
+    except ValueError:
+        return None
+    if not isinstance(name, str) or not name:
+        return None
+    return name, name_at, name_end
+
+
+#: JSON punctuation and whitespace around a call's name and arguments.
+_SCAFFOLDING = ' \t\r\n{}[]:,"'
+
+
+def _cut_key_start(body: str) -> int:
+    """Where an arguments key the body was cut in begins (``"argu`` or ``"arguments"``
+    at its end: the call's arguments were never written), else ``len(body)``."""
+    end = len(body.rstrip())
+    for key in ARGUMENT_KEYS:
+        needle = json.dumps(key)
+        for size in range(len(needle), 1, -1):
+            if body.endswith(needle[:size], 0, end):
+                return end - size
+    return len(body)
 
 
 def _value_start(body: str, key: str) -> int | None:
