@@ -725,7 +725,7 @@ def format_lint_table() -> str:
     """The portability section of ``docs/registry.md``: how many families each engine loads,
     then each family's verdict per engine and the codes of its findings (``replyparse
     templates lint NAME`` gives the messages)."""
-    reports = {name: lint_template(get_entry(name).response_template) for name in list_templates()}
+    reports = {name: lint_template(get_entry(name).engine_template) for name in list_templates()}
     engines = next(iter(reports.values())).engines if reports else ()
     lines = []
     for engine in engines:

@@ -122,6 +122,20 @@ def test_export_warns_for_each_target_that_cannot_load_it(tmp_path: Path) -> Non
     assert lines[0].endswith("See `replyparse templates lint lfm2 --target transformers`.")
 
 
+def test_export_leaves_out_the_keys_only_recover_mode_reads(tmp_path: Path) -> None:
+    # command-r7b chooses malformed_calls = unclaimed, a key the engines refuse; the copy
+    # written for them leaves it out, and transformers loads it.
+    assert "malformed_calls" in get_entry("command-r7b").response_template
+    status, _, err = run(
+        "templates", "export", "command-r7b", str(tmp_path), "--target", "transformers"
+    )
+    assert (status, err) == (0, "")
+    config = json.loads((tmp_path / "tokenizer_config.json").read_text(encoding="utf-8"))
+    assert "malformed_calls" not in config["response_template"]
+    status, out, _ = run("templates", "lint", "command-r7b", "--target", "transformers")
+    assert status == 0 and "unsupported_key" not in out
+
+
 def test_export_refuses_a_config_that_is_not_an_object(tmp_path: Path) -> None:
     config = tmp_path / "tokenizer_config.json"
     config.write_text("[1, 2]", encoding="utf-8")

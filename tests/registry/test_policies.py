@@ -865,6 +865,13 @@ def test_malformed_calls_is_a_template_key_off_its_default() -> None:
         ("unsupported_key", ("malformed_calls",))
     ]
     assert lint_template(entry.response_template, ["transformers"]).clean("transformers")
+    # The copy given to the engines (templates export, the portability table) leaves it out.
+    cohere = get_entry("command-r7b")
+    assert cohere.response_template["malformed_calls"] == "unclaimed"
+    assert "malformed_calls" not in cohere.engine_template
+    assert "unsupported_key" not in [
+        finding.code for finding in lint_template(cohere.engine_template).findings
+    ]
     with pytest.raises(TemplateError) as refused:
         get_entry("gemma2").template_with(malformed_calls="text")
     assert [issue.code for issue in refused.value.issues] == ["policy_not_applicable"]

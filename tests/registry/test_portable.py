@@ -47,7 +47,7 @@ def _clean_for_transformers() -> set[str]:
     return {
         name
         for name in list_templates()
-        if lint_template(get_entry(name).response_template, ["transformers"]).clean("transformers")
+        if lint_template(get_entry(name).engine_template, ["transformers"]).clean("transformers")
     }
 
 
@@ -131,7 +131,7 @@ def test_clean_families_give_transformers_messages(case: dict[str, Any]) -> None
         warnings.simplefilter("ignore")
         reference = chat_parsing.parse_response(
             case["text"],
-            entry.response_template,
+            entry.engine_template,
             prefix=prefix_for(case, entry),
             tools=tools_for(case),
         )

@@ -144,7 +144,7 @@ def _add_portability_arguments(commands: Any) -> None:
 def _lint_choice(args: argparse.Namespace) -> tuple[str, dict[str, Any], LintReport]:
     """The template named on the command line (its label and JSON form), linted."""
     choice = resolve_template(args.name)
-    data = choice.entry.response_template if choice.entry is not None else choice.source
+    data = choice.entry.engine_template if choice.entry is not None else choice.source
     assert isinstance(data, dict)
     targets: list[Engine] = args.target or list(ENGINES)
     return choice.label, data, lint_template(data, targets)

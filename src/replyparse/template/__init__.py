@@ -8,5 +8,6 @@ frozen and shared by any number of parsers.
 from __future__ import annotations
 
 from replyparse.template._loader import FieldSpec, ResponseTemplate, load_template
+from replyparse.template._schema import RECOVER_ONLY_KEYS, engine_copy
 
-__all__ = ["FieldSpec", "ResponseTemplate", "load_template"]
+__all__ = ["RECOVER_ONLY_KEYS", "FieldSpec", "ResponseTemplate", "engine_copy", "load_template"]

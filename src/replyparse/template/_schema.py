@@ -4,7 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["FIELD_KEYS", "MALFORMED_CALLS", "SUPPORTED_VERSIONS", "TOP_LEVEL_KEYS"]
+__all__ = [
+    "FIELD_KEYS",
+    "MALFORMED_CALLS",
+    "RECOVER_ONLY_KEYS",
+    "SUPPORTED_VERSIONS",
+    "TOP_LEVEL_KEYS",
+    "engine_copy",
+]
 
 #: ``malformed_calls`` values: where recover mode puts the text of a call region whose tool
 #: name cannot be read (docs/recover.md, Policies). The first is the default.
@@ -23,6 +30,18 @@ TOP_LEVEL_KEYS: dict[str, tuple[str, Any]] = {
     "start_anchor_pattern": ("regex: where the last assistant turn starts", None),
     "version": ("integer: template format version (only 1)", 1),
 }
+
+#: Top-level keys only replyparse reads: what recover mode does, and neither the reference
+#: nor the engines have a recover mode. Their loaders refuse keys they do not know, so the
+#: copy of a template given to an engine leaves these out (:func:`engine_copy`).
+RECOVER_ONLY_KEYS = frozenset({"malformed_calls"})
+
+
+def engine_copy(template: dict[str, Any]) -> dict[str, Any]:
+    """``template`` as the reference and the engines are given it: without
+    ``RECOVER_ONLY_KEYS``, which would change nothing there."""
+    return {key: value for key, value in template.items() if key not in RECOVER_ONLY_KEYS}
+
 
 #: Field keys: name -> (type description, default).
 FIELD_KEYS: dict[str, tuple[str, Any]] = {

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from replyparse.errors import TemplateError, TemplateIssue
-from replyparse.template import ResponseTemplate, load_template
+from replyparse.template import ResponseTemplate, engine_copy, load_template
 from replyparse.templates._policies import POLICIES, apply_policies
 from replyparse.templates._token_suffix import (
     read_token_suffix,
@@ -117,6 +117,13 @@ class RegistryEntry:
         the family's policies compiled in."""
         value: dict[str, Any] = json.loads(self._template_json)
         return value
+
+    @property
+    def engine_template(self) -> dict[str, Any]:
+        """The response template as the reference and the engines are given it
+        (``templates export``): without the keys only replyparse's recover mode reads
+        (``replyparse.template.engine_copy``)."""
+        return engine_copy(self.response_template)
 
     def response_template_with(self, **policies: str) -> dict[str, Any]:
         """The response template under other policy values (``calls_in_reasoning=...``).

@@ -37,7 +37,7 @@ from replyparse.content import (
     capabilities_of,
 )
 from replyparse.errors import format_path
-from replyparse.template import FieldSpec, ResponseTemplate, load_template
+from replyparse.template import RECOVER_ONLY_KEYS, FieldSpec, ResponseTemplate, load_template
 from replyparse.transform import iter_placeholders, placeholder_path
 
 __all__ = [
@@ -285,16 +285,16 @@ def _shared_findings(
 ) -> Iterator[LintFinding]:
     """What every engine's copy of the reference does differently from replyparse."""
     label = ENGINE_NAMES[engine]
-    if "malformed_calls" in template:
+    for key in sorted(RECOVER_ONLY_KEYS & template.keys()):
         yield LintFinding(
             engine,
             "error",
             "unsupported_key",
-            ("malformed_calls",),
-            f"{label} refuses top-level keys it does not know; 'malformed_calls' is replyparse's "
-            "own (what recover mode does with a call whose name cannot be read): drop it from "
-            "the copy given to the engine (a registry family: "
-            "response_template_with(malformed_calls='body')).",
+            (key,),
+            f"{label} refuses top-level keys it does not know; {key!r} is replyparse's own "
+            "(recover mode, which the engines do not have): drop it from the copy given to "
+            "the engine (replyparse.template.engine_copy; `replyparse templates export` and a "
+            "registry family's engine_template leave it out).",
         )
     for field in compiled.field_list:
         path: tuple[str | int, ...] = ("fields", field.name)
