@@ -40,6 +40,12 @@ __all__ = ["ChatTemplate", "ChatTemplateError", "ChatTemplateLimitError", "tools
 logger = logging.getLogger("replyparse.server")
 
 
+#: Seconds a probe rendering may take. A probe is three short messages that real templates
+#: render in milliseconds; a template that spins on one is not waited for longer (it is then
+#: read as refusing the probe).
+_PROBE_TIMEOUT = 1.0
+
+
 class ChatTemplateError(ReplyparseError, ValueError):
     """A chat template cannot be read or rendered; the message says which and why."""
 
@@ -245,7 +251,7 @@ class ChatTemplate:
                 {"role": "tool", "tool_call_id": "a1b2c3d4e", "name": "f", "content": "r"},
             ]
             try:
-                self.render(probe, tools=tools, timeout=5.0)
+                self.render(probe, tools=tools, timeout=_PROBE_TIMEOUT)
             except ChatTemplateError:
                 return False
             return True

@@ -245,3 +245,18 @@ def test_every_chunking_streams_the_arguments_of_the_whole(
     chunked_message = check_streamed_arguments(api, template, prefix, pieces, mode)
     whole_message = check_streamed_arguments(api, template, prefix, [text], mode)
     assert chunked_message == whole_message
+
+
+def test_malformed_arguments_are_what_was_sent_then_the_rest_as_written() -> None:
+    # The recover.md example: invalid JSON (a trailing comma). The stream had sent the
+    # compact JSON it could read before the comma; the call's arguments are that, then the
+    # rest as the model wrote it, in the deltas and in the stream's message alike.
+    template = get_entry("qwen3").template
+    text = (
+        '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris",}}\n</tool_call>'
+        "<|im_end|>"
+    )
+    for pieces in (list(text), [text]):
+        message = check_streamed_arguments("chat", template, "", pieces, "recover")
+        (call,) = message["tool_calls"]
+        assert call["function"] == {"name": "get_weather", "arguments": '{"city":"Paris",}'}

@@ -154,6 +154,28 @@ def test_hosted_search_loads_one_of_fifty_then_calls_it(family: Family, tmp_path
     assert "How many days ahead" in second[len(first) :]
 
 
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+def test_hosted_search_rounds_carry_the_reasoning_summary_asked_for(
+    stream: bool, tmp_path: Path
+) -> None:
+    # reasoning.summary is honoured in every round, as on a plain Responses request.
+    tools = [*FIFTY, HOSTED]
+    request = {"input": USER, "tools": tools, "reasoning": {"summary": "auto"}}
+    with serving(QWEN3, tmp_path, QWEN3.search, QWEN3.forecast) as (url, _):
+        if stream:
+            events = _events(url, request)
+            response = events[-1]["response"]
+            kinds = [event["type"] for event in events]
+            assert kinds.count("response.reasoning_summary_part.added") == 2
+        else:
+            response = _whole(url, request)
+    reasonings = [item for item in response["output"] if item["type"] == "reasoning"]
+    assert len(reasonings) == 2
+    for item in reasonings:
+        [part] = item["summary"]
+        assert part["type"] == "summary_text" and part["text"]
+
+
 @pytest.mark.parametrize("family", FAMILIES, ids=FAMILY_IDS)
 def test_hosted_search_streams_the_same_items(family: Family, tmp_path: Path) -> None:
     tools = [*FIFTY, HOSTED]

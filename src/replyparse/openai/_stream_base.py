@@ -1,12 +1,13 @@
-"""What both OpenAI streams share: the request, the parser, the tracker and their life cycle.
+"""What the streams share: the request, the parser, the tracker and their life cycle.
 
-``ChatCompletionStream`` and ``ResponsesStream`` differ only in how they render tracker
-updates (chunks or events); checking the request, feeding the parser, finishing it and
-checking the calls against the request's rules are the same and live here.
+``ChatCompletionStream``, ``ResponsesStream`` and the Anthropic ``MessagesStream`` differ only
+in how they render tracker updates (chunks or events); the request options
+(:class:`StreamRequest`), checking the request, feeding the parser, finishing it and checking
+the calls against the request's rules are the same and live here.
 
 The parser runs in recover mode by default: a stream never fails because of what the model
-wrote (a malformed call keeps its ``arguments`` as written, as OpenAI passes them), and
-``issues`` lists what did not fit. A generation cut by the token limit
+wrote (a malformed call keeps its ``arguments`` as a string, as OpenAI passes them: what the
+stream sent of them, then the rest as written), and ``issues`` lists what did not fit. A generation cut by the token limit
 (``finish_reason="length"``) is parsed as partial: the call it was cut in is returned with
 its arguments so far.
 """

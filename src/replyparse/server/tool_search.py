@@ -287,6 +287,7 @@ class _Loop:
         return ResponsesStream(
             self.host.config.template if template is None else template,
             response_id=self.response_id,
+            reasoning_summary=turn.reasoning_summary,
             ids=self.ids,
             **turn.stream_settings(prompt),
         )
