@@ -509,18 +509,31 @@ class ResponseParser(RegionSteps):
                 ``optional: false`` never appeared (never in recover mode).
             ParserStateError: the parser already finished or failed.
         """
+        return self._end(text, partial, whole=False)
+
+    def _finish(self, text: str | Sequence[int], partial: bool) -> dict[str, Any]:
+        """``finalize(text, partial=partial)[0]`` for a caller that wants only the message
+        (``PrimedParser``): the same message, issues and state, without building the events
+        of ``text`` (region text is collected and parsed at its close, never cut into
+        chunks); ``text`` may be text in token-id mode too."""
+        return self._end(text, partial, whole=True)[0]
+
+    def _end(
+        self, text: str | Sequence[int], partial: bool, whole: bool
+    ) -> tuple[dict[str, Any], list[Event]]:
+        """``finalize`` (``whole``: ``_finish``)."""
         state = self._state
         self._quick = None
         self._sync_base()
         self._check_usable("finalize")
         tokens = state.tokens
-        if tokens is not None and isinstance(text, str) and text:
+        if not whole and tokens is not None and isinstance(text, str) and text:
             raise TypeError(
                 "this parser was created with a tokenizer, so finalize() takes token ids, not "
                 f"text; got {text[:40]!r}"
             )
         try:
-            message, events = self._finalize(partial, text)
+            message, events = self._finalize(partial, text, whole)
         except BaseException as error:
             if state.phase is not ParserPhase.FINISHED:
                 state.phase = ParserPhase.FAILED
@@ -529,31 +542,8 @@ class ResponseParser(RegionSteps):
             raise
         if tokens is not None and tokens.shadowed:
             self._unshadow_state()
-            return unshadow(message), unshadow(events)
+            return unshadow(message), events if whole else unshadow(events)
         return message, events
-
-    def _finish(self, text: str | Sequence[int], partial: bool) -> dict[str, Any]:
-        """``finalize(text, partial=partial)[0]`` for a caller that wants only the message
-        (``PrimedParser``): the same message, issues and state, without building the events
-        of ``text`` (region text is collected and parsed at its close, never cut into
-        chunks)."""
-        self._quick = None
-        self._sync_base()
-        self._check_usable("finalize")
-        try:
-            message = self._finalize(partial, text, whole=True)[0]
-        except BaseException as error:
-            if self._state.phase is not ParserPhase.FINISHED:
-                self._state.phase = ParserPhase.FAILED
-            tokens = self._state.tokens
-            if isinstance(error, ResponseParseError) and tokens is not None and tokens.shadowed:
-                _unshadow_error(error)
-            raise
-        tokens = self._state.tokens
-        if tokens is not None and tokens.shadowed:
-            self._unshadow_state()
-            return cast(dict[str, Any], unshadow(message))
-        return message
 
     def _walk_start(self) -> WalkStart | None:
         """The state a walk of a whole text begins from (``WalkStart.read``), read now;

@@ -157,9 +157,10 @@ def _per_char_calls(template: Any, prefix: str, text: str) -> int:
     return _calls(lambda: _streamed(template, prefix, list(text), False))
 
 
-def check_variant(family: str, name: str, variant: str) -> None:
-    """The recover promise for one variant, complete and partial, whole and chunked."""
-    template = get_entry(family).template
+def check_variant(family: str, name: str, variant: str, template: Any = None) -> None:
+    """The recover promise for one variant, complete and partial, whole and chunked (under
+    ``template``: the family's under other policy values; default its own)."""
+    template = get_entry(family).template if template is None else template
     prefix = _prefix(family, _case(family))
     for partial in (False, True):
         result = parse_output(variant, template, prefix=prefix, partial=partial)
