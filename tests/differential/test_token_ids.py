@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 
 from replyparse import ResponseParseError, ResponseParser, parse_response
 from replyparse.templates import get_entry
+from tests.differential.agreement import has_call_without_keys
 from tests.differential.test_against_reference import (
     HARMONY,
     QWEN,
@@ -302,6 +303,8 @@ def _check_generated(family: str, template: dict[str, Any], ids: list[int], cuts
         repeating = {name for name, field in template["fields"].items() if field.get("repeats")}
         assume(all(opened.count(name) <= 1 for name in set(opened) - repeating))
     expected = reference if reference == "error" else reference[0]
+    if has_call_without_keys(expected):
+        expected = "error"  # a call without its name key: the README's divergence table
     assert (
         _outcome(lambda: parse_response(ids, template, prefix=[], tokenizer=tokenizer)) == expected
     )
