@@ -11,20 +11,9 @@ from replyparse.grammar import build_grammar
 from replyparse.grammar.sample import sample_texts
 from replyparse.templates import get_entry
 from tests.grammar import soundness as S
+from tests.grammar.helpers import WEATHER
 
-TOOLS = [
-    {
-        "type": "function",
-        "function": {
-            "name": "get_weather",
-            "parameters": {
-                "type": "object",
-                "properties": {"city": {"type": "string"}},
-                "required": ["city"],
-            },
-        },
-    }
-]
+TOOLS = [WEATHER]
 
 
 @pytest.mark.parametrize("family", ["command-r7b", "cohere2-moe"])
