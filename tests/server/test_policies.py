@@ -20,7 +20,13 @@ from replyparse.server import ReplayBackend, ServerConfig  # noqa: E402
 from replyparse.server.errors import ApiError  # noqa: E402
 from replyparse.server.policies import PolicyTemplates, read_policies  # noqa: E402
 from replyparse.templates import get_entry  # noqa: E402
-from tests.server.helpers import CHAT_TOOLS, qwen3_config, running, write_replay  # noqa: E402
+from tests.server.helpers import (  # noqa: E402
+    CHAT_TOOLS,
+    openai_client,
+    qwen3_config,
+    running,
+    write_replay,
+)
 
 #: Command A (cohere2-moe) answering from two documents; its prompt pre-opens the reasoning.
 COHERE_ANSWER = (
@@ -64,9 +70,7 @@ def serve(tmp_path: Path) -> Iterator[Callable[..., Any]]:
         replay = write_replay(tmp_path / f"replay{len(stack)}.jsonl", *texts)
         context = running(config_of(ReplayBackend(replay, chunk_size=3)))
         stack.append(context)
-        client = openai.OpenAI(
-            base_url=context.__enter__(), api_key="unused", max_retries=0, timeout=20
-        )
+        client = openai_client(context.__enter__(), timeout=20)
         clients.append(client)
         return client
 
