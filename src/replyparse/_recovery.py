@@ -33,6 +33,7 @@ __all__ = [
     "recover_body",
     "salvage_call",
     "stray_close_notes",
+    "stray_is_unclaimed",
 ]
 
 #: An issue to report: its kind, its offset from the start of the body, the text it is
@@ -69,6 +70,12 @@ def demoted_text(
     return 0, open_text + body + close_text, malformed_calls == "text"
 
 
+def stray_is_unclaimed(malformed_calls: str, field: FieldSpec) -> bool:
+    """Whether text a region holds besides its value (stray text) goes to ``unclaimed_text``
+    rather than content: a call region's, under ``malformed_calls = unclaimed``."""
+    return malformed_calls == "unclaimed" and field.call_shape is not None
+
+
 def recover_body(
     reader: ValueReader,
     field: FieldSpec,
@@ -97,9 +104,7 @@ def recover_body(
         except ContentError:
             parsed = _NOTHING
         if parsed is not _NOTHING:
-            # A call region's other text follows malformed_calls (parser._close_region).
-            unclaimed = malformed_calls == "unclaimed" and field.call_shape is not None
-            became = "unclaimed_text" if unclaimed else "content"
+            became = "unclaimed_text" if stray_is_unclaimed(malformed_calls, field) else "content"
             stray_notes = [
                 (
                     IssueKind.STRAY_TEXT,
@@ -153,7 +158,7 @@ def recover_body(
         return value, stray, [(IssueKind.NEAR_MISS, 0, body, message), *stray_notes]
     if reading == "in part":
         # The body's other text covers any the content parser's recovery left over.
-        became = "unclaimed_text" if malformed_calls == "unclaimed" else "content"
+        became = "unclaimed_text" if stray_is_unclaimed(malformed_calls, field) else "content"
         message = f"{failure.detail}; kept as a call to {name!r} with its arguments as written"
         if other:
             message += f"; the body's other text became {became}"

@@ -21,6 +21,7 @@ from replyparse._recovery import (
     recover_body,
     salvage_call,
     stray_close_notes,
+    stray_is_unclaimed,
 )
 from replyparse._scanner import DelimiterMatch
 from replyparse._state import ParseState
@@ -253,9 +254,8 @@ class RegionSteps:
         close["value"] = value
         events.append(close)
         state.captures.setdefault(field.name, []).append(value)
-        # Text a call region holds besides its calls (a cut call after the whole ones) is
-        # none of it content under malformed_calls = unclaimed.
-        unclaimed = self.template.malformed_calls == "unclaimed" and field.call_shape is not None
+        # Text a call region holds besides its calls (a cut call after the whole ones).
+        unclaimed = stray_is_unclaimed(self.template.malformed_calls, field)
         for position, text in stray:
             if unclaimed:
                 state.unclaimed_text.append((state.body_offset + position, text))

@@ -7,12 +7,13 @@ ChatML template of our own, so the tests need nothing from ``../shared``.
 
 from __future__ import annotations
 
+import itertools
 import json
 import ssl
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -239,3 +240,23 @@ def family_server_config(family: str, backend: Any) -> ServerConfig:
         chat_template=ChatTemplate(path.read_text(encoding="utf-8"), tokens),
         call_id_form=entry.call_id_form,
     )
+
+
+@contextmanager
+def replay_clients(folder: Path) -> Iterator[Callable[..., Any]]:
+    """``make(config_of, *texts, chunk_size=3)``: an OpenAI client on a fresh server (the
+    config ``config_of(backend)``) replaying ``texts``; every client and server is closed at
+    the end."""
+    with ExitStack() as stack:
+        numbers = itertools.count()
+
+        def make(config_of: Callable[[Any], ServerConfig], *texts: str, chunk_size: int = 3) -> Any:
+            replay = write_replay(folder / f"replay{next(numbers)}.jsonl", *texts)
+            url = stack.enter_context(
+                running(config_of(ReplayBackend(replay, chunk_size=chunk_size)))
+            )
+            client = openai_client(url, timeout=20)
+            stack.callback(client.close)
+            return client
+
+        yield make

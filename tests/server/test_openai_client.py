@@ -22,6 +22,7 @@ from tests.server.helpers import (  # noqa: E402
     RESPONSES_TOOLS,
     openai_client,
     qwen3_config,
+    replay_clients,
     running,
     write_replay,
 )
@@ -32,23 +33,8 @@ Serve = Callable[..., AbstractContextManager[Any]]
 @pytest.fixture
 def client_for(tmp_path: Path) -> Iterator[Callable[..., Any]]:
     """``client_for(*texts)``: an OpenAI client on a fresh server replaying ``texts``."""
-    stack: list[AbstractContextManager[str]] = []
-    clients: list[Any] = []
-
-    def make(*texts: str, chunk_size: int = 3) -> Any:
-        replay = write_replay(tmp_path / f"replay{len(stack)}.jsonl", *texts)
-        context = running(qwen3_config(ReplayBackend(replay, chunk_size=chunk_size)))
-        stack.append(context)
-        url = context.__enter__()
-        client = openai_client(url, timeout=20)
-        clients.append(client)
-        return client
-
-    yield make
-    for client in clients:
-        client.close()
-    for context in reversed(stack):
-        context.__exit__(None, None, None)
+    with replay_clients(tmp_path) as make:
+        yield lambda *texts, chunk_size=3: make(qwen3_config, *texts, chunk_size=chunk_size)
 
 
 USER = [{"role": "user", "content": "Weather in Lisbon and Oslo?"}]

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
@@ -16,16 +15,14 @@ openai = pytest.importorskip("openai")
 pytest.importorskip("starlette")
 pytest.importorskip("uvicorn")
 
-from replyparse.server import ReplayBackend, ServerConfig  # noqa: E402
+from replyparse.server import ServerConfig  # noqa: E402
 from replyparse.server.errors import ApiError  # noqa: E402
 from replyparse.server.policies import PolicyTemplates, read_policies  # noqa: E402
 from replyparse.templates import get_entry  # noqa: E402
 from tests.server.helpers import (  # noqa: E402
     CHAT_TOOLS,
-    openai_client,
     qwen3_config,
-    running,
-    write_replay,
+    replay_clients,
 )
 
 #: Command A (cohere2-moe) answering from two documents; its prompt pre-opens the reasoning.
@@ -63,22 +60,8 @@ def cohere_config(backend: Any) -> ServerConfig:
 @pytest.fixture
 def serve(tmp_path: Path) -> Iterator[Callable[..., Any]]:
     """``serve(config_of, *texts)``: an OpenAI client on a fresh server replaying ``texts``."""
-    stack: list[AbstractContextManager[str]] = []
-    clients: list[Any] = []
-
-    def make(config_of: Callable[[Any], ServerConfig], *texts: str) -> Any:
-        replay = write_replay(tmp_path / f"replay{len(stack)}.jsonl", *texts)
-        context = running(config_of(ReplayBackend(replay, chunk_size=3)))
-        stack.append(context)
-        client = openai_client(context.__enter__(), timeout=20)
-        clients.append(client)
-        return client
-
-    yield make
-    for client in clients:
-        client.close()
-    for context in reversed(stack):
-        context.__exit__(None, None, None)
+    with replay_clients(tmp_path) as make:
+        yield make
 
 
 def _choose(**policies: str) -> dict[str, Any]:
