@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, cast
 
 from replyparse._accumulator import TextAccumulator
+from replyparse._machine import run
 from replyparse._regions import RegionSteps
 from replyparse._scanner import DelimiterMatch
 from replyparse._state import ParserPhase, ParseState
@@ -45,12 +46,10 @@ from replyparse.errors import (
 from replyparse.events import (
     Event,
     RegionChunkEvent,
-    RegionOpenEvent,
 )
 from replyparse.issues import InProgressRegion, IssueKind, ParseIssue
 from replyparse.model_folder import template_from_tokenizer
 from replyparse.template import FieldSpec, ResponseTemplate, load_template
-from replyparse.template._loader import END_OF_TURN, REGION_CLOSE
 from replyparse.tokens import (
     ControlTokenDecoder,
     TokenizerLike,
@@ -571,7 +570,7 @@ class ResponseParser(RegionSteps):
         if last and state.phase is ParserPhase.ENDED:
             state.trailing_text += last
         if state.phase is ParserPhase.STREAMING:
-            events.extend(self._run(last, final=True, whole=whole))
+            events.extend(self._run(last, final=True))
             state.partial = partial
             self._guard(self._close_open_regions, events)
             state.partial = False
@@ -690,12 +689,10 @@ class ResponseParser(RegionSteps):
         self,
         text: str,
         final: bool,
-        whole: bool = False,
         answer: tuple[int, DelimiterMatch | None] | None = None,
     ) -> list[Event]:
-        """Scan the held buffer and ``text``; return the events. ``whole`` (only with
-        ``final``): the caller wants the message, not the events, so region text is only
-        collected, never streamed as chunks (``finish``). ``answer``: the scanner's first
+        """Run the machine (``replyparse._machine.run``, with this parser's streaming steps)
+        over the held buffer and ``text``; return the events. ``answer``: the scanner's first
         answer, already asked (no context is kept)."""
         state = self._state
         events: list[Event] = []
@@ -705,7 +702,7 @@ class ResponseParser(RegionSteps):
         buffer = context + state.buffer + text if (context or state.buffer) else text
         state.base -= len(context)
         try:
-            consumed = self._scan(buffer, len(context), final, events, whole, answer)
+            consumed = run(state, self, self.template, buffer, len(context), final, events, answer)
         except ResponseParseError as error:
             state.buffer = ""
             self._fail(error)
@@ -715,98 +712,6 @@ class ResponseParser(RegionSteps):
         state.base += consumed
         self._set_rescan()
         return events
-
-    def _scan(
-        self,
-        buffer: str,
-        position: int,
-        final: bool,
-        events: list[Event],
-        whole: bool = False,
-        answer: tuple[int, DelimiterMatch | None] | None = None,
-    ) -> int:
-        """Act on every delimiter in ``buffer[position:]``; return where consumption ended.
-        ``answer``: the scanner's answer at ``position``, already asked."""
-        state = self._state
-        template = self.template
-        memo: dict[Any, Any] = {}
-        while True:
-            field = state.field
-            if answer is None:
-                state.scanner_calls += 1
-                safe_end, match = state.scanner.next_delimiter(
-                    buffer,
-                    position,
-                    final,
-                    memo=memo,
-                    no_empty_at=state.empty_match_at - state.base,
-                    stream=state.stream,
-                    base=state.base,
-                )
-            else:
-                (safe_end, match), answer = answer, None
-            if safe_end > position:
-                self._take_text(buffer, position, safe_end, events, whole)
-            if match is None:
-                return safe_end
-            position = match.end
-            if match.end == match.start and match.target >= 0:
-                # A region opened by an empty match does not close by one at the same
-                # place: every open-close pair reads a character or moves on (no loop).
-                state.empty_match_at = state.base + match.start
-            if match.target == END_OF_TURN:
-                self._close_open_regions(events, match)
-                state.phase = ParserPhase.ENDED
-                state.trailing_text = buffer[match.end :]
-                return len(buffer)
-            if match.target == REGION_CLOSE:
-                assert field is not None
-                self._close_region(
-                    field, match.groups, match.start, events, buffer[match.start : match.end]
-                )
-                state.field = None
-                state.scanner = template.outside_scanner
-            else:
-                if state.implicit_open:
-                    assert template.implicit_field is not None
-                    self._close_region(template.implicit_field, {}, match.start, events)
-                state.open_text = buffer[match.start : match.end]
-                self._open_region(template.field_list[match.target], match, events)
-
-    def _take_text(
-        self, buffer: str, start: int, end: int, events: list[Event], whole: bool = False
-    ) -> None:
-        state = self._state
-        field = state.field
-        if field is None:
-            field = self.template.implicit_field
-            if field is None:
-                text = buffer[start:end]
-                if not text.isspace():
-                    state.unclaimed_text.append((state.base + start, text))
-                return
-            if not state.implicit_open:
-                parser = field.parser
-                if parser.strips and not parser.dirty:
-                    # A stripping clean field opens at its first non-whitespace character:
-                    # whitespace between regions is layout, not an empty capture.
-                    while start < end and buffer[start].isspace():
-                        start += 1
-                    if start == end:
-                        return
-                state.implicit_open = True
-                state.open_groups = {}
-                self._state.begin_body(state.base + start)
-                open_event: RegionOpenEvent = {"type": "region_open", "field": field.name}
-                if self._include_groups:
-                    open_event["groups"] = {}
-                if self._extended:
-                    self._span(open_event, state.base + start, state.base + start)
-                events.append(open_event)
-        if whole:  # no chunk events: the body is only parsed at its close
-            state.body.append(buffer[start:end])
-        else:
-            state.append_body(field, buffer[start:end], events)
 
     def _update_fast(self) -> None:
         """Turn ``feed``'s fast path on or off for the state ``_feed`` left: on while the
