@@ -27,12 +27,17 @@ from replyparse.errors import ResponseParseError
 from replyparse.events import Event
 from replyparse.template import FieldSpec
 
-__all__ = ["Fitting", "WalkStart", "fitting_walker"]
+__all__ = ["Fitting", "WalkStart", "Walker", "fitting_walker"]
 
 #: A fitting text's (message, unclaimed text, trailing text or None, captures).
 Fitting: TypeAlias = tuple[
     dict[str, Any], list[tuple[int, str]], "str | None", dict[str, list[Any]]
 ]
+
+
+#: A walk of whole texts from one state: ``(text, partial)`` to the text's ``Fitting``, or
+#: None when the text does not fit as it is.
+Walker: TypeAlias = Callable[[str, bool], "Fitting | None"]
 
 
 @dataclass(slots=True)
@@ -206,9 +211,7 @@ class _Walk:
 _NO_EVENTS: list[Event] = []
 
 
-def fitting_walker(
-    reader: ValueReader, recover: bool, start: WalkStart
-) -> Callable[[str, bool], Fitting | None]:
+def fitting_walker(reader: ValueReader, recover: bool, start: WalkStart) -> Walker:
     """A function of ``(text, partial)`` that walks ``text`` from ``start`` and gives its
     ``Fitting``, or None when the text does not fit (a body that does not parse, a missing
     field, a region cut by the end (``partial``), or in recover mode anything to report).

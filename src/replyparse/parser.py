@@ -37,7 +37,7 @@ from replyparse._values import (
     PreparedTools,
     ValueReader,
 )
-from replyparse._walk import Fitting, WalkStart, fitting_walker
+from replyparse._walk import Walker, WalkStart, fitting_walker
 from replyparse.errors import (
     MissingFieldError,
     ParserStateError,
@@ -63,7 +63,6 @@ __all__ = [
     "ParseResult",
     "ParserPhase",
     "PreparedTools",
-    "PrimedParser",
     "ResponseParser",
 ]
 
@@ -301,20 +300,6 @@ class ResponseParser(RegionSteps):
         """After ``finalize(partial=True)``, the region the generation was cut in."""
         return self._state.in_progress
 
-    def _hold_prefix(self, prefix: str | Sequence[int]) -> None:
-        """Hold the prompt's text after the start anchor instead of scanning it alone (this
-        parser was built with an empty prefix): the walk of one whole generation then reads
-        the two as one complete text. The same message, issues and offsets as a parser
-        built with the prefix: a scan of text that may continue acts only on matches more
-        text cannot change, which the walk finds at the same places; the prefix is not
-        searched twice, once as text that may continue (qwen3's ``<think>\n``, held by its
-        open pattern, would cost more than the rest of the parser's construction)."""
-        prefix_text = self._decode_prefix(prefix)
-        prefix_text = prefix_text[_find_anchor_end(self.template, prefix_text) :]
-        self._state.buffer = prefix_text
-        self._state.base = -len(prefix_text)
-        self._quick = None
-
     # -- public API -------------------------------------------------------------------------
 
     def feed(self, text: str | Sequence[int]) -> list[Event]:
@@ -510,17 +495,10 @@ class ResponseParser(RegionSteps):
         """
         return self._end(text, partial, whole=False)
 
-    def _finish(self, text: str | Sequence[int], partial: bool) -> dict[str, Any]:
-        """``finalize(text, partial=partial)[0]`` for a caller that wants only the message
-        (``PrimedParser``): the same message, issues and state, without building the events
-        of ``text`` (region text is collected and parsed at its close, never cut into
-        chunks); ``text`` may be text in token-id mode too."""
-        return self._end(text, partial, whole=True)[0]
-
     def _end(
         self, text: str | Sequence[int], partial: bool, whole: bool
     ) -> tuple[dict[str, Any], list[Event]]:
-        """``finalize`` (``whole``: ``_finish``)."""
+        """``finalize`` (``whole``: ``finish``)."""
         state = self._state
         self._quick = None
         self._sync_base()
@@ -543,12 +521,6 @@ class ResponseParser(RegionSteps):
             self._unshadow_state()
             return unshadow(message), events if whole else unshadow(events)
         return message, events
-
-    def _walk_start(self) -> WalkStart | None:
-        """The state a walk of a whole text begins from (``WalkStart.read``), read now;
-        valid while this parser is not fed."""
-        self._sync_base()
-        return WalkStart.read(self._state)
 
     def _finalize(
         self, partial: bool, text: str | Sequence[int], whole: bool = False
@@ -623,7 +595,34 @@ class ResponseParser(RegionSteps):
         state.issues = unshadow(state.issues)
         state.in_progress = unshadow(state.in_progress)
 
-    def _copy(self) -> ResponseParser:
+    # -- whole texts: what ``PrimedParser`` (``replyparse._primed``) asks of a parser ------
+    # Package-internal: ``parse_response``/``parse_output`` and ``BatchParser`` parse whole
+    # generations through ``PrimedParser``, which uses only these and the public API.
+
+    def hold_prompt(self, prefix: str | Sequence[int]) -> None:
+        """Hold the prompt's text after the start anchor instead of scanning it alone (for
+        a parser built with the prefix ``""``, before any feed): the walk of one whole generation then reads
+        the two as one complete text. The same message, issues and offsets as a parser
+        built with the prefix: a scan of text that may continue acts only on matches more
+        text cannot change, which the walk finds at the same places; the prefix is not
+        searched twice, once as text that may continue (qwen3's ``<think>\n``, held by its
+        open pattern, would cost more than the rest of the parser's construction)."""
+        prefix_text = self._decode_prefix(prefix)
+        prefix_text = prefix_text[_find_anchor_end(self.template, prefix_text) :]
+        self._state.buffer = prefix_text
+        self._state.base = -len(prefix_text)
+        self._quick = None
+
+    def walker(self) -> Walker | None:
+        """The collecting walk of a whole text from this parser's state, read now (valid
+        while this parser is not fed; ``replyparse._walk``): a function of ``(text,
+        partial)`` giving the text's ``Fitting``, or None when it does not fit as it is.
+        None when no text can be walked from this state."""
+        self._sync_base()
+        start = WalkStart.read(self._state)
+        return None if start is None else fitting_walker(self._values, self.recover, start)
+
+    def fork(self) -> ResponseParser:
         """A parser in this one's state, to parse another text from the same point (only
         for a parser that has not been fed): the template, tools and options shared, the
         state copied (``ParseState.copy``)."""
@@ -638,6 +637,11 @@ class ResponseParser(RegionSteps):
             copied.feed = copied._feed_ids  # type: ignore[method-assign,assignment]
         copied._update_fast()
         return copied
+
+    def finish(self, text: str | Sequence[int], partial: bool) -> dict[str, Any]:
+        """``finalize(text, partial=partial)[0]``: the message, the state as ``finalize``
+        leaves it; ``text`` may be text in token-id mode too."""
+        return self._end(text, partial, whole=True)[0]
 
     # -- the machine --------------------------------------------------------------------------
 
@@ -808,77 +812,3 @@ class ParseResult:
     def ok(self) -> bool:
         """Whether the output fit the template with nothing to recover."""
         return not self.issues
-
-
-class PrimedParser:
-    """Parses whole generations from one primed state: the prompt read once, each text
-    parsed from it (package-internal: ``parse_output`` and ``BatchParser`` use it).
-
-    A text that fits the template as it is is walked from the primed state without
-    changing it (``replyparse._walk``); any other text is parsed on the general path, by a
-    copy of the primed parser (``reuse=True``) or by the primed parser itself (the one text
-    of a one-shot parse, which then holds the prompt unscanned: the walk reads it with the
-    text).
-
-    Args:
-        parser: a parser that has read the prompt and nothing else.
-        reuse: many texts are parsed from this state (each on a copy of ``parser``).
-        unscanned: the prompt, for a ``parser`` built with the prefix ``""``: held
-            unscanned, and read with the one text parsed.
-    """
-
-    __slots__ = ("_parser", "_reuse", "_walk")
-
-    def __init__(
-        self,
-        parser: ResponseParser,
-        *,
-        reuse: bool = False,
-        unscanned: str | Sequence[int] | None = None,
-    ) -> None:
-        if unscanned is not None:
-            parser._hold_prefix(unscanned)
-        self._parser = parser
-        self._reuse = reuse
-        start = parser._walk_start()
-        self._walk = (
-            None if start is None else fitting_walker(parser._values, parser.recover, start)
-        )
-
-    def walk(self, text: str, partial: bool = False) -> Fitting | None:
-        """The parse of a text that fits the template as it is (every body parses, no
-        required field is missing, nothing to recover): ``(message, unclaimed text, trailing
-        text or None, captures)``; None for any other text (then ``parse`` says what it
-        gives). The primed state is left as it was."""
-        walk = self._walk
-        return None if walk is None else walk(text, partial)
-
-    def parse(
-        self, text: str | Sequence[int], partial: bool = False, *, walk: bool = True
-    ) -> ParseResult:
-        """Parse one whole generation (``walk=False``: ``walk`` already said it does not
-        fit).
-
-        Raises:
-            ResponseParseError: as ``ResponseParser.finalize`` (never in recover mode).
-        """
-        primed = self._parser
-        if walk and self._walk is not None and isinstance(text, str):
-            walked = self._walk(text, partial)
-            if walked is not None:
-                message, unclaimed, trailing, _ = walked
-                return ParseResult(
-                    message,
-                    tuple(primed.issues),
-                    primed.trailing_text if trailing is None else trailing,
-                    (*primed.unclaimed_text, *unclaimed),
-                )
-        parser = primed._copy() if self._reuse else primed
-        message = parser._finish(text, partial)
-        return ParseResult(
-            message,
-            tuple(parser.issues),
-            parser.trailing_text,
-            tuple(parser.unclaimed_text),
-            parser.in_progress,
-        )
