@@ -78,7 +78,7 @@ PREFIX_REQUIRED = (
 _STREAMING = ParserPhase.STREAMING
 # Held text longer than this is scanned again only once it has doubled (``_defer``).
 _RESCAN_AFTER = 128
-# The fast path hands its pieces to the body at least this often (``_sync_base``).
+# The fast path hands its pieces to the body at least this often (``_fold_fast``).
 _FAST_PIECES = 32
 
 
@@ -242,7 +242,8 @@ class ResponseParser(RegionSteps):
         # of the open region's text that needs no scan.
         self._quick: Callable[[str], bool] | None = None
         # The pieces the fast path streamed since the last general step: the open region's
-        # body and its offset take them at the next one (``_sync_base``).
+        # body and its offset (``ParseState.base``) take them when the fast path is left
+        # (``_leave_fast``): only the fast path runs while they are pending.
         self._fast_pieces: list[str] = []
         self._fast_spec: FieldSpec | None = None
         # The chunk event of the fast path's field, but for its "text".
@@ -335,11 +336,11 @@ class ResponseParser(RegionSteps):
                         return []
                     text = piece
                 # ``text`` is the region's next chunk, streamed as ``ParseState.append_body`` would;
-                # its length is counted into ``base`` later, from the body (``_sync_base``).
+                # its length is counted into ``base`` later, from the body (``_fold_fast``).
                 pieces = self._fast_pieces
                 pieces.append(text)
                 if len(pieces) >= _FAST_PIECES:
-                    self._sync_base()
+                    self._fold_fast()
                 if self._fast_strips:  # no whitespace run is held (``_update_fast``)
                     kept = text.rstrip()
                     if kept is not text:  # trailing whitespace (rstrip returns the same object)
@@ -375,7 +376,7 @@ class ResponseParser(RegionSteps):
         if held and self._quick is not None and self._quick(pending):
             state.buffer = ""  # a held lead run that leads nothing
             return pending
-        self._sync_base()  # the offsets, for the scanner's stream memo
+        self._fold_fast()  # the offsets, for the scanner's stream memo
         state.scanner_calls += 1
         answer = state.scanner.next_delimiter(
             pending,
@@ -398,8 +399,7 @@ class ResponseParser(RegionSteps):
         """``feed`` off its fast path (``answer``: the scanner's, if the fast path asked)."""
         if self._state.input_pieces is not None and text.__class__ is str:
             self._state.input_pieces.append(text)
-        self._quick = None
-        self._sync_base()
+        self._leave_fast()
         events = self._feed(text, answer)
         self._update_fast()
         return events
@@ -500,8 +500,7 @@ class ResponseParser(RegionSteps):
     ) -> tuple[dict[str, Any], list[Event]]:
         """``finalize`` (``whole``: ``finish``)."""
         state = self._state
-        self._quick = None
-        self._sync_base()
+        self._leave_fast()
         self._check_usable("finalize")
         tokens = state.tokens
         if not whole and tokens is not None and isinstance(text, str) and text:
@@ -618,7 +617,7 @@ class ResponseParser(RegionSteps):
         while this parser is not fed; ``replyparse._walk``): a function of ``(text,
         partial)`` giving the text's ``Fitting``, or None when it does not fit as it is.
         None when no text can be walked from this state."""
-        self._sync_base()
+        assert not self._fast_pieces
         start = WalkStart.read(self._state)
         return None if start is None else fitting_walker(self._values, self.recover, start)
 
@@ -626,8 +625,7 @@ class ResponseParser(RegionSteps):
         """A parser in this one's state, to parse another text from the same point (only
         for a parser that has not been fed): the template, tools and options shared, the
         state copied (``ParseState.copy``)."""
-        assert self._state.phase is _STREAMING
-        self._sync_base()
+        assert self._state.phase is _STREAMING and not self._fast_pieces
         copied = object.__new__(ResponseParser)
         for name in _SETUP:
             setattr(copied, name, getattr(self, name))
@@ -752,10 +750,16 @@ class ResponseParser(RegionSteps):
             self._fast_strips = strips
         self._quick = state.scanner.all_safe
 
-    def _sync_base(self) -> None:
+    def _leave_fast(self) -> None:
+        """Leave ``feed``'s fast path: the state exact again (``_fold_fast``). Every way
+        into the parser but the fast path itself begins here (a general feed, the end of
+        the generation); ``_update_fast`` turns the fast path on again after a feed."""
+        self._quick = None
+        self._fold_fast()
+
+    def _fold_fast(self) -> None:
         """Hand the pieces the fast path streamed to the open region's body, and count
-        them into ``base``. Called before anything reads the body or ``base`` (a general
-        feed, the end of the generation, a copy, a batch's walk)."""
+        them into ``base``."""
         pieces = self._fast_pieces
         if pieces:
             text = "".join(pieces)
