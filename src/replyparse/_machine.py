@@ -23,6 +23,7 @@ There are two kinds of steps, two body sinks:
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any, Protocol
 
 from replyparse._delimiter import FinalMatch
@@ -52,9 +53,8 @@ class MachineState(Protocol):
     scanner: Scanner
     #: The implicit region is open.
     implicit_open: bool
-    #: The open region's named groups and its open delimiter's text.
+    #: The open region's named groups.
     open_groups: dict[str, str | None]
-    open_text: str
     #: The offset of the last region opened by a zero-width match.
     empty_match_at: int
     phase: ParserPhase
@@ -74,8 +74,11 @@ class Steps(Protocol):
     ``field``, ``scanner`` and ``implicit_open`` for an open, and changes them after a close.
     """
 
-    def take_text(self, buffer: str, start: int, end: int, events: list[Event]) -> None:
-        """``buffer[start:end]`` is the open region's next text."""
+    #: ``take_text(buffer, start, end, events)``: ``buffer[start:end]`` is the open region's
+    #: next text. None for steps that read a body as the slice of the text between its
+    #: delimiters (the text is complete, so a region's body is there at its close).
+    @property
+    def take_text(self) -> Callable[[str, int, int, list[Event]], None] | None: ...
 
     def open_region(
         self,
@@ -128,6 +131,9 @@ def run(
     field_list = template.field_list
     region_scanners = template.region_scanners
     base = state.base  # the run changes no offset: the caller counts what it consumed
+    take_text = steps.take_text
+    open_region = steps.open_region
+    close_region = steps.close_region
     match: FinalMatch | None
     while True:
         if answer is not None:
@@ -149,7 +155,8 @@ def run(
             )
         if safe_end > position:
             if state.field is not None or state.implicit_open:
-                steps.take_text(buffer, position, safe_end, events)
+                if take_text is not None:
+                    take_text(buffer, position, safe_end, events)
             elif implicit is None:  # text outside every region
                 text = buffer[position:safe_end]
                 if not text.isspace():
@@ -162,8 +169,9 @@ def run(
                 if begin < safe_end:
                     state.implicit_open = True
                     state.open_groups = NO_GROUPS
-                    steps.open_region(implicit, buffer, begin, begin, NO_GROUPS, events)
-                    steps.take_text(buffer, begin, safe_end, events)
+                    open_region(implicit, buffer, begin, begin, NO_GROUPS, events)
+                    if take_text is not None:
+                        take_text(buffer, begin, safe_end, events)
         if match is None:
             return safe_end
         start, position, target, groups = match
@@ -182,17 +190,16 @@ def run(
         if target == REGION_CLOSE:
             field = state.field
             assert field is not None
-            steps.close_region(field, buffer, start, position, groups, events)
+            close_region(field, buffer, start, position, groups, events)
             state.field = None
             state.scanner = template.outside_scanner
             continue
         if state.implicit_open:
             assert implicit is not None
-            steps.close_region(implicit, buffer, start, start, NO_GROUPS, events)
+            close_region(implicit, buffer, start, start, NO_GROUPS, events)
             state.implicit_open = False
         field = field_list[target]
         state.field = field
         state.scanner = region_scanners[field.index]
         state.open_groups = groups
-        state.open_text = buffer[start:position]
-        steps.open_region(field, buffer, start, position, groups, events)
+        open_region(field, buffer, start, position, groups, events)

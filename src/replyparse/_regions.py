@@ -71,6 +71,7 @@ class RegionSteps:
         events: list[Event],
     ) -> None:
         state = self._state
+        state.open_text = buffer[start:end]
         state.begin_body(state.base + end)
         event: RegionOpenEvent = {"type": "region_open", "field": field.name}
         if self._include_groups:

@@ -122,7 +122,6 @@ class _Walk:
         "implicit",
         "implicit_open",
         "open_groups",
-        "open_text",
         "phase",
         "read",
         "scanner",
@@ -145,7 +144,6 @@ class _Walk:
         self.scanner = start.scanner
         self.implicit_open = start.implicit_open
         self.open_groups = start.groups
-        self.open_text = ""
         self.empty_match_at = start.empty_at
         self.phase = ParserPhase.STREAMING
         self.trailing_text = ""
@@ -162,8 +160,8 @@ class _Walk:
         self.read = read
         self.stray_closes = stray_closes
 
-    def take_text(self, buffer: str, start: int, end: int, events: list[Event]) -> None:
-        pass  # the body is a slice of the text, taken at the close
+    #: A body is the slice of the text between its delimiters, taken at the close.
+    take_text = None
 
     def open_region(
         self,
@@ -224,7 +222,7 @@ def fitting_walker(reader: ValueReader, recover: bool, start: WalkStart) -> Walk
     before = start.before
     position = start.position
     implicit = template.implicit_field
-    required_names = [field.name for field in template.field_list if not field.optional]
+    required_names = [field.name for field in template.required_fields]
     # Recover mode reports a stray close: the general path's.
     stray_closes = template.stray_closes if recover else ()
     read = reader.read_fitting

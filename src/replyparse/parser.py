@@ -546,12 +546,8 @@ class ResponseParser(RegionSteps):
             self._guard(self._close_open_regions, events)
             state.partial = False
         message = self.message
-        for field in self.template.field_list:
-            if (
-                not field.optional
-                and field.name not in message
-                and field.name not in state.malformed
-            ):
+        for field in self.template.required_fields:
+            if field.name not in message and field.name not in state.malformed:
                 error = MissingFieldError(
                     f"the required field {field.name!r} (optional: false) never appeared",
                     field=field.name,
