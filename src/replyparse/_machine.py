@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeAlias
 
 from replyparse._delimiter import FinalMatch
 from replyparse._scanner import DelimiterMatch, Scanner, StreamMemo
@@ -33,7 +33,10 @@ from replyparse.events import Event
 from replyparse.template import FieldSpec, ResponseTemplate
 from replyparse.template._loader import END_OF_TURN, REGION_CLOSE
 
-__all__ = ["NO_GROUPS", "MachineState", "Steps", "run"]
+__all__ = ["NO_GROUPS", "Events", "MachineState", "Steps", "run"]
+
+#: The events a run appends to (the streaming steps'; the collecting steps build none).
+Events: TypeAlias = list[Event]
 
 #: The groups of a region opened without a delimiter (shared: never changed).
 NO_GROUPS: dict[str, str | None] = {}
@@ -70,44 +73,27 @@ class MachineState(Protocol):
 class Steps(Protocol):
     """What becomes of a region's text and value: the body sink ``run`` is given.
 
-    Offsets are indices into the run's ``buffer``; ``run`` has already changed the state's
-    ``field``, ``scanner`` and ``implicit_open`` for an open, and changes them after a close.
+    ``at`` is where a delimiter matched, ``(start, end, target, groups)`` as the scanner
+    answers, with indices into the run's ``buffer``: an empty one where a region opens or
+    closes without a delimiter (the implicit region). ``run`` has already changed the
+    state's ``field``, ``scanner`` and ``implicit_open`` for an open, and changes them after
+    a close.
     """
 
     #: ``take_text(buffer, start, end, events)``: ``buffer[start:end]`` is the open region's
     #: next text. None for steps that read a body as the slice of the text between its
     #: delimiters (the text is complete, so a region's body is there at its close).
     @property
-    def take_text(self) -> Callable[[str, int, int, list[Event]], None] | None: ...
+    def take_text(self) -> Callable[[str, int, int, Events], None] | None: ...
 
-    def open_region(
-        self,
-        field: FieldSpec,
-        buffer: str,
-        start: int,
-        end: int,
-        groups: dict[str, str | None],
-        events: list[Event],
-    ) -> None:
-        """``field``'s region opened at ``buffer[start:end]`` (``start == end``: the
-        implicit region, opened by its first text)."""
+    def open_region(self, field: FieldSpec, buffer: str, at: FinalMatch, events: Events) -> None:
+        """``field``'s region opened by the delimiter ``at``."""
 
-    def close_region(
-        self,
-        field: FieldSpec,
-        buffer: str,
-        start: int,
-        end: int,
-        groups: dict[str, str | None],
-        events: list[Event],
-    ) -> None:
-        """``field``'s region closed by ``buffer[start:end]`` (empty: the implicit region,
-        closed by an explicit region's open) with the close's ``groups``."""
+    def close_region(self, field: FieldSpec, buffer: str, at: FinalMatch, events: Events) -> None:
+        """``field``'s region closed by the delimiter ``at`` (with its groups)."""
 
-    def end_turn(
-        self, buffer: str, start: int, end: int, groups: dict[str, str | None], events: list[Event]
-    ) -> None:
-        """The end of the turn at ``buffer[start:end]``: close what is open."""
+    def end_turn(self, buffer: str, at: FinalMatch, events: Events) -> None:
+        """The end of the turn ``at``: close what is open."""
 
 
 def run(
@@ -117,7 +103,7 @@ def run(
     buffer: str,
     position: int,
     final: bool,
-    events: list[Event],
+    events: Events,
     answer: tuple[int, DelimiterMatch | None] | None = None,
 ) -> int:
     """Act on every delimiter in ``buffer[position:]``; return where consumption ended
@@ -169,7 +155,7 @@ def run(
                 if begin < safe_end:
                     state.implicit_open = True
                     state.open_groups = NO_GROUPS
-                    open_region(implicit, buffer, begin, begin, NO_GROUPS, events)
+                    open_region(implicit, buffer, (begin, begin, implicit.index, NO_GROUPS), events)
                     if take_text is not None:
                         take_text(buffer, begin, safe_end, events)
         if match is None:
@@ -180,7 +166,7 @@ def run(
             # every open-close pair reads a character or moves on (no loop).
             state.empty_match_at = base + start
         if target == END_OF_TURN:
-            steps.end_turn(buffer, start, position, groups, events)
+            steps.end_turn(buffer, match, events)
             state.field = None
             state.scanner = template.outside_scanner
             state.implicit_open = False
@@ -190,16 +176,16 @@ def run(
         if target == REGION_CLOSE:
             field = state.field
             assert field is not None
-            close_region(field, buffer, start, position, groups, events)
+            close_region(field, buffer, match, events)
             state.field = None
             state.scanner = template.outside_scanner
             continue
         if state.implicit_open:
             assert implicit is not None
-            close_region(implicit, buffer, start, start, NO_GROUPS, events)
+            close_region(implicit, buffer, (start, start, REGION_CLOSE, NO_GROUPS), events)
             state.implicit_open = False
         field = field_list[target]
         state.field = field
         state.scanner = region_scanners[field.index]
         state.open_groups = groups
-        open_region(field, buffer, start, position, groups, events)
+        open_region(field, buffer, match, events)

@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, cast
 
+from replyparse._delimiter import FinalMatch
+from replyparse._machine import Events
 from replyparse._recovery import (
     DEMOTED,
     Note,
@@ -53,7 +55,7 @@ class RegionSteps:
 
     # -- the machine's steps (``replyparse._machine.Steps``): the streaming body sink ------
 
-    def take_text(self, buffer: str, start: int, end: int, events: list[Event]) -> None:
+    def take_text(self, buffer: str, start: int, end: int, events: Events) -> None:
         """The open region's next text: into its body, streamed as a chunk event."""
         state = self._state
         field = state.field
@@ -61,15 +63,8 @@ class RegionSteps:
             field = cast(FieldSpec, self.template.implicit_field)
         state.append_body(field, buffer[start:end], events)
 
-    def open_region(
-        self,
-        field: FieldSpec,
-        buffer: str,
-        start: int,
-        end: int,
-        groups: dict[str, str | None],
-        events: list[Event],
-    ) -> None:
+    def open_region(self, field: FieldSpec, buffer: str, at: FinalMatch, events: Events) -> None:
+        start, end, _, groups = at
         state = self._state
         state.open_text = buffer[start:end]
         state.begin_body(state.base + end)
@@ -83,26 +78,12 @@ class RegionSteps:
                 self._extend_open(event, field, state.base + start, state.base + end, groups)
         events.append(event)
 
-    def close_region(
-        self,
-        field: FieldSpec,
-        buffer: str,
-        start: int,
-        end: int,
-        groups: dict[str, str | None],
-        events: list[Event],
-    ) -> None:
+    def close_region(self, field: FieldSpec, buffer: str, at: FinalMatch, events: Events) -> None:
+        start, end, _, groups = at
         self._close_region(field, groups, start, events, buffer[start:end])
 
-    def end_turn(
-        self,
-        buffer: str,
-        start: int,
-        end: int,
-        groups: dict[str, str | None],
-        events: list[Event],
-    ) -> None:
-        self._close_open_regions(events, (start, end, groups))
+    def end_turn(self, buffer: str, at: FinalMatch, events: Events) -> None:
+        self._close_open_regions(events, at)
 
     def _span(self, event: Any, start: int, end: int) -> None:
         """Extended events: ``start``/``end`` from offsets in the generation to offsets in
@@ -134,10 +115,10 @@ class RegionSteps:
     def _close_open_regions(
         self,
         events: list[Event],
-        match: tuple[int, int, Mapping[str, str | None]] | None = None,
+        match: FinalMatch | None = None,
     ) -> None:
-        """Close what is open at the end of the turn (``match``: its ``(start, end,
-        groups)`` in the buffer) or of the generation (None)."""
+        """Close what is open at the end of the turn (``match``: where it matched in the
+        buffer) or of the generation (None)."""
         state = self._state
         end = state.base + (match[0] if match is not None else len(state.buffer))
         if state.field is not None:
@@ -190,7 +171,7 @@ class RegionSteps:
             state.scanner = self.template.outside_scanner
         elif state.implicit_open:
             assert self.template.implicit_field is not None
-            groups = match[2] if match is not None else {}
+            groups = match[3] if match is not None else {}
             size = 0 if match is None else match[1] - match[0]
             self._close_region(
                 self.template.implicit_field, groups, end - state.base, events, close_size=size

@@ -18,14 +18,15 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeAlias
 
-from replyparse._machine import NO_GROUPS, run
+from replyparse._delimiter import FinalMatch
+from replyparse._machine import NO_GROUPS, Events, run
 from replyparse._scanner import Scanner, StreamMemo
 from replyparse._state import ParserPhase, ParseState
 from replyparse._values import ValueReader, region_groups
 from replyparse.content import ContentError
 from replyparse.errors import ResponseParseError
-from replyparse.events import Event
 from replyparse.template import FieldSpec
+from replyparse.template._loader import REGION_CLOSE
 
 __all__ = ["Fitting", "WalkStart", "Walker", "fitting_walker"]
 
@@ -163,50 +164,27 @@ class _Walk:
     #: A body is the slice of the text between its delimiters, taken at the close.
     take_text = None
 
-    def open_region(
-        self,
-        field: FieldSpec,
-        buffer: str,
-        start: int,
-        end: int,
-        groups: dict[str, str | None],
-        events: list[Event],
-    ) -> None:
-        self.body_start = end
+    def open_region(self, field: FieldSpec, buffer: str, at: FinalMatch, events: Events) -> None:
+        self.body_start = at[1]
         self.carried = ""
 
-    def close_region(
-        self,
-        field: FieldSpec,
-        buffer: str,
-        start: int,
-        end: int,
-        groups: dict[str, str | None],
-        events: list[Event],
-    ) -> None:
-        body = self.carried + buffer[self.body_start : start]
+    def close_region(self, field: FieldSpec, buffer: str, at: FinalMatch, events: Events) -> None:
+        body = self.carried + buffer[self.body_start : at[0]]
         if self.stray_closes and field.is_implicit and _holds_any(body, self.stray_closes):
             raise _NotFitting  # a stray close to report
-        value = self.read(field, body, region_groups(self.open_groups, groups))
+        value = self.read(field, body, region_groups(self.open_groups, at[3]))
         self.captures.setdefault(field.name, []).append(value)
 
-    def end_turn(
-        self,
-        buffer: str,
-        start: int,
-        end: int,
-        groups: dict[str, str | None],
-        events: list[Event],
-    ) -> None:
-        if self.field is not None:
-            self.close_region(self.field, buffer, start, start, NO_GROUPS, events)
+    def end_turn(self, buffer: str, at: FinalMatch, events: Events) -> None:
+        if self.field is not None:  # closed where the turn ends, with no groups
+            self.close_region(self.field, buffer, (at[0], at[0], REGION_CLOSE, NO_GROUPS), events)
         elif self.implicit_open:
             assert self.implicit is not None
-            self.close_region(self.implicit, buffer, start, end, groups, events)
+            self.close_region(self.implicit, buffer, at, events)
 
 
 #: The events of a walk: none (the collecting steps build none).
-_NO_EVENTS: list[Event] = []
+_NO_EVENTS: Events = []
 
 
 def fitting_walker(reader: ValueReader, recover: bool, start: WalkStart) -> Walker:
@@ -245,10 +223,14 @@ def fitting_walker(reader: ValueReader, recover: bool, start: WalkStart) -> Walk
                         # In progress, an unclosed region to report, or a call cut right
                         # after its header (an error, or reported): the general path.
                         return None
-                    state.close_region(field, buffer, end, end, NO_GROUPS, _NO_EVENTS)
+                    state.close_region(
+                        field, buffer, (end, end, REGION_CLOSE, NO_GROUPS), _NO_EVENTS
+                    )
                 elif state.implicit_open:
                     assert implicit is not None
-                    state.close_region(implicit, buffer, end, end, NO_GROUPS, _NO_EVENTS)
+                    state.close_region(
+                        implicit, buffer, (end, end, REGION_CLOSE, NO_GROUPS), _NO_EVENTS
+                    )
         except (ResponseParseError, ContentError, _NotFitting):
             return None  # a body that does not fit: the general path recovers or raises
         captures = state.captures
