@@ -8,19 +8,17 @@ the parser it started from, so one primed parser serves every row of a batch. Wh
 does not fit, the walk says so (None) and the general path, on a copy, gives the issues or
 the error.
 
-Owns ``WalkStart`` (the primed state a walk begins from, read once) and ``fitting_walker``.
+Owns ``fitting_walker`` and the collecting steps (``_Walk``).
 """
 
 from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any, TypeAlias
 
 from replyparse._delimiter import FinalMatch
 from replyparse._machine import NO_GROUPS, Events, run
-from replyparse._scanner import Scanner, StreamMemo
 from replyparse._state import ParserPhase, ParseState
 from replyparse._values import ValueReader, region_groups
 from replyparse.content import ContentError
@@ -28,7 +26,7 @@ from replyparse.errors import ResponseParseError
 from replyparse.template import FieldSpec
 from replyparse.template._loader import REGION_CLOSE
 
-__all__ = ["Fitting", "WalkStart", "Walker", "fitting_walker"]
+__all__ = ["Fitting", "Walker", "fitting_walker"]
 
 #: A fitting text's (message, unclaimed text, trailing text or None, captures).
 Fitting: TypeAlias = tuple[
@@ -39,60 +37,6 @@ Fitting: TypeAlias = tuple[
 #: A walk of whole texts from one state: ``(text, partial)`` to the text's ``Fitting``, or
 #: None when the text does not fit as it is.
 Walker: TypeAlias = Callable[[str, bool], "Fitting | None"]
-
-
-@dataclass(slots=True)
-class WalkStart:
-    """The state of a parser that has read a prompt and nothing else, where a walk begins
-    (read, never changed, by the walk).
-
-    Attributes:
-        before: the text kept before the generation: context for lookbehinds, then held
-            text not yet consumed.
-        base: the offset of ``before[0]`` in the generation (negative: in the prompt).
-        position: where consumption resumes in ``before`` (the context's length).
-        field: the explicit region open, if any.
-        scanner: the scanner of that state.
-        implicit_open: the implicit region is open.
-        groups: the open region's named groups.
-        carried: the open region's body read in the prompt.
-        empty_at: the offset of the last region opened by a zero-width match.
-        captures: the values of the regions the prompt closed.
-    """
-
-    before: str
-    base: int
-    position: int
-    field: FieldSpec | None
-    scanner: Scanner
-    implicit_open: bool
-    groups: dict[str, str | None]
-    carried: str
-    empty_at: int
-    captures: dict[str, list[Any]]
-    stream: StreamMemo
-
-    @classmethod
-    def read(cls, state: ParseState) -> WalkStart | None:
-        """Where a walk begins from ``state`` (shared, not copied: the walk changes
-        nothing); None when no text can be walked from it (the turn ended, text is
-        deferred, or token ids are decoded as they come)."""
-        if state.phase is not ParserPhase.STREAMING or state.rescan_at or state.tokens is not None:
-            return None
-        context = state.context
-        return cls(
-            before=context + state.buffer,
-            base=state.base - len(context),
-            position=len(context),
-            field=state.field,
-            scanner=state.scanner,
-            implicit_open=state.implicit_open,
-            groups=state.open_groups,
-            carried=state.body.getvalue() if state.body else "",  # a body begun in the prefix
-            empty_at=state.empty_match_at,
-            captures=state.captures,
-            stream=state.stream,  # read by no search of a complete text
-        )
 
 
 def _holds_any(body: str, stray_closes: tuple[tuple[FieldSpec, str], ...]) -> bool:
@@ -135,24 +79,26 @@ class _Walk:
 
     def __init__(
         self,
-        start: WalkStart,
+        start: ParseState,
         implicit: FieldSpec | None,
         read: Callable[[FieldSpec, str, Mapping[str, str | None]], Any],
         stray_closes: tuple[tuple[FieldSpec, str], ...],
     ) -> None:
-        self.base = start.base
+        # ``start`` is read, never changed: the primed parser's state.
+        self.base = start.base - len(start.context)
         self.field = start.field
         self.scanner = start.scanner
         self.implicit_open = start.implicit_open
-        self.open_groups = start.groups
-        self.empty_match_at = start.empty_at
+        self.open_groups = start.open_groups
+        self.empty_match_at = start.empty_match_at
         self.phase = ParserPhase.STREAMING
         self.trailing_text = ""
         self.unclaimed_text: list[tuple[int, str]] = []
         self.scanner_calls = 0
-        self.stream = start.stream
-        self.carried = start.carried
-        self.body_start = start.position
+        self.stream = start.stream  # read by no search of a complete text
+        # The open region's body read in the prompt, then the text from the buffer's start.
+        self.carried = start.body.getvalue() if start.body else ""
+        self.body_start = len(start.context)
         # Fresh values: a batch gives every row's message its own.
         self.captures: dict[str, list[Any]] = (
             copy.deepcopy(start.captures) if start.captures else {}
@@ -187,18 +133,22 @@ class _Walk:
 _NO_EVENTS: Events = []
 
 
-def fitting_walker(reader: ValueReader, recover: bool, start: WalkStart) -> Walker:
-    """A function of ``(text, partial)`` that walks ``text`` from ``start`` and gives its
-    ``Fitting``, or None when the text does not fit (a body that does not parse, a missing
-    field, a region cut by the end (``partial``), or in recover mode anything to report).
+def fitting_walker(reader: ValueReader, recover: bool, start: ParseState) -> Walker | None:
+    """A function of ``(text, partial)`` that walks ``text`` from the state ``start`` and
+    gives its ``Fitting``, or None when the text does not fit (a body that does not parse, a
+    missing field, a region cut by the end (``partial``), or in recover mode anything to
+    report). The walk reads ``start`` and changes nothing: ``start`` must not change while
+    the walker is used (a primed parser's state, never fed). None when no text can be
+    walked from ``start`` (the turn ended, text is deferred, or token ids are decoded as
+    they come).
 
     The walk is the parser's machine (``replyparse._machine.run``) over the complete text
     with the collecting steps: the same delimiters at the same places, the same bodies read
     by the same reader.
     """
+    if start.phase is not ParserPhase.STREAMING or start.rescan_at or start.tokens is not None:
+        return None
     template = reader.template
-    before = start.before
-    position = start.position
     implicit = template.implicit_field
     required_names = [field.name for field in template.required_fields]
     # Recover mode reports a stray close: the general path's.
@@ -207,10 +157,11 @@ def fitting_walker(reader: ValueReader, recover: bool, start: WalkStart) -> Walk
     build_message = reader.build_message
 
     def walk(text: str, partial: bool = False) -> Fitting | None:
+        before = start.context + start.buffer
         buffer = before + text if before else text
         state = _Walk(start, implicit, read, stray_closes)
         try:
-            run(state, state, template, buffer, position, True, _NO_EVENTS)
+            run(state, state, template, buffer, state.body_start, True, _NO_EVENTS)
             if state.phase is ParserPhase.ENDED:
                 trailing: str | None = state.trailing_text
             else:  # the end of the text closes what is open

@@ -37,7 +37,7 @@ from replyparse._values import (
     PreparedTools,
     ValueReader,
 )
-from replyparse._walk import Walker, WalkStart, fitting_walker
+from replyparse._walk import Walker, fitting_walker
 from replyparse.errors import (
     MissingFieldError,
     ParserStateError,
@@ -614,8 +614,7 @@ class ResponseParser(RegionSteps):
         partial)`` giving the text's ``Fitting``, or None when it does not fit as it is.
         None when no text can be walked from this state."""
         assert not self._fast_pieces
-        start = WalkStart.read(self._state)
-        return None if start is None else fitting_walker(self._values, self.recover, start)
+        return fitting_walker(self._values, self.recover, self._state)
 
     def fork(self) -> ResponseParser:
         """A parser in this one's state, to parse another text from the same point (only
