@@ -95,22 +95,6 @@ _SETUP = (
 )
 
 
-def _find_anchor_end(template: ResponseTemplate, prefix: str) -> int:
-    """Where the last start anchor in ``prefix`` ends; 0 when there is none."""
-    anchor = template.start_anchor
-    if anchor.pattern is not None:
-        end = 0
-        for match in anchor.pattern.finditer(prefix, overlapped=False):
-            end = match.end()  # an empty match too (a lookbehind anchor), as the reference
-        return end
-    best_start, best_end = -1, 0
-    for literal in anchor.literals:
-        start = prefix.rfind(literal)
-        if start > best_start or (start == best_start and start + len(literal) > best_end):
-            best_start, best_end = start, start + len(literal)
-    return best_end if best_start >= 0 else 0
-
-
 class ResponseParser(RegionSteps):
     """A streaming parser for one generation.
 
@@ -217,8 +201,7 @@ class ResponseParser(RegionSteps):
         tokens = None if tokenizer is None else ControlTokenDecoder(tokenizer)
         self._state = ParseState(self.template.outside_scanner, tokens)
 
-        prefix_text = self._decode_prefix(prefix)
-        prefix_text = prefix_text[_find_anchor_end(self.template, prefix_text) :]
+        prefix_text = self.template.assistant_text(self._decode_prefix(prefix))
         self._state.base = -len(prefix_text)
         if self._extended:
             self._state.input_pieces = [prefix_text]
@@ -602,8 +585,7 @@ class ResponseParser(RegionSteps):
         text cannot change, which the walk finds at the same places; the prefix is not
         searched twice, once as text that may continue (qwen3's ``<think>\n``, held by its
         open pattern, would cost more than the rest of the parser's construction)."""
-        prefix_text = self._decode_prefix(prefix)
-        prefix_text = prefix_text[_find_anchor_end(self.template, prefix_text) :]
+        prefix_text = self.template.assistant_text(self._decode_prefix(prefix))
         self._state.buffer = prefix_text
         self._state.base = -len(prefix_text)
         self._quick = None

@@ -167,6 +167,23 @@ class ResponseTemplate:
         required = tuple(item for item in self.field_list if not item.optional)
         object.__setattr__(self, "required_fields", required)
 
+    def assistant_text(self, prompt: str) -> str:
+        """The part of ``prompt`` after its last start anchor (all of it when it has none):
+        what the chat template pre-wrote of the assistant's message, parsed before the
+        generation."""
+        anchor = self.start_anchor
+        if anchor.pattern is not None:
+            end = 0
+            for match in anchor.pattern.finditer(prompt, overlapped=False):
+                end = match.end()  # an empty match too (a lookbehind anchor), as the reference
+            return prompt[end:]
+        best_start, best_end = -1, 0
+        for literal in anchor.literals:
+            start = prompt.rfind(literal)
+            if start > best_start or (start == best_start and start + len(literal) > best_end):
+                best_start, best_end = start, start + len(literal)
+        return prompt[best_end:] if best_start >= 0 else prompt
+
     @property
     def end_of_turn(self) -> Delimiter | None:
         """The delimiter that ends the message (the implicit field's close), if any."""
