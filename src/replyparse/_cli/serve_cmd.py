@@ -232,14 +232,10 @@ def _detected(
     )
     try:
         template = detect_template(**evidence)
-    except UnknownTemplateError as error:
-        if error.suggestions or not str(error).startswith("no registry template matches"):
-            raise CliError(
-                f"cannot pick a response template for {chat_template_path}: "
-                f"{' '.join(str(error).split())} Pass --template NAME|PATH."
-            ) from None
-        return _drafted(chat_template_path, source, special_tokens, stderr)
-    except TemplateError as error:
+    except (UnknownTemplateError, TemplateError) as error:
+        unmatched = isinstance(error, UnknownTemplateError) and not error.suggestions
+        if unmatched and str(error).startswith("no registry template matches"):
+            return _drafted(chat_template_path, source, special_tokens, stderr)
         raise CliError(
             f"cannot pick a response template for {chat_template_path}: "
             f"{' '.join(str(error).split())} Pass --template NAME|PATH."
