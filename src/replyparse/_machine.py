@@ -115,8 +115,10 @@ def run(
     # whitespace between regions is layout, not an empty capture.
     implicit_strips = implicit is not None and implicit.parser.strips and not implicit.parser.dirty
     field_list = template.field_list
+    outside = template.outside_scanner
     region_scanners = template.region_scanners
     base = state.base  # the run changes no offset: the caller counts what it consumed
+    scanner = state.scanner  # the state's, kept in step with it
     take_text = steps.take_text
     open_region = steps.open_region
     close_region = steps.close_region
@@ -126,11 +128,11 @@ def run(
             (safe_end, match), answer = answer, None
         elif final:
             state.scanner_calls += 1
-            match = state.scanner.next_final(buffer, position, memo, state.empty_match_at - base)
+            match = scanner.next_final(buffer, position, memo, state.empty_match_at - base)
             safe_end = len(buffer) if match is None else match[0]
         else:
             state.scanner_calls += 1
-            safe_end, match = state.scanner.next_delimiter(
+            safe_end, match = scanner.next_delimiter(
                 buffer,
                 position,
                 False,
@@ -168,7 +170,7 @@ def run(
         if target == END_OF_TURN:
             steps.end_turn(buffer, match, events)
             state.field = None
-            state.scanner = template.outside_scanner
+            state.scanner = outside
             state.implicit_open = False
             state.phase = ParserPhase.ENDED
             state.trailing_text = buffer[position:]
@@ -178,7 +180,7 @@ def run(
             assert field is not None
             close_region(field, buffer, match, events)
             state.field = None
-            state.scanner = template.outside_scanner
+            state.scanner = scanner = outside
             continue
         if state.implicit_open:
             assert implicit is not None
@@ -186,6 +188,6 @@ def run(
             state.implicit_open = False
         field = field_list[target]
         state.field = field
-        state.scanner = region_scanners[field.index]
+        state.scanner = scanner = region_scanners[field.index]
         state.open_groups = groups
         open_region(field, buffer, match, events)
