@@ -15,9 +15,9 @@ There are two kinds of steps, two body sinks:
 * streaming (``replyparse._regions.RegionSteps``, the parser's own): each piece of region
   text goes into the body and out as a chunk event; a region's close reads its value, or in
   recover mode what can still be read, and records issues;
-* collecting (``replyparse._walk.CollectingSteps``): a whole text that fits the template as
+* collecting (``replyparse._walk``, its ``_Walk``): a whole text that fits the template as
   it is; a body is the slice of the text between its delimiters, read at its close; anything
-  that does not fit stops the walk (``NotFitting``) and the streaming steps take the text.
+  that does not fit stops the walk, and the streaming steps take the text.
 """
 
 from __future__ import annotations
