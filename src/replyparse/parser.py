@@ -579,12 +579,13 @@ class ResponseParser(RegionSteps):
 
     def hold_prompt(self, prefix: str | Sequence[int]) -> None:
         """Hold the prompt's text after the start anchor instead of scanning it alone (for
-        a parser built with the prefix ``""``, before any feed): the walk of one whole generation then reads
-        the two as one complete text. The same message, issues and offsets as a parser
-        built with the prefix: a scan of text that may continue acts only on matches more
-        text cannot change, which the walk finds at the same places; the prefix is not
-        searched twice, once as text that may continue (qwen3's ``<think>\n``, held by its
-        open pattern, would cost more than the rest of the parser's construction)."""
+        a parser built with the prefix ``""``, before any feed): the walk of one whole
+        generation then reads the two as one complete text. The same message, issues and
+        offsets as a parser built with the prefix: a scan of text that may continue acts
+        only on matches more text cannot change, which the walk finds at the same places;
+        the prefix is not searched twice, once as text that may continue (qwen3's
+        ``<think>\n``, held by its open pattern, would cost more than the rest of the
+        parser's construction)."""
         prefix_text = self.template.assistant_text(self._decode_prefix(prefix))
         self._state.buffer = prefix_text
         self._state.base = -len(prefix_text)
