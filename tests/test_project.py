@@ -24,7 +24,7 @@ CORE = [
     "coercion.py", "tokens.py", "model_folder.py", "_json_types.py", "_charset.py",
     "_regex_syntax.py", "_regex_tree.py", "_regex_analysis.py", "_regex_search.py", "_schema_ref.py", "_tool_names.py",
     "function_schema.py", "issues.py", "template", "content", "request", "_schema_walk.py",
-    "_accumulator.py", "_values.py", "_recovery.py", "_regions.py", "_walk.py", "_oneshot.py", "_state.py",
+    "_accumulator.py", "_values.py", "_recovery.py", "_regions.py", "_walk.py", "_machine.py", "_primed.py", "_oneshot.py", "_state.py",
 ]  # fmt: skip
 OUTER = ("replyparse.templates", "replyparse.openai", "replyparse.anthropic", "replyparse.grammar",
          "replyparse.server",

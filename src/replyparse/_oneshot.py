@@ -11,8 +11,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, TypeAlias, TypedDict, Unpack, overload
 
+from replyparse._primed import PrimedParser
 from replyparse.errors import ResponseParseError
-from replyparse.parser import PREFIX_REQUIRED, ParseResult, PrimedParser, ResponseParser
+from replyparse.parser import PREFIX_REQUIRED, ParseResult, ResponseParser
 from replyparse.template import ResponseTemplate, load_template
 from replyparse.tokens import TokenizerLike
 

@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, cast
 
+from replyparse._delimiter import FinalMatch
+from replyparse._machine import Events
 from replyparse._recovery import (
     DEMOTED,
     Note,
@@ -23,7 +25,6 @@ from replyparse._recovery import (
     stray_close_notes,
     stray_is_unclaimed,
 )
-from replyparse._scanner import DelimiterMatch
 from replyparse._state import ParseState
 from replyparse._values import ValueReader, close_name, region_groups
 from replyparse.content import ContentError
@@ -52,20 +53,37 @@ class RegionSteps:
     _extended: bool
     _state: ParseState
 
-    def _open_region(self, field: FieldSpec, match: DelimiterMatch, events: list[Event]) -> None:
+    # -- the machine's steps (``replyparse._machine.Steps``): the streaming body sink ------
+
+    def take_text(self, buffer: str, start: int, end: int, events: Events) -> None:
+        """The open region's next text: into its body, streamed as a chunk event."""
         state = self._state
-        state.field = field
-        state.scanner = self.template.region_scanners[field.index]
-        state.open_groups = match.groups
-        self._state.begin_body(state.base + match.end)
+        field = state.field
+        if field is None:
+            field = cast(FieldSpec, self.template.implicit_field)
+        state.append_body(field, buffer[start:end], events)
+
+    def open_region(self, field: FieldSpec, buffer: str, at: FinalMatch, events: Events) -> None:
+        start, end, _, groups = at
+        state = self._state
+        state.open_text = buffer[start:end]
+        state.begin_body(state.base + end)
         event: RegionOpenEvent = {"type": "region_open", "field": field.name}
         if self._include_groups:
-            event["groups"] = {
-                name: value for name, value in match.groups.items() if value is not None
-            }
+            event["groups"] = {name: value for name, value in groups.items() if value is not None}
         if self._extended:
-            self._extend_open(event, field, match)
+            if field.is_implicit:
+                self._span(event, state.base + start, state.base + start)
+            else:
+                self._extend_open(event, field, state.base + start, state.base + end, groups)
         events.append(event)
+
+    def close_region(self, field: FieldSpec, buffer: str, at: FinalMatch, events: Events) -> None:
+        start, end, _, groups = at
+        self._close_region(field, groups, start, events, buffer[start:end])
+
+    def end_turn(self, buffer: str, at: FinalMatch, events: Events) -> None:
+        self._close_open_regions(events, at)
 
     def _span(self, event: Any, start: int, end: int) -> None:
         """Extended events: ``start``/``end`` from offsets in the generation to offsets in
@@ -73,9 +91,16 @@ class RegionSteps:
         event["start"] = start + self._state.input_offset
         event["end"] = end + self._state.input_offset
 
-    def _extend_open(self, event: RegionOpenEvent, field: FieldSpec, match: DelimiterMatch) -> None:
-        self._span(event, self._state.base + match.start, self._state.base + match.end)
-        captures = {name: value for name, value in match.groups.items() if value is not None}
+    def _extend_open(
+        self,
+        event: RegionOpenEvent,
+        field: FieldSpec,
+        start: int,
+        end: int,
+        groups: Mapping[str, str | None],
+    ) -> None:
+        self._span(event, start, end)
+        captures = {name: value for name, value in groups.items() if value is not None}
         event["captures"] = captures
         if field.transform is not None and not field.transform_each and captures:
             # What the opener fixes: every name optional, so the body's (``content``) and
@@ -87,9 +112,15 @@ class RegionSteps:
             if provisional:
                 event["provisional"] = provisional
 
-    def _close_open_regions(self, events: list[Event], match: DelimiterMatch | None = None) -> None:
+    def _close_open_regions(
+        self,
+        events: list[Event],
+        match: FinalMatch | None = None,
+    ) -> None:
+        """Close what is open at the end of the turn (``match``: where it matched in the
+        buffer) or of the generation (None)."""
         state = self._state
-        end = state.base + (match.start if match is not None else len(state.buffer))
+        end = state.base + (match[0] if match is not None else len(state.buffer))
         if state.field is not None:
             field = state.field
             if state.partial and match is None:
@@ -140,8 +171,8 @@ class RegionSteps:
             state.scanner = self.template.outside_scanner
         elif state.implicit_open:
             assert self.template.implicit_field is not None
-            groups = match.groups if match is not None else {}
-            size = 0 if match is None else match.end - match.start
+            groups = match[3] if match is not None else {}
+            size = 0 if match is None else match[1] - match[0]
             self._close_region(
                 self.template.implicit_field, groups, end - state.base, events, close_size=size
             )

@@ -46,9 +46,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+from replyparse._primed import PrimedParser
 from replyparse.errors import ResponseParseError, ToolDefinitionError
 from replyparse.openai import ToolCallRuleError, to_chat_completion, to_response
-from replyparse.parser import PreparedTools, PrimedParser, ResponseParser
+from replyparse.parser import PreparedTools, ResponseParser
 from replyparse.template import ResponseTemplate, load_template
 
 if TYPE_CHECKING:

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, cast
 
 from replyparse._accumulator import TextAccumulator
+from replyparse._machine import run
 from replyparse._regions import RegionSteps
 from replyparse._scanner import DelimiterMatch
 from replyparse._state import ParserPhase, ParseState
@@ -36,7 +37,7 @@ from replyparse._values import (
     PreparedTools,
     ValueReader,
 )
-from replyparse._walk import Fitting, WalkStart, fitting_walker
+from replyparse._walk import Walker, fitting_walker
 from replyparse.errors import (
     MissingFieldError,
     ParserStateError,
@@ -45,12 +46,10 @@ from replyparse.errors import (
 from replyparse.events import (
     Event,
     RegionChunkEvent,
-    RegionOpenEvent,
 )
 from replyparse.issues import InProgressRegion, IssueKind, ParseIssue
 from replyparse.model_folder import template_from_tokenizer
 from replyparse.template import FieldSpec, ResponseTemplate, load_template
-from replyparse.template._loader import END_OF_TURN, REGION_CLOSE
 from replyparse.tokens import (
     ControlTokenDecoder,
     TokenizerLike,
@@ -64,7 +63,6 @@ __all__ = [
     "ParseResult",
     "ParserPhase",
     "PreparedTools",
-    "PrimedParser",
     "ResponseParser",
 ]
 
@@ -80,7 +78,7 @@ PREFIX_REQUIRED = (
 _STREAMING = ParserPhase.STREAMING
 # Held text longer than this is scanned again only once it has doubled (``_defer``).
 _RESCAN_AFTER = 128
-# The fast path hands its pieces to the body at least this often (``_sync_base``).
+# The fast path hands its pieces to the body at least this often (``_fold_fast``).
 _FAST_PIECES = 32
 
 
@@ -95,22 +93,6 @@ _SETUP = (
     "_context_size",
     "_implicit_field",
 )
-
-
-def _find_anchor_end(template: ResponseTemplate, prefix: str) -> int:
-    """Where the last start anchor in ``prefix`` ends; 0 when there is none."""
-    anchor = template.start_anchor
-    if anchor.pattern is not None:
-        end = 0
-        for match in anchor.pattern.finditer(prefix, overlapped=False):
-            end = match.end()  # an empty match too (a lookbehind anchor), as the reference
-        return end
-    best_start, best_end = -1, 0
-    for literal in anchor.literals:
-        start = prefix.rfind(literal)
-        if start > best_start or (start == best_start and start + len(literal) > best_end):
-            best_start, best_end = start, start + len(literal)
-    return best_end if best_start >= 0 else 0
 
 
 class ResponseParser(RegionSteps):
@@ -219,8 +201,7 @@ class ResponseParser(RegionSteps):
         tokens = None if tokenizer is None else ControlTokenDecoder(tokenizer)
         self._state = ParseState(self.template.outside_scanner, tokens)
 
-        prefix_text = self._decode_prefix(prefix)
-        prefix_text = prefix_text[_find_anchor_end(self.template, prefix_text) :]
+        prefix_text = self.template.assistant_text(self._decode_prefix(prefix))
         self._state.base = -len(prefix_text)
         if self._extended:
             self._state.input_pieces = [prefix_text]
@@ -244,7 +225,8 @@ class ResponseParser(RegionSteps):
         # of the open region's text that needs no scan.
         self._quick: Callable[[str], bool] | None = None
         # The pieces the fast path streamed since the last general step: the open region's
-        # body and its offset take them at the next one (``_sync_base``).
+        # body and its offset (``ParseState.base``) take them when the fast path is left
+        # (``_leave_fast``): only the fast path runs while they are pending.
         self._fast_pieces: list[str] = []
         self._fast_spec: FieldSpec | None = None
         # The chunk event of the fast path's field, but for its "text".
@@ -302,20 +284,6 @@ class ResponseParser(RegionSteps):
         """After ``finalize(partial=True)``, the region the generation was cut in."""
         return self._state.in_progress
 
-    def _hold_prefix(self, prefix: str | Sequence[int]) -> None:
-        """Hold the prompt's text after the start anchor instead of scanning it alone (this
-        parser was built with an empty prefix): the walk of one whole generation then reads
-        the two as one complete text. The same message, issues and offsets as a parser
-        built with the prefix: a scan of text that may continue acts only on matches more
-        text cannot change, which the walk finds at the same places; the prefix is not
-        searched twice, once as text that may continue (qwen3's ``<think>\n``, held by its
-        open pattern, would cost more than the rest of the parser's construction)."""
-        prefix_text = self._decode_prefix(prefix)
-        prefix_text = prefix_text[_find_anchor_end(self.template, prefix_text) :]
-        self._state.buffer = prefix_text
-        self._state.base = -len(prefix_text)
-        self._quick = None
-
     # -- public API -------------------------------------------------------------------------
 
     def feed(self, text: str | Sequence[int]) -> list[Event]:
@@ -351,11 +319,11 @@ class ResponseParser(RegionSteps):
                         return []
                     text = piece
                 # ``text`` is the region's next chunk, streamed as ``ParseState.append_body`` would;
-                # its length is counted into ``base`` later, from the body (``_sync_base``).
+                # its length is counted into ``base`` later, from the body (``_fold_fast``).
                 pieces = self._fast_pieces
                 pieces.append(text)
                 if len(pieces) >= _FAST_PIECES:
-                    self._sync_base()
+                    self._fold_fast()
                 if self._fast_strips:  # no whitespace run is held (``_update_fast``)
                     kept = text.rstrip()
                     if kept is not text:  # trailing whitespace (rstrip returns the same object)
@@ -391,7 +359,7 @@ class ResponseParser(RegionSteps):
         if held and self._quick is not None and self._quick(pending):
             state.buffer = ""  # a held lead run that leads nothing
             return pending
-        self._sync_base()  # the offsets, for the scanner's stream memo
+        self._fold_fast()  # the offsets, for the scanner's stream memo
         state.scanner_calls += 1
         answer = state.scanner.next_delimiter(
             pending,
@@ -414,8 +382,7 @@ class ResponseParser(RegionSteps):
         """``feed`` off its fast path (``answer``: the scanner's, if the fast path asked)."""
         if self._state.input_pieces is not None and text.__class__ is str:
             self._state.input_pieces.append(text)
-        self._quick = None
-        self._sync_base()
+        self._leave_fast()
         events = self._feed(text, answer)
         self._update_fast()
         return events
@@ -511,20 +478,12 @@ class ResponseParser(RegionSteps):
         """
         return self._end(text, partial, whole=False)
 
-    def _finish(self, text: str | Sequence[int], partial: bool) -> dict[str, Any]:
-        """``finalize(text, partial=partial)[0]`` for a caller that wants only the message
-        (``PrimedParser``): the same message, issues and state, without building the events
-        of ``text`` (region text is collected and parsed at its close, never cut into
-        chunks); ``text`` may be text in token-id mode too."""
-        return self._end(text, partial, whole=True)[0]
-
     def _end(
         self, text: str | Sequence[int], partial: bool, whole: bool
     ) -> tuple[dict[str, Any], list[Event]]:
-        """``finalize`` (``whole``: ``_finish``)."""
+        """``finalize`` (``whole``: ``finish``)."""
         state = self._state
-        self._quick = None
-        self._sync_base()
+        self._leave_fast()
         self._check_usable("finalize")
         tokens = state.tokens
         if not whole and tokens is not None and isinstance(text, str) and text:
@@ -544,12 +503,6 @@ class ResponseParser(RegionSteps):
             self._unshadow_state()
             return unshadow(message), events if whole else unshadow(events)
         return message, events
-
-    def _walk_start(self) -> WalkStart | None:
-        """The state a walk of a whole text begins from (``WalkStart.read``), read now;
-        valid while this parser is not fed."""
-        self._sync_base()
-        return WalkStart.read(self._state)
 
     def _finalize(
         self, partial: bool, text: str | Sequence[int], whole: bool = False
@@ -571,17 +524,13 @@ class ResponseParser(RegionSteps):
         if last and state.phase is ParserPhase.ENDED:
             state.trailing_text += last
         if state.phase is ParserPhase.STREAMING:
-            events.extend(self._run(last, final=True, whole=whole))
+            events.extend(self._run(last, final=True))
             state.partial = partial
             self._guard(self._close_open_regions, events)
             state.partial = False
         message = self.message
-        for field in self.template.field_list:
-            if (
-                not field.optional
-                and field.name not in message
-                and field.name not in state.malformed
-            ):
+        for field in self.template.required_fields:
+            if field.name not in message and field.name not in state.malformed:
                 error = MissingFieldError(
                     f"the required field {field.name!r} (optional: false) never appeared",
                     field=field.name,
@@ -624,12 +573,36 @@ class ResponseParser(RegionSteps):
         state.issues = unshadow(state.issues)
         state.in_progress = unshadow(state.in_progress)
 
-    def _copy(self) -> ResponseParser:
+    # -- whole texts: what ``PrimedParser`` (``replyparse._primed``) asks of a parser ------
+    # Package-internal: ``parse_response``/``parse_output`` and ``BatchParser`` parse whole
+    # generations through ``PrimedParser``, which uses only these and the public API.
+
+    def hold_prompt(self, prefix: str | Sequence[int]) -> None:
+        """Hold the prompt's text after the start anchor instead of scanning it alone (for
+        a parser built with the prefix ``""``, before any feed): the walk of one whole generation then reads
+        the two as one complete text. The same message, issues and offsets as a parser
+        built with the prefix: a scan of text that may continue acts only on matches more
+        text cannot change, which the walk finds at the same places; the prefix is not
+        searched twice, once as text that may continue (qwen3's ``<think>\n``, held by its
+        open pattern, would cost more than the rest of the parser's construction)."""
+        prefix_text = self.template.assistant_text(self._decode_prefix(prefix))
+        self._state.buffer = prefix_text
+        self._state.base = -len(prefix_text)
+        self._quick = None
+
+    def walker(self) -> Walker | None:
+        """The collecting walk of a whole text from this parser's state, read now (valid
+        while this parser is not fed; ``replyparse._walk``): a function of ``(text,
+        partial)`` giving the text's ``Fitting``, or None when it does not fit as it is.
+        None when no text can be walked from this state."""
+        assert not self._fast_pieces
+        return fitting_walker(self._values, self.recover, self._state)
+
+    def fork(self) -> ResponseParser:
         """A parser in this one's state, to parse another text from the same point (only
         for a parser that has not been fed): the template, tools and options shared, the
         state copied (``ParseState.copy``)."""
-        assert self._state.phase is _STREAMING
-        self._sync_base()
+        assert self._state.phase is _STREAMING and not self._fast_pieces
         copied = object.__new__(ResponseParser)
         for name in _SETUP:
             setattr(copied, name, getattr(self, name))
@@ -639,6 +612,11 @@ class ResponseParser(RegionSteps):
             copied.feed = copied._feed_ids  # type: ignore[method-assign,assignment]
         copied._update_fast()
         return copied
+
+    def finish(self, text: str | Sequence[int], partial: bool) -> dict[str, Any]:
+        """``finalize(text, partial=partial)[0]``: the message, the state as ``finalize``
+        leaves it; ``text`` may be text in token-id mode too."""
+        return self._end(text, partial, whole=True)[0]
 
     # -- the machine --------------------------------------------------------------------------
 
@@ -690,12 +668,10 @@ class ResponseParser(RegionSteps):
         self,
         text: str,
         final: bool,
-        whole: bool = False,
         answer: tuple[int, DelimiterMatch | None] | None = None,
     ) -> list[Event]:
-        """Scan the held buffer and ``text``; return the events. ``whole`` (only with
-        ``final``): the caller wants the message, not the events, so region text is only
-        collected, never streamed as chunks (``finish``). ``answer``: the scanner's first
+        """Run the machine (``replyparse._machine.run``, with this parser's streaming steps)
+        over the held buffer and ``text``; return the events. ``answer``: the scanner's first
         answer, already asked (no context is kept)."""
         state = self._state
         events: list[Event] = []
@@ -705,7 +681,7 @@ class ResponseParser(RegionSteps):
         buffer = context + state.buffer + text if (context or state.buffer) else text
         state.base -= len(context)
         try:
-            consumed = self._scan(buffer, len(context), final, events, whole, answer)
+            consumed = run(state, self, self.template, buffer, len(context), final, events, answer)
         except ResponseParseError as error:
             state.buffer = ""
             self._fail(error)
@@ -715,98 +691,6 @@ class ResponseParser(RegionSteps):
         state.base += consumed
         self._set_rescan()
         return events
-
-    def _scan(
-        self,
-        buffer: str,
-        position: int,
-        final: bool,
-        events: list[Event],
-        whole: bool = False,
-        answer: tuple[int, DelimiterMatch | None] | None = None,
-    ) -> int:
-        """Act on every delimiter in ``buffer[position:]``; return where consumption ended.
-        ``answer``: the scanner's answer at ``position``, already asked."""
-        state = self._state
-        template = self.template
-        memo: dict[Any, Any] = {}
-        while True:
-            field = state.field
-            if answer is None:
-                state.scanner_calls += 1
-                safe_end, match = state.scanner.next_delimiter(
-                    buffer,
-                    position,
-                    final,
-                    memo=memo,
-                    no_empty_at=state.empty_match_at - state.base,
-                    stream=state.stream,
-                    base=state.base,
-                )
-            else:
-                (safe_end, match), answer = answer, None
-            if safe_end > position:
-                self._take_text(buffer, position, safe_end, events, whole)
-            if match is None:
-                return safe_end
-            position = match.end
-            if match.end == match.start and match.target >= 0:
-                # A region opened by an empty match does not close by one at the same
-                # place: every open-close pair reads a character or moves on (no loop).
-                state.empty_match_at = state.base + match.start
-            if match.target == END_OF_TURN:
-                self._close_open_regions(events, match)
-                state.phase = ParserPhase.ENDED
-                state.trailing_text = buffer[match.end :]
-                return len(buffer)
-            if match.target == REGION_CLOSE:
-                assert field is not None
-                self._close_region(
-                    field, match.groups, match.start, events, buffer[match.start : match.end]
-                )
-                state.field = None
-                state.scanner = template.outside_scanner
-            else:
-                if state.implicit_open:
-                    assert template.implicit_field is not None
-                    self._close_region(template.implicit_field, {}, match.start, events)
-                state.open_text = buffer[match.start : match.end]
-                self._open_region(template.field_list[match.target], match, events)
-
-    def _take_text(
-        self, buffer: str, start: int, end: int, events: list[Event], whole: bool = False
-    ) -> None:
-        state = self._state
-        field = state.field
-        if field is None:
-            field = self.template.implicit_field
-            if field is None:
-                text = buffer[start:end]
-                if not text.isspace():
-                    state.unclaimed_text.append((state.base + start, text))
-                return
-            if not state.implicit_open:
-                parser = field.parser
-                if parser.strips and not parser.dirty:
-                    # A stripping clean field opens at its first non-whitespace character:
-                    # whitespace between regions is layout, not an empty capture.
-                    while start < end and buffer[start].isspace():
-                        start += 1
-                    if start == end:
-                        return
-                state.implicit_open = True
-                state.open_groups = {}
-                self._state.begin_body(state.base + start)
-                open_event: RegionOpenEvent = {"type": "region_open", "field": field.name}
-                if self._include_groups:
-                    open_event["groups"] = {}
-                if self._extended:
-                    self._span(open_event, state.base + start, state.base + start)
-                events.append(open_event)
-        if whole:  # no chunk events: the body is only parsed at its close
-            state.body.append(buffer[start:end])
-        else:
-            state.append_body(field, buffer[start:end], events)
 
     def _update_fast(self) -> None:
         """Turn ``feed``'s fast path on or off for the state ``_feed`` left: on while the
@@ -843,10 +727,16 @@ class ResponseParser(RegionSteps):
             self._fast_strips = strips
         self._quick = state.scanner.all_safe
 
-    def _sync_base(self) -> None:
+    def _leave_fast(self) -> None:
+        """Leave ``feed``'s fast path: the state exact again (``_fold_fast``). Every way
+        into the parser but the fast path itself begins here (a general feed, the end of
+        the generation); ``_update_fast`` turns the fast path on again after a feed."""
+        self._quick = None
+        self._fold_fast()
+
+    def _fold_fast(self) -> None:
         """Hand the pieces the fast path streamed to the open region's body, and count
-        them into ``base``. Called before anything reads the body or ``base`` (a general
-        feed, the end of the generation, a copy, a batch's walk)."""
+        them into ``base``."""
         pieces = self._fast_pieces
         if pieces:
             text = "".join(pieces)
@@ -903,77 +793,3 @@ class ParseResult:
     def ok(self) -> bool:
         """Whether the output fit the template with nothing to recover."""
         return not self.issues
-
-
-class PrimedParser:
-    """Parses whole generations from one primed state: the prompt read once, each text
-    parsed from it (package-internal: ``parse_output`` and ``BatchParser`` use it).
-
-    A text that fits the template as it is is walked from the primed state without
-    changing it (``replyparse._walk``); any other text is parsed on the general path, by a
-    copy of the primed parser (``reuse=True``) or by the primed parser itself (the one text
-    of a one-shot parse, which then holds the prompt unscanned: the walk reads it with the
-    text).
-
-    Args:
-        parser: a parser that has read the prompt and nothing else.
-        reuse: many texts are parsed from this state (each on a copy of ``parser``).
-        unscanned: the prompt, for a ``parser`` built with the prefix ``""``: held
-            unscanned, and read with the one text parsed.
-    """
-
-    __slots__ = ("_parser", "_reuse", "_walk")
-
-    def __init__(
-        self,
-        parser: ResponseParser,
-        *,
-        reuse: bool = False,
-        unscanned: str | Sequence[int] | None = None,
-    ) -> None:
-        if unscanned is not None:
-            parser._hold_prefix(unscanned)
-        self._parser = parser
-        self._reuse = reuse
-        start = parser._walk_start()
-        self._walk = (
-            None if start is None else fitting_walker(parser._values, parser.recover, start)
-        )
-
-    def walk(self, text: str, partial: bool = False) -> Fitting | None:
-        """The parse of a text that fits the template as it is (every body parses, no
-        required field is missing, nothing to recover): ``(message, unclaimed text, trailing
-        text or None, captures)``; None for any other text (then ``parse`` says what it
-        gives). The primed state is left as it was."""
-        walk = self._walk
-        return None if walk is None else walk(text, partial)
-
-    def parse(
-        self, text: str | Sequence[int], partial: bool = False, *, walk: bool = True
-    ) -> ParseResult:
-        """Parse one whole generation (``walk=False``: ``walk`` already said it does not
-        fit).
-
-        Raises:
-            ResponseParseError: as ``ResponseParser.finalize`` (never in recover mode).
-        """
-        primed = self._parser
-        if walk and self._walk is not None and isinstance(text, str):
-            walked = self._walk(text, partial)
-            if walked is not None:
-                message, unclaimed, trailing, _ = walked
-                return ParseResult(
-                    message,
-                    tuple(primed.issues),
-                    primed.trailing_text if trailing is None else trailing,
-                    (*primed.unclaimed_text, *unclaimed),
-                )
-        parser = primed._copy() if self._reuse else primed
-        message = parser._finish(text, partial)
-        return ParseResult(
-            message,
-            tuple(parser.issues),
-            parser.trailing_text,
-            tuple(parser.unclaimed_text),
-            parser.in_progress,
-        )

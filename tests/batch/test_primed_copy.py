@@ -5,7 +5,7 @@ that does not fit the template as it is a copy of it. Any mutable value the two
 share would carry one row's state into the primed parser, and from it into every later row.
 These tests compare every attribute of the copy with the primed parser's, recursively: the
 same object is allowed only for a value that cannot change, so that the next mutable field
-added to the parser fails here until ``_copy`` copies it.
+added to the parser fails here until ``ResponseParser.fork`` copies it.
 """
 
 from __future__ import annotations
@@ -22,9 +22,10 @@ import pytest
 import regex
 
 from replyparse import ResponseParser
+from replyparse._primed import PrimedParser
 from replyparse._scanner import Scanner
 from replyparse._values import ValueReader
-from replyparse.parser import PreparedTools, PrimedParser
+from replyparse.parser import PreparedTools
 
 _ATOMS = (str, bytes, int, float, complex, bool, type(None), range, type, re.Pattern, regex.Pattern)
 
@@ -178,7 +179,7 @@ def test_a_copy_shares_no_mutable_value_with_the_primed_parser(name: str) -> Non
     primed = _parser(name)
     assert _attributes(primed), "the parser's attributes could not be read"
     found: list[str] = []
-    _shared_mutable(primed, primed._copy(), "parser", found)
+    _shared_mutable(primed, primed.fork(), "parser", found)
     assert not found, "shared with the primed parser:\n" + "\n".join(found)
 
 

@@ -643,3 +643,30 @@ def test_a_drafted_family_file_is_usable_with_its_prefixes(tmp_path: Path) -> No
     assert json.loads(out) == {"role": "assistant", "reasoning_content": "a", "content": "b"}
     status, _out, err = run("parse", str(rows), "-t", str(family), "--prefix-name", "nope")
     assert status == 1 and "has no prefix 'nope'" in err
+
+
+def test_serve_limit_flags_set_their_limits_and_leave_the_others_at_the_default() -> None:
+    pytest.importorskip("starlette")
+    from replyparse._cli.serve_cmd import _given_limits
+    from replyparse.cli import build_parser
+    from replyparse.server import Limits
+
+    parse = build_parser().parse_args
+    given = parse(
+        ["serve", "--replay", "r.jsonl", "--max-json-depth", "8", "--render-timeout", "2.5"]
+    )
+    assert Limits(**_given_limits(given)) == Limits(max_depth=8, render_timeout=2.5)
+    assert Limits(**_given_limits(parse(["serve", "--replay", "r.jsonl"]))) == Limits()
+
+
+def test_serve_and_parse_take_one_prefix_option_of_the_three(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    for argv, clash in (
+        (["serve", "--replay", "r.jsonl", "--prefix", "", "--prefix-name", "x"], "--prefix"),
+        (["parse", "-t", "qwen3", "--prefix-file", "p", "--prefix", ""], "--prefix-file"),
+    ):
+        with pytest.raises(SystemExit) as caught:
+            main(argv)
+        assert caught.value.code == 2
+        assert f"not allowed with argument {clash}" in capsys.readouterr().err

@@ -26,6 +26,7 @@ __all__ = [
     "CliError",
     "TemplateChoice",
     "add_policy_argument",
+    "add_prefix_arguments",
     "add_when_argument",
     "decode_escapes",
     "dump_json",
@@ -205,6 +206,24 @@ def decode_escapes(text: str) -> str:
             out.append(char)
             position += 1
     return "".join(out)
+
+
+def add_prefix_arguments(parser: argparse.ArgumentParser, when: str = "") -> None:
+    """The prefix options, at most one of them (read by :func:`resolve_prefix`); ``when``
+    says when the command reads them, if not always."""
+    prefix = parser.add_mutually_exclusive_group()
+    continued = f"the end of the prompt the model continued{', ' + when if when else ''}"
+    prefix.add_argument(
+        "--prefix", metavar="TEXT", help=rf"{continued} (\n, \t escapes); '' to opt out"
+    )
+    prefix.add_argument(
+        "--prefix-file", metavar="FILE", help="read the prefix from a file, exactly"
+    )
+    prefix.add_argument(
+        "--prefix-name",
+        metavar="NAME",
+        help="a registry prefix (default, thinking, no_thinking...); registry default otherwise",
+    )
 
 
 def resolve_prefix(

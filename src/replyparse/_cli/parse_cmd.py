@@ -35,6 +35,7 @@ from replyparse._cli.common import (
     CliError,
     TemplateChoice,
     add_policy_argument,
+    add_prefix_arguments,
     add_when_argument,
     dump_json,
     is_jsonl,
@@ -77,20 +78,7 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
         metavar="NAME|PATH",
         help="a registry family (see 'replyparse templates list') or a template JSON file",
     )
-    prefix = parser.add_mutually_exclusive_group()
-    prefix.add_argument(
-        "--prefix",
-        metavar="TEXT",
-        help=r"the end of the prompt the model continued (\n, \t escapes); '' to opt out",
-    )
-    prefix.add_argument(
-        "--prefix-file", metavar="FILE", help="read the prefix from a file, exactly"
-    )
-    prefix.add_argument(
-        "--prefix-name",
-        metavar="NAME",
-        help="a registry prefix (default, thinking, no_thinking...); registry default otherwise",
-    )
+    add_prefix_arguments(parser)
     parser.add_argument("--tools", metavar="FILE", help="a JSON array of tools: types arguments")
     add_policy_argument(parser, "--template family")
     parser.add_argument(

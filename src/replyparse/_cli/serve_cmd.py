@@ -22,6 +22,7 @@ from replyparse._cli.common import (
     CliError,
     TemplateChoice,
     add_policy_argument,
+    add_prefix_arguments,
     read_policies,
     resolve_prefix,
     resolve_template,
@@ -36,6 +37,40 @@ _SERVER_MODULES = ("starlette", "uvicorn", "jinja2", "httpx2")
 #: ``replyparse.grammar.ENGINES``, spelled out so the CLI starts without the grammar package
 #: (a test keeps the two equal).
 UPSTREAM_ENGINES = ("llama.cpp", "vllm", "vllm-xgrammar", "vllm-legacy", "sglang", "llguidance")
+
+
+#: The ``server.Limits`` flags: ``(option, Limits field, type, metavar, help)``. An option
+#: not given leaves the field's default (``Limits`` holds the defaults; the help says them).
+_LIMIT_OPTIONS: tuple[tuple[str, str, type, str, str], ...] = (
+    (
+        "--max-body-bytes",
+        "max_body_bytes",
+        int,
+        "N",
+        "the largest request body (default 16 MiB; larger: 413)",
+    ),
+    (
+        "--max-json-depth",
+        "max_depth",
+        int,
+        "N",
+        "the deepest JSON nesting of a request body, tool schemas included (default 64)",
+    ),
+    (
+        "--render-timeout",
+        "render_timeout",
+        float,
+        "SECONDS",
+        "the longest the chat template may take to render one prompt (default 10)",
+    ),
+    (
+        "--max-prompt-chars",
+        "max_prompt_chars",
+        int,
+        "N",
+        "the longest prompt the chat template may write (default 4 Mi characters)",
+    ),
+)
 
 
 def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
@@ -106,34 +141,8 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
         help="the most connections open to the upstream at once (default: no limit)",
     )
     limits = parser.add_argument_group("request limits")
-    limits.add_argument(
-        "--max-body-bytes",
-        type=int,
-        default=16 * 1024 * 1024,
-        metavar="N",
-        help="the largest request body (default 16 MiB; larger: 413)",
-    )
-    limits.add_argument(
-        "--max-json-depth",
-        type=int,
-        default=64,
-        metavar="N",
-        help="the deepest JSON nesting of a request body, tool schemas included (default 64)",
-    )
-    limits.add_argument(
-        "--render-timeout",
-        type=float,
-        default=10.0,
-        metavar="SECONDS",
-        help="the longest the chat template may take to render one prompt (default 10)",
-    )
-    limits.add_argument(
-        "--max-prompt-chars",
-        type=int,
-        default=4 * 1024 * 1024,
-        metavar="N",
-        help="the longest prompt the chat template may write (default 4 Mi characters)",
-    )
+    for option, field, kind, metavar, help in _LIMIT_OPTIONS:
+        limits.add_argument(option, type=kind, dest=field, metavar=metavar, help=help)
     parser.add_argument(
         "--upstream-engine",
         choices=("none", *UPSTREAM_ENGINES),
@@ -141,12 +150,7 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
         help="the upstream's engine, to send it each request's decoding grammar so strict "
         "tools, tool_choice and parallel_tool_calls hold (default none: no grammar)",
     )
-    prefix = parser.add_mutually_exclusive_group()
-    prefix.add_argument(
-        "--prefix", metavar="TEXT", help="the prompt end to parse from, without a chat template"
-    )
-    prefix.add_argument("--prefix-file", metavar="FILE")
-    prefix.add_argument("--prefix-name", metavar="NAME", help="a registry prefix name")
+    add_prefix_arguments(parser, "without --chat-template")
     parser.add_argument(
         "--custom-tool-deltas",
         choices=("custom", "function"),
@@ -171,6 +175,12 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
         default="warning",
         choices=("critical", "error", "warning", "info", "debug"),
     )
+
+
+def _given_limits(args: argparse.Namespace) -> dict[str, Any]:
+    """The ``Limits`` fields the command line sets (:data:`_LIMIT_OPTIONS`)."""
+    values = {field: getattr(args, field) for _, field, *_ in _LIMIT_OPTIONS}
+    return {field: value for field, value in values.items() if value is not None}
 
 
 def _require_server_extra() -> None:
@@ -222,14 +232,10 @@ def _detected(
     )
     try:
         template = detect_template(**evidence)
-    except UnknownTemplateError as error:
-        if error.suggestions or not str(error).startswith("no registry template matches"):
-            raise CliError(
-                f"cannot pick a response template for {chat_template_path}: "
-                f"{' '.join(str(error).split())} Pass --template NAME|PATH."
-            ) from None
-        return _drafted(chat_template_path, source, special_tokens, stderr)
-    except TemplateError as error:
+    except (UnknownTemplateError, TemplateError) as error:
+        unmatched = isinstance(error, UnknownTemplateError) and not error.suggestions
+        if unmatched and str(error).startswith("no registry template matches"):
+            return _drafted(chat_template_path, source, special_tokens, stderr)
         raise CliError(
             f"cannot pick a response template for {chat_template_path}: "
             f"{' '.join(str(error).split())} Pass --template NAME|PATH."
@@ -388,12 +394,7 @@ def run_serve(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int
         upstream_engine=None if args.upstream_engine == "none" else args.upstream_engine,
         call_id_form=args.call_id_form or (choice.entry.call_id_form if choice.entry else "openai"),
         policies=_policy_compiler(choice, read_policies(args.policy)),
-        limits=Limits(
-            max_body_bytes=args.max_body_bytes,
-            max_depth=args.max_json_depth,
-            render_timeout=args.render_timeout,
-            max_prompt_chars=args.max_prompt_chars,
-        ),
+        limits=Limits(**_given_limits(args)),
     )
 
     def announce(url: str) -> None:

@@ -19,6 +19,7 @@ from typing import Any
 
 from replyparse.errors import ToolDefinitionError
 from replyparse.openai import MessageShapeError, ToolChoiceError, from_chat_messages
+from replyparse.openai.conversation import plain_object
 
 __all__ = ["from_messages", "to_function_tools", "to_tool_choice"]
 
@@ -28,18 +29,6 @@ TOOL_ERROR_PREFIX = "Error: "
 
 _USER_BLOCKS = ("text", "image", "tool_result")
 _ASSISTANT_BLOCKS = ("text", "thinking", "redacted_thinking", "tool_use")
-
-
-def _plain(item: Any, where: str) -> dict[str, Any]:
-    """A dict from a dict or an SDK (pydantic) object (``messages += [message]`` works)."""
-    if isinstance(item, Mapping):
-        return dict(item)
-    dump = getattr(item, "model_dump", None)
-    if callable(dump):
-        dumped = dump(mode="json", exclude_none=True)
-        if isinstance(dumped, dict):
-            return dumped
-    raise MessageShapeError(f"{where}: expected an object; got {item!r:.200}")
 
 
 def _text(block: Mapping[str, Any], key: str, where: str) -> str:
@@ -76,7 +65,7 @@ def _blocks(content: Any, where: str, allowed: Sequence[str]) -> list[dict[str, 
         )
     blocks = []
     for position, raw in enumerate(content):
-        block = _plain(raw, f"{where}[{position}]")
+        block = plain_object(raw, f"{where}[{position}]")
         if block.get("type") not in allowed:
             raise MessageShapeError(
                 f"{where}[{position}].type: cannot render a {block.get('type')!r} block with a "
@@ -192,7 +181,7 @@ def from_messages(messages: Sequence[Any], *, system: Any = None) -> list[dict[s
             chat.append({"role": "system", "content": text})
     for position, raw in enumerate(messages):
         where = f"messages[{position}]"
-        message = _plain(raw, where)
+        message = plain_object(raw, where)
         role = message.get("role")
         if role == "user":
             _user(message, where, chat)

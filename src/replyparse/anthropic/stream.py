@@ -339,8 +339,7 @@ class MessagesStream(StreamBase):
     def fail(self, error: ResponseParseError | str, status: int = 500) -> list[dict[str, Any]]:
         """End the stream after a failure: an ``error`` event (after ``message_start`` if
         nothing was sent yet), typed as an answer of HTTP ``status`` would be."""
-        self._mark_done()
-        message = error.detail if isinstance(error, ResponseParseError) else error
+        message = self._end_failed(error)
         return [*self._opening(), error_body(status, message)]
 
 

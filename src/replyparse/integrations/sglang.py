@@ -33,6 +33,7 @@ from replyparse.integrations.vllm import (
     VllmStream,
     generation_prompt,
     needs_grammar,
+    plain_data,
     template_for_tokenizer,
 )
 from replyparse.template import ResponseTemplate
@@ -112,17 +113,11 @@ def structural_tag(
     return tag
 
 
-def _plain(value: Any) -> Any:
-    """A pydantic request part as plain JSON data."""
-    dump = getattr(value, "model_dump", None)
-    return dump(exclude_none=True) if callable(dump) else value
-
-
 def _tool_choice(choice: Any) -> Any:
     """SGLang's ``ToolChoice`` (a named function) in the Chat Completions shape."""
     if isinstance(choice, str) or choice is None:
         return choice or "auto"
-    data = _plain(choice)
+    data = plain_data(choice)
     return {"type": "function", "function": {"name": data["function"]["name"]}}
 
 
@@ -170,7 +165,7 @@ def register() -> None:
             return VllmStream(
                 self._template,
                 prefix="",  # SGLang's reasoning parser took the reasoning off
-                tools=[_plain(tool) for tool in tools or ()],
+                tools=[plain_data(tool) for tool in tools or ()],
                 tool_choice="auto",
                 parallel_tool_calls=True,
             )
@@ -206,7 +201,7 @@ def register() -> None:
             prefix = generation_prompt(self._tokenizer, None) if thinking_mode else ""
             tag = structural_tag(
                 self._template,
-                [_plain(tool) for tool in tools or ()],
+                [plain_data(tool) for tool in tools or ()],
                 _tool_choice(tool_choice),
                 parallel_tool_calls,
                 prefix,

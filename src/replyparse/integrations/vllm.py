@@ -120,19 +120,18 @@ def generation_prompt(tokenizer: Any, chat_template_kwargs: Mapping[str, Any] | 
 # -- the request ------------------------------------------------------------------------------
 
 
-def _plain(value: Any) -> Any:
-    """A pydantic request part as plain JSON data."""
-    if hasattr(value, "model_dump"):
-        return value.model_dump(exclude_none=True)
-    return value
+def plain_data(value: Any) -> Any:
+    """A pydantic request part (vLLM's or SGLang's) as plain data; anything else as is."""
+    dump = getattr(value, "model_dump", None)
+    return dump(exclude_none=True) if callable(dump) else value
 
 
 def request_tools(request: Any) -> list[Any]:
-    return [_plain(tool) for tool in getattr(request, "tools", None) or ()]
+    return [plain_data(tool) for tool in getattr(request, "tools", None) or ()]
 
 
 def request_tool_choice(request: Any) -> Any:
-    choice = _plain(getattr(request, "tool_choice", None))
+    choice = plain_data(getattr(request, "tool_choice", None))
     return "auto" if choice is None else choice
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Required, TypedDict
 
-from replyparse.errors import ParserStateError
+from replyparse.errors import ParserStateError, ResponseParseError
 from replyparse.issues import ParseIssue
 from replyparse.openai._ids import IdFactory, random_id
 from replyparse.openai._tracker import MessageTracker, Update
@@ -116,6 +116,12 @@ class StreamBase:
     def _mark_done(self) -> None:
         self._done = True
         self._live = False
+
+    def _end_failed(self, error: ResponseParseError | str) -> str:
+        """End the stream after a failure (each adapter's ``fail``); the message to send:
+        a parse error's detail, or ``error`` itself."""
+        self._mark_done()
+        return error.detail if isinstance(error, ResponseParseError) else error
 
     def _take_pending(self, action: str) -> list[Update]:
         self._check_open(action)

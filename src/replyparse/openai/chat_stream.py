@@ -271,8 +271,7 @@ class ChatCompletionStream(StreamBase):
             ``[{"error": {"message", "type": "server_error", "param": None, "code": None}}]``,
             to send as the last ``data:`` line (the SDK raises ``APIError`` on it).
         """
-        self._mark_done()
-        message = error.detail if isinstance(error, ResponseParseError) else error
+        message = self._end_failed(error)
         return [
             {"error": {"message": message, "type": "server_error", "param": None, "code": None}}
         ]

@@ -23,8 +23,13 @@ from replyparse.openai.tool_search import SearchItems
 __all__ = ["fold_call_preambles", "from_chat_messages", "from_responses_input"]
 
 
-def _plain(item: Any, where: str) -> dict[str, Any]:
-    """A dict from a dict or an SDK (pydantic) object, as the guide's ``+= response.output``."""
+def plain_object(item: Any, where: str) -> dict[str, Any]:
+    """A dict from a dict or an SDK (pydantic) object, under its wire names: the guide's
+    ``+= response.output`` and Anthropic's ``messages += [message]`` hand over SDK objects.
+
+    Raises:
+        MessageShapeError: ``item`` is neither (``where`` names it).
+    """
     if isinstance(item, Mapping):
         return dict(item)
     dump = getattr(item, "model_dump", None)
@@ -76,7 +81,7 @@ def _content(content: Any, where: str) -> Any:
         )
     parts: list[dict[str, Any]] = []
     for position, raw in enumerate(content):
-        part = _plain(raw, f"{where}[{position}]")
+        part = plain_object(raw, f"{where}[{position}]")
         kind = part.get("type")
         if kind in _TEXT_PART_TYPES or kind == "refusal":
             key = "refusal" if kind == "refusal" else "text"
@@ -154,7 +159,7 @@ def from_responses_input(
 
     for position, raw in enumerate(items):
         where = f"input[{position}]"
-        item = _plain(raw, where)
+        item = plain_object(raw, where)
         kind = item.get("type") or ("message" if "role" in item else None)
         if kind == "message" and item.get("role") == "assistant":
             target = current_assistant()
@@ -170,7 +175,7 @@ def from_responses_input(
             )
         elif kind == "reasoning":
             parts = item.get("content") or item.get("summary") or []
-            text = "".join(str(_plain(part, where).get("text", "")) for part in parts)
+            text = "".join(str(plain_object(part, where).get("text", "")) for part in parts)
             if text:
                 target = current_assistant()
                 target["reasoning_content"] = _join(target.get("reasoning_content"), text)
@@ -247,7 +252,7 @@ def from_chat_messages(messages: Sequence[Any]) -> list[dict[str, Any]]:
     names: dict[str, str] = {}
     for position, raw in enumerate(messages):
         where = f"messages[{position}]"
-        message = _plain(raw, where)
+        message = plain_object(raw, where)
         role = message.get("role")
         if role == "function":  # the deprecated function-result role
             result.append(
@@ -273,7 +278,7 @@ def from_chat_messages(messages: Sequence[Any]) -> list[dict[str, Any]]:
         if calls:
             converted["tool_calls"] = [
                 _chat_call(
-                    _plain(call, f"{where}.tool_calls[{index}]"),
+                    plain_object(call, f"{where}.tool_calls[{index}]"),
                     f"{where}.tool_calls[{index}]",
                     names,
                 )

@@ -410,8 +410,7 @@ class ResponsesStream(StreamBase):
 
     def fail(self, error: ResponseParseError | str) -> list[dict[str, Any]]:
         """End the stream after a failure with ``response.failed`` (``code: server_error``)."""
-        self._mark_done()
-        message = error.detail if isinstance(error, ResponseParseError) else error
+        message = self._end_failed(error)
         events = self._opening()
         failed = self._response("failed")
         failed["error"] = {"code": "server_error", "message": message}

@@ -208,10 +208,15 @@ class _Outcome:
         if delta.stop_sequence is not None:
             self.stop_sequence = delta.stop_sequence
 
-    def stop_sequence_of(self, turn: Turn) -> str | None:
-        """The request's stop sequence that ended the generation, if one did."""
+    def finish_messages(self, stream: MessagesStream, turn: Turn) -> list[dict[str, Any]]:
+        """End a Messages stream as the generation ended: its reason, its usage and the
+        request's stop sequence that ended it, if one did."""
         stop = self.stop_sequence
-        return stop if stop is not None and turn.stop and stop in turn.stop else None
+        return stream.finish(
+            finish_reason=self.finish_reason,
+            usage=self.usage,
+            stop_sequence=stop if stop is not None and turn.stop and stop in turn.stop else None,
+        )
 
 
 async def _relay(
@@ -221,11 +226,12 @@ async def _relay(
     *,
     body: Callable[[list[dict[str, Any]], bool], bytes],
     finish: Callable[[_Outcome], list[dict[str, Any]]],
-    failure: Callable[[Exception], list[dict[str, Any]]],
+    failure: Callable[[ApiError], list[dict[str, Any]]],
 ) -> AsyncIterator[bytes]:
     """A streamed answer: the stream's start, then one SSE body per generation piece (its
     frames joined: one write; none for a piece that renders nothing), then its finish
-    (``body``'s flag says last), or, on any failure, the API's error events."""
+    (``body``'s flag says last), or, on any failure, the API's error events (``failure``
+    renders the error a whole answer would have had, :func:`_failure`)."""
     outcome = _Outcome()
     try:
         yield body(stream.start(), False)
@@ -242,7 +248,7 @@ async def _relay(
         log_content_problems(turn.response_format, stream.message)
         yield body(pieces, True)
     except Exception as error:
-        yield body(failure(error), True)
+        yield body(failure(_failure(error, turn.api)), True)
     finally:
         await generation.aclose()
 
@@ -479,13 +485,7 @@ class _Handler:
                 # The message is the stream's blocks, in the order the model wrote them.
                 messages_stream = stream
                 await asyncio.to_thread(
-                    _quietly,
-                    lambda: messages_stream.finish(
-                        finish_reason=outcome.finish_reason,
-                        usage=outcome.usage,
-                        stop_sequence=outcome.stop_sequence_of(turn),
-                    ),
-                    lambda e: [],
+                    _quietly, lambda: outcome.finish_messages(messages_stream, turn), lambda e: []
                 )
             else:
                 await asyncio.to_thread(
@@ -555,7 +555,7 @@ class _Handler:
             finish=lambda outcome: stream.finish(
                 finish_reason=outcome.finish_reason, usage=usage(outcome.usage)
             ),
-            failure=lambda error: _chat_failure(stream, _failure(error, "chat")),
+            failure=lambda error: _chat_failure(stream, error),
         )
 
     def responses_events(
@@ -569,28 +569,20 @@ class _Handler:
             finish=lambda outcome: stream.finish(
                 finish_reason=outcome.finish_reason, usage=_responses_usage(outcome.usage)
             ),
-            failure=lambda error: _responses_failure(stream, _failure(error, "responses")),
+            failure=lambda error: _responses_failure(stream, error),
         )
 
     def messages_events(
         self, stream: MessagesStream, generation: Generation, turn: Turn
     ) -> AsyncIterator[bytes]:
-        def failure(error: Exception) -> list[dict[str, Any]]:
-            api_error = _failure(error, "messages")
-            return stream.fail(api_error.message, api_error.status)
-
         # Messages API events are named by their type, as Responses events are.
         return _relay(
             stream,
             generation,
             turn,
             body=lambda events, last: responses_sse_body(events),
-            finish=lambda outcome: stream.finish(
-                finish_reason=outcome.finish_reason,
-                usage=outcome.usage,
-                stop_sequence=outcome.stop_sequence_of(turn),
-            ),
-            failure=failure,
+            finish=lambda outcome: outcome.finish_messages(stream, turn),
+            failure=lambda error: stream.fail(error.message, error.status),
         )
 
     def count_prompt(self, raw: bytes) -> str:

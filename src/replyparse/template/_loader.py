@@ -157,11 +157,32 @@ class ResponseTemplate:
     #: which implicit-field text holds only when the model or the prompt prefix was not the
     #: one the template is for (``stray_closes``).
     stray_closes: tuple[tuple[FieldSpec, str], ...] = field(init=False, repr=False, default=())
+    #: The fields with ``optional: false``: a message lacking one is not whole.
+    required_fields: tuple[FieldSpec, ...] = field(init=False, repr=False, default=())
 
     def __post_init__(self) -> None:
         scalar = all(isinstance(value, _SCALARS) for value in self.defaults.values())
         object.__setattr__(self, "scalar_defaults", scalar)
         object.__setattr__(self, "stray_closes", _find_stray_closes(self.field_list))
+        required = tuple(item for item in self.field_list if not item.optional)
+        object.__setattr__(self, "required_fields", required)
+
+    def assistant_text(self, prompt: str) -> str:
+        """The part of ``prompt`` after its last start anchor (all of it when it has none):
+        what the chat template pre-wrote of the assistant's message, parsed before the
+        generation."""
+        anchor = self.start_anchor
+        if anchor.pattern is not None:
+            end = 0
+            for match in anchor.pattern.finditer(prompt, overlapped=False):
+                end = match.end()  # an empty match too (a lookbehind anchor), as the reference
+            return prompt[end:]
+        best_start, best_end = -1, 0
+        for literal in anchor.literals:
+            start = prompt.rfind(literal)
+            if start > best_start or (start == best_start and start + len(literal) > best_end):
+                best_start, best_end = start, start + len(literal)
+        return prompt[best_end:] if best_start >= 0 else prompt
 
     @property
     def end_of_turn(self) -> Delimiter | None:
@@ -455,20 +476,29 @@ def load_template(spec: Mapping[str, Any] | ResponseTemplate | str) -> ResponseT
     """
     if isinstance(spec, ResponseTemplate):
         return spec
+    last = _LAST
+    if last is not None and spec is last[0] and spec == last[1]:
+        return last[2]  # the same dict as last time, unchanged
     try:
         key = spec if isinstance(spec, str) else json.dumps(spec)
     except (TypeError, ValueError):
         key = None  # not JSON (the loader will say what is wrong): nothing to cache
-    if key is not None:
-        cached = _CACHE.get(key)
-        if cached is not None:
-            return cached
-    template = _compile(spec)
-    if key is not None:
-        if len(_CACHE) >= _CACHE_SIZE:
-            _CACHE.pop(next(iter(_CACHE)))
-        _CACHE[key] = template
+    template = None if key is None else _CACHE.get(key)
+    if template is None:
+        template = _compile(spec)
+        if key is not None:
+            if len(_CACHE) >= _CACHE_SIZE:
+                _CACHE.pop(next(iter(_CACHE)))
+            _CACHE[key] = template
+    if key is not None and not isinstance(spec, str):
+        _remember(spec, template)
     return template
+
+
+def _remember(spec: Mapping[str, Any], template: ResponseTemplate) -> None:
+    """Remember ``spec`` as the last dict compiled, with a copy of its contents."""
+    global _LAST
+    _LAST = (spec, copy.deepcopy(spec), template)
 
 
 # Compiled templates by their JSON text. Compiling validates and builds scanners; a server
@@ -476,6 +506,11 @@ def load_template(spec: Mapping[str, Any] | ResponseTemplate | str) -> ResponseT
 # immutable, so sharing them is safe; the memo is the only module state of the core.
 _CACHE: dict[str, ResponseTemplate] = {}
 _CACHE_SIZE = 128
+# The last dict compiled, a copy of its contents then, and its template: the same object
+# passed again, still equal to the copy, is the same template without serialising it again
+# (the usual case: one template dict for every call). A dict changed in place fails the
+# comparison and is looked up by its JSON text.
+_LAST: tuple[Mapping[str, Any], Any, ResponseTemplate] | None = None
 
 
 def _compile(spec: Mapping[str, Any] | str) -> ResponseTemplate:
