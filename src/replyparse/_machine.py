@@ -15,9 +15,9 @@ There are two kinds of steps, two body sinks:
 * streaming (``replyparse._regions.RegionSteps``, the parser's own): each piece of region
   text goes into the body and out as a chunk event; a region's close reads its value, or in
   recover mode what can still be read, and records issues;
-* collecting (``replyparse._walk.CollectingSteps``): a whole text that fits the template as
+* collecting (``replyparse._walk``, its ``_Walk``): a whole text that fits the template as
   it is; a body is the slice of the text between its delimiters, read at its close; anything
-  that does not fit stops the walk (``NotFitting``) and the streaming steps take the text.
+  that does not fit stops the walk, and the streaming steps take the text.
 """
 
 from __future__ import annotations
@@ -56,8 +56,10 @@ class MachineState(Protocol):
     scanner: Scanner
     #: The implicit region is open.
     implicit_open: bool
-    #: The open region's named groups.
+    #: The open region's named groups, and where its body begins in the run's buffer (the
+    #: run's start when the region opened before the run).
     open_groups: dict[str, str | None]
+    body_start: int
     #: The offset of the last region opened by a zero-width match.
     empty_match_at: int
     phase: ParserPhase
@@ -86,8 +88,11 @@ class Steps(Protocol):
     @property
     def take_text(self) -> Callable[[str, int, int, Events], None] | None: ...
 
-    def open_region(self, field: FieldSpec, buffer: str, at: FinalMatch, events: Events) -> None:
-        """``field``'s region opened by the delimiter ``at``."""
+    #: ``open_region(field, buffer, at, events)``: ``field``'s region opened by the delimiter
+    #: ``at``. None for steps that need nothing then (the state holds the region's groups
+    #: and where its body begins).
+    @property
+    def open_region(self) -> Callable[[FieldSpec, str, FinalMatch, Events], None] | None: ...
 
     def close_region(self, field: FieldSpec, buffer: str, at: FinalMatch, events: Events) -> None:
         """``field``'s region closed by the delimiter ``at`` (with its groups)."""
@@ -115,8 +120,11 @@ def run(
     # whitespace between regions is layout, not an empty capture.
     implicit_strips = implicit is not None and implicit.parser.strips and not implicit.parser.dirty
     field_list = template.field_list
+    outside = template.outside_scanner
     region_scanners = template.region_scanners
     base = state.base  # the run changes no offset: the caller counts what it consumed
+    scanner = state.scanner  # the state's, kept in step with it
+    state.body_start = position
     take_text = steps.take_text
     open_region = steps.open_region
     close_region = steps.close_region
@@ -126,11 +134,11 @@ def run(
             (safe_end, match), answer = answer, None
         elif final:
             state.scanner_calls += 1
-            match = state.scanner.next_final(buffer, position, memo, state.empty_match_at - base)
+            match = scanner.next_final(buffer, position, memo, state.empty_match_at - base)
             safe_end = len(buffer) if match is None else match[0]
         else:
             state.scanner_calls += 1
-            safe_end, match = state.scanner.next_delimiter(
+            safe_end, match = scanner.next_delimiter(
                 buffer,
                 position,
                 False,
@@ -155,7 +163,11 @@ def run(
                 if begin < safe_end:
                     state.implicit_open = True
                     state.open_groups = NO_GROUPS
-                    open_region(implicit, buffer, (begin, begin, implicit.index, NO_GROUPS), events)
+                    state.body_start = begin
+                    if open_region is not None:
+                        open_region(
+                            implicit, buffer, (begin, begin, implicit.index, NO_GROUPS), events
+                        )
                     if take_text is not None:
                         take_text(buffer, begin, safe_end, events)
         if match is None:
@@ -168,7 +180,7 @@ def run(
         if target == END_OF_TURN:
             steps.end_turn(buffer, match, events)
             state.field = None
-            state.scanner = template.outside_scanner
+            state.scanner = outside
             state.implicit_open = False
             state.phase = ParserPhase.ENDED
             state.trailing_text = buffer[position:]
@@ -178,7 +190,7 @@ def run(
             assert field is not None
             close_region(field, buffer, match, events)
             state.field = None
-            state.scanner = template.outside_scanner
+            state.scanner = scanner = outside
             continue
         if state.implicit_open:
             assert implicit is not None
@@ -186,6 +198,8 @@ def run(
             state.implicit_open = False
         field = field_list[target]
         state.field = field
-        state.scanner = region_scanners[field.index]
+        state.scanner = scanner = region_scanners[field.index]
         state.open_groups = groups
-        open_region(field, buffer, match, events)
+        state.body_start = position
+        if open_region is not None:
+            open_region(field, buffer, match, events)

@@ -1,7 +1,8 @@
 """What happens when a region opens or closes: its events, its value, recover mode's notes.
 
-``RegionSteps`` is the part of ``ResponseParser`` (``replyparse.parser``) that acts on a
-delimiter the scanner found: it opens a region (its ``region_open`` event, the body begun),
+``RegionSteps`` is the part of ``ResponseParser`` (``replyparse.parser``) that the machine
+(``replyparse._machine.run``) drives as its streaming steps: it streams a region's text
+(chunk events), opens a region (its ``region_open`` event, the body begun),
 closes one (the body's value from the ``ValueReader``, or in recover mode from
 ``replyparse._recovery``, its ``region_close`` or ``region_malformed`` event, the captured
 value), closes what is open at the end of the generation, and records recover mode's issues.

@@ -117,9 +117,10 @@ def _compiled(source: str) -> tuple[regex.Pattern[str], regex.Pattern[str]]:
 class ReferenceScanner(Scanner):
     """A ``Scanner`` whose every answer is computed by ``reference_find`` per delimiter.
 
-    It takes no shortcut: no text is judged by its characters (``all_safe`` always says
-    to ask, ``safe_length`` always asks for a scan), and a stream's memo (``stream``) only
-    counts its searches."""
+    It takes no shortcut: no text is judged by its characters (no ``all_safe``, so a parser
+    on this plan has no fast path either and runs its machine on every piece;
+    ``safe_length`` always asks for a scan), and a stream's memo (``stream``) only counts
+    its searches."""
 
     __slots__ = ()
 
@@ -127,8 +128,8 @@ class ReferenceScanner(Scanner):
         super().__init__(entries)
         self.next_final = self._next_final
 
-    def _quick_test(self) -> Callable[[str], bool]:
-        return self._cannot_tell
+    def _quick_test(self) -> Callable[[str], bool] | None:
+        return None
 
     def _safe_end(self, text: str, position: int) -> int:
         return -1

@@ -204,10 +204,12 @@ class Scanner:
         #: A quick answer for text that may continue: True when no character of ``text``
         #: can begin a delimiter match, whatever follows (``next_delimiter`` would answer
         #: ``(len(text), None)``), told by a test of its characters without a search; False
-        #: when the test cannot tell (ask ``next_delimiter``).
-        self.all_safe: Callable[[str], bool] = self._quick_test()
+        #: when the test cannot tell (ask ``next_delimiter``). None: this scanner judges no
+        #: text by its characters (the reference plan): a parser then streams nothing
+        #: without running its machine (``ResponseParser``'s fast path is off).
+        self.all_safe: Callable[[str], bool] | None = self._quick_test()
 
-    def _quick_test(self) -> Callable[[str], bool]:
+    def _quick_test(self) -> Callable[[str], bool] | None:
         """``all_safe`` for this state: the characters that can begin a match are known (a
         state of literals or anchors), none of them in the text; a character all of whose
         anchors begin with one needle (gpt-oss's ``to=``, ``to=assistant``: their ``t`` is

@@ -80,12 +80,15 @@ class _Walk:
     def __init__(
         self,
         start: ParseState,
+        carried: str,
         implicit: FieldSpec | None,
         read: Callable[[FieldSpec, str, Mapping[str, str | None]], Any],
         stray_closes: tuple[tuple[FieldSpec, str], ...],
     ) -> None:
-        # ``start`` is read, never changed: the primed parser's state.
-        self.base = start.base - len(start.context)
+        # ``start`` is read, never changed: the primed parser's state. The text walked is
+        # its context and held text, then the generation.
+        context = len(start.context)
+        self.base = start.base - context
         self.field = start.field
         self.scanner = start.scanner
         self.implicit_open = start.implicit_open
@@ -97,8 +100,8 @@ class _Walk:
         self.scanner_calls = 0
         self.stream = start.stream  # read by no search of a complete text
         # The open region's body read in the prompt, then the text from the buffer's start.
-        self.carried = start.body.getvalue() if start.body else ""
-        self.body_start = len(start.context)
+        self.carried = carried
+        self.body_start = context
         # Fresh values: a batch gives every row's message its own.
         self.captures: dict[str, list[Any]] = (
             copy.deepcopy(start.captures) if start.captures else {}
@@ -107,15 +110,16 @@ class _Walk:
         self.read = read
         self.stray_closes = stray_closes
 
-    #: A body is the slice of the text between its delimiters, taken at the close.
+    #: A body is the slice of the text between its delimiters (from ``body_start``, which
+    #: the machine sets when a region opens), taken at the close.
     take_text = None
-
-    def open_region(self, field: FieldSpec, buffer: str, at: FinalMatch, events: Events) -> None:
-        self.body_start = at[1]
-        self.carried = ""
+    open_region = None
 
     def close_region(self, field: FieldSpec, buffer: str, at: FinalMatch, events: Events) -> None:
-        body = self.carried + buffer[self.body_start : at[0]]
+        body = buffer[self.body_start : at[0]]
+        if self.carried:  # the first close: of the region open when the walk began
+            body = self.carried + body
+            self.carried = ""
         if self.stray_closes and field.is_implicit and _holds_any(body, self.stray_closes):
             raise _NotFitting  # a stray close to report
         value = self.read(field, body, region_groups(self.open_groups, at[3]))
@@ -155,11 +159,12 @@ def fitting_walker(reader: ValueReader, recover: bool, start: ParseState) -> Wal
     stray_closes = template.stray_closes if recover else ()
     read = reader.read_fitting
     build_message = reader.build_message
+    before = start.context + start.buffer
+    carried = start.body.getvalue() if start.body else ""  # a body begun in the prompt
 
     def walk(text: str, partial: bool = False) -> Fitting | None:
-        before = start.context + start.buffer
         buffer = before + text if before else text
-        state = _Walk(start, implicit, read, stray_closes)
+        state = _Walk(start, carried, implicit, read, stray_closes)
         try:
             run(state, state, template, buffer, state.body_start, True, _NO_EVENTS)
             if state.phase is ParserPhase.ENDED:

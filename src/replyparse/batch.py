@@ -44,7 +44,7 @@ import warnings
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypedDict, Unpack
 
 from replyparse._primed import PrimedParser
 from replyparse.errors import ResponseParseError, ToolDefinitionError
@@ -125,6 +125,15 @@ def _resolve_template(template: Mapping[str, Any] | ResponseTemplate | str) -> R
 
         return load_template(get_template(template))
     return load_template(template)
+
+
+class RowColumns(TypedDict, total=False):
+    """The per-row columns ``BatchParser.parse_rows`` and ``parse_columns`` take besides the
+    generations."""
+
+    prefixes: Sequence[Any] | None
+    tools: Sequence[Any] | None
+    finish_reasons: Sequence[str | None] | None
 
 
 class BatchParser:
@@ -361,26 +370,19 @@ class BatchParser:
     # -- columns ----------------------------------------------------------------------------
 
     def parse_columns(
-        self,
-        texts: Sequence[Any],
-        *,
-        prefixes: Sequence[Any] | None = None,
-        tools: Sequence[Any] | None = None,
-        finish_reasons: Sequence[str | None] | None = None,
+        self, texts: Sequence[Any], **columns: Unpack[RowColumns]
     ) -> dict[str, list[Any]]:
         """Parse columns of rows; return the output columns (see the module docstring).
 
         Args:
             texts: the generations.
-            prefixes, tools, finish_reasons: per-row values (None entries: the defaults),
-                each as long as ``texts``.
+            columns: ``prefixes``, ``tools``, ``finish_reasons``: per-row values (None
+                entries: the defaults), each as long as ``texts`` (``RowColumns``).
 
         Raises:
             ValueError: a column whose length is not that of ``texts``.
         """
-        return self.to_columns(
-            self.parse_rows(texts, prefixes=prefixes, tools=tools, finish_reasons=finish_reasons)
-        )
+        return self.to_columns(self.parse_rows(texts, **columns))
 
     def parse_rows(
         self,

@@ -106,7 +106,8 @@ def quick_scanners() -> list[Scanner]:
     for family in list_templates():
         template = get_entry(family).template
         for scanner in (template.outside_scanner, *template.region_scanners):
-            if scanner.all_safe("x") or scanner.all_safe("0"):
+            quick = scanner.all_safe
+            if quick is not None and (quick("x") or quick("0")):
                 scanners.append(scanner)
     return scanners
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import os
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 from replyparse.errors import UnknownTemplateError
 from replyparse.model_folder import ModelFolder, folder_from_config, read_model_folder
@@ -83,6 +83,15 @@ def _chat_template_evidence(registry: Registry, text: str) -> tuple[str, list[st
     if matches:
         return "chat template markers", matches
     return None
+
+
+class ModelEvidence(TypedDict, total=False):
+    """What may be known about a model, each as ``detect_entry`` reads it."""
+
+    model_type: str | None
+    tokenizer_config: Mapping[str, Any] | str | os.PathLike[str] | None
+    chat_template: str | None
+    name: str | None
 
 
 def detect_entry(
@@ -177,13 +186,7 @@ def detect_entry(
     return registry.entry(candidates[0])
 
 
-def detect_template(
-    *,
-    model_type: str | None = None,
-    tokenizer_config: Mapping[str, Any] | str | os.PathLike[str] | None = None,
-    chat_template: str | None = None,
-    name: str | None = None,
-) -> ResponseTemplate:
+def detect_template(**evidence: Unpack[ModelEvidence]) -> ResponseTemplate:
     """The response template for a model, from its tokenizer config, chat template or type.
 
     A ``tokenizer_config`` that carries its own ``response_template`` wins: that template is
@@ -192,10 +195,8 @@ def detect_template(
     is written for the suffix of the config's added tokens.
 
     Args:
-        model_type: the transformers ``config.json`` ``model_type``.
-        tokenizer_config: a ``tokenizer_config.json`` dict, its path, or a model directory.
-        chat_template: a chat template string.
-        name: a family id, alias or model name.
+        evidence: as for ``detect_entry`` (``model_type``, ``tokenizer_config``,
+            ``chat_template``, ``name``; ``ModelEvidence``).
 
     Returns:
         The compiled response template.
@@ -209,16 +210,12 @@ def detect_template(
         >>> detect_template(model_type="lfm2") is get_template("lfm2")
         True
     """
+    tokenizer_config = evidence.get("tokenizer_config")
     if tokenizer_config is None:
-        return detect_entry(model_type=model_type, chat_template=chat_template, name=name).template
+        return detect_entry(**evidence).template
     folder = _model_folder(tokenizer_config)
     if folder.response_template is not None:
         return load_template(folder.response_template)
-    entry = detect_entry(
-        model_type=model_type,
-        tokenizer_config=tokenizer_config,
-        chat_template=chat_template,
-        name=name,
-    )
+    entry = detect_entry(**evidence)
     # A family whose tokens carry a per-checkpoint suffix gets this checkpoint's (HY v4).
     return entry.template_for_vocabulary(folder.added_tokens.values())
