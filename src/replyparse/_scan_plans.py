@@ -36,7 +36,7 @@ from replyparse._delimiter import (
     streaming_source,
 )
 from replyparse._regex_syntax import REGEX_FLAGS
-from replyparse._scanner import Scanner
+from replyparse._scanner import Scanner, StreamMemo
 from replyparse.errors import TemplateError, TemplateIssue
 
 if TYPE_CHECKING:
@@ -119,7 +119,8 @@ class ReferenceScanner(Scanner):
 
     It takes no shortcut: no text is judged by its characters (no ``all_safe``, so a parser
     on this plan has no fast path either and runs its machine on every piece;
-    ``safe_length`` always asks for a scan)."""
+    ``safe_length`` always asks for a scan), and a stream's memo (``stream``) only counts
+    its searches."""
 
     __slots__ = ()
 
@@ -140,12 +141,16 @@ class ReferenceScanner(Scanner):
         final: bool = False,
         memo: Any = None,
         no_empty_at: int = -1,
-        stream: Any = None,
+        stream: StreamMemo | None = None,
         base: int = 0,
     ) -> tuple[int, DelimiterMatch | None]:
         held = len(buffer)
         best: DelimiterMatch | None = None
         best_priority = 0
+        if stream is not None:
+            # Its public measure of work (``ResponseParser.delimiter_searches``): every
+            # delimiter is searched on every call.
+            stream.searches += len(self.entries)
         for delimiter, target, priority in self.entries:
             match, partial_start = reference_find(delimiter, buffer, position, final, no_empty_at)
             if partial_start is not None and partial_start < held:

@@ -21,11 +21,28 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from replyparse._scan_plans import PLAN_VARIABLE
 from tests.engines.venvs import EngineUnavailable
 
 #: The repository's src/, put on the engine's PYTHONPATH so that it imports the plugin under
 #: test (replyparse's only runtime dependency, regex, is in every engine venv).
 REPO_SRC = Path(__file__).resolve().parents[2] / "src"
+
+
+def probe_env(*paths: Path) -> dict[str, str]:
+    """The environment of a probe script run in an engine's venv: only `paths` on PYTHONPATH
+    (the test environment's packages would shadow the venv's), the system PATH, no model hub,
+    and the scanner plan of this test run (`--scanner-plan`, `REPLYPARSE_SCANNER_PLAN`), so
+    that the probe's templates are compiled on it as the run's are."""
+    env = {
+        "PYTHONPATH": os.pathsep.join(str(path) for path in paths),
+        "PATH": "/usr/bin:/bin",
+        "HF_HUB_OFFLINE": "1",
+    }
+    plan = os.environ.get(PLAN_VARIABLE)
+    if plan:
+        env[PLAN_VARIABLE] = plan
+    return env
 
 
 def free_port() -> int:

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from tests.engines.conftest import build_tiny_model
-from tests.engines.servers import REPO_SRC
+from tests.engines.servers import REPO_SRC, probe_env
 from tests.engines.venvs import SGLANG_PARSERS, EngineUnavailable, ensure_venv
 from tests.grammar.helpers import WEATHER
 from tests.integrations.test_vllm_plugin_core import OUTPUT, OUTPUT_CALLS
@@ -59,11 +59,7 @@ def probe(vllm_python: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[s
         [str(python), str(PROBE), str(model), json.dumps({"output": OUTPUT, "tools": [WEATHER]})],
         capture_output=True,
         text=True,
-        env={
-            "PYTHONPATH": f"{REPO_SRC}:{installed}",
-            "PATH": "/usr/bin:/bin",
-            "HF_HUB_OFFLINE": "1",
-        },
+        env=probe_env(REPO_SRC, installed),
         check=False,
         timeout=600,
     )

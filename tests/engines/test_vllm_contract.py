@@ -16,7 +16,7 @@ import pytest
 
 from replyparse.cli import main
 from tests.engines.conftest import build_tiny_model
-from tests.engines.servers import REPO_SRC
+from tests.engines.servers import REPO_SRC, probe_env
 from tests.engines.venvs import VLLM_034_PARSERS, VLLM_CPU, EngineUnavailable, ensure_venv
 from tests.grammar.helpers import WEATHER
 from tests.integrations.test_vllm_plugin_core import OUTPUT, OUTPUT_CALLS
@@ -61,7 +61,7 @@ def probe(
         [str(python), str(PROBE), str(model), json.dumps(case)],
         capture_output=True,
         text=True,
-        env={"PYTHONPATH": str(REPO_SRC), "PATH": "/usr/bin:/bin", "HF_HUB_OFFLINE": "1"},
+        env=probe_env(REPO_SRC),
         check=False,
         timeout=600,
     )

@@ -22,8 +22,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from replyparse import ResponseParser
 from replyparse._delimiter import SHORT
-from replyparse._scan_plans import PLANS, ReferenceScanner, scanner_plan
+from replyparse._scan_plans import PLANS, ReferenceScanner, on_plan, scanner_plan
 from replyparse._scanner import Scanner, StreamMemo
 from replyparse.errors import TemplateError
 from replyparse.templates import get_entry, list_templates
@@ -212,3 +213,22 @@ def test_templates_compile_on_the_named_plan(monkeypatch: pytest.MonkeyPatch) ->
     assert type(fast.outside_scanner) is Scanner
     assert on_reference == parse_response("<think>hm</think>Hi", fast, prefix="")
     assert on_reference == {"reasoning": "hm", "content": "Hi"}
+
+
+def test_every_plan_counts_a_streams_searches() -> None:
+    """``ResponseParser.delimiter_searches`` measures the plan's work: the reference
+    searches every delimiter of the state at every question (while the fast plan searches
+    a held gpt-oss header again only once its text has doubled), and both parse alike."""
+    template = get_entry("gpt-oss").template
+    header = "<|start|>assistant<|channel|>commentary to=functions.get_weather <|constrain|>json"
+    text = f"<|channel|>analysis<|message|>Think.<|end|>{header}<|message|>" + "{}<|call|>"
+    searched, messages = {}, {}
+    for plan in ("fast", "reference"):
+        parser = ResponseParser(on_plan(template, plan), "<|start|>assistant")
+        for char in text:
+            parser.feed(char)
+        searched[plan] = parser.delimiter_searches
+        messages[plan] = parser.finalize()[0]
+    assert messages["fast"] == messages["reference"]
+    assert messages["fast"]["tool_calls"][0]["function"]["name"] == "get_weather"
+    assert 0 < searched["fast"] < searched["reference"]

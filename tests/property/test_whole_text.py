@@ -94,6 +94,11 @@ def test_corpus_cases_whole_equals_streamed(family: str) -> None:
             # Anchors on short texts too.
             anchored = on_plan(template, "anchored")
             assert _whole(anchored, prefix, text, recover) == expected, case["id"]
+            # The plain reference scanner, whole and streamed: the parser acts on what
+            # every plan answers alike (the whole suite can run on it: --scanner-plan).
+            reference = on_plan(template, "reference")
+            assert _whole(reference, prefix, text, recover) == expected, case["id"]
+            assert _streamed(reference, prefix, text, 5, recover) == expected, case["id"]
 
 
 @pytest.mark.parametrize("family", FAMILIES)
@@ -112,6 +117,7 @@ def test_mutated_outputs_whole_equals_streamed(family: str, data: st.DataObject)
     step = data.draw(st.sampled_from([1, 3, 64]))
     if step == 1 and len(text) > 2_000:
         step = 3
-    plan = data.draw(st.sampled_from(["fast", "anchored"]))  # anchored: on short texts too
+    # anchored: on short texts too; reference: the plain scanner (--scanner-plan)
+    plan = data.draw(st.sampled_from(["fast", "anchored", "reference"]))
     whole = _whole(on_plan(template, plan), prefix, text, recover, partial)
     assert whole == _streamed(template, prefix, text, step, recover, partial)

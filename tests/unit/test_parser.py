@@ -410,6 +410,9 @@ def test_a_t_that_begins_no_anchor_and_a_held_space_stay_on_the_fast_path() -> N
     assert parser.scanner_calls == asked + 2
 
 
+# The fast plan's held-header memo (``StreamMemo.partials``); the reference searches every
+# delimiter at every character (492 searches here).
+@pytest.mark.fast_plan
 def test_a_held_header_is_searched_per_doubling_and_at_its_end() -> None:
     # gpt-oss's headers end with <|message|> (``StreamMemo.partials``): fed a character at a
     # time, a header is searched again only when its held text has doubled, and when

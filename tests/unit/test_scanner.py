@@ -266,6 +266,9 @@ LINEAR_CASES = [
 ]
 
 
+# Counts what the fast plan hands the regex engine (``Delimiter.exact``, ``streaming``);
+# the reference compiles its own patterns, so it would count nothing.
+@pytest.mark.fast_plan
 @pytest.mark.parametrize(("family", "shape_name"), LINEAR_CASES)
 @pytest.mark.parametrize("step", [4, 1_000_000])
 def test_work_per_character_stays_flat(family: str, shape_name: str, step: int) -> None:
@@ -295,6 +298,8 @@ HEADER_RUNS = [
 ]
 
 
+# As test_work_per_character_stays_flat: the fast plan's engine work.
+@pytest.mark.fast_plan
 @pytest.mark.parametrize(("head", "unit", "tail"), HEADER_RUNS)
 @pytest.mark.parametrize(("step", "recover"), [(4, False), (1_000_000, False), (4, True)])
 def test_work_per_character_stays_flat_on_gpt_oss_header_runs(
