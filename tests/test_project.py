@@ -185,6 +185,40 @@ def test_grammar_imports_nothing_from_openai() -> None:
     assert {file: names for file, names in sideways.items() if names} == {}
 
 
+def _parser_privates() -> set[str]:
+    """The private methods and attributes of ``ResponseParser`` (``parser.py``)."""
+    tree = ast.parse((SOURCE / "parser.py").read_text(encoding="utf-8"))
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef) and node.name == "ResponseParser":
+            for item in ast.walk(node):
+                if isinstance(item, ast.FunctionDef):
+                    names.add(item.name)
+                elif isinstance(item, ast.Attribute) and ast.unparse(item.value) == "self":
+                    names.add(item.attr)
+    return {name for name in names if name.startswith("_") and not name.startswith("__")}
+
+
+def test_no_module_reads_a_parser_private() -> None:
+    """Only ``parser.py`` (and ``_regions.py``, whose ``RegionSteps`` is a part of
+    ``ResponseParser``) touches the parser's private state; the whole-text paths go through
+    its "whole texts" methods (``PrimedParser``), everything else through the public API."""
+    privates = _parser_privates()
+    assert {"_state", "_run", "_values"} <= privates  # the finder sees them
+    found = []
+    for file in sorted(SOURCE.rglob("*.py")):
+        if file.name in ("parser.py", "_regions.py"):
+            continue
+        for node in ast.walk(ast.parse(file.read_text(encoding="utf-8"))):
+            if (
+                isinstance(node, ast.Attribute)
+                and node.attr in privates
+                and ast.unparse(node.value) not in ("self", "cls")
+            ):
+                found.append(f"{file.relative_to(ROOT)}:{node.lineno}: {ast.unparse(node)}")
+    assert found == []
+
+
 def test_no_import_cycles() -> None:
     """No module imports, directly or through others, one that imports it back: neither at
     import time nor hidden in a function body. ``if TYPE_CHECKING:`` imports may close a
