@@ -39,8 +39,11 @@ Fitting: TypeAlias = tuple[
 Walker: TypeAlias = Callable[[str, bool], "Fitting | None"]
 
 
-def _holds_any(body: str, stray_closes: tuple[tuple[FieldSpec, str], ...]) -> bool:
-    return any(literal in body for _, literal in stray_closes)
+def _holds_any(body: str, literals: tuple[str, ...]) -> bool:
+    for literal in literals:
+        if literal in body:
+            return True
+    return False
 
 
 class _NotFitting(Exception):
@@ -83,7 +86,7 @@ class _Walk:
         carried: str,
         implicit: FieldSpec | None,
         read: Callable[[FieldSpec, str, Mapping[str, str | None]], Any],
-        stray_closes: tuple[tuple[FieldSpec, str], ...],
+        stray_closes: tuple[str, ...],
     ) -> None:
         # ``start`` is read, never changed: the primed parser's state. The text walked is
         # its context and held text, then the generation.
@@ -156,7 +159,7 @@ def fitting_walker(reader: ValueReader, recover: bool, start: ParseState) -> Wal
     implicit = template.implicit_field
     required_names = [field.name for field in template.required_fields]
     # Recover mode reports a stray close: the general path's.
-    stray_closes = template.stray_closes if recover else ()
+    stray_closes = tuple(literal for _, literal in template.stray_closes) if recover else ()
     read = reader.read_fitting
     build_message = reader.build_message
     before = start.context + start.buffer
