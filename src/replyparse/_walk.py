@@ -40,10 +40,7 @@ Walker: TypeAlias = Callable[[str, bool], "Fitting | None"]
 
 
 def _holds_any(body: str, literals: tuple[str, ...]) -> bool:
-    for literal in literals:
-        if literal in body:
-            return True
-    return False
+    return any(map(body.__contains__, literals))
 
 
 class _NotFitting(Exception):
