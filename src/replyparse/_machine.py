@@ -56,10 +56,8 @@ class MachineState(Protocol):
     scanner: Scanner
     #: The implicit region is open.
     implicit_open: bool
-    #: The open region's named groups, and where its body begins in the run's buffer (the
-    #: run's start when the region opened before the run).
+    #: The open region's named groups.
     open_groups: dict[str, str | None]
-    body_start: int
     #: The offset of the last region opened by a zero-width match.
     empty_match_at: int
     phase: ParserPhase
@@ -88,11 +86,8 @@ class Steps(Protocol):
     @property
     def take_text(self) -> Callable[[str, int, int, Events], None] | None: ...
 
-    #: ``open_region(field, buffer, at, events)``: ``field``'s region opened by the delimiter
-    #: ``at``. None for steps that need nothing then (the state holds the region's groups
-    #: and where its body begins).
-    @property
-    def open_region(self) -> Callable[[FieldSpec, str, FinalMatch, Events], None] | None: ...
+    def open_region(self, field: FieldSpec, buffer: str, at: FinalMatch, events: Events) -> None:
+        """``field``'s region opened by the delimiter ``at``."""
 
     def close_region(self, field: FieldSpec, buffer: str, at: FinalMatch, events: Events) -> None:
         """``field``'s region closed by the delimiter ``at`` (with its groups)."""
@@ -124,7 +119,6 @@ def run(
     region_scanners = template.region_scanners
     base = state.base  # the run changes no offset: the caller counts what it consumed
     scanner = state.scanner  # the state's, kept in step with it
-    state.body_start = position
     take_text = steps.take_text
     open_region = steps.open_region
     close_region = steps.close_region
@@ -163,11 +157,7 @@ def run(
                 if begin < safe_end:
                     state.implicit_open = True
                     state.open_groups = NO_GROUPS
-                    state.body_start = begin
-                    if open_region is not None:
-                        open_region(
-                            implicit, buffer, (begin, begin, implicit.index, NO_GROUPS), events
-                        )
+                    open_region(implicit, buffer, (begin, begin, implicit.index, NO_GROUPS), events)
                     if take_text is not None:
                         take_text(buffer, begin, safe_end, events)
         if match is None:
@@ -200,6 +190,4 @@ def run(
         state.field = field
         state.scanner = scanner = region_scanners[field.index]
         state.open_groups = groups
-        state.body_start = position
-        if open_region is not None:
-            open_region(field, buffer, match, events)
+        open_region(field, buffer, match, events)

@@ -45,7 +45,6 @@ _HELD_WHITESPACE = 256
 _SHARED = (
     "base",
     "body_offset",
-    "body_start",
     "buffer",
     "context",
     "empty_match_at",
@@ -129,8 +128,6 @@ class ParseState:
         #: The open region's body and where it began.
         self.body = TextAccumulator()
         self.body_offset = 0
-        #: Where the open region's body begins in the buffer of the machine's run.
-        self.body_start = 0
         #: A stripping clean field has seen non-whitespace.
         self.started = False
         #: Whitespace held at the end of a stripping clean field's body until more text

@@ -110,16 +110,15 @@ class _Walk:
         self.read = read
         self.stray_closes = stray_closes
 
-    #: A body is the slice of the text between its delimiters (from ``body_start``, which
-    #: the machine sets when a region opens), taken at the close.
+    #: A body is the slice of the text between its delimiters, taken at the close.
     take_text = None
-    open_region = None
+
+    def open_region(self, field: FieldSpec, buffer: str, at: FinalMatch, events: Events) -> None:
+        self.body_start = at[1]
+        self.carried = ""
 
     def close_region(self, field: FieldSpec, buffer: str, at: FinalMatch, events: Events) -> None:
-        body = buffer[self.body_start : at[0]]
-        if self.carried:  # the first close: of the region open when the walk began
-            body = self.carried + body
-            self.carried = ""
+        body = self.carried + buffer[self.body_start : at[0]]
         if self.stray_closes and field.is_implicit and _holds_any(body, self.stray_closes):
             raise _NotFitting  # a stray close to report
         value = self.read(field, body, region_groups(self.open_groups, at[3]))

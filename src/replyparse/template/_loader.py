@@ -477,7 +477,7 @@ def load_template(spec: Mapping[str, Any] | ResponseTemplate | str) -> ResponseT
     if isinstance(spec, ResponseTemplate):
         return spec
     last = _LAST
-    if last is not None and spec is last[0] and spec == last[1]:
+    if last is not None and spec is last[0] and last[1] is not None and spec == last[1]:
         return last[2]  # the same dict as last time, unchanged
     try:
         key = spec if isinstance(spec, str) else json.dumps(spec)
@@ -496,9 +496,12 @@ def load_template(spec: Mapping[str, Any] | ResponseTemplate | str) -> ResponseT
 
 
 def _remember(spec: Mapping[str, Any], template: ResponseTemplate) -> None:
-    """Remember ``spec`` as the last dict compiled, with a copy of its contents."""
+    """Remember ``spec`` as the last dict looked up; with a copy of its contents once it
+    is passed a second time (a dict built per call is never copied)."""
     global _LAST
-    _LAST = (spec, copy.deepcopy(spec), template)
+    last = _LAST
+    again = last is not None and spec is last[0]
+    _LAST = (spec, copy.deepcopy(spec) if again else None, template)
 
 
 # Compiled templates by their JSON text. Compiling validates and builds scanners; a server
@@ -506,10 +509,10 @@ def _remember(spec: Mapping[str, Any], template: ResponseTemplate) -> None:
 # immutable, so sharing them is safe; the memo is the only module state of the core.
 _CACHE: dict[str, ResponseTemplate] = {}
 _CACHE_SIZE = 128
-# The last dict compiled, a copy of its contents then, and its template: the same object
-# passed again, still equal to the copy, is the same template without serialising it again
-# (the usual case: one template dict for every call). A dict changed in place fails the
-# comparison and is looked up by its JSON text.
+# The last dict looked up, a copy of its contents (from its second lookup on), and its
+# template: the same object passed again, still equal to the copy, is the same template
+# without serialising it again (the usual case: one template dict for every call). A dict
+# changed in place fails the comparison and is looked up by its JSON text.
 _LAST: tuple[Mapping[str, Any], Any, ResponseTemplate] | None = None
 
 
